@@ -1,0 +1,1 @@
+"""Git access for the indexing pipeline: URL safety, cloning/fetching with dulwich, reading trees."""
