@@ -1,0 +1,239 @@
+"""Data of the indexing pipeline: repositories, index jobs, files, chunks and their vectors.
+
+Chunks and files carry a ``generation``: a run writes a new generation next to the live one and
+the swap (``Repository.active_generation``) happens in one transaction, so searches always see a
+complete version. Vectors live in ``ChunkEmbedding`` keyed by an ``EmbeddingSpace`` (provider +
+model + dimension): every vector query filters on one space, so vectors of two models are never
+mixed or compared.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+
+class RepositoryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    INDEXING = "indexing", "Indexing"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Repository(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    url = models.CharField(max_length=2048, help_text="Clone URL, never with credentials.")
+    name = models.CharField(max_length=200)
+    branch = models.CharField(max_length=255, blank=True, help_text="Empty: the remote HEAD.")
+    status = models.CharField(
+        max_length=16, choices=RepositoryStatus.choices, default=RepositoryStatus.PENDING
+    )
+    error = models.TextField(blank=True)
+    last_indexed_commit = models.CharField(max_length=64, blank=True)
+    last_indexed_at = models.DateTimeField(null=True, blank=True)
+    active_generation = models.PositiveIntegerField(
+        default=0, help_text="The generation searches see; 0 = nothing indexed yet."
+    )
+    file_count = models.PositiveIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
+    embedded_count = models.PositiveIntegerField(default=0)
+    size_bytes = models.BigIntegerField(default=0, help_text="Bytes fetched from the remote.")
+    indexed_bytes = models.BigIntegerField(default=0, help_text="Bytes of text indexed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "created_at"]
+        verbose_name_plural = "repositories"
+        constraints = [
+            models.UniqueConstraint(fields=["url", "branch"], name="unique_repository_url_branch"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def vectors_missing(self) -> int:
+        return max(self.chunk_count - self.embedded_count, 0)
+
+
+class JobKind(models.TextChoices):
+    FULL = "full", "Full"
+    INCREMENTAL = "incremental", "Incremental"
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    CLONING = "cloning", "Cloning"
+    WALKING = "walking", "Walking"
+    CHUNKING = "chunking", "Chunking"
+    STORING = "storing", "Storing"
+    EMBEDDING = "embedding", "Embedding"
+    DONE = "done", "Done"
+    COMPLETED_WITH_ERRORS = "completed_with_errors", "Completed with errors"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+FINISHED_JOB_STATES = frozenset(
+    {JobState.DONE, JobState.COMPLETED_WITH_ERRORS, JobState.FAILED, JobState.CANCELLED}
+)
+
+
+class IndexJob(models.Model):
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.FULL)
+    state = models.CharField(max_length=24, choices=JobState.choices, default=JobState.QUEUED)
+    generation = models.PositiveIntegerField(default=0)
+    commit = models.CharField(max_length=64, blank=True)
+    files_total = models.PositiveIntegerField(default=0)
+    files_done = models.PositiveIntegerField(default=0)
+    files_skipped = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_embedded = models.PositiveIntegerField(default=0)
+    bytes_fetched = models.BigIntegerField(default=0)
+    stage_timings = models.JSONField(default=dict, blank=True, help_text="Seconds per stage.")
+    failures = models.JSONField(
+        default=list, blank=True, help_text="Files or batches that failed, with the reason."
+    )
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["state", "heartbeat_at"], name="indexjob_state_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} for {self.repository_id} ({self.state})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED_JOB_STATES
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at
+        if end is None:
+            from django.utils import timezone
+
+            end = timezone.now()
+        return (end - self.started_at).total_seconds()
+
+
+class SourceFile(models.Model):
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="files")
+    generation = models.PositiveIntegerField()
+    path = models.CharField(max_length=1024)
+    language = models.CharField(max_length=32, blank=True)
+    blob_sha = models.CharField(max_length=64)
+    size_bytes = models.PositiveIntegerField(default=0)
+    line_count = models.PositiveIntegerField(default=0)
+    is_test = models.BooleanField(default=False)
+    is_doc = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "generation", "path"], name="unique_file_per_generation"
+            ),
+        ]
+        indexes = [models.Index(fields=["repository", "generation"], name="file_repo_gen")]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Chunk(models.Model):
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="chunks")
+    file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="chunks")
+    generation = models.PositiveIntegerField()
+    index = models.PositiveIntegerField(help_text="Position of the chunk within its file.")
+    start_line = models.PositiveIntegerField()
+    end_line = models.PositiveIntegerField()
+    symbol = models.CharField(max_length=512, blank=True)
+    kind = models.CharField(max_length=32, blank=True)
+    language = models.CharField(max_length=32, blank=True)
+    path = models.CharField(max_length=1024, help_text="Copy of the file path for ranking.")
+    is_test = models.BooleanField(default=False)
+    is_doc = models.BooleanField(default=False)
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the content.")
+    calls = models.JSONField(default=list, blank=True, help_text="Names called in this chunk.")
+    search_vector = SearchVectorField(null=True)
+    token_count = models.PositiveIntegerField(default=0, help_text="Words in the tsvector text.")
+
+    class Meta:
+        ordering = ["file_id", "index"]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            models.Index(fields=["repository", "generation"], name="chunk_repo_gen"),
+            models.Index(fields=["content_hash"], name="chunk_content_hash"),
+            models.Index(fields=["repository", "symbol"], name="chunk_repo_symbol"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(start_line__gte=1) & models.Q(end_line__gte=models.F("start_line")),
+                name="chunk_line_range_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+class EmbeddingSpace(models.Model):
+    """One embedding model at one dimension. Vectors are only ever compared within a space."""
+
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "model", "dim"], name="unique_embedding_space"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}@{self.dim}"
+
+    @property
+    def index_name(self) -> str:
+        return f"chunkemb_hnsw_space_{self.pk}"
+
+
+class ChunkEmbedding(models.Model):
+    """A chunk's vector in one space. Each space gets a partial HNSW index over
+    ``vector::vector(dim)`` (see ``indexing.services.embedding_spaces``)."""
+
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="embeddings")
+    space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="embeddings")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+    content_hash = models.CharField(max_length=64)
+    vector = VectorField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chunk", "space"], name="unique_chunk_embedding"),
+        ]
+        indexes = [
+            models.Index(fields=["space", "content_hash"], name="chunkemb_space_hash"),
+            models.Index(fields=["space", "repository"], name="chunkemb_space_repo"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id} in {self.space_id}"

@@ -1,0 +1,78 @@
+"""One error shape for the whole API: ``{"error": {"code", "message", "details"}}``.
+
+DRF's validation errors, 404s, parse errors and throttling all come out in this shape with the
+right status; anything unexpected becomes a 500 in the same shape with no internals leaked.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    """An error a service raises for the API to report as-is (message, code and status)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "invalid",
+        status_code: int = status.HTTP_400_BAD_REQUEST,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail=message, code=code)
+        self.status_code = status_code
+        self.error_code = code
+        self.details = details or {}
+
+
+def _first_message(detail: Any) -> str:
+    """A readable one-line summary of DRF's nested error details."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            inner = _first_message(value)
+            return inner if key == "non_field_errors" else f"{key}: {inner}"
+        return "invalid input"
+    if isinstance(detail, list):
+        return _first_message(detail[0]) if detail else "invalid input"
+    return str(detail)
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.error_code, str(exc.detail), exc.details), exc.status_code)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None:
+        logger.exception("unhandled API error", extra={"view": type(context.get("view")).__name__})
+        return Response(
+            error_body("internal_error", "internal error; the server log has the details"),
+            status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    assert isinstance(exc, exceptions.APIException)
+    if isinstance(exc, exceptions.ValidationError):
+        code, details = "invalid", {"fields": exc.detail}
+        message = _first_message(exc.detail)
+    else:
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else "error"
+        details = {}
+        message = _first_message(exc.detail)
+    response.data = error_body(code, message, details)
+    return response

@@ -1,0 +1,191 @@
+"""Settings shared by every environment; all values come from ``env.py``.
+
+Development defaults are safe and local. ``production.py`` tightens them.
+"""
+
+from __future__ import annotations
+
+from .env import (
+    LOCAL_EMBEDDING_DIM,
+    LOCAL_EMBEDDING_MODEL,
+    PROVIDERS_CHAT,
+    PROVIDERS_EMBEDDING,
+    ConfigError,
+    data_dir,
+    database_config,
+    reader,
+)
+
+env = reader()
+
+# --- Core --------------------------------------------------------------------------------------
+DEBUG = env.bool("DEBUG", True)
+SECRET_KEY = env.str("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
+ALLOWED_HOSTS = env.csv("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+REPO_SEARCH_DATA_DIR = data_dir(env)
+REPO_SEARCH_BIND_HOST, REPO_SEARCH_BIND_PORT = env.bind_addr("REPO_SEARCH_BIND_ADDR", "127.0.0.1:9000")
+REPO_SEARCH_BIND_ADDR = f"{REPO_SEARCH_BIND_HOST}:{REPO_SEARCH_BIND_PORT}"
+CSRF_TRUSTED_ORIGINS = env.csv("CSRF_TRUSTED_ORIGINS", "")
+
+# --- Limits (SPEC §2) --------------------------------------------------------------------------
+REPO_SEARCH_MAX_REPOS = env.positive_int("REPO_SEARCH_MAX_REPOS", 50)
+REPO_SEARCH_MAX_REPO_SIZE_MB = env.positive_int("REPO_SEARCH_MAX_REPO_SIZE_MB", 500)
+REPO_SEARCH_CLONE_TIMEOUT_SECS = env.positive_int("REPO_SEARCH_CLONE_TIMEOUT_SECS", 300)
+REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT_CLONES", 2)
+REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 500_000)
+REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
+REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
+REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.bool("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
+REPO_SEARCH_ALLOW_LOCAL_PATHS = env.bool("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
+REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
+
+# --- Models (SPEC §6) --------------------------------------------------------------------------
+LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)
+LLM_EMBEDDING_PROVIDER = env.choice("LLM_EMBEDDING_PROVIDER", "local", PROVIDERS_EMBEDDING)
+LLM_BASE_URL = env.url("LLM_BASE_URL", "http://localhost:11434", ("http", "https"))
+LLM_CHAT_MODEL = env.str("LLM_CHAT_MODEL", "llama3.2")
+_local_embeddings = LLM_EMBEDDING_PROVIDER == "local"
+LLM_EMBEDDING_MODEL = env.str(
+    "LLM_EMBEDDING_MODEL", LOCAL_EMBEDDING_MODEL if _local_embeddings else "nomic-embed-text"
+)
+LLM_EMBEDDING_DIM = env.positive_int(
+    "LLM_EMBEDDING_DIM", LOCAL_EMBEDDING_DIM if _local_embeddings else 768
+)
+if _local_embeddings and LLM_EMBEDDING_MODEL != LOCAL_EMBEDDING_MODEL:
+    raise ConfigError(
+        f"LLM_EMBEDDING_MODEL={LLM_EMBEDDING_MODEL!r}: the local provider only ships "
+        f"{LOCAL_EMBEDDING_MODEL}"
+    )
+if _local_embeddings and LLM_EMBEDDING_DIM != LOCAL_EMBEDDING_DIM:
+    raise ConfigError(
+        f"LLM_EMBEDDING_DIM={LLM_EMBEDDING_DIM}: {LOCAL_EMBEDDING_MODEL} has {LOCAL_EMBEDDING_DIM} dimensions"
+    )
+LLM_API_KEY = env.optional("LLM_API_KEY")
+LLM_TIMEOUT_SECS = env.positive_float("LLM_TIMEOUT_SECS", 30.0)
+LLM_CONNECT_TIMEOUT_SECS = env.positive_float("LLM_CONNECT_TIMEOUT_SECS", 3.0)
+LLM_MAX_RETRIES = env.positive_int("LLM_MAX_RETRIES", 2)
+LLM_EMBED_BATCH_SIZE = env.positive_int("LLM_EMBED_BATCH_SIZE", 32)
+
+# --- Database and broker -----------------------------------------------------------------------
+DATABASE_URL = env.url(
+    "DATABASE_URL", "postgresql://postgres@127.0.0.1:54329/reposearch", ("postgres", "postgresql")
+)
+DATABASES = {"default": database_config(DATABASE_URL)}
+REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:63799/0", ("redis", "rediss", "unix"))
+
+# --- Django ------------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "indexing",
+    "search",
+    "llm",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "reposearch.urls"
+WSGI_APPLICATION = "reposearch.wsgi.application"
+ASGI_APPLICATION = "reposearch.asgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = REPO_SEARCH_DATA_DIR / "static"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1_048_576
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "reposearch.api_errors.api_exception_handler",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "reposearch API",
+    "DESCRIPTION": "Index git repositories and search them with hybrid full-text + vector search.",
+    "VERSION": "0.1.0",
+}
+
+# --- Celery (CONVENTIONS: queues by resource profile, explicit policy) ----------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None  # progress lives on IndexJob rows, not in a result backend
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = False  # set per idempotent task, not globally
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 3 * 3600
+CELERY_TASK_TIME_LIMIT = 3 * 3600 + 300
+# Longer than the longest task, or Redis redelivers a running task to a second worker.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_QUEUES_NAMES = ("git", "index", "embed", "default")
+CELERY_TASK_ROUTES = {
+    "indexing.tasks.git.*": {"queue": "git"},
+    "indexing.tasks.index.*": {"queue": "index"},
+    "indexing.tasks.embed.*": {"queue": "embed"},
+}
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-jobs": {"task": "indexing.tasks.maintenance.reap_stale_jobs", "schedule": 60.0},
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ALWAYS_EAGER = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "kv": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "kv"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

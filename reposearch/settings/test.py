@@ -1,0 +1,10 @@
+"""Test settings: real PostgreSQL and Redis (started by ``make test``), quick password hashing."""
+
+from __future__ import annotations
+
+from .base import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+REPO_SEARCH_ALLOW_PRIVATE_HOSTS = True
+STATIC_ROOT = None  # whitenoise serves nothing in tests; avoids a missing-directory warning

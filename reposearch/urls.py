@@ -1,0 +1,23 @@
+"""URL map: the API under /api/, the admin, the OpenAPI schema and docs, the web UI."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from reposearch.health import HealthView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/health", HealthView.as_view(), name="health"),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include("llm.urls")),
+    path("api/", include("indexing.urls")),
+    path("api/", include("search.urls")),
+    path("", include("frontend.urls")),
+]
+
+handler404 = "reposearch.views.not_found"
+handler500 = "reposearch.views.server_error"

@@ -1,0 +1,7 @@
+"""URL routes of the search app."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern
+
+urlpatterns: list[URLPattern] = []

@@ -1,0 +1,46 @@
+"""A task goes through Redis to a real Celery worker process and its effect lands in the database."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.tasks.maintenance import reap_stale_jobs
+
+
+def wait_for(predicate, seconds: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reaper_task_runs_on_a_real_worker_and_fails_a_stale_job(celery_worker_process) -> None:
+    repository = Repository.objects.create(url="https://example.com/a/b.git", name="a/b")
+    stale = IndexJob.objects.create(
+        repository=repository,
+        state=JobState.CHUNKING,
+        heartbeat_at=timezone.now() - timedelta(hours=2),
+        started_at=timezone.now() - timedelta(hours=2),
+    )
+    fresh = IndexJob.objects.create(
+        repository=repository, state=JobState.EMBEDDING, heartbeat_at=timezone.now()
+    )
+
+    reap_stale_jobs.delay()
+
+    assert wait_for(lambda: IndexJob.objects.get(pk=stale.pk).state == JobState.FAILED)
+    stale.refresh_from_db()
+    assert "stopped reporting progress" in stale.error
+    assert stale.finished_at is not None
+    assert IndexJob.objects.get(pk=fresh.pk).state == JobState.EMBEDDING
+    # The repository never had a complete generation, so it is failed, not "ready".
+    repository.refresh_from_db()
+    assert repository.status == RepositoryStatus.FAILED

@@ -1,0 +1,55 @@
+"""``GET /api/health`` against the real database, broker and worker — and with parts down."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from rest_framework.test import APIClient
+
+from reposearch.celery import app as celery_app
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.django_db
+def test_health_ok_with_database_broker_and_a_live_worker(celery_worker_process) -> None:
+    response = APIClient().get("/api/health")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["database"]["ok"] and body["database"]["pgvector"].startswith("0.")
+    assert body["broker"]["ok"]
+    assert body["workers"]["count"] >= 1
+    assert "embedding" in body["models"]
+
+
+@pytest.mark.django_db
+def test_health_503_names_the_broker_when_it_is_down(settings, monkeypatch) -> None:
+    dead = f"redis://127.0.0.1:{closed_port()}/0"
+    settings.CELERY_BROKER_URL = dead
+    monkeypatch.setattr(celery_app.conf, "broker_url", dead)
+    response = APIClient().get("/api/health")
+    assert response.status_code == 503
+    body = response.json()
+    assert "broker" in body["down"]
+    assert "workers" in body["down"]
+    assert body["database"]["ok"]
+
+
+@pytest.mark.django_db
+def test_health_503_names_absent_workers(settings, monkeypatch, celery_worker_process) -> None:
+    # The same Redis server, but a database no worker listens on: the broker is up, the
+    # session's worker is alive elsewhere, and nobody answers the ping here.
+    empty = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
+    settings.CELERY_BROKER_URL = empty
+    monkeypatch.setattr(celery_app.conf, "broker_url", empty)
+    response = APIClient().get("/api/health")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["down"] == ["workers"]
+    assert body["workers"]["error"] == "no Celery worker answered the ping"
