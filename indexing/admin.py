@@ -11,7 +11,15 @@ class IndexJobInline(admin.TabularInline):
     model = IndexJob
     extra = 0
     can_delete = False
-    fields = ("kind", "state", "files_done", "chunks_total", "chunks_embedded", "error", "created_at")
+    fields = (
+        "kind",
+        "state",
+        "files_done",
+        "chunks_total",
+        "chunks_embedded",
+        "error",
+        "created_at",
+    )
     readonly_fields = fields
     show_change_link = True
 
@@ -21,20 +29,50 @@ class IndexJobInline(admin.TabularInline):
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
-    list_display = ("name", "url", "branch", "status", "file_count", "chunk_count", "embedded_count",
-                    "last_indexed_commit", "updated_at")  # fmt: skip
+    list_display = (
+        "name",
+        "url",
+        "branch",
+        "status",
+        "file_count",
+        "chunk_count",
+        "embedded_count",
+        "last_indexed_commit",
+        "updated_at",
+    )
     list_filter = ("status",)
     search_fields = ("name", "url")
-    readonly_fields = ("id", "status", "error", "last_indexed_commit", "last_indexed_at",
-                       "active_generation", "file_count", "chunk_count", "embedded_count",
-                       "size_bytes", "indexed_bytes", "created_at", "updated_at")  # fmt: skip
+    readonly_fields = (
+        "id",
+        "status",
+        "error",
+        "last_indexed_commit",
+        "last_indexed_at",
+        "active_generation",
+        "file_count",
+        "chunk_count",
+        "embedded_count",
+        "size_bytes",
+        "indexed_bytes",
+        "created_at",
+        "updated_at",
+    )
     inlines = [IndexJobInline]
 
 
 @admin.register(IndexJob)
 class IndexJobAdmin(admin.ModelAdmin):
-    list_display = ("id", "repository", "kind", "state", "files_done", "chunks_total",
-                    "chunks_embedded", "duration", "created_at")  # fmt: skip
+    list_display = (
+        "id",
+        "repository",
+        "kind",
+        "state",
+        "files_done",
+        "chunks_total",
+        "chunks_embedded",
+        "duration",
+        "created_at",
+    )
     list_filter = ("state", "kind")
     search_fields = ("repository__name", "celery_task_id", "error")
     readonly_fields = [field.name for field in IndexJob._meta.fields]
@@ -50,7 +88,15 @@ class IndexJobAdmin(admin.ModelAdmin):
 
 @admin.register(SourceFile)
 class SourceFileAdmin(admin.ModelAdmin):
-    list_display = ("path", "repository", "generation", "language", "size_bytes", "is_test", "is_doc")
+    list_display = (
+        "path",
+        "repository",
+        "generation",
+        "language",
+        "size_bytes",
+        "is_test",
+        "is_doc",
+    )
     list_filter = ("language", "is_test", "is_doc")
     search_fields = ("path",)
     readonly_fields = [field.name for field in SourceFile._meta.fields]

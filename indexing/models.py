@@ -184,7 +184,8 @@ class Chunk(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(start_line__gte=1) & models.Q(end_line__gte=models.F("start_line")),
+                condition=models.Q(start_line__gte=1)
+                & models.Q(end_line__gte=models.F("start_line")),
                 name="chunk_line_range_valid",
             ),
         ]

@@ -124,7 +124,9 @@ class EmbeddedPostgres:
         self._prepare_user()
         if not (self.pgdata / "PG_VERSION").exists():
             _say(f"initialising PostgreSQL in {self.pgdata}")
-            self._run("initdb", "-D", str(self.pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8")
+            self._run(
+                "initdb", "-D", str(self.pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"
+            )
         if self._running_pid() is not None and port_open(self.port):
             _say(f"PostgreSQL already running on port {self.port}; reusing it")
         else:
@@ -134,11 +136,23 @@ class EmbeddedPostgres:
                 stale.unlink()
             elif stale.exists():
                 self.stop()
-            options = f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c fsync=off -c max_connections=200"
+            options = (
+                f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c fsync=off -c max_connections=200"
+            )
             result = self._run(
-                "pg_ctl", "-D", str(self.pgdata), "-l", str(self.pgdata / "server.log"),
-                "-w", "-t", "60", "-o", options, "start", check=False,
-            )  # fmt: skip
+                "pg_ctl",
+                "-D",
+                str(self.pgdata),
+                "-l",
+                str(self.pgdata / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                options,
+                "start",
+                check=False,
+            )
             if result.returncode != 0:
                 log = (self.pgdata / "server.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"PostgreSQL did not start:\n{result.stderr}\n{log}")
@@ -148,7 +162,9 @@ class EmbeddedPostgres:
         import psycopg
 
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+            ).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{name}"')
 
@@ -191,10 +207,24 @@ class EmbeddedRedis:
                     _wait_until(lambda: not _pid_alive(pid), 10)
             self.pidfile.unlink(missing_ok=True)
         command = [
-            self.binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
-            "--save", "", "--appendonly", "no", "--pidfile", str(self.pidfile),
-            "--daemonize", "no", "--logfile", str(self.dir / "redis.log"),
-        ]  # fmt: skip
+            self.binary(),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.dir),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--pidfile",
+            str(self.pidfile),
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.dir / "redis.log"),
+        ]
         self.process = subprocess.Popen(command, start_new_session=True)
         if not _wait_until(lambda: port_open(self.port), 20):
             raise RuntimeError(f"Redis did not start on port {self.port}")
@@ -290,15 +320,38 @@ def command_up(args: argparse.Namespace) -> int:
         subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
         worker = [
-            sys.executable, "-m", "celery", "-A", "reposearch", "worker", "-B",
-            "-Q", "git,index,embed,default", "--concurrency", "2", "--loglevel", "INFO",
-            "-s", str(run_dir / "celerybeat-schedule"),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "reposearch",
+            "worker",
+            "-B",
+            "-Q",
+            "git,index,embed,default",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "INFO",
+            "-s",
+            str(run_dir / "celerybeat-schedule"),
+        ]
         web = [
-            sys.executable, "-m", "gunicorn", "reposearch.wsgi:application",
-            "--bind", settings.REPO_SEARCH_BIND_ADDR, "--workers", "2", "--threads", "4",
-            "--timeout", "120", "--access-logfile", "-",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "reposearch.wsgi:application",
+            "--bind",
+            settings.REPO_SEARCH_BIND_ADDR,
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "120",
+            "--access-logfile",
+            "-",
+        ]
         for name, command in (("worker", worker), ("web", web)):
             process = subprocess.Popen(command, env=env, start_new_session=True)
             (run_dir / f"{name}.pid").write_text(str(process.pid))

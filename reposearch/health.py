@@ -55,11 +55,11 @@ def check_broker() -> dict[str, Any]:
 def check_workers() -> dict[str, Any]:
     try:
         with celery_app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=PING_TIMEOUT_SECS)
+            conn.ensure_connection(max_retries=1, timeout=int(PING_TIMEOUT_SECS))
             replies = celery_app.control.ping(timeout=PING_TIMEOUT_SECS, connection=conn)
     except Exception as error:
         return {"ok": False, "count": 0, "error": f"could not ping workers: {type(error).__name__}"}
-    names = sorted(name for reply in replies for name in reply)
+    names = sorted(name for reply in replies or [] for name in reply)
     if not names:
         return {"ok": False, "count": 0, "error": "no Celery worker answered the ping"}
     return {"ok": True, "count": len(names), "workers": names}

@@ -9,7 +9,9 @@ from reposearch.api_errors import error_body
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse(error_body("not_found", f"no such endpoint: {request.path}"), status=404)
+        return JsonResponse(
+            error_body("not_found", f"no such endpoint: {request.path}"), status=404
+        )
     return HttpResponse("Not found", status=404, content_type="text/plain")
 
 

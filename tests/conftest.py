@@ -35,10 +35,29 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     (ROOT / ".pytest_cache").mkdir(exist_ok=True)
     log = open(ROOT / ".pytest_cache" / "celery-worker.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "reposearch", "worker", "-Q",
-         "git,index,embed,default", "--concurrency", "2", "-n", name, "--without-gossip",
-         "--without-mingle", "--loglevel", "INFO"],  # fmt: skip
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "reposearch",
+            "worker",
+            "-Q",
+            "git,index,embed,default",
+            "--concurrency",
+            "2",
+            "-n",
+            name,
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -18,7 +18,13 @@ from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository,
 
 logger = logging.getLogger(__name__)
 
-_RUNNING = (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING, JobState.EMBEDDING)
+_RUNNING = (
+    JobState.CLONING,
+    JobState.WALKING,
+    JobState.CHUNKING,
+    JobState.STORING,
+    JobState.EMBEDDING,
+)
 _ENDINGS = {JobState.FAILED, JobState.CANCELLED}
 
 # Each running stage may move forward, end, or go back to "queued" for a retry.
@@ -28,8 +34,12 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     JobState.WALKING: {JobState.CHUNKING, JobState.QUEUED, *_ENDINGS},
     JobState.CHUNKING: {JobState.STORING, JobState.QUEUED, *_ENDINGS},
     JobState.STORING: {
-        JobState.EMBEDDING, JobState.DONE, JobState.COMPLETED_WITH_ERRORS, JobState.QUEUED, *_ENDINGS,
-    },  # fmt: skip
+        JobState.EMBEDDING,
+        JobState.DONE,
+        JobState.COMPLETED_WITH_ERRORS,
+        JobState.QUEUED,
+        *_ENDINGS,
+    },
     JobState.EMBEDDING: {JobState.DONE, JobState.COMPLETED_WITH_ERRORS, JobState.QUEUED, *_ENDINGS},
     JobState.DONE: set(),
     JobState.COMPLETED_WITH_ERRORS: set(),
@@ -47,7 +57,9 @@ def transition(job: IndexJob, new_state: str, *, error: str = "", **fields: Any)
     with transaction.atomic():
         locked = IndexJob.objects.select_for_update().get(pk=job.pk)
         if new_state not in ALLOWED_TRANSITIONS[locked.state]:
-            raise IllegalTransition(f"job {locked.pk}: {locked.state} -> {new_state} is not allowed")
+            raise IllegalTransition(
+                f"job {locked.pk}: {locked.state} -> {new_state} is not allowed"
+            )
         now = timezone.now()
         locked.state = new_state
         locked.heartbeat_at = now

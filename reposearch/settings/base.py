@@ -19,11 +19,13 @@ from .env import (
 env = reader()
 
 # --- Core --------------------------------------------------------------------------------------
-DEBUG = env.bool("DEBUG", True)
-SECRET_KEY = env.str("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
+DEBUG = env.flag("DEBUG", True)
+SECRET_KEY = env.text("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
 ALLOWED_HOSTS = env.csv("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 REPO_SEARCH_DATA_DIR = data_dir(env)
-REPO_SEARCH_BIND_HOST, REPO_SEARCH_BIND_PORT = env.bind_addr("REPO_SEARCH_BIND_ADDR", "127.0.0.1:9000")
+REPO_SEARCH_BIND_HOST, REPO_SEARCH_BIND_PORT = env.bind_addr(
+    "REPO_SEARCH_BIND_ADDR", "127.0.0.1:9000"
+)
 REPO_SEARCH_BIND_ADDR = f"{REPO_SEARCH_BIND_HOST}:{REPO_SEARCH_BIND_PORT}"
 CSRF_TRUSTED_ORIGINS = env.csv("CSRF_TRUSTED_ORIGINS", "")
 
@@ -35,17 +37,17 @@ REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT
 REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 500_000)
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
-REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.bool("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
-REPO_SEARCH_ALLOW_LOCAL_PATHS = env.bool("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
+REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.flag("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
+REPO_SEARCH_ALLOW_LOCAL_PATHS = env.flag("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
 REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
 
 # --- Models (SPEC §6) --------------------------------------------------------------------------
 LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)
 LLM_EMBEDDING_PROVIDER = env.choice("LLM_EMBEDDING_PROVIDER", "local", PROVIDERS_EMBEDDING)
 LLM_BASE_URL = env.url("LLM_BASE_URL", "http://localhost:11434", ("http", "https"))
-LLM_CHAT_MODEL = env.str("LLM_CHAT_MODEL", "llama3.2")
+LLM_CHAT_MODEL = env.text("LLM_CHAT_MODEL", "llama3.2")
 _local_embeddings = LLM_EMBEDDING_PROVIDER == "local"
-LLM_EMBEDDING_MODEL = env.str(
+LLM_EMBEDDING_MODEL = env.text(
     "LLM_EMBEDDING_MODEL", LOCAL_EMBEDDING_MODEL if _local_embeddings else "nomic-embed-text"
 )
 LLM_EMBEDDING_DIM = env.positive_int(
@@ -186,6 +188,6 @@ LOGGING = {
         "kv": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "kv"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
+    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO").upper()},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

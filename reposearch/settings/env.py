@@ -41,14 +41,14 @@ class EnvReader:
         value = value.strip()
         return value or None
 
-    def str(self, name: str, default: str) -> str:
+    def text(self, name: str, default: str) -> str:
         value = self.raw(name)
         return default if value is None else value
 
     def optional(self, name: str) -> str | None:
         return self.raw(name)
 
-    def bool(self, name: str, default: bool) -> bool:
+    def flag(self, name: str, default: bool) -> bool:
         value = self.raw(name)
         if value is None:
             return default
@@ -57,7 +57,9 @@ class EnvReader:
             return True
         if lowered in _FALSE:
             return False
-        raise ConfigError(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
+        raise ConfigError(
+            f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)"
+        )
 
     def positive_int(self, name: str, default: int) -> int:
         value = self.raw(name)
@@ -84,13 +86,13 @@ class EnvReader:
         return number
 
     def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self.str(name, default).lower()
+        value = self.text(name, default).lower()
         if value not in choices:
             raise ConfigError(f"{name}={value!r} is not one of: {', '.join(choices)}")
         return value
 
     def url(self, name: str, default: str, schemes: tuple[str, ...]) -> str:
-        value = self.str(name, default)
+        value = self.text(name, default)
         parts = urlsplit(value)
         if parts.scheme not in schemes or not parts.netloc:
             raise ConfigError(
@@ -103,14 +105,14 @@ class EnvReader:
         return value
 
     def bind_addr(self, name: str, default: str) -> tuple[str, int]:
-        value = self.str(name, default)
+        value = self.text(name, default)
         host, sep, port_text = value.rpartition(":")
         if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
             raise ConfigError(f"{name}={value!r} is not host:port (e.g. 127.0.0.1:9000)")
         return host.strip("[]"), int(port_text)
 
     def csv(self, name: str, default: str) -> list[str]:
-        return [item.strip() for item in self.str(name, default).split(",") if item.strip()]
+        return [item.strip() for item in self.text(name, default).split(",") if item.strip()]
 
 
 def _redact(url: str) -> str:
@@ -140,7 +142,7 @@ def database_config(url: str) -> dict[str, object]:
 
 
 def data_dir(env: EnvReader) -> Path:
-    return Path(env.str("REPO_SEARCH_DATA_DIR", "./data")).expanduser().resolve()
+    return Path(env.text("REPO_SEARCH_DATA_DIR", "./data")).expanduser().resolve()
 
 
 def reader(environ: Mapping[str, str] | None = None) -> EnvReader:

@@ -13,7 +13,7 @@ if SECRET_KEY.startswith("dev-only") or len(SECRET_KEY) < 32:
 if env.raw("ALLOWED_HOSTS") is None:
     raise ConfigError("ALLOWED_HOSTS is not set: list the host names this server answers to")
 
-SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", True)
-CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", True)
+SESSION_COOKIE_SECURE = env.flag("SECURE_COOKIES", True)
+CSRF_COOKIE_SECURE = env.flag("SECURE_COOKIES", True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"

@@ -7,4 +7,4 @@ from .base import *  # noqa: F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REPO_SEARCH_ALLOW_LOCAL_PATHS = True
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = True
-STATIC_ROOT = None  # whitenoise serves nothing in tests; avoids a missing-directory warning
+STATIC_ROOT = None  # type: ignore[assignment]  # whitenoise serves nothing in tests; avoids a missing-directory warning

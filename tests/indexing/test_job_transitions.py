@@ -15,8 +15,14 @@ def job(db) -> IndexJob:
 
 
 def test_a_job_walks_through_its_stages(job: IndexJob) -> None:
-    for state in (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING,
-                  JobState.EMBEDDING, JobState.DONE):  # fmt: skip
+    for state in (
+        JobState.CLONING,
+        JobState.WALKING,
+        JobState.CHUNKING,
+        JobState.STORING,
+        JobState.EMBEDDING,
+        JobState.DONE,
+    ):
         job = transition(job, state)
     assert job.state == JobState.DONE
     assert job.started_at is not None and job.finished_at is not None

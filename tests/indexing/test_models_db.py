@@ -27,9 +27,18 @@ def test_the_same_url_and_branch_cannot_be_added_twice() -> None:
 @pytest.mark.django_db
 def test_a_chunk_with_an_inverted_line_range_is_refused() -> None:
     repository = Repository.objects.create(url="https://example.com/b.git", name="b")
-    source = SourceFile.objects.create(repository=repository, generation=1, path="a.py", blob_sha="0" * 40)
+    source = SourceFile.objects.create(
+        repository=repository, generation=1, path="a.py", blob_sha="0" * 40
+    )
     with pytest.raises(IntegrityError):
         Chunk.objects.create(
-            repository=repository, file=source, generation=1, index=0, start_line=10, end_line=3,
-            path="a.py", content="x", content_hash="h",
-        )  # fmt: skip
+            repository=repository,
+            file=source,
+            generation=1,
+            index=0,
+            start_line=10,
+            end_line=3,
+            path="a.py",
+            content="x",
+            content_hash="h",
+        )

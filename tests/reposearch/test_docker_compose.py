@@ -45,7 +45,9 @@ def test_commands_point_at_real_modules() -> None:
 def test_every_environment_name_is_one_the_settings_read() -> None:
     env = COMPOSE["x-app-env"]
     read = set(re.findall(r'env\.\w+\(\s*"([A-Z_]+)"', ENV_MODULE))
-    read |= set(re.findall(r'"([A-Z_]+)"', (ROOT / "reposearch/settings/production.py").read_text()))
+    read |= set(
+        re.findall(r'"([A-Z_]+)"', (ROOT / "reposearch/settings/production.py").read_text())
+    )
     read.add("DJANGO_SETTINGS_MODULE")
     unknown = set(env) - read
     assert not unknown, f"compose sets variables the settings never read: {unknown}"

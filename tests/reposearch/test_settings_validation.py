@@ -17,7 +17,11 @@ def run_manage(env_overrides: dict[str, str], settings_module: str = "reposearch
     env["DJANGO_SETTINGS_MODULE"] = settings_module
     env.update(env_overrides)
     return subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
 
@@ -27,8 +31,16 @@ def run_manage(env_overrides: dict[str, str], settings_module: str = "reposearch
     [
         ("REPO_SEARCH_MAX_REPOS", "zero", "REPO_SEARCH_MAX_REPOS='zero' is not a positive integer"),
         ("REPO_SEARCH_MAX_REPOS", "0", "REPO_SEARCH_MAX_REPOS='0' is not a positive integer"),
-        ("REPO_SEARCH_CLONE_TIMEOUT_SECS", "-5", "REPO_SEARCH_CLONE_TIMEOUT_SECS='-5' is not a positive"),
-        ("REPO_SEARCH_MAX_REPO_SIZE_MB", "1.5", "REPO_SEARCH_MAX_REPO_SIZE_MB='1.5' is not a positive"),
+        (
+            "REPO_SEARCH_CLONE_TIMEOUT_SECS",
+            "-5",
+            "REPO_SEARCH_CLONE_TIMEOUT_SECS='-5' is not a positive",
+        ),
+        (
+            "REPO_SEARCH_MAX_REPO_SIZE_MB",
+            "1.5",
+            "REPO_SEARCH_MAX_REPO_SIZE_MB='1.5' is not a positive",
+        ),
         ("LLM_PROVIDER", "gpt", "LLM_PROVIDER='gpt' is not one of: ollama, openai, none"),
         ("LLM_EMBEDDING_PROVIDER", "torch", "LLM_EMBEDDING_PROVIDER='torch' is not one of"),
         ("LLM_BASE_URL", "localhost:11434", "LLM_BASE_URL='localhost:11434' is not a valid URL"),
@@ -65,8 +77,9 @@ def test_production_refuses_debug_and_dev_secret() -> None:
     assert result.returncode == 2
     assert "DEBUG is on" in result.stderr
 
-    result = run_manage({"DEBUG": "0", "ALLOWED_HOSTS": "search.example.com"},
-                        "reposearch.settings.production")  # fmt: skip
+    result = run_manage(
+        {"DEBUG": "0", "ALLOWED_HOSTS": "search.example.com"}, "reposearch.settings.production"
+    )
     assert result.returncode == 2
     assert "SECRET_KEY is missing or too short" in result.stderr
 
@@ -78,6 +91,8 @@ def test_production_refuses_debug_and_dev_secret() -> None:
 
 
 def test_local_embedding_provider_rejects_a_model_it_does_not_ship() -> None:
-    result = run_manage({"LLM_EMBEDDING_PROVIDER": "local", "LLM_EMBEDDING_MODEL": "nomic-embed-text"})
+    result = run_manage(
+        {"LLM_EMBEDDING_PROVIDER": "local", "LLM_EMBEDDING_MODEL": "nomic-embed-text"}
+    )
     assert result.returncode == 2
     assert "LLM_EMBEDDING_MODEL='nomic-embed-text'" in result.stderr
