@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from indexing.tasks import maintenance
+from indexing.tasks import embed, git, index, maintenance
 
-__all__ = ["maintenance"]
+__all__ = ["embed", "git", "index", "maintenance"]

@@ -1,0 +1,1 @@
+"""The REST API of the indexing app: repositories and jobs."""

@@ -1,0 +1,70 @@
+"""Request and response shapes for repositories and jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from indexing.models import IndexJob, Repository
+from indexing.services.repositories import active_job
+
+
+class RepositoryCreateSerializer(serializers.Serializer):
+    url = serializers.CharField(max_length=2048, trim_whitespace=True)
+    branch = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(self.initial_data) - set(self.fields) if isinstance(self.initial_data, dict) else set()
+        if unknown:
+            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+        return attrs
+
+
+class IndexJobSerializer(serializers.ModelSerializer):
+    repository_id = serializers.UUIDField(read_only=True)
+    duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = IndexJob
+        fields = [
+            "id", "repository_id", "kind", "state", "generation", "commit", "files_total",
+            "files_done", "files_skipped", "chunks_total", "chunks_embedded", "bytes_fetched",
+            "stage_timings", "failures", "attempts", "error", "heartbeat_at", "created_at",
+            "started_at", "finished_at", "duration_seconds", "progress",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_progress(self, job: IndexJob) -> float:
+        """A 0..1 estimate across stages, for progress bars."""
+        order = ["queued", "cloning", "walking", "chunking", "storing", "embedding"]
+        if job.is_finished:
+            return 1.0
+        stage = order.index(job.state) if job.state in order else 0
+        within = 0.0
+        if job.state == "chunking" and job.files_total:
+            within = job.files_done / job.files_total
+        elif job.state == "embedding" and job.chunks_total:
+            within = job.chunks_embedded / job.chunks_total
+        weights = [0.0, 0.05, 0.15, 0.2, 0.45, 0.55, 1.0]
+        return round(weights[stage] + (weights[stage + 1] - weights[stage]) * within, 3)
+
+
+class RepositorySerializer(serializers.ModelSerializer):
+    current_job = serializers.SerializerMethodField()
+    vectors_missing = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Repository
+        fields = [
+            "id", "url", "name", "branch", "status", "error", "last_indexed_commit",
+            "last_indexed_at", "file_count", "chunk_count", "embedded_count", "vectors_missing",
+            "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_current_job(self, repository: Repository) -> dict[str, Any] | None:
+        job = active_job(repository) or repository.jobs.order_by("-created_at").first()
+        return IndexJobSerializer(job).data if job is not None else None

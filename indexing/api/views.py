@@ -1,0 +1,85 @@
+"""Thin views: parse with a serializer, call one service, serialize the result."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from indexing.api.serializers import (
+    IndexJobSerializer,
+    RepositoryCreateSerializer,
+    RepositorySerializer,
+)
+from indexing.models import IndexJob, Repository
+from indexing.services.repositories import add_repository, delete_repository, reindex_repository
+from reposearch.api_errors import ApiError
+
+
+def _get_repository(repository_id: str) -> Repository:
+    try:
+        uuid.UUID(str(repository_id))
+    except ValueError:
+        raise ApiError(
+            f"{repository_id!r} is not a repository id (a UUID)", code="not_found", status_code=404
+        ) from None
+    repository = Repository.objects.filter(pk=repository_id).first()
+    if repository is None:
+        raise ApiError(f"no repository with id {repository_id}", code="not_found", status_code=404)
+    return repository
+
+
+class RepositoryListView(APIView):
+    @extend_schema(responses=RepositorySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        repositories = Repository.objects.all()
+        return Response(RepositorySerializer(repositories, many=True).data)
+
+    @extend_schema(request=RepositoryCreateSerializer, responses={202: RepositorySerializer})
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            raise ApiError("the body must be a JSON object", code="invalid")
+        serializer = RepositoryCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job = add_repository(**serializer.validated_data)
+        body = RepositorySerializer(job.repository).data
+        body["job"] = IndexJobSerializer(job).data
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class RepositoryDetailView(APIView):
+    @extend_schema(responses=RepositorySerializer)
+    def get(self, request: Request, repository_id: str) -> Response:
+        return Response(RepositorySerializer(_get_repository(repository_id)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, repository_id: str) -> Response:
+        delete_repository(_get_repository(repository_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RepositoryReindexView(APIView):
+    @extend_schema(request=None, responses={202: IndexJobSerializer})
+    def post(self, request: Request, repository_id: str) -> Response:
+        job, created = reindex_repository(_get_repository(repository_id))
+        body = IndexJobSerializer(job).data
+        body["coalesced"] = not created
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class JobDetailView(APIView):
+    @extend_schema(responses=IndexJobSerializer)
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(IndexJobSerializer(get_object_or_404(IndexJob, pk=job_id)).data)
+
+
+class RepositoryJobsView(APIView):
+    @extend_schema(responses=IndexJobSerializer(many=True))
+    def get(self, request: Request, repository_id: str) -> Response:
+        repository = _get_repository(repository_id)
+        return Response(IndexJobSerializer(repository.jobs.all()[:50], many=True).data)

@@ -1,0 +1,71 @@
+"""Locks in Redis that hold across every worker and machine.
+
+- ``repository_lock``: one run per repository at a time (clone/fetch/index never interleave).
+- ``clone_slot``: at most ``REPO_SEARCH_MAX_CONCURRENT_CLONES`` fetches at once, anywhere — a
+  semaphore made of N keys, each taken with ``SET NX`` and a TTL so a dead worker's slot frees
+  itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from functools import lru_cache
+
+import redis
+from django.conf import settings
+
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+class LockBusy(Exception):
+    """The lock or every slot is held by someone else."""
+
+
+@lru_cache(maxsize=4)
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+
+
+def client() -> redis.Redis:
+    return _client(settings.REDIS_URL)
+
+
+@contextlib.contextmanager
+def repository_lock(repository_id: object, ttl_seconds: int) -> Iterator[None]:
+    """Hold the repository's lock for the block; raise ``LockBusy`` if another run holds it."""
+    key = f"reposearch:lock:repository:{repository_id}"
+    token = uuid.uuid4().hex
+    if not client().set(key, token, nx=True, ex=ttl_seconds):
+        raise LockBusy(f"repository {repository_id} is being indexed by another run")
+    try:
+        yield
+    finally:
+        client().eval(_RELEASE, 1, key, token)
+
+
+@contextlib.contextmanager
+def clone_slot(ttl_seconds: int, wait_seconds: float) -> Iterator[int]:
+    """Take one of the shared clone slots, waiting up to ``wait_seconds``; yield its number."""
+    token = uuid.uuid4().hex
+    slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        for slot in range(slots):
+            key = f"reposearch:clone-slot:{slot}"
+            if client().set(key, token, nx=True, ex=ttl_seconds):
+                try:
+                    yield slot
+                finally:
+                    client().eval(_RELEASE, 1, key, token)
+                return
+        if time.monotonic() >= deadline:
+            raise LockBusy(f"all {slots} clone slots are busy")
+        time.sleep(0.5)
+
+
+def clone_slots_in_use() -> int:
+    slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
+    return sum(1 for slot in range(slots) if client().exists(f"reposearch:clone-slot:{slot}"))

@@ -1,0 +1,280 @@
+"""The indexing pipeline, one function per Celery task: fetch → (walk, chunk, store, swap) → embed.
+
+Every function takes a job id, reloads the row, returns quietly when the job is gone or finished,
+and records progress on the job. Re-running a stage converges: a fetch into a partial directory
+starts over, rows of an unfinished generation are discarded before a new one is written, and the
+live generation is only replaced by a complete one.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from indexing.chunking import chunk_file
+from indexing.git.errors import GitFetchError
+from indexing.git.fetch import fetch_branch, fetch_update
+from indexing.git.tree import GitTreeReader
+from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.services import jobs
+from indexing.services.locks import clone_slot
+from indexing.services.repositories import repository_dir
+from indexing.services.storing import (
+    FileToStore,
+    StoredChunk,
+    discard_unfinished_generations,
+    store_files,
+    swap_generation,
+)
+from indexing.walking import WalkedFile, walk_tree
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY_FILES = 50
+
+
+class JobCancelled(Exception):
+    """The job was cancelled or its repository deleted while it ran."""
+
+
+class TransientFailure(Exception):
+    """Worth retrying later (network hiccup, server 5xx); the job is back in the queue."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    job: IndexJob
+    repository: Repository
+
+
+def _load(job_id: int) -> RunContext | None:
+    job = IndexJob.objects.select_related("repository").filter(pk=job_id).first()
+    if job is None or job.is_finished:
+        return None
+    return RunContext(job, job.repository)
+
+
+def _check_alive(job_id: int) -> None:
+    state = IndexJob.objects.filter(pk=job_id).values_list("state", flat=True).first()
+    if state is None or state == JobState.CANCELLED:
+        raise JobCancelled(f"job {job_id} was cancelled")
+
+
+def fail_job(job: IndexJob, message: str) -> None:
+    """End the job with a plain message; the repository keeps its last complete generation."""
+    try:
+        jobs.transition(job, JobState.FAILED, error=message)
+    except jobs.IllegalTransition:
+        return
+    repository = Repository.objects.filter(pk=job.repository_id).first()
+    if repository is None:
+        return
+    if repository.active_generation == 0:
+        Repository.objects.filter(pk=repository.pk).update(
+            status=RepositoryStatus.FAILED, error=message
+        )
+        shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
+    else:
+        Repository.objects.filter(pk=repository.pk).update(
+            status=RepositoryStatus.READY, error=f"last re-index failed: {message}"
+        )
+
+
+def _record_timing(job: IndexJob, stage: str, started: float) -> dict[str, float]:
+    timings = dict(job.stage_timings)
+    timings[stage] = round(timings.get(stage, 0.0) + time.monotonic() - started, 3)
+    return timings
+
+
+def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> bool:
+    """Fetch the repository's branch. True when the index stage should run next."""
+    context = _load(job_id)
+    if context is None:
+        return False
+    job, repository = context.job, context.repository
+    if job.state != JobState.QUEUED:
+        job = jobs.transition(job, JobState.QUEUED)  # a retry after a crash: start over
+    job = jobs.transition(job, JobState.CLONING, celery_task_id=task_id, attempts=job.attempts + 1)
+    Repository.objects.filter(pk=repository.pk).update(
+        status=RepositoryStatus.INDEXING if repository.active_generation == 0 else repository.status
+    )
+    started = time.monotonic()
+    target = repository_dir(repository.pk)
+    limits = {
+        "max_bytes": settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
+        "timeout_s": float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS),
+        "allow_private_hosts": settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
+        "allow_local_paths": settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+        "token": settings.REPO_SEARCH_GIT_TOKEN,
+    }
+    try:
+        with clone_slot(
+            ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
+            wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
+        ):
+            _check_alive(job_id)
+            usable = repository.active_generation and (target / "HEAD").exists()
+            if usable and repository.branch:
+                result = fetch_update(target, repository.url, repository.branch, **limits)
+            else:
+                shutil.rmtree(target, ignore_errors=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                result = fetch_branch(
+                    repository.url, target, branch=repository.branch or None, **limits
+                )
+    except GitFetchError as error:
+        if error.transient and not final_attempt:
+            jobs.transition(job, JobState.QUEUED, error=f"retrying: {error.message}")
+            raise TransientFailure(error.message) from error
+        fail_job(job, error.message)
+        return False
+    _check_alive(job_id)
+    if not repository.branch:
+        Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
+    Repository.objects.filter(pk=repository.pk).update(
+        size_bytes=sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
+    )
+    IndexJob.objects.filter(pk=job.pk).update(
+        commit=result.commit_sha,
+        bytes_fetched=result.bytes_received,
+        stage_timings=_record_timing(job, "cloning", started),
+    )
+    return True
+
+
+def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
+    try:
+        pieces = chunk_file(walked.text, walked.language, walked.path)
+    except Exception:  # a chunker bug must not lose the file: fall back to line windows
+        logger.exception("chunking failed path=%s; using line windows", walked.path)
+        pieces = chunk_file(walked.text, None, walked.path)
+    return [
+        StoredChunk(
+            index=piece.index, start_line=piece.start_line, end_line=piece.end_line,
+            symbol=piece.symbol or "", kind=piece.kind, content=piece.content,
+            calls=tuple(piece.calls),
+        )
+        for piece in pieces
+    ]  # fmt: skip
+
+
+def run_index(job_id: int) -> bool:
+    """Walk, chunk and store the fetched commit as a new generation, then swap it in."""
+    context = _load(job_id)
+    if context is None:
+        return False
+    job, repository = context.job, context.repository
+    if job.state != JobState.CLONING or not job.commit:
+        fail_job(job, f"index stage reached in state {job.state} without a fetched commit")
+        return False
+    discard_unfinished_generations(repository)
+    generation = repository.active_generation + 1
+    job = jobs.transition(job, JobState.WALKING, generation=generation)
+    started = time.monotonic()
+    with GitTreeReader(repository_dir(repository.pk)) as reader:
+        entries = reader.list_tree(job.commit)
+        walked = walk_tree(entries, reader.read_blob, max_file_bytes=settings.REPO_SEARCH_MAX_FILE_BYTES)
+    failures = [{"path": s.path, "reason": s.reason} for s in walked.errors]
+    previous = dict(
+        repository.files.filter(generation=repository.active_generation).values_list(
+            "path", "blob_sha"
+        )
+    ) if repository.active_generation else {}  # fmt: skip
+    changed = [f for f in walked.files if previous.get(f.path) != f.sha]
+    carried = [f.path for f in walked.files if previous.get(f.path) == f.sha]
+    job = jobs.transition(
+        job, JobState.CHUNKING, files_total=len(walked.files),
+        files_skipped=len(walked.skipped), files_done=len(carried),
+        stage_timings=_record_timing(job, "walking", started), failures=failures,
+    )  # fmt: skip
+    started = time.monotonic()
+    to_store: list[FileToStore] = []
+    for number, walked_file in enumerate(changed, start=1):
+        chunks = _chunks_for(walked_file)
+        to_store.append(
+            FileToStore(
+                path=walked_file.path, blob_sha=walked_file.sha, size_bytes=walked_file.size,
+                language=walked_file.language or "", is_test=walked_file.is_test,
+                is_doc=walked_file.is_doc, chunks=chunks,
+                line_count=walked_file.text.count("\n") + (0 if walked_file.text.endswith("\n") else 1),
+            )
+        )  # fmt: skip
+        if number % HEARTBEAT_EVERY_FILES == 0:
+            _check_alive(job_id)
+            jobs.heartbeat(job_id, files_done=len(carried) + number)
+    job = jobs.transition(
+        job, JobState.STORING, files_done=len(walked.files),
+        chunks_total=sum(len(f.chunks) for f in to_store),
+        stage_timings=_record_timing(job, "chunking", started),
+    )  # fmt: skip
+    started = time.monotonic()
+    store_files(repository.pk, generation, to_store)
+    _check_alive(job_id)
+    repository = swap_generation(repository.pk, generation, carried, job.commit)
+    IndexJob.objects.filter(pk=job.pk).update(
+        chunks_total=repository.chunk_count,
+        stage_timings=_record_timing(job, "storing", started),
+    )
+    logger.info(
+        "job=%s repository=%s generation=%s files=%s changed=%s chunks=%s",
+        job.pk, repository.pk, generation, len(walked.files), len(changed), repository.chunk_count,
+    )  # fmt: skip
+    return True
+
+
+def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
+    """Embed the live generation's missing vectors; end the job.
+
+    Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
+    chunks have no vector yet, and the repository stays ready for full-text search.
+    """
+    from indexing.services.embedding import count_embedded, embed_repository, embedding_space
+
+    context = _load(job_id)
+    if context is None:
+        return
+    job, repository = context.job, context.repository
+    if job.state == JobState.STORING:
+        job = jobs.transition(job, JobState.EMBEDDING)
+    elif job.state != JobState.EMBEDDING:
+        fail_job(job, f"embed stage reached in state {job.state}")
+        return
+    started = time.monotonic()
+
+    def progress(done: int) -> None:
+        _check_alive(job_id)
+        jobs.heartbeat(job_id, chunks_embedded=done)
+
+    space = None
+    failures = list(job.failures)
+    try:
+        from llm import get_embedder
+
+        embedder = get_embedder()
+        space = embedding_space(embedder.provider, embedder.model, embedder.dim)
+        embed_repository(
+            repository, space, embedder.embed,
+            batch_size=settings.LLM_EMBED_BATCH_SIZE, on_progress=progress,
+        )  # fmt: skip
+    except JobCancelled:
+        raise
+    except Exception as error:
+        logger.warning("job=%s embedding failed: %s", job_id, error)
+        if not final_attempt:
+            jobs.heartbeat(job_id)
+            raise TransientFailure(str(error)) from error
+        failures.append({"stage": "embedding", "reason": str(error)[:500]})
+    embedded = count_embedded(repository, space) if space is not None else 0
+    Repository.objects.filter(pk=repository.pk).update(embedded_count=embedded)
+    missing = repository.chunk_count - embedded
+    if missing > 0 and not any(f.get("stage") == "embedding" for f in failures):
+        failures.append({"stage": "embedding", "reason": f"{missing} chunks have no vector"})
+    final = JobState.COMPLETED_WITH_ERRORS if failures else JobState.DONE
+    jobs.transition(
+        job, final, chunks_embedded=embedded, failures=failures,
+        stage_timings=_record_timing(job, "embedding", started),
+    )  # fmt: skip

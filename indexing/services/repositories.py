@@ -1,0 +1,134 @@
+"""Adding, re-indexing and deleting repositories — the one path the API and the admin share."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection, transaction
+from rest_framework import status
+
+from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
+from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
+from reposearch.api_errors import ApiError
+
+logger = logging.getLogger(__name__)
+
+BRANCH_MAX_LENGTH = 255
+
+
+def repository_dir(repository_id: object) -> Path:
+    return Path(settings.REPO_SEARCH_DATA_DIR) / "repos" / str(repository_id)
+
+
+def _clean_branch(branch: str | None) -> str:
+    branch = (branch or "").strip()
+    if branch.startswith("refs/heads/"):
+        branch = branch.removeprefix("refs/heads/")
+    invalid = (
+        len(branch) > BRANCH_MAX_LENGTH
+        or any(ch in branch for ch in " ~^:?*[\\\x7f")
+        or any(ord(ch) < 32 for ch in branch)
+        or ".." in branch
+        or branch.startswith(("-", "/", "."))
+        or branch.endswith(("/", ".lock", "."))
+        or "//" in branch
+        or "@{" in branch
+    )
+    if branch and invalid:
+        raise ApiError(f"{branch[:80]!r} is not a valid branch name", code="invalid_branch")
+    return branch
+
+
+def active_job(repository: Repository) -> IndexJob | None:
+    return (
+        repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
+    )
+
+
+def _enqueue(job: IndexJob) -> None:
+    from indexing.tasks.git import fetch_repository
+
+    transaction.on_commit(lambda: fetch_repository.delay(job.pk))
+
+
+def add_repository(url: str, branch: str | None = None, name: str | None = None) -> IndexJob:
+    """Validate, create the repository and its first job, and enqueue it after commit."""
+    branch = _clean_branch(branch)
+    try:
+        checked = check_repository_url(
+            url,
+            allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
+            allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+        )
+    except UnsafeRepositoryUrl as error:
+        raise ApiError(
+            error.message,
+            code="url_refused",
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE
+            if error.transient
+            else status.HTTP_400_BAD_REQUEST,
+        ) from None
+    display = (name or "").strip() or checked.display_name
+    if len(display) > 200:
+        raise ApiError("name is longer than 200 characters", code="invalid_name")
+    with transaction.atomic():
+        # Serialise adds so the limit and the duplicate check cannot race.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:add_repository'))")
+        existing = Repository.objects.filter(url=checked.url, branch=branch).first()
+        if existing is not None:
+            raise ApiError(
+                f"this URL and branch are already indexed as '{existing.name}' ({existing.pk})",
+                code="duplicate",
+                status_code=status.HTTP_409_CONFLICT,
+                details={"repository_id": str(existing.pk)},
+            )
+        limit = settings.REPO_SEARCH_MAX_REPOS
+        if Repository.objects.count() >= limit:
+            raise ApiError(
+                f"the repository limit is reached ({limit}; REPO_SEARCH_MAX_REPOS)",
+                code="limit_reached",
+                status_code=status.HTTP_409_CONFLICT,
+                details={"limit": limit},
+            )
+        repository = Repository.objects.create(url=checked.url, branch=branch, name=display)
+        job = IndexJob.objects.create(repository=repository, kind=JobKind.FULL)
+        _enqueue(job)
+    logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, checked.url)
+    return job
+
+
+def reindex_repository(repository: Repository) -> tuple[IndexJob, bool]:
+    """Queue a re-index; a request during a run is coalesced into it. Returns (job, created)."""
+    with transaction.atomic():
+        locked = Repository.objects.select_for_update().get(pk=repository.pk)
+        running = active_job(locked)
+        if running is not None:
+            return running, False
+        kind = JobKind.INCREMENTAL if locked.active_generation else JobKind.FULL
+        job = IndexJob.objects.create(repository=locked, kind=kind)
+        _enqueue(job)
+    return job, True
+
+
+def delete_repository(repository: Repository) -> None:
+    """Cancel its running job, remove its rows and its files on disk."""
+    from reposearch.celery import app
+
+    for job in repository.jobs.exclude(state__in=FINISHED_JOB_STATES):
+        if job.celery_task_id:
+            app.control.revoke(job.celery_task_id)
+        IndexJob.objects.filter(pk=job.pk).update(state=JobState.CANCELLED, error="repository deleted")
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Raw deletes: the ORM would load every chunk to cascade in Python.
+        cursor.execute(
+            "DELETE FROM indexing_chunkembedding WHERE repository_id = %s", [repository.pk]
+        )
+        cursor.execute("DELETE FROM indexing_chunk WHERE repository_id = %s", [repository.pk])
+        cursor.execute("DELETE FROM indexing_sourcefile WHERE repository_id = %s", [repository.pk])
+        repository.delete()
+    shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
+    logger.info("repository=%s deleted", repository.pk)

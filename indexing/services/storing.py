@@ -1,0 +1,171 @@
+"""Store a generation's files and chunks in bulk, then swap it in atomically.
+
+Each chunk's ``tsvector`` is built in SQL from identifier-split text: symbol (weight A) and path
+(weight B) rank above the body (weight D), so ``parseHttpHeader``, ``parse_http_header`` and
+``parse http header`` all meet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from indexing.identifiers import searchable_text
+from indexing.models import Repository, RepositoryStatus
+
+INSERT_BATCH = 500
+
+_INSERT_CHUNK = """
+INSERT INTO indexing_chunk (
+    repository_id, file_id, generation, "index", start_line, end_line, symbol, kind, language,
+    path, is_test, is_doc, content, content_hash, calls, token_count, search_vector
+) VALUES (
+    %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+    setweight(to_tsvector('simple', %s), 'A')
+    || setweight(to_tsvector('simple', %s), 'B')
+    || setweight(to_tsvector('simple', %s), 'D')
+)
+"""
+
+_INSERT_FILE = """
+INSERT INTO indexing_sourcefile (
+    repository_id, generation, path, language, blob_sha, size_bytes, line_count, is_test, is_doc
+) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+RETURNING id
+"""
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """What the store needs of a chunk (the chunker's pieces map onto it)."""
+
+    index: int
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    content: str
+    calls: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class FileToStore:
+    path: str
+    blob_sha: str
+    size_bytes: int
+    language: str
+    is_test: bool
+    is_doc: bool
+    line_count: int
+    chunks: Sequence[StoredChunk]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _path_text(path: str) -> str:
+    return searchable_text(path.replace("/", " ").replace(".", " "))
+
+
+def store_files(repository_id: object, generation: int, files: Iterable[FileToStore]) -> int:
+    """Insert files and their chunks for ``generation``; return the number of chunks written."""
+    written = 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        rows: list[tuple[object, ...]] = []
+        for stored in files:
+            cursor.execute(
+                _INSERT_FILE,
+                [repository_id, generation, stored.path, stored.language, stored.blob_sha,
+                 stored.size_bytes, stored.line_count, stored.is_test, stored.is_doc],
+            )  # fmt: skip
+            file_id = cursor.fetchone()[0]
+            path_text = _path_text(stored.path)
+            for chunk in stored.chunks:
+                body = searchable_text(chunk.content)
+                rows.append(
+                    (repository_id, file_id, generation, chunk.index, chunk.start_line,
+                     chunk.end_line, chunk.symbol, chunk.kind, stored.language, stored.path,
+                     stored.is_test, stored.is_doc, chunk.content, content_hash(chunk.content),
+                     json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
+                     searchable_text(chunk.symbol), path_text, body)
+                )  # fmt: skip
+            if len(rows) >= INSERT_BATCH:
+                cursor.executemany(_INSERT_CHUNK, rows)
+                written += len(rows)
+                rows = []
+        if rows:
+            cursor.executemany(_INSERT_CHUNK, rows)
+            written += len(rows)
+    return written
+
+
+def discard_unfinished_generations(repository: Repository) -> None:
+    """Remove rows of generations newer than the live one (left by a crashed or cancelled run)."""
+    _delete_generations(repository.pk, "generation > %s", repository.active_generation)
+
+
+def _delete_generations(repository_id: object, condition: str, value: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
+            f" WHERE repository_id = %s AND {condition})",
+            [repository_id, value],
+        )
+        cursor.execute(
+            f"DELETE FROM indexing_chunk WHERE repository_id = %s AND {condition}",
+            [repository_id, value],
+        )
+        cursor.execute(
+            f"DELETE FROM indexing_sourcefile WHERE repository_id = %s AND {condition}",
+            [repository_id, value],
+        )
+
+
+def swap_generation(
+    repository_id: object, new_generation: int, carried_paths: Sequence[str], commit_sha: str
+) -> Repository:
+    """Make ``new_generation`` live in one transaction.
+
+    Files in ``carried_paths`` did not change since the live generation: their rows (and their
+    chunks' vectors) move to the new generation instead of being re-chunked and re-embedded.
+    Everything else of the old generation is deleted.
+    """
+    from django.db.models import Count, Sum
+    from django.utils import timezone
+
+    with transaction.atomic():
+        repository = Repository.objects.select_for_update().get(pk=repository_id)
+        old = repository.active_generation
+        with connection.cursor() as cursor:
+            if old and carried_paths:
+                cursor.execute(
+                    "UPDATE indexing_sourcefile SET generation = %s WHERE repository_id = %s"
+                    " AND generation = %s AND path = ANY(%s)",
+                    [new_generation, repository_id, old, list(carried_paths)],
+                )
+                cursor.execute(
+                    "UPDATE indexing_chunk SET generation = %s WHERE repository_id = %s"
+                    " AND generation = %s AND file_id IN (SELECT id FROM indexing_sourcefile"
+                    " WHERE repository_id = %s AND generation = %s)",
+                    [new_generation, repository_id, old, repository_id, new_generation],
+                )
+        if old:
+            _delete_generations(repository_id, "generation <= %s", old)
+        files = repository.files.filter(generation=new_generation).aggregate(
+            count=Count("id"), size=Sum("size_bytes")
+        )
+        repository.active_generation = new_generation
+        repository.file_count = files["count"] or 0
+        repository.indexed_bytes = files["size"] or 0
+        repository.chunk_count = repository.chunks.filter(generation=new_generation).count()
+        repository.last_indexed_commit = commit_sha
+        repository.last_indexed_at = timezone.now()
+        repository.status = RepositoryStatus.READY
+        repository.error = ""
+        repository.save()
+    return repository

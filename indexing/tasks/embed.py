@@ -1,0 +1,30 @@
+"""Tasks of the ``embed`` queue: model inference (CPU/GPU bound)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from indexing.services import pipeline
+
+EMBED_TIME_LIMIT_SECS = 3 * 3600
+RETRY_BACKOFF_SECS = (30, 120, 300)
+
+
+@shared_task(
+    bind=True,
+    name="indexing.tasks.embed.embed_repository",
+    acks_late=True,
+    reject_on_worker_lost=True,  # idempotent: only missing vectors are computed
+    max_retries=len(RETRY_BACKOFF_SECS),
+    soft_time_limit=EMBED_TIME_LIMIT_SECS,
+    time_limit=EMBED_TIME_LIMIT_SECS + 120,
+)
+def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Fill in the live generation's vectors; the model being down is retried, then reported."""
+    final = self.request.retries >= self.max_retries
+    try:
+        pipeline.run_embed(job_id, final_attempt=final)
+    except pipeline.TransientFailure as error:
+        raise self.retry(exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 2)])
+    except pipeline.JobCancelled:
+        return

@@ -1,0 +1,45 @@
+"""Tasks of the ``git`` queue: fetching repositories (network-bound, low concurrency)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from indexing.services import pipeline
+from indexing.services.locks import LockBusy, repository_lock
+
+RETRY_BACKOFF_SECS = (10, 30, 90, 270)
+
+
+def repository_id_of(job_id: int) -> object | None:
+    from indexing.models import IndexJob
+
+    return IndexJob.objects.filter(pk=job_id).values_list("repository_id", flat=True).first()
+
+
+@shared_task(
+    bind=True,
+    name="indexing.tasks.git.fetch_repository",
+    acks_late=True,
+    reject_on_worker_lost=True,  # idempotent: a fetch killed mid-way starts over
+    max_retries=len(RETRY_BACKOFF_SECS),
+    soft_time_limit=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 2 + 120,
+    time_limit=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 2 + 180,
+)
+def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Fetch the job's repository, then hand over to the index queue."""
+    from indexing.tasks.index import index_repository
+
+    repository_id = repository_id_of(job_id)
+    if repository_id is None:
+        return
+    final = self.request.retries >= self.max_retries
+    try:
+        with repository_lock(repository_id, ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 3):
+            proceed = pipeline.run_fetch(job_id, task_id=self.request.id or "", final_attempt=final)
+    except (pipeline.TransientFailure, LockBusy) as error:
+        raise self.retry(exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 3)])
+    except pipeline.JobCancelled:
+        return
+    if proceed:
+        index_repository.delay(job_id)

@@ -1,0 +1,38 @@
+"""Tasks of the ``index`` queue: walk, chunk and store (CPU and database bound)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from indexing.services import pipeline
+from indexing.services.locks import LockBusy, repository_lock
+from indexing.tasks.git import repository_id_of
+
+INDEX_TIME_LIMIT_SECS = 2 * 3600
+
+
+@shared_task(
+    bind=True,
+    name="indexing.tasks.index.index_repository",
+    acks_late=True,
+    reject_on_worker_lost=True,  # idempotent: an unfinished generation is discarded on re-run
+    max_retries=20,
+    soft_time_limit=INDEX_TIME_LIMIT_SECS,
+    time_limit=INDEX_TIME_LIMIT_SECS + 120,
+)
+def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Store the fetched commit as a new generation and swap it in, then queue embedding."""
+    from indexing.tasks.embed import embed_repository
+
+    repository_id = repository_id_of(job_id)
+    if repository_id is None:
+        return
+    try:
+        with repository_lock(repository_id, ttl_seconds=INDEX_TIME_LIMIT_SECS + 300):
+            proceed = pipeline.run_index(job_id)
+    except LockBusy as error:
+        raise self.retry(exc=error, countdown=15)
+    except pipeline.JobCancelled:
+        return
+    if proceed:
+        embed_repository.delay(job_id)
