@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import socket
-import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +53,7 @@ from indexing.git.url_safety import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TOKEN_USERNAME = "x-access-token"  # GitHub; GitLab/Gitea accept any user name
+DEFAULT_TOKEN_USERNAME = "x-access-token"  # noqa: S105 - GitHub; GitLab/Gitea accept any user name
 
 
 @dataclass(frozen=True)
@@ -240,6 +239,7 @@ def _fetch_into(
         client, path = _make_client(checked, guard, token, token_username)
 
         def determine_wants(refs: Mapping[bytes, bytes], depth: int | None = None) -> list[bytes]:
+            guard.check_deadline()  # a reply cut short by the watchdog must not be judged
             if getattr(client, "dumb", False):
                 raise UnsupportedServer(
                     "the server only speaks the dumb HTTP protocol, which is not supported"

@@ -23,6 +23,7 @@ from indexing.git.errors import (
     HostNotFound,
     HostRefused,
     RepositoryNotFound,
+    RepositoryTooLarge,
     ServerUnavailable,
 )
 from indexing.git.transport import TransferGuard
@@ -61,11 +62,13 @@ def classify_fetch_error(
     exc: BaseException, guard: TransferGuard, checked: CheckedUrl
 ) -> GitFetchError:
     """Map `exc` to a `GitFetchError`; our own errors are returned unchanged."""
-    if isinstance(exc, GitFetchError):
+    if isinstance(exc, RepositoryTooLarge):
         return exc
     if guard.expired:
         # Whatever the symptom (reset, hang-up, EOF), the watchdog caused it.
         return guard.timeout_error()
+    if isinstance(exc, GitFetchError):
+        return exc
     if isinstance(exc, KeyboardInterrupt | SystemExit):
         raise exc
     host = checked.host or checked.url

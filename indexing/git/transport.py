@@ -16,6 +16,7 @@ deliberately not used: both would bypass the address check.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -138,10 +139,8 @@ class TransferGuard:
 def _shutdown(sock: socket.socket) -> None:
     # The base-class method on purpose: SSLSocket.shutdown would drop its SSL object
     # under a reader in another thread; shutting down the fd just ends the read.
-    try:
+    with contextlib.suppress(OSError):
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def make_pool_manager(guard: TransferGuard) -> urllib3.PoolManager:
@@ -208,10 +207,8 @@ class GuardedTCPGitClient(TCPGitClient):
 
         def shutdown_write() -> None:
             wfile.flush()
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
 
         proto = Protocol(
             rfile.read,

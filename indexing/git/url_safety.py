@@ -175,6 +175,11 @@ def check_repository_url(
         raise UnsafeRepositoryUrl("the repository URL contains spaces or control characters")
 
     if "://" not in url:
+        scheme_like = url.split(":", 1)[0]
+        if ":" in url and "/" not in scheme_like and not _looks_like_host(scheme_like):
+            raise UnsafeRepositoryUrl(
+                f"scheme {scheme_like.lower()!r} is not supported; use https, http or git"
+            )
         if _looks_like_scp(url):
             raise UnsafeRepositoryUrl(
                 "ssh URLs are not supported; use an https URL "
@@ -197,9 +202,7 @@ def check_repository_url(
             "(with REPO_SEARCH_GIT_TOKEN for private repositories)"
         )
     if scheme not in SUPPORTED_SCHEMES:
-        raise UnsafeRepositoryUrl(
-            f"scheme {scheme!r} is not supported; use https, http or git"
-        )
+        raise UnsafeRepositoryUrl(f"scheme {scheme!r} is not supported; use https, http or git")
     if "@" in parts.netloc:
         raise UnsafeRepositoryUrl(
             "credentials in the URL are not allowed; "
@@ -246,6 +249,11 @@ def _looks_like_scp(location: str) -> bool:
     colon = location.find(":")
     slash = location.find("/")
     return colon > 0 and (slash == -1 or colon < slash)
+
+
+def _looks_like_host(text: str) -> bool:
+    host = text.rsplit("@", 1)[-1]
+    return "@" in text or "." in host or host == "localhost" or host.startswith("[")
 
 
 def _normalize_host(hostname: str | None) -> str:

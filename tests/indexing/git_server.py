@@ -121,6 +121,7 @@ class GitHttpServer:
     `auth`: (username, password) required as HTTP basic auth, else 401.
     `stall_s`: every request sleeps this long before answering (a stalled server).
     `chunk_delay_s`: pause between response chunks (a slow server).
+    `fail_with`: answer every request with this HTTP status line, e.g. "503 Unavailable".
     """
 
     def __init__(
@@ -130,11 +131,13 @@ class GitHttpServer:
         auth: tuple[str, str] | None = None,
         stall_s: float = 0.0,
         chunk_delay_s: float = 0.0,
+        fail_with: str | None = None,
     ) -> None:
         self.repos = dict(repos)
         self.auth = auth
         self.stall_s = stall_s
         self.chunk_delay_s = chunk_delay_s
+        self.fail_with = fail_with
         self.authorization_headers: list[str] = []
         self.requests: list[str] = []
         self.bytes_sent = 0
@@ -173,6 +176,9 @@ class GitHttpServer:
             self.authorization_headers.append(header)
         if self.stall_s:
             self._stop.wait(self.stall_s)
+        if self.fail_with is not None:
+            start_response(self.fail_with, [("Content-Length", "0")])
+            return [b""]
         if self.auth is not None:
             expected = "Basic " + base64.b64encode(":".join(self.auth).encode()).decode()
             if header != expected:
@@ -187,9 +193,8 @@ class GitHttpServer:
         try:
             for chunk in chunks:
                 self.bytes_sent += len(chunk)
-                if self.chunk_delay_s and chunk:
-                    if self._stop.wait(self.chunk_delay_s):
-                        return
+                if self.chunk_delay_s and chunk and self._stop.wait(self.chunk_delay_s):
+                    return
                 yield chunk
         finally:
             close = getattr(chunks, "close", None)
