@@ -137,9 +137,9 @@ def test_unknown_repository_is_404(server, tmp_path):
 
 
 def test_server_error_is_transient(source, tmp_path):
-    with GitHttpServer({"org/repo.git": source}, fail_with="503 Service Unavailable") as running:
-        with pytest.raises(ServerUnavailable, match="HTTP 503") as info:
-            fetch(running.url("org/repo.git"), tmp_path / "out")
+    failing = GitHttpServer({"org/repo.git": source}, fail_with="503 Service Unavailable")
+    with failing as running, pytest.raises(ServerUnavailable, match="HTTP 503") as info:
+        fetch(running.url("org/repo.git"), tmp_path / "out")
     assert info.value.transient
     assert not (tmp_path / "out").exists()
 
@@ -156,7 +156,7 @@ def test_connection_refused_is_transient(tmp_path):
 
 def test_private_host_refused_by_policy_before_anything_is_created(server, tmp_path):
     target = tmp_path / "out"
-    with pytest.raises(HostRefused, match="private address 127.0.0.1"):
+    with pytest.raises(HostRefused, match=r"private address 127\.0\.0\.1"):
         fetch(server.url("org/repo.git"), target, allow_private_hosts=False)
     assert not target.exists()
     assert server.requests == []
@@ -170,7 +170,7 @@ def test_dns_rebinding_the_fetch_connects_only_to_checked_addresses(server, tmp_
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
 
     url = f"http://rebind.example:{server.port}/org/repo.git"
-    with pytest.raises(HostRefused, match="private address 127.0.0.1"):
+    with pytest.raises(HostRefused, match=r"private address 127\.0\.0\.1"):
         fetch(url, tmp_path / "out", allow_private_hosts=False, resolve=rebinding_resolver)
     assert server.requests == []
     assert not (tmp_path / "out").exists()
@@ -182,9 +182,11 @@ def test_oversized_repository_stops_near_the_cap(tmp_path):
     commit_files(repo, {f"blob{i}.bin": os.urandom(MB) for i in range(8)})
     cap = 1 * MB
     target = tmp_path / "out"
-    with GitHttpServer({"o/big.git": repo}) as running:
-        with pytest.raises(RepositoryTooLarge, match="over the 1 MB limit") as info:
-            fetch(running.url("o/big.git"), target, max_bytes=cap)
+    with (
+        GitHttpServer({"o/big.git": repo}) as running,
+        pytest.raises(RepositoryTooLarge, match="over the 1 MB limit") as info,
+    ):
+        fetch(running.url("o/big.git"), target, max_bytes=cap)
     error = info.value
     assert not error.transient
     assert cap < error.received_bytes <= cap + 128 * 1024  # stopped at the first chunk past it
@@ -215,9 +217,11 @@ def test_slow_drip_server_times_out(tmp_path):
 
 
 def test_stalled_pack_transfer_times_out(source, tmp_path):
-    with GitHttpServer({"org/repo.git": source}, stall_s=30) as stalled:
-        with pytest.raises(FetchTimeout):
-            fetch(stalled.url("org/repo.git"), tmp_path / "out", timeout_s=1.0)
+    with (
+        GitHttpServer({"org/repo.git": source}, stall_s=30) as stalled,
+        pytest.raises(FetchTimeout),
+    ):
+        fetch(stalled.url("org/repo.git"), tmp_path / "out", timeout_s=1.0)
     assert not (tmp_path / "out").exists()
 
 
@@ -290,7 +294,11 @@ def test_incremental_fetch_keeps_old_tree_and_reports_changes(server, source, tm
         assert reader.read_blob(diff.modified[0].sha) == b"def main():\n    return 2\n"
 
     again = fetch_update(
-        target, server.url("org/repo.git"), "main", max_bytes=MB, timeout_s=30,
+        target,
+        server.url("org/repo.git"),
+        "main",
+        max_bytes=MB,
+        timeout_s=30,
         allow_private_hosts=True,
     )
     assert not again.changed
@@ -300,12 +308,14 @@ def test_incremental_fetch_keeps_old_tree_and_reports_changes(server, source, tm
 def test_failed_update_leaves_the_repository_usable(server, source, tmp_path):
     target = tmp_path / "out"
     first = fetch(server.url("org/repo.git"), target)
-    commit_files(
-        source, {"huge.bin": os.urandom(2 * MB)}, parent=source.refs[b"refs/heads/main"]
-    )
+    commit_files(source, {"huge.bin": os.urandom(2 * MB)}, parent=source.refs[b"refs/heads/main"])
     with pytest.raises(RepositoryTooLarge):
         fetch_update(
-            target, server.url("org/repo.git"), "main", max_bytes=MB, timeout_s=30,
+            target,
+            server.url("org/repo.git"),
+            "main",
+            max_bytes=MB,
+            timeout_s=30,
             allow_private_hosts=True,
         )
     with GitTreeReader(target) as reader:

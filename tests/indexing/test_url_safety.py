@@ -95,7 +95,7 @@ def test_private_address_message_names_the_address():
 
 
 def test_one_private_address_among_public_ones_is_refused():
-    with pytest.raises(UnsafeRepositoryUrl, match="127.0.0.1"):
+    with pytest.raises(UnsafeRepositoryUrl, match=r"127\.0\.0\.1"):
         check("https://git.example/o/r", table={"git.example": [PUBLIC_V4, "127.0.0.1"]})
 
 
