@@ -1,78 +1,129 @@
-"""Django admin for operators: repositories and their index jobs, files and chunks (read-only)."""
+"""Django admin for operators: repositories (through the same service as the API), jobs, files
+and chunks (read-only)."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
+from indexing.services.repositories import (
+    add_repository,
+    delete_repository,
+    reindex_repository,
+    validate_new_repository,
+)
+from reposearch.api_errors import ApiError
 
 
 class IndexJobInline(admin.TabularInline):
     model = IndexJob
     extra = 0
     can_delete = False
-    fields = (
-        "kind",
-        "state",
-        "files_done",
-        "chunks_total",
-        "chunks_embedded",
-        "error",
-        "created_at",
-    )
+    fields = ("kind", "state", "files_done", "chunks_total", "chunks_embedded", "error", "created_at")
     readonly_fields = fields
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class RepositoryAddForm(forms.ModelForm):
+    """Validated exactly as ``POST /api/repos`` is (URL policy, duplicates, the limit)."""
+
+    class Meta:
+        model = Repository
+        fields = ("url", "branch", "name")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["name"].required = False
+
+    def validate_unique(self) -> None:
+        """The service reports duplicates with a better message."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("url"):
+            try:
+                validate_new_repository(data["url"], data.get("branch"))
+            except ApiError as error:
+                raise forms.ValidationError(str(error.detail)) from None
+        return data
 
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
-    list_display = (
-        "name",
-        "url",
-        "branch",
-        "status",
-        "file_count",
-        "chunk_count",
-        "embedded_count",
-        "last_indexed_commit",
-        "updated_at",
-    )
+    list_display = ("name", "url", "branch", "status", "file_count", "chunk_count",
+                    "embedded_count", "last_indexed_commit", "updated_at")  # fmt: skip
     list_filter = ("status",)
     search_fields = ("name", "url")
-    readonly_fields = (
-        "id",
-        "status",
-        "error",
-        "last_indexed_commit",
-        "last_indexed_at",
-        "active_generation",
-        "file_count",
-        "chunk_count",
-        "embedded_count",
-        "size_bytes",
-        "indexed_bytes",
-        "created_at",
-        "updated_at",
-    )
+    readonly_fields = ("id", "url", "branch", "status", "error", "last_indexed_commit",
+                       "last_indexed_at", "active_generation", "file_count", "chunk_count",
+                       "embedded_count", "size_bytes", "indexed_bytes", "created_at",
+                       "updated_at")  # fmt: skip
     inlines = [IndexJobInline]
+    actions = ["reindex_selected", "delete_selected_repositories"]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]
+        if obj is None:
+            kwargs["form"] = RepositoryAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return () if obj is None else self.readonly_fields
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("url", "branch", "name")
+        return ("name", *self.readonly_fields)
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
+        return self.inlines if obj is not None else []
+
+    def save_model(self, request: HttpRequest, obj: Repository, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        try:
+            job = add_repository(obj.url, obj.branch, obj.name)
+        except ApiError as error:  # a race with another add since the form was validated
+            self.message_user(request, str(error.detail), messages.ERROR)
+            raise
+        obj.pk = job.repository.pk
+        obj.refresh_from_db()
+        self.message_user(request, f"Indexing queued (job {job.pk}).", messages.SUCCESS)
+
+    def delete_model(self, request: HttpRequest, obj: Repository) -> None:
+        delete_repository(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
+        for repository in queryset:
+            delete_repository(repository)
+
+    @admin.action(description="Re-index selected repositories")
+    def reindex_selected(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
+        created = sum(1 for repository in queryset if reindex_repository(repository)[1])
+        coalesced = queryset.count() - created
+        self.message_user(
+            request, f"{created} re-index job(s) queued; {coalesced} already running.", messages.SUCCESS
+        )
+
+    @admin.action(description="Delete selected repositories (cancels jobs, removes files)")
+    def delete_selected_repositories(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
+        count = queryset.count()
+        self.delete_queryset(request, queryset)
+        self.message_user(request, f"Deleted {count} repositories.", messages.SUCCESS)
 
 
 @admin.register(IndexJob)
 class IndexJobAdmin(admin.ModelAdmin):
-    list_display = (
-        "id",
-        "repository",
-        "kind",
-        "state",
-        "files_done",
-        "chunks_total",
-        "chunks_embedded",
-        "duration",
-        "created_at",
-    )
+    list_display = ("id", "repository", "kind", "state", "files_done", "chunks_total",
+                    "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
     list_filter = ("state", "kind")
     search_fields = ("repository__name", "celery_task_id", "error")
     readonly_fields = [field.name for field in IndexJob._meta.fields]
@@ -82,26 +133,22 @@ class IndexJobAdmin(admin.ModelAdmin):
         seconds = job.duration_seconds
         return "" if seconds is None else f"{seconds:.1f}"
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    @admin.display(description="error")
+    def error_summary(self, job: IndexJob) -> str:
+        return job.error[:120]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 @admin.register(SourceFile)
 class SourceFileAdmin(admin.ModelAdmin):
-    list_display = (
-        "path",
-        "repository",
-        "generation",
-        "language",
-        "size_bytes",
-        "is_test",
-        "is_doc",
-    )
+    list_display = ("path", "repository", "generation", "language", "size_bytes", "is_test", "is_doc")
     list_filter = ("language", "is_test", "is_doc")
     search_fields = ("path",)
     readonly_fields = [field.name for field in SourceFile._meta.fields]
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
@@ -113,5 +160,5 @@ class ChunkAdmin(admin.ModelAdmin):
     exclude = ("search_vector",)
     readonly_fields = [f.name for f in Chunk._meta.fields if f.name != "search_vector"]
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,10 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     env = dict(os.environ)
     env["DATABASE_URL"] = _test_database_url()
     env["DJANGO_SETTINGS_MODULE"] = "reposearch.settings.test"
+    env["REPO_SEARCH_DATA_DIR"] = str(settings.REPO_SEARCH_DATA_DIR)
+    # Small limits so the end-to-end tests can exceed them quickly.
+    env["REPO_SEARCH_MAX_REPO_SIZE_MB"] = "2"
+    env["REPO_SEARCH_CLONE_TIMEOUT_SECS"] = "6"
     name = f"test-{uuid.uuid4().hex[:8]}@%h"
     (ROOT / ".pytest_cache").mkdir(exist_ok=True)
     log = open(ROOT / ".pytest_cache" / "celery-worker.log", "wb")  # noqa: SIM115

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import socket
 from pathlib import Path
 
 from django.conf import settings
@@ -54,14 +55,18 @@ def _enqueue(job: IndexJob) -> None:
     transaction.on_commit(lambda: fetch_repository.delay(job.pk))
 
 
-def add_repository(url: str, branch: str | None = None, name: str | None = None) -> IndexJob:
-    """Validate, create the repository and its first job, and enqueue it after commit."""
+def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str]:
+    """Check a repository to add: URL policy, branch name, duplicate, limit.
+
+    Returns (normalized url, branch, display name); raises ``ApiError`` with the reason.
+    """
     branch = _clean_branch(branch)
     try:
         checked = check_repository_url(
             url,
             allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
             allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+            resolve=socket.getaddrinfo,  # looked up per call, so tests can stand in for DNS
         )
     except UnsafeRepositoryUrl as error:
         raise ApiError(
@@ -71,33 +76,41 @@ def add_repository(url: str, branch: str | None = None, name: str | None = None)
             if error.transient
             else status.HTTP_400_BAD_REQUEST,
         ) from None
-    display = (name or "").strip() or checked.display_name
+    existing = Repository.objects.filter(url=checked.url, branch=branch).first()
+    if existing is not None:
+        raise ApiError(
+            f"this URL and branch are already indexed as '{existing.name}' ({existing.pk})",
+            code="duplicate",
+            status_code=status.HTTP_409_CONFLICT,
+            details={"repository_id": str(existing.pk)},
+        )
+    limit = settings.REPO_SEARCH_MAX_REPOS
+    if Repository.objects.count() >= limit:
+        raise ApiError(
+            f"the repository limit is reached ({limit}; REPO_SEARCH_MAX_REPOS)",
+            code="limit_reached",
+            status_code=status.HTTP_409_CONFLICT,
+            details={"limit": limit},
+        )
+    return checked.url, branch, checked.display_name
+
+
+def add_repository(url: str, branch: str | None = None, name: str | None = None) -> IndexJob:
+    """Validate, create the repository and its first job, and enqueue it after commit."""
+    display = (name or "").strip()
     if len(display) > 200:
         raise ApiError("name is longer than 200 characters", code="invalid_name")
     with transaction.atomic():
-        # Serialise adds so the limit and the duplicate check cannot race.
+        # Serialise adds so the limit and the duplicate checks cannot race.
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:add_repository'))")
-        existing = Repository.objects.filter(url=checked.url, branch=branch).first()
-        if existing is not None:
-            raise ApiError(
-                f"this URL and branch are already indexed as '{existing.name}' ({existing.pk})",
-                code="duplicate",
-                status_code=status.HTTP_409_CONFLICT,
-                details={"repository_id": str(existing.pk)},
-            )
-        limit = settings.REPO_SEARCH_MAX_REPOS
-        if Repository.objects.count() >= limit:
-            raise ApiError(
-                f"the repository limit is reached ({limit}; REPO_SEARCH_MAX_REPOS)",
-                code="limit_reached",
-                status_code=status.HTTP_409_CONFLICT,
-                details={"limit": limit},
-            )
-        repository = Repository.objects.create(url=checked.url, branch=branch, name=display)
+        clean_url, branch, default_name = validate_new_repository(url, branch)
+        repository = Repository.objects.create(
+            url=clean_url, branch=branch, name=display or default_name
+        )
         job = IndexJob.objects.create(repository=repository, kind=JobKind.FULL)
         _enqueue(job)
-    logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, checked.url)
+    logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, clean_url)
     return job
 
 
@@ -118,6 +131,7 @@ def delete_repository(repository: Repository) -> None:
     """Cancel its running job, remove its rows and its files on disk."""
     from reposearch.celery import app
 
+    repository_id = repository.pk
     for job in repository.jobs.exclude(state__in=FINISHED_JOB_STATES):
         if job.celery_task_id:
             app.control.revoke(job.celery_task_id)
@@ -130,5 +144,5 @@ def delete_repository(repository: Repository) -> None:
         cursor.execute("DELETE FROM indexing_chunk WHERE repository_id = %s", [repository.pk])
         cursor.execute("DELETE FROM indexing_sourcefile WHERE repository_id = %s", [repository.pk])
         repository.delete()
-    shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
-    logger.info("repository=%s deleted", repository.pk)
+    shutil.rmtree(repository_dir(repository_id), ignore_errors=True)
+    logger.info("repository=%s deleted", repository_id)
