@@ -34,8 +34,8 @@ def check_invariants(text: str, pieces: list[ChunkPiece], *, overlapping: bool =
         assert 1 <= piece.start_line <= piece.end_line <= len(lines)
         assert piece.content == "\n".join(lines[piece.start_line - 1 : piece.end_line])
         assert piece.content.strip(), "a chunk must not be blank"
-        assert not lines[piece.start_line - 1].strip() == ""
-        assert not lines[piece.end_line - 1].strip() == ""
+        assert lines[piece.start_line - 1].strip() != ""
+        assert lines[piece.end_line - 1].strip() != ""
         if overlapping:
             assert piece.start_line > (pieces[position - 1].start_line if position else 0)
         else:
@@ -153,7 +153,9 @@ def js_item(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(js_item(), max_size=8), st.lists(blank_lines, min_size=8, max_size=8), st.booleans())
+@given(
+    st.lists(js_item(), max_size=8), st.lists(blank_lines, min_size=8, max_size=8), st.booleans()
+)
 def test_generated_javascript_chunks_are_exact_and_cover_every_line(
     items: list[str], gaps: list[str], small: bool
 ) -> None:
@@ -166,8 +168,11 @@ def test_generated_javascript_chunks_are_exact_and_cover_every_line(
 # -- arbitrary text never breaks the chunker -----------------------------------------
 
 code_alphabet = st.sampled_from(
-    list(string.ascii_letters + string.digits + "(){}[]:;.,=+-*/#'\"<>!?@$&|\\\t ")
-    + ["\n", "\n", "\n", "\r\n", "def ", "class ", "function ", "fn ", "func ", "end", "é", "→"]
+    [
+        *(string.ascii_letters + string.digits + "(){}[]:;.,=+-*/#'\"<>!?@$&|\\\t "),
+        *["\n", "\n", "\n", "\r\n", "def ", "class ", "function ", "fn ", "func ", "end"],
+        *["é", "→"],
+    ]
 )
 code_like_text = st.lists(code_alphabet, max_size=300).map("".join)
 
@@ -177,12 +182,21 @@ code_like_text = st.lists(code_alphabet, max_size=300).map("".join)
     st.one_of(code_like_text, st.text(max_size=300)),
     st.sampled_from(
         [
-            ("python", "a.py"), ("javascript", "a.js"), ("typescript", "a.ts"),
-            ("tsx", "a.tsx"), ("go", "a.go"), ("rust", "a.rs"), ("java", "A.java"),
-            ("c", "a.c"), ("c", "a.h"), ("cpp", "a.cpp"), ("csharp", "a.cs"),
-            ("ruby", "a.rb"), ("php", "a.php"),
+            ("python", "a.py"),
+            ("javascript", "a.js"),
+            ("typescript", "a.ts"),
+            ("tsx", "a.tsx"),
+            ("go", "a.go"),
+            ("rust", "a.rs"),
+            ("java", "A.java"),
+            ("c", "a.c"),
+            ("c", "a.h"),
+            ("cpp", "a.cpp"),
+            ("csharp", "a.cs"),
+            ("ruby", "a.rb"),
+            ("php", "a.php"),
         ]
-    ),  # fmt: skip
+    ),
     st.booleans(),
 )
 def test_any_text_in_any_grammar_keeps_the_invariants(
