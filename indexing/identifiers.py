@@ -22,6 +22,7 @@ pathological chunk (a minified file on one line) cannot stall indexing or a quer
 
 from __future__ import annotations
 
+import itertools
 import re
 
 DEFAULT_MAX_CHARS = 200_000
@@ -30,6 +31,7 @@ MAX_TOKEN_LENGTH = 64  # longer runs are hashes, base64 or minified noise
 # A chain of identifier segments joined by `.`, `::`, `->`, `-` or `_`-style separators.
 # `[^\W_]` is "a letter or digit" in any script.
 _CHAIN = re.compile(r"[^\W_]\w*(?:(?:\.|::|->|-|\$)+[^\W_]\w*)*")
+_NOT_ALNUM = re.compile(r"[\W_]+")
 _SEGMENT_SEPARATORS = re.compile(r"(?:\.|::|->|-|\$|_)+")
 # camelCase / PascalCase / ACRONYMWords / digits.  "Lowercase" is any letter that is not
 # an ASCII capital, so words in other scripts stay whole (HTTPServer -> HTTP Server).
@@ -47,14 +49,16 @@ def split_identifier(identifier: str) -> list[str]:
     for segment in _SEGMENT_SEPARATORS.split(identifier):
         if segment:
             words.extend(word.lower() for word in _CAMEL.findall(segment))
-    return [w for w in words if len(w) <= MAX_TOKEN_LENGTH]
+    # Lowercasing can add combining marks (`İ` -> `i̇`) that the PostgreSQL parser splits at.
+    words = [_NOT_ALNUM.sub("", w) if not w.isalnum() else w for w in words]
+    return [w for w in words if w and len(w) <= MAX_TOKEN_LENGTH]
 
 
 def _chain_tokens(chain: str) -> list[str]:
     words = split_identifier(chain)
     tokens = list(words)
     # `utf8`, `sha256`, `int32`: also keep a word glued to the number that follows it.
-    for word, following in zip(words, words[1:], strict=False):
+    for word, following in itertools.pairwise(words):
         if following.isdigit() and not word.isdigit():
             tokens.append(word + following)
     if len(words) > 1:
@@ -69,7 +73,8 @@ def _chain_tokens(chain: str) -> list[str]:
                 seg_words = split_identifier(segment)
                 if len(seg_words) > 1:
                     tokens.append("".join(seg_words))
-    return tokens
+    # An identifier contributes each of its tokens once (`sha256` is both glued and whole).
+    return list(dict.fromkeys(tokens)) if len(tokens) > 1 else tokens
 
 
 def identifier_words(
