@@ -22,6 +22,7 @@ pathological chunk (a minified file on one line) cannot stall indexing or a quer
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -54,7 +55,8 @@ def split_identifier(identifier: str) -> list[str]:
     return [w for w in words if w and len(w) <= MAX_TOKEN_LENGTH]
 
 
-def _chain_tokens(chain: str) -> list[str]:
+@functools.lru_cache(maxsize=65536)  # identifiers repeat a lot within a repository
+def _chain_tokens(chain: str) -> tuple[str, ...]:
     words = split_identifier(chain)
     tokens = list(words)
     # `utf8`, `sha256`, `int32`: also keep a word glued to the number that follows it.
@@ -74,7 +76,7 @@ def _chain_tokens(chain: str) -> list[str]:
                 if len(seg_words) > 1:
                     tokens.append("".join(seg_words))
     # An identifier contributes each of its tokens once (`sha256` is both glued and whole).
-    return list(dict.fromkeys(tokens)) if len(tokens) > 1 else tokens
+    return tuple(dict.fromkeys(tokens)) if len(tokens) > 1 else tuple(tokens)
 
 
 def identifier_words(
@@ -90,7 +92,10 @@ def identifier_words(
         text = text[:max_chars]
     tokens: list[str] = []
     for match in _CHAIN.finditer(text):
-        tokens.extend(_chain_tokens(match.group()))
+        chain = match.group()
+        # Very long chains (generated or minified code) are split but neither cached
+        # nor kept whole.
+        tokens.extend(_chain_tokens(chain) if len(chain) <= 256 else split_identifier(chain))
     if unique:
         return list(dict.fromkeys(tokens))
     return tokens

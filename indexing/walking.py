@@ -35,7 +35,7 @@ Output is sorted by path so that a re-run over the same tree is byte-for-byte id
 from __future__ import annotations
 
 import codecs
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -269,14 +269,21 @@ def walk_tree(
     read_blob: Callable[[str], bytes],
     *,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    only_paths: Container[str] | None = None,
 ) -> WalkResult:
     """Select and decode the files of a tree that should be indexed.
 
     ``read_blob(sha)`` returns a blob's bytes; it is never called for a symlink, a
     submodule, a skipped directory or a file over ``max_file_bytes``.
+
+    ``only_paths`` is for incremental re-indexing: pass the whole tree (so that every
+    ``.gitignore`` still applies) and the paths whose blobs changed; only those are
+    considered, read and reported.
     """
     ordered = sorted(entries, key=lambda e: e.path)
     rules = GitignoreRules.from_files(_read_gitignores(ordered, read_blob))
+    if only_paths is not None:
+        ordered = [entry for entry in ordered if entry.path in only_paths]
     result = WalkResult()
     skipped_dirs: set[str] = set()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ class FakeRepo:
         self.read.append(self.path_of[sha])
         return self.blobs[sha]
 
-    def walk(self, **kwargs: int) -> WalkResult:
+    def walk(self, **kwargs: Any) -> WalkResult:
         return walk_tree(reversed(self.entries), self.read_blob, **kwargs)
 
 
@@ -276,3 +277,18 @@ def test_order_is_deterministic_and_a_missing_blob_is_an_error_not_a_crash() -> 
     result = repo.walk()
     assert indexed(result) == ["a.py", "b.py"]
     assert [(s.path, s.reason) for s in result.errors] == [("c.py", "unreadable blob: KeyError")]
+
+
+def test_only_paths_reads_just_the_changed_files_but_applies_every_gitignore() -> None:
+    repo = FakeRepo(
+        {
+            ".gitignore": b"*.gen.py\n",
+            "a.py": b"a\n",
+            "b.py": b"b\n",
+            "c.gen.py": b"c\n",
+        }
+    )
+    result = repo.walk(only_paths={"b.py", "c.gen.py"})
+    assert indexed(result) == ["b.py"]
+    assert reasons(result) == {"c.gen.py": "ignored by .gitignore"}
+    assert sorted(repo.read) == [".gitignore", "b.py"]
