@@ -1,0 +1,86 @@
+"""The model layer: every embedding and chat call in reposearch goes through here.
+
+    from llm import get_embedder, get_chat, ModelUnavailable
+
+    vectors = get_embedder().embed(texts)          # (n, dim) float32, L2-normalised
+    answer = get_chat().chat(messages, max_tokens=200, timeout=10)
+
+Nothing outside this package knows which provider (local, ollama, openai) is in use.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from llm.errors import (
+    ChatUnavailable,
+    ModelError,
+    ModelResponseError,
+    ModelUnavailable,
+)
+
+if TYPE_CHECKING:
+    from llm.config import ModelSettings
+    from llm.providers import Chat, Embedder
+
+__all__ = [
+    "ChatUnavailable",
+    "ModelError",
+    "ModelResponseError",
+    "ModelUnavailable",
+    "current_space_key",
+    "get_chat",
+    "get_embedder",
+]
+
+_lock = threading.Lock()
+_embedders: dict[ModelSettings, Embedder] = {}
+_chats: dict[ModelSettings, Chat] = {}
+
+
+def _effective() -> ModelSettings:
+    from llm.config import effective_settings
+
+    return effective_settings()
+
+
+def get_embedder(settings: ModelSettings | None = None) -> Embedder:
+    """The embedder of the configuration in force (cached while it does not change).
+
+    The returned object has ``embed(texts)``, ``model``, ``dim``, ``provider`` and
+    ``space_key``; vectors of different ``space_key`` values must never be compared.
+    """
+    from llm.providers import build_embedder
+
+    cfg = settings or _effective()
+    with _lock:
+        embedder = _embedders.get(cfg)
+        if embedder is None:
+            if len(_embedders) > 8:
+                _embedders.clear()
+            embedder = _embedders[cfg] = build_embedder(cfg)
+    return embedder
+
+
+def get_chat(settings: ModelSettings | None = None) -> Chat:
+    """The chat client of the configuration in force.
+
+    ``chat.available`` is False when no chat model is configured; its ``chat()`` then raises
+    ``ChatUnavailable`` (a ``ModelUnavailable``), so callers can degrade in one place.
+    """
+    from llm.providers import build_chat
+
+    cfg = settings or _effective()
+    with _lock:
+        chat = _chats.get(cfg)
+        if chat is None:
+            if len(_chats) > 8:
+                _chats.clear()
+            chat = _chats[cfg] = build_chat(cfg)
+    return chat
+
+
+def current_space_key() -> str:
+    """The vector space of the embedding model in force, e.g. ``local/all-MiniLM-L6-v2/384``."""
+    return _effective().space_key
