@@ -48,7 +48,7 @@ from indexing.chunking.specs import SPECS, LanguageSpec, body_of, definition_nam
 _CALL_NAME = re.compile(r"^[A-Za-z_$][\w$]*[?!]?$")
 # Lines that close a block and say nothing: `}`, `};`, `})`, `end`, `}  // namespace x`.
 _CLOSING_LINE = re.compile(r"^\s*(?:[\]\)\};,]+\s*(?://.*|#.*|/\*.*)?|end\b\s*(?:#.*)?|\)?;?)\s*$")
-_BOUNDARY_DEPTH = 4
+_BOUNDARY_DEPTH = 6
 # C/C++ specifiers are only definitions when they have a body (not `struct P;`).
 _BODY_REQUIRED = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "type_definition"}
