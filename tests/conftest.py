@@ -36,6 +36,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     # Small limits so the end-to-end tests can exceed them quickly.
     env["REPO_SEARCH_MAX_REPO_SIZE_MB"] = "2"
     env["REPO_SEARCH_CLONE_TIMEOUT_SECS"] = "6"
+    env["REPO_SEARCH_EMBED_RETRY_DELAYS_SECS"] = "1,1"
     name = f"test-{uuid.uuid4().hex[:8]}@%h"
     (ROOT / ".pytest_cache").mkdir(exist_ok=True)
     log = open(ROOT / ".pytest_cache" / "celery-worker.log", "wb")  # noqa: SIM115

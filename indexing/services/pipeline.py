@@ -226,6 +226,18 @@ def run_index(job_id: int) -> bool:
     return True
 
 
+def is_transient_model_error(error: Exception) -> bool:
+    """Worth retrying: the model server is down, slow or overloaded — not a bad configuration."""
+    transient = getattr(error, "transient", None)
+    if transient is not None:
+        return bool(transient)
+    try:
+        from llm import ModelUnavailable
+    except ImportError:
+        return False
+    return isinstance(error, ModelUnavailable)
+
+
 def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
     """Embed the live generation's missing vectors; end the job.
 
@@ -264,7 +276,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
         raise
     except Exception as error:
         logger.warning("job=%s embedding failed: %s", job_id, error)
-        if not final_attempt:
+        if is_transient_model_error(error) and not final_attempt:
             jobs.heartbeat(job_id)
             raise TransientFailure(str(error)) from error
         failures.append({"stage": "embedding", "reason": str(error)[:500]})

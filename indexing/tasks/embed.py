@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 from indexing.services import pipeline
 
 EMBED_TIME_LIMIT_SECS = 3 * 3600
-RETRY_BACKOFF_SECS = (30, 120, 300)
 
 
 @shared_task(
@@ -15,7 +15,7 @@ RETRY_BACKOFF_SECS = (30, 120, 300)
     name="indexing.tasks.embed.embed_repository",
     acks_late=True,
     reject_on_worker_lost=True,  # idempotent: only missing vectors are computed
-    max_retries=len(RETRY_BACKOFF_SECS),
+    max_retries=len(settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS),
     soft_time_limit=EMBED_TIME_LIMIT_SECS,
     time_limit=EMBED_TIME_LIMIT_SECS + 120,
 )
@@ -25,6 +25,7 @@ def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     try:
         pipeline.run_embed(job_id, final_attempt=final)
     except pipeline.TransientFailure as error:
-        raise self.retry(exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 2)])
+        delays = settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS
+        raise self.retry(exc=error, countdown=delays[min(self.request.retries, len(delays) - 1)])
     except pipeline.JobCancelled:
         return

@@ -40,6 +40,9 @@ REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.flag("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
 REPO_SEARCH_ALLOW_LOCAL_PATHS = env.flag("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
 REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
+REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
+    "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
+)
 
 # --- Models (SPEC §6) --------------------------------------------------------------------------
 LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)

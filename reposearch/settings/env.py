@@ -73,6 +73,16 @@ class EnvReader:
             raise ConfigError(f"{name}={value!r} is not a positive integer")
         return number
 
+    def positive_int_list(self, name: str, default: str) -> list[int]:
+        value = self.text(name, default)
+        try:
+            numbers = [int(item) for item in value.split(",") if item.strip()]
+        except ValueError:
+            numbers = []
+        if not numbers or any(number <= 0 for number in numbers):
+            raise ConfigError(f"{name}={value!r} is not a comma-separated list of positive integers")
+        return numbers
+
     def positive_float(self, name: str, default: float) -> float:
         value = self.raw(name)
         if value is None:
