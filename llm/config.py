@@ -171,7 +171,7 @@ def _read_row() -> tuple[Any, dict[str, Any]]:
     if row is None:
         return None, {}
     version = row.pop("updated_at")
-    return version, row
+    return version, {k: v for k, v in row.items() if v not in ("", None)}
 
 
 def effective_settings() -> ModelSettings:

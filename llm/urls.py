@@ -1,7 +1,11 @@
-"""URL routes of the llm app."""
+"""URL routes of the llm app (mounted under ``api/``)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from llm.views import ConfigView
+
+urlpatterns = [
+    path("config", ConfigView.as_view(), name="config"),
+]

@@ -1,0 +1,97 @@
+"""``model_status()`` for ``GET /api/health``: is the embedding model loaded, is chat reachable?
+
+Cheap by design: nothing is loaded or downloaded here, remote servers get one short request
+with no retry, and the result is cached for ``CACHE_SECS`` per process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from llm.errors import ModelError
+
+CACHE_SECS = 5.0
+PING_TIMEOUT_SECS = 2.0
+
+_lock = threading.Lock()
+_cached: tuple[float, Any, dict[str, Any]] | None = None
+
+
+def _embedding_status(cfg: Any) -> dict[str, Any]:
+    from llm import get_chat
+    from llm.local_embedding import bundled_model_dir, runtime_status
+
+    status: dict[str, Any] = {
+        "provider": cfg.embedding_provider,
+        "model": cfg.embedding_model,
+        "dim": cfg.embedding_dim,
+        "space": cfg.space_key,
+        "loaded": False,
+        "error": None,
+    }
+    if cfg.embedding_provider == "local":
+        loaded, error = runtime_status()
+        status["loaded"] = loaded
+        status["error"] = error
+        if not loaded and error is None:
+            try:
+                present = (bundled_model_dir() / "model.safetensors").is_file()
+            except ImportError:
+                present = False
+            # Loads lazily on first use; say whether it can.
+            status["error"] = None if present else "the bundled MiniLM weights are not installed"
+            status["available"] = present
+        return status
+    # A remote embedding model is "loaded" when its server answers and lists the model.
+    probe = replace(cfg, chat_provider=cfg.embedding_provider, chat_model=cfg.embedding_model)
+    try:
+        get_chat(probe).ping(PING_TIMEOUT_SECS)
+        status["loaded"] = True
+    except ModelError as exc:
+        status["error"] = str(exc)
+    return status
+
+
+def _chat_status(cfg: Any) -> dict[str, Any]:
+    from llm import get_chat
+
+    status: dict[str, Any] = {
+        "provider": cfg.chat_provider,
+        "model": cfg.chat_model or None,
+        "reachable": None,
+        "error": None,
+    }
+    if cfg.chat_provider == "none":
+        return status
+    try:
+        get_chat(cfg).ping(PING_TIMEOUT_SECS)
+        status["reachable"] = True
+    except ModelError as exc:
+        status["reachable"] = False
+        status["error"] = str(exc)
+    return status
+
+
+def model_status() -> dict[str, Any]:
+    """``{"embedding": {...}, "chat": {...}}``; cached a few seconds per configuration."""
+    global _cached
+    from llm.config import effective_settings
+
+    cfg = replace(effective_settings(), max_retries=0)
+    now = time.monotonic()
+    with _lock:
+        if _cached and _cached[1] == cfg and now - _cached[0] < CACHE_SECS:
+            return _cached[2]
+        report = {"embedding": _embedding_status(cfg), "chat": _chat_status(cfg)}
+        _cached = (time.monotonic(), cfg, report)
+        return report
+
+
+def clear_cache() -> None:
+    """Forget the cached status (tests)."""
+    global _cached
+    with _lock:
+        _cached = None

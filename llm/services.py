@@ -1,0 +1,57 @@
+"""Reading and changing the model configuration (used by the config API and the admin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from llm import config
+from llm.config import ModelSettings
+from llm.models import ModelConfig
+
+
+def config_payload(cfg: ModelSettings | None = None) -> dict[str, Any]:
+    """The public view of the configuration: never the API key, only whether one is set."""
+    cfg = cfg or config.effective_settings()
+    return {
+        "provider": cfg.chat_provider,
+        "base_url": cfg.base_url,
+        "chat_model": cfg.chat_model,
+        "embedding_provider": cfg.embedding_provider,
+        "embedding_model": cfg.embedding_model,
+        "embedding_dim": cfg.embedding_dim,
+        "embedding_space": cfg.space_key,
+        "api_key_set": bool(cfg.api_key),
+    }
+
+
+class ConfigRejected(ValueError):
+    """The requested change would leave an unusable configuration."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+@transaction.atomic
+def update_config(changes: dict[str, Any]) -> tuple[ModelSettings, ModelSettings]:
+    """Apply ``changes`` (API field names; None resets a field to the environment value).
+
+    Returns (before, after). Raises ConfigRejected, leaving the stored row unchanged.
+    """
+    env = config.settings_from_env()
+    row, _ = ModelConfig.objects.select_for_update().get_or_create(pk=ModelConfig.SINGLETON_ID)
+    before = config.overlay(env, row.overrides())
+    overrides = {**row.overrides(), **changes}
+    overrides = {k: v for k, v in overrides.items() if v not in ("", None)}
+    errors = config.validate_overrides(overrides, env)
+    if errors:
+        raise ConfigRejected(errors)
+    after = config.overlay(env, overrides)
+    for name in ModelConfig.OVERRIDE_FIELDS:
+        default = None if name == "embedding_dim" else ""
+        setattr(row, name, overrides.get(name, default))
+    row.save()
+    transaction.on_commit(config.invalidate)
+    return before, after
