@@ -24,11 +24,59 @@ def _test_database_url() -> str:
     return f"postgresql://{db['USER']}@{host}{port}/{db['NAME']}"
 
 
-@pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[bytes]]:
+class WorkerProcess:
     """A real ``celery worker`` process consuming every queue, connected to the test database."""
-    from reposearch.celery import app
 
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+        (ROOT / ".pytest_cache").mkdir(exist_ok=True)
+        self.log_path = ROOT / ".pytest_cache" / "celery-worker.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self) -> None:
+        from reposearch.celery import app
+
+        name = f"test-{uuid.uuid4().hex[:8]}@%h"
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child process owns it
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "reposearch", "worker", "-Q",
+             "git,index,embed,default", "--concurrency", "2", "-n", name, "--without-gossip",
+             "--without-mingle", "--loglevel", "INFO"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"celery worker exited; see {self.log_path}")
+            if app.control.ping(timeout=1.0):
+                return
+        self.stop()
+        raise RuntimeError("celery worker did not answer a ping within 90 s")
+
+    def pool_children(self) -> list[int]:
+        import psutil
+
+        return [child.pid for child in psutil.Process(self.pid).children(recursive=True)]
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+            self.process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]:
     env = dict(os.environ)
     env["DATABASE_URL"] = _test_database_url()
     env["DJANGO_SETTINGS_MODULE"] = "reposearch.settings.test"
@@ -37,47 +85,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     env["REPO_SEARCH_MAX_REPO_SIZE_MB"] = "2"
     env["REPO_SEARCH_CLONE_TIMEOUT_SECS"] = "6"
     env["REPO_SEARCH_EMBED_RETRY_DELAYS_SECS"] = "1,1"
-    name = f"test-{uuid.uuid4().hex[:8]}@%h"
-    (ROOT / ".pytest_cache").mkdir(exist_ok=True)
-    log = open(ROOT / ".pytest_cache" / "celery-worker.log", "wb")  # noqa: SIM115
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "reposearch",
-            "worker",
-            "-Q",
-            "git,index,embed,default",
-            "--concurrency",
-            "2",
-            "-n",
-            name,
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "INFO",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"celery worker exited with {process.returncode}; see {log.name}")
-        if app.control.ping(timeout=1.0):
-            break
-    else:
-        process.kill()
-        raise RuntimeError("celery worker did not answer a ping within 90 s")
-    yield process
-    process.terminate()
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    worker = WorkerProcess(env)
+    worker.start()
+    yield worker
+    worker.stop()

@@ -31,10 +31,12 @@ _ENDINGS = {JobState.FAILED, JobState.CANCELLED}
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     JobState.QUEUED: {JobState.CLONING, *_ENDINGS},
     JobState.CLONING: {JobState.WALKING, JobState.QUEUED, *_ENDINGS},
-    JobState.WALKING: {JobState.CHUNKING, JobState.QUEUED, *_ENDINGS},
-    JobState.CHUNKING: {JobState.STORING, JobState.QUEUED, *_ENDINGS},
+    # The index stage may restart (WALKING again) when its worker died and the task was redelivered.
+    JobState.WALKING: {JobState.CHUNKING, JobState.WALKING, JobState.QUEUED, *_ENDINGS},
+    JobState.CHUNKING: {JobState.STORING, JobState.WALKING, JobState.QUEUED, *_ENDINGS},
     JobState.STORING: {
         JobState.EMBEDDING,
+        JobState.WALKING,
         JobState.DONE,
         JobState.COMPLETED_WITH_ERRORS,
         JobState.QUEUED,

@@ -162,32 +162,68 @@ def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
     ]  # fmt: skip
 
 
+def _changed_paths(
+    reader: GitTreeReader, repository: Repository, entries: list, previous: dict[str, str]
+) -> set[str] | None:
+    """Paths whose blob changed since the live generation, or None to walk everything.
+
+    Unchanged files keep their rows, so the walk only needs to read changed blobs — unless a
+    ``.gitignore`` changed, which can change which unchanged files belong in the index.
+    """
+    if not previous or not repository.last_indexed_commit:
+        return None
+    try:
+        old_entries = reader.list_tree(repository.last_indexed_commit)
+    except Exception:  # the old commit is not in the store (e.g. the clone was redone)
+        return None
+
+    def ignores(items: list) -> dict[str, str]:
+        return {e.path: e.sha for e in items if e.path.rsplit("/", 1)[-1] == ".gitignore"}
+
+    if ignores(old_entries) != ignores(entries):
+        return None
+    return {entry.path for entry in entries if previous.get(entry.path) != entry.sha}
+
+
 def run_index(job_id: int) -> bool:
     """Walk, chunk and store the fetched commit as a new generation, then swap it in."""
     context = _load(job_id)
     if context is None:
         return False
     job, repository = context.job, context.repository
-    if job.state != JobState.CLONING or not job.commit:
+    restartable = (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING)
+    if job.state not in restartable or not job.commit:
         fail_job(job, f"index stage reached in state {job.state} without a fetched commit")
         return False
+    if job.state != JobState.CLONING:
+        logger.warning("job=%s index stage restarts after an interrupted run", job.pk)
     discard_unfinished_generations(repository)
     generation = repository.active_generation + 1
     job = jobs.transition(job, JobState.WALKING, generation=generation)
     started = time.monotonic()
+    previous: dict[str, str] = {}
+    if repository.active_generation:
+        previous = dict(
+            repository.files.filter(generation=repository.active_generation).values_list(
+                "path", "blob_sha"
+            )
+        )
     with GitTreeReader(repository_dir(repository.pk)) as reader:
         entries = reader.list_tree(job.commit)
-        walked = walk_tree(entries, reader.read_blob, max_file_bytes=settings.REPO_SEARCH_MAX_FILE_BYTES)
+        only_paths = _changed_paths(reader, repository, entries, previous)
+        walked = walk_tree(
+            entries, reader.read_blob,
+            max_file_bytes=settings.REPO_SEARCH_MAX_FILE_BYTES, only_paths=only_paths,
+        )  # fmt: skip
     failures = [{"path": s.path, "reason": s.reason} for s in walked.errors]
-    previous = dict(
-        repository.files.filter(generation=repository.active_generation).values_list(
-            "path", "blob_sha"
-        )
-    ) if repository.active_generation else {}  # fmt: skip
     changed = [f for f in walked.files if previous.get(f.path) != f.sha]
-    carried = [f.path for f in walked.files if previous.get(f.path) == f.sha]
+    if only_paths is None:
+        carried = [f.path for f in walked.files if previous.get(f.path) == f.sha]
+    else:
+        current = {entry.path: entry.sha for entry in entries}
+        carried = [path for path, sha in previous.items() if current.get(path) == sha]
     job = jobs.transition(
-        job, JobState.CHUNKING, files_total=len(walked.files),
+        job, JobState.CHUNKING, files_total=len(changed) + len(carried),
         files_skipped=len(walked.skipped), files_done=len(carried),
         stage_timings=_record_timing(job, "walking", started), failures=failures,
     )  # fmt: skip
@@ -207,7 +243,7 @@ def run_index(job_id: int) -> bool:
             _check_alive(job_id)
             jobs.heartbeat(job_id, files_done=len(carried) + number)
     job = jobs.transition(
-        job, JobState.STORING, files_done=len(walked.files),
+        job, JobState.STORING, files_done=len(changed) + len(carried),
         chunks_total=sum(len(f.chunks) for f in to_store),
         stage_timings=_record_timing(job, "chunking", started),
     )  # fmt: skip
@@ -221,7 +257,7 @@ def run_index(job_id: int) -> bool:
     )
     logger.info(
         "job=%s repository=%s generation=%s files=%s changed=%s chunks=%s",
-        job.pk, repository.pk, generation, len(walked.files), len(changed), repository.chunk_count,
+        job.pk, repository.pk, generation, repository.file_count, len(changed), repository.chunk_count,
     )  # fmt: skip
     return True
 

@@ -241,3 +241,48 @@ def test_an_oversize_repository_is_stopped_and_leaves_nothing(
 def test_a_silent_server_times_out(celery_worker_process) -> None:
     with SilentServer() as server:
         _assert_failed_cleanly(add(server.url("slow/repo.git")), "timed out")
+
+
+def test_a_worker_killed_mid_job_never_shows_partial_data(celery_worker_process, served) -> None:
+    """SIGKILL the pool processes while a re-index is writing its new generation."""
+    import signal
+
+    server, repo = served
+    created = add(server.url("team/demo.git"))
+    assert wait_for_job(created["job"]["id"]).state == "done"
+    repository = Repository.objects.get(pk=created["id"])
+    first_generation, first_count = repository.active_generation, repository.chunk_count
+
+    bigger = dict(FILES)
+    for number in range(1500):
+        bigger[f"pkg/module_{number}.py"] = (
+            f"def function_{number}(value):\n    return value * {number}\n\n\n"
+            f"class Model{number}:\n    def method(self):\n        return function_{number}(1)\n"
+        )
+    commit_files(repo, bigger, message="many files", parent=repository.last_indexed_commit.encode())
+    job_id = APIClient().post(f"/api/repos/{repository.pk}/reindex").json()["id"]
+
+    deadline = time.monotonic() + 60
+    while IndexJob.objects.get(pk=job_id).state not in {"walking", "chunking", "storing"}:
+        assert time.monotonic() < deadline, IndexJob.objects.get(pk=job_id).state
+        time.sleep(0.02)
+    killed = celery_worker_process.pool_children()
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+
+    # While the job is interrupted, searches still see the complete previous generation.
+    repository.refresh_from_db()
+    assert repository.status == "ready"
+    live = Chunk.objects.filter(repository=repository, generation=repository.active_generation)
+    if repository.active_generation == first_generation:
+        assert live.count() == first_count
+    assert live.count() == repository.chunk_count
+
+    # The task is redelivered (reject_on_worker_lost) and the run converges.
+    job = wait_for_job(job_id, seconds=600)
+    assert job.state in {"done", "completed_with_errors"}, (job.state, job.error)
+    repository.refresh_from_db()
+    assert repository.active_generation > first_generation
+    assert SourceFile.objects.filter(repository=repository, generation=repository.active_generation).count() == 1504
+    assert not Chunk.objects.filter(repository=repository).exclude(generation=repository.active_generation).exists()
+    assert repository.chunk_count == Chunk.objects.filter(repository=repository).count()
