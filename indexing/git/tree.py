@@ -62,6 +62,9 @@ class GitTreeReader:
     def __init__(self, repo_dir: str | os.PathLike[str]) -> None:
         self._repo = Repo(os.fspath(repo_dir))
         self._store = self._repo.object_store
+        # `object_store.packs` lists the pack directory on every access; a reader works
+        # on a fixed commit, so the list is taken once (and refreshed on a miss).
+        self._packs = list(self._store.packs)
 
     def __enter__(self) -> GitTreeReader:
         return self
@@ -183,7 +186,7 @@ class GitTreeReader:
 
     def _blob_size(self, sha: bytes) -> int:
         binary = hex_to_sha(sha)
-        for pack in self._store.packs:
+        for pack in self._packs:
             try:
                 offset = pack.index.object_offset(binary)
             except KeyError:
@@ -192,6 +195,8 @@ class GitTreeReader:
                 return _packed_object_size(pack.data._buffer(), offset)
             except Exception:  # fall back to inflating the object
                 break
+        else:
+            self._packs = list(self._store.packs)
         return len(self._store.get_raw(sha)[1])
 
 
@@ -225,7 +230,16 @@ def _packed_object_size(buffer: bytes | mmap.mmap, offset: int) -> int:
         pos += 1
     else:
         pos += 20
-    head = zlib.decompressobj().decompress(bytes(buffer[pos : pos + 64]), 32)
+    # A dynamic-Huffman block header can precede the first output byte by a few hundred
+    # bytes; feed input until the two varints (at most 20 bytes) are out.
+    inflater = zlib.decompressobj()
+    head = b""
+    end = min(len(buffer), pos + 16384)
+    while len(head) < 20 and pos < end and not inflater.eof:
+        head += inflater.decompress(bytes(buffer[pos : pos + 256]), 20 - len(head))
+        pos += 256
+        if inflater.unconsumed_tail:
+            break  # enough output is available
     index = 0
     for _ in range(2):  # source size, then target size
         value, shift = 0, 0

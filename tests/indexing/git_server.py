@@ -142,6 +142,7 @@ class GitHttpServer:
         self.requests: list[str] = []
         self.bytes_sent = 0
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         backend = DictBackend({"/" + name.strip("/"): repo for name, repo in self.repos.items()})
         self._git_app = make_wsgi_chain(backend)
         self._server = make_server(
@@ -187,13 +188,30 @@ class GitHttpServer:
                     [("WWW-Authenticate", 'Basic realm="git"'), ("Content-Length", "0")],
                 )
                 return [b""]
-        return self._count(self._git_app(environ, start_response))
+
+        def counting_start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
+            write = start_response(status, headers, exc_info)
+
+            def counted_write(data: bytes) -> Any:
+                self._account(data)
+                return write(data)
+
+            return counted_write
+
+        return self._count(self._git_app(environ, counting_start_response))
+
+    def _account(self, chunk: bytes) -> None:
+        with self._lock:
+            self.bytes_sent += len(chunk)
+        if self.chunk_delay_s and chunk:
+            self._stop.wait(self.chunk_delay_s)
 
     def _count(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        # dulwich writes through start_response's write() and through the iterable.
         try:
             for chunk in chunks:
-                self.bytes_sent += len(chunk)
-                if self.chunk_delay_s and chunk and self._stop.wait(self.chunk_delay_s):
+                self._account(chunk)
+                if self._stop.is_set():
                     return
                 yield chunk
         finally:

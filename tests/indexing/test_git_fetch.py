@@ -51,7 +51,7 @@ def fetch(url: str, target: Path, **kwargs):
 
 
 @pytest.fixture
-def source(tmp_path: Path) -> Repo:
+def source(tmp_path: Path):
     repo = init_bare_repo(str(tmp_path / "source.git"))
     commit_files(repo, {"README.md": "# old\n"}, message="first")
     main = commit_files(
@@ -61,7 +61,8 @@ def source(tmp_path: Path) -> Repo:
         message="second",
     )
     commit_files(repo, {"dev.txt": "dev branch\n"}, branch="dev", parent=main)
-    return repo
+    yield repo
+    repo.close()
 
 
 @pytest.fixture

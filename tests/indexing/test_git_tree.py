@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, Tree, sha_to_hex
 from dulwich.repo import Repo
 
 from indexing.git.tree import (
@@ -16,6 +17,7 @@ from indexing.git.tree import (
     MODE_GITLINK,
     MODE_SYMLINK,
     GitTreeReader,
+    _packed_object_size,
     changed_paths,
     list_tree,
     read_blob,
@@ -28,8 +30,10 @@ except ImportError:  # tests/ is not a package: pytest put this directory on sys
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Repo:
-    return init_bare_repo(str(tmp_path / "repo.git"))
+def repo(tmp_path: Path):
+    repository = init_bare_repo(str(tmp_path / "repo.git"))
+    yield repository
+    repository.close()
 
 
 def commit_tree(repo: Repo, tree: Tree, parent: bytes | None = None) -> str:
@@ -158,11 +162,17 @@ def test_resolve_commit_accepts_refs(repo):
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 def test_sizes_from_pack_headers_match_content_for_deltified_blobs(repo):
     """After an aggressive repack most blobs are deltas; sizes must still be exact."""
-    base = "\n".join(f"line {i} of a long file that changes a little" for i in range(400))
+    rng = random.Random(7)
+    vocabulary = [f"{a}{b}" for a in ("get", "set", "load", "parse") for b in "xyzwvu"]
+    base = " ".join(rng.choices(vocabulary, k=4000))
     parent = None
     commits = []
     for version in range(6):
-        files = {f"f{n}.txt": base + f"\nversion {version} file {n}\n" * (n + 1) for n in range(5)}
+        # Each version inserts new text: deltas carry literal data, compressed with
+        # dynamic Huffman tables whose header comes before the first output byte.
+        files = {
+            f"f{n}.txt": base + " ".join(rng.choices(vocabulary, k=300 * (n + 1))) for n in range(5)
+        }
         parent = commit_files(repo, files, parent=parent, message=f"v{version}")
         commits.append(parent.decode())
     subprocess.run(
@@ -177,3 +187,12 @@ def test_sizes_from_pack_headers_match_content_for_deltified_blobs(repo):
                 assert entry.size == len(reader.read_blob(entry.sha)), entry.path
                 checked += 1
     assert checked == 30
+
+    # The header fast path itself (no fallback) on every object of the pack.
+    [pack] = repo.object_store.packs
+    deltas = 0
+    for binary_sha, offset, _crc in pack.index.iterentries():
+        _type_num, data = repo.object_store.get_raw(sha_to_hex(binary_sha))
+        assert _packed_object_size(pack.data._buffer(), offset) == len(data)
+        deltas += pack.data._buffer()[offset] >> 4 & 7 in (6, 7)
+    assert deltas > 10
