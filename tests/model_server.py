@@ -1,0 +1,295 @@
+"""A real HTTP model server for tests: Ollama and OpenAI wire protocols, scriptable failures.
+
+Endpoints: Ollama ``POST /api/embed``, ``POST /api/chat``, ``GET /api/tags``; OpenAI
+``POST /v1/embeddings``, ``POST /v1/chat/completions``, ``GET /v1/models``.
+
+Deterministic: an embedding is a hashed bag of words (so texts sharing words are close),
+L2-normalised, of ``server.dim`` dimensions. Chat answers come from ``server.queue_chat(...)``
+(strings or ``fn(messages) -> str``), else ``server.chat_handler``, else ``"ok"``.
+
+Failure modes, for the next ``times`` requests (``path`` limits them to one endpoint):
+``server.fail_next("500" | "429" | "garbage" | "slow" | "disconnect", times=1, ...)``;
+``server.dim = 512`` for vectors of the wrong dimension; ``server.delay`` slows every answer;
+``server.stop()`` leaves a closed port (connection refused). Every request is recorded in
+``server.requests`` (method, path, headers, JSON body).
+
+Fixture: ``model_server`` (function scope), defined here for the root conftest to import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+ChatReply = str | Callable[[list[dict[str, Any]]], str]
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def batch_size(self) -> int | None:
+        """Number of texts in an embedding request."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("input"), list):
+            return len(self.body["input"])
+        return None
+
+
+@dataclass
+class Failure:
+    kind: str
+    times: int
+    path: str | None = None
+    delay: float = 0.0
+    retry_after: str | None = "0"
+    status: int = 500
+
+
+def hashed_embedding(text: str, dim: int) -> list[float]:
+    """Deterministic bag-of-words vector: shared words give a high cosine."""
+    vec = [0.0] * dim
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.sha1(word.encode()).digest()
+        index = int.from_bytes(digest[:4], "little") % dim
+        vec[index] += 1.0 if digest[4] & 1 else -1.0
+    norm = sum(v * v for v in vec) ** 0.5
+    if norm == 0:
+        vec[0], norm = 1.0, 1.0
+    return [v / norm for v in vec]
+
+
+@dataclass
+class ModelServer:
+    dim: int = 384
+    models: list[str] = field(default_factory=lambda: ["llama3.2:latest", "nomic-embed-text"])
+    delay: float = 0.0
+    chat_handler: Callable[[list[dict[str, Any]]], str] | None = None
+    requests: list[RecordedRequest] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._replies: deque[ChatReply] = deque()
+        self._failures: deque[Failure] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set[Any] = set()
+        self.port = 0
+
+    # -- control ------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ModelServer:
+        self._stopping.clear()
+        handler = type("Handler", (_Handler,), {"model_server": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Shut down and close the port: later connections are refused."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        # Kept-alive connections would otherwise go on being served by their threads.
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+
+    def queue_chat(self, *replies: ChatReply) -> None:
+        self._replies.extend(replies)
+
+    def fail_next(self, kind: str, times: int = 1, **options: Any) -> None:
+        assert kind in ("500", "429", "garbage", "slow", "disconnect", "status"), kind
+        self._failures.append(Failure(kind, times, **options))
+
+    def clear_failures(self) -> None:
+        self._failures.clear()
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == path]
+
+    # -- behaviour ----------------------------------------------------------------------------
+
+    def _take_failure(self, path: str) -> Failure | None:
+        with self._lock:
+            for failure in self._failures:
+                if failure.path in (None, path) and failure.times > 0:
+                    failure.times -= 1
+                    if failure.times == 0:
+                        self._failures.remove(failure)
+                    return failure
+        return None
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _chat_text(self, messages: list[dict[str, Any]]) -> str:
+        with self._lock:
+            reply = self._replies.popleft() if self._replies else None
+        if reply is None:
+            reply = self.chat_handler or "ok"
+        return reply(messages) if callable(reply) else reply
+
+    def respond(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], bytes]:
+        if method == "GET" and path == "/api/tags":
+            return _ok({"models": [{"name": m, "model": m} for m in self.models]})
+        if method == "GET" and path == "/v1/models":
+            return _ok(
+                {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
+            )
+        if method != "POST" or not isinstance(body, dict):
+            return 404, {}, b'{"error": "not found"}'
+        if path == "/api/embed":
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            vectors = [hashed_embedding(str(t), self.dim) for t in texts or []]
+            return _ok({"model": body.get("model"), "embeddings": vectors})
+        if path == "/v1/embeddings":
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            data = [
+                {"object": "embedding", "index": i, "embedding": hashed_embedding(str(t), self.dim)}
+                for i, t in enumerate(texts or [])
+            ]
+            return _ok({"object": "list", "data": data, "model": body.get("model")})
+        if path == "/api/chat":
+            text = self._chat_text(body.get("messages") or [])
+            return _ok(
+                {
+                    "model": body.get("model"),
+                    "message": {"role": "assistant", "content": text},
+                    "done": True,
+                }
+            )
+        if path == "/v1/chat/completions":
+            text = self._chat_text(body.get("messages") or [])
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+            return _ok(
+                {"object": "chat.completion", "model": body.get("model"), "choices": [choice]}
+            )
+        return 404, {}, b'{"error": "not found"}'
+
+
+def _ok(payload: Any) -> tuple[int, dict[str, str], bytes]:
+    return 200, {}, json.dumps(payload).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    model_server: ModelServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.model_server._lock:
+            self.model_server._connections.add(self.connection)
+
+    def _handle(self, method: str) -> None:
+        server = self.model_server
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw
+        path = self.path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        server.requests.append(RecordedRequest(method, path, headers, body))
+        server._sleep(server.delay)
+        failure = server._take_failure(path)
+        if failure is not None:
+            if failure.kind == "disconnect":
+                self.close_connection = True
+                self.connection.close()
+                return
+            if failure.kind == "slow":
+                server._sleep(failure.delay)
+            elif failure.kind == "garbage":
+                self._send(200, {}, b'{"embeddings": [[0.1, 0.2,, oops')
+                return
+            elif failure.kind == "500":
+                self._send(500, {}, b'{"error": "internal error"}')
+                return
+            elif failure.kind == "status":
+                self._send(failure.status, {}, b'{"error": {"message": "scripted failure"}}')
+                return
+            elif failure.kind == "429":
+                headers_out = {"Retry-After": failure.retry_after} if failure.retry_after else {}
+                self._send(429, headers_out, b'{"error": "rate limited"}')
+                return
+        status, extra, payload = server.respond(method, path, body)
+        self._send(status, extra, payload)
+
+    def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """A started ModelServer on 127.0.0.1 (random port), stopped after the test."""
+    server = ModelServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Poll ``predicate`` (for tests that wait on the server's background threads)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
