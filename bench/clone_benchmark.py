@@ -215,18 +215,27 @@ def main() -> None:
             print(f"{name:40} {times[0]:>10.2f} / {median:<9.2f} "
                   f"{runs[0][1] / 1e6:>9.1f} {runs[0][2] / 1e6:>11.1f}")  # fmt: skip
 
+        def best_of(action, repeat: int = 3) -> float:
+            best = float("inf")
+            for _ in range(repeat):
+                with GitTreeReader(reader_target) as reader:
+                    started = time.perf_counter()
+                    action(reader)
+                    best = min(best, time.perf_counter() - started)
+            return best
+
         with GitTreeReader(reader_target) as reader:
-            started = time.perf_counter()
             entries = reader.list_tree(fetched.commit_sha)
-            list_seconds = time.perf_counter() - started
-            started = time.perf_counter()
-            inflated = sum(len(reader.read_blob(e.sha)) for e in entries if not e.is_submodule)
-            inflate_seconds = time.perf_counter() - started
+        with_sizes = best_of(lambda r: r.list_tree(fetched.commit_sha))
+        inflating = best_of(
+            lambda r: [len(r.read_blob(e.sha)) for e in r.list_tree(fetched.commit_sha)]
+        )
         header_total = sum(e.size for e in entries)
-        assert header_total == inflated, (header_total, inflated)
-        print(f"\nlist_tree: {len(entries)} entries, {header_total / 1e6:.1f} MB of blobs")
-        print(f"  sizes from pack headers: {list_seconds:.3f} s")
-        print(f"  reading every blob:      {inflate_seconds:.3f} s (what sizes would cost)")
+        print(
+            f"\nlist_tree: {len(entries)} entries, {header_total / 1e6:.1f} MB of blobs (best of 3)"
+        )
+        print(f"  tree walk + sizes from pack headers: {with_sizes:.3f} s")
+        print(f"  tree walk + inflating every blob:    {inflating:.3f} s")
 
 
 if __name__ == "__main__":
