@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from dulwich.client import FetchPackResult, GitClient, HttpGitClient, LocalGitClient
 from dulwich.config import StackedConfig
+from dulwich.errors import NotGitRepository
 from dulwich.objects import Commit
 from dulwich.refs import check_ref_format
 from dulwich.repo import Repo
@@ -139,7 +140,11 @@ def fetch_update(
     """
     repo_dir = os.fspath(repo_dir)
     checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
-    with Repo(repo_dir) as repo:
+    try:
+        repo = Repo(repo_dir)
+    except NotGitRepository:
+        raise GitFetchError(f"no repository at {repo_dir}; fetch it with fetch_branch") from None
+    with repo:
         ref = b"refs/heads/" + branch.encode("utf-8")
         previous = repo.refs.as_dict().get(ref)
         return _fetch_into(

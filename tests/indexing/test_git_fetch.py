@@ -368,3 +368,45 @@ def test_local_mirror_needs_permission(source, tmp_path):
     result = fetch(source.path, tmp_path / "out", allow_local_paths=True)
     assert result.commit_sha == source.refs[b"refs/heads/main"].decode()
     assert result.url.startswith("file://")
+
+
+def test_token_is_not_forwarded_when_redirected_to_another_origin(source, tmp_path):
+    """A redirect to another host:port gets no credentials (dulwich scopes them by origin)."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    with GitHttpServer({"org/repo.git": source}) as other_origin:
+
+        def redirect(environ, start_response):
+            query = environ.get("QUERY_STRING", "")
+            location = other_origin.url("org/repo.git") + "/info/refs" + f"?{query}" * bool(query)
+            start_response("302 Found", [("Location", location), ("Content-Length", "0")])
+            return [b""]
+
+        redirector = make_server("127.0.0.1", 0, redirect, handler_class=QuietHandler)
+        thread = threading.Thread(target=redirector.serve_forever, daemon=True)
+        thread.start()
+        try:
+            url = f"http://127.0.0.1:{redirector.server_address[1]}/org/repo.git"
+            result = fetch(url, tmp_path / "out", token=TOKEN)
+        finally:
+            redirector.shutdown()
+            redirector.server_close()
+        assert other_origin.requests  # the fetch did go to the redirect target
+        assert other_origin.authorization_headers == []
+    assert result.commit_sha == source.refs[b"refs/heads/main"].decode()
+
+
+def test_update_of_a_missing_repository_is_a_clear_error(server, tmp_path):
+    with pytest.raises(GitFetchError, match="no repository at"):
+        fetch_update(
+            tmp_path / "never-fetched",
+            server.url("org/repo.git"),
+            "main",
+            max_bytes=MB,
+            timeout_s=30,
+            allow_private_hosts=True,
+        )
