@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from llm.errors import display_url
 from llm.http import Endpoint
 from llm.local_embedding import LOCAL_MODEL_ALIASES, LOCAL_MODEL_DIM, LOCAL_MODEL_NAME
 
@@ -47,6 +48,7 @@ class ModelSettings:
     def __repr__(self) -> str:  # the key must not leak through a repr in a log or traceback
         fields = {k: v for k, v in self.__dict__.items() if k != "api_key"}
         fields["api_key"] = "set" if self.api_key else None
+        fields["base_url"] = display_url(self.base_url)
         return f"ModelSettings({fields})"
 
     @property

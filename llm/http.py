@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
@@ -53,7 +54,15 @@ class Endpoint:
         return f"Endpoint({self.provider}, {display_url(self.base_url)}, api_key={key})"
 
     def url(self, path: str) -> str:
-        return self.base_url.rstrip("/") + path
+        """The request URL, without any ``user:password@`` (sent as basic auth instead:
+        httpx logs URLs)."""
+        return display_url(self.base_url).rstrip("/") + path
+
+    def basic_auth(self) -> tuple[str, str] | None:
+        parts = urlsplit(self.base_url)
+        if parts.username is None and parts.password is None:
+            return None
+        return unquote(parts.username or ""), unquote(parts.password or "")
 
 
 def get_client() -> httpx.Client:
@@ -114,7 +123,8 @@ def _excerpt(response: httpx.Response, endpoint: Endpoint) -> str:
     except ValueError:
         pass
     body = " ".join(body.split())[:200]
-    return redact(body, [endpoint.api_key])
+    auth = endpoint.basic_auth()
+    return redact(body, [endpoint.api_key, auth[1] if auth else None])
 
 
 def request_json(
@@ -136,6 +146,7 @@ def request_json(
     headers = {"Accept": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
+    auth = endpoint.basic_auth()
     err_kw: dict[str, Any] = {"provider": endpoint.provider, "base_url": endpoint.base_url}
     attempt = 0
     while True:
@@ -151,7 +162,7 @@ def request_json(
         wait: float | None = None
         try:
             response = get_client().request(
-                method, url, json=payload, headers=headers, timeout=limits
+                method, url, json=payload, headers=headers, timeout=limits, auth=auth
             )
         except httpx.ReadTimeout:
             raise ModelUnavailable(

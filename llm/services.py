@@ -8,6 +8,7 @@ from django.db import transaction
 
 from llm import config
 from llm.config import ModelSettings
+from llm.errors import display_url
 from llm.models import ModelConfig
 
 
@@ -16,7 +17,7 @@ def config_payload(cfg: ModelSettings | None = None) -> dict[str, Any]:
     cfg = cfg or config.effective_settings()
     return {
         "provider": cfg.chat_provider,
-        "base_url": cfg.base_url,
+        "base_url": display_url(cfg.base_url),  # never a password in user:pass@
         "chat_model": cfg.chat_model,
         "embedding_provider": cfg.embedding_provider,
         "embedding_model": cfg.embedding_model,

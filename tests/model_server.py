@@ -18,6 +18,7 @@ Fixture: ``model_server`` (function scope), defined here for the root conftest t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -64,7 +65,7 @@ def hashed_embedding(text: str, dim: int) -> list[float]:
     """Deterministic bag-of-words vector: shared words give a high cosine."""
     vec = [0.0] * dim
     for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.sha1(word.encode()).digest()
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
         index = int.from_bytes(digest[:4], "little") % dim
         vec[index] += 1.0 if digest[4] & 1 else -1.0
     norm = sum(v * v for v in vec) ** 0.5
@@ -118,10 +119,8 @@ class ModelServer:
         with self._lock:
             connections, self._connections = list(self._connections), set()
         for conn in connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             conn.close()
 
     def queue_chat(self, *replies: ChatReply) -> None:
