@@ -31,8 +31,8 @@ from urllib.parse import urlparse
 from dulwich.client import FetchPackResult, GitClient, HttpGitClient, LocalGitClient
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Commit
-from dulwich.refs import check_ref_format
+from dulwich.objects import Commit, ObjectID
+from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from indexing.git.errors import (
@@ -145,8 +145,7 @@ def fetch_update(
     except NotGitRepository:
         raise GitFetchError(f"no repository at {repo_dir}; fetch it with fetch_branch") from None
     with repo:
-        ref = b"refs/heads/" + branch.encode("utf-8")
-        previous = repo.refs.as_dict().get(ref)
+        previous = repo.refs.as_dict().get(Ref(b"refs/heads/" + branch.encode("utf-8")))
         return _fetch_into(
             repo,
             checked,
@@ -211,8 +210,8 @@ def _make_client(
     return LocalGitClient(), checked.local_path
 
 
-def _branch_ref(branch: str) -> bytes:
-    ref = b"refs/heads/" + branch.encode("utf-8")
+def _branch_ref(branch: str) -> Ref:
+    ref = Ref(b"refs/heads/" + branch.encode("utf-8"))
     if not check_ref_format(ref):
         raise BranchNotFound(f"branch name {branch!r} is not valid")
     return ref
@@ -258,7 +257,7 @@ def _fetch_into(
                 if sha is None:
                     raise EmptyRepository("the repository is empty (it has no HEAD)")
             chosen["sha"] = sha
-            return [] if sha in repo.object_store else [sha]
+            return [] if ObjectID(sha) in repo.object_store else [sha]
 
         pack_file, commit_pack, abort_pack = repo.object_store.add_pack()
 
@@ -270,7 +269,8 @@ def _fetch_into(
             guard.check_deadline()
 
         ref_prefix = [wanted_ref] if wanted_ref else [b"HEAD", b"refs/heads/"]
-        graph_walker = repo.get_graph_walker(heads=[previous.encode()] if previous else [])
+        heads = [ObjectID(previous.encode("ascii"))] if previous else []
+        graph_walker = repo.get_graph_walker(heads=heads)
         try:
             result = client.fetch_pack(
                 path,
@@ -308,15 +308,15 @@ def _fetch_into(
                 "the server sent a corrupt pack; try again later", transient=True
             ) from exc
 
-    sha = chosen["sha"]
+    sha = ObjectID(chosen["sha"])
     resolved_branch = branch or _default_branch_name(result, sha)
     obj = repo[sha]
     if not isinstance(obj, Commit):
         raise GitFetchError(f"branch {resolved_branch!r} does not point to a commit")
     repo.update_shallow(result.new_shallow, result.new_unshallow)
-    local_ref = b"refs/heads/" + resolved_branch.encode("utf-8")
+    local_ref = Ref(b"refs/heads/" + resolved_branch.encode("utf-8"))
     repo.refs[local_ref] = sha
-    repo.refs.set_symbolic_ref(b"HEAD", local_ref)
+    repo.refs.set_symbolic_ref(Ref(b"HEAD"), local_ref)
 
     fetched = FetchResult(
         commit_sha=sha.decode("ascii"),

@@ -8,7 +8,8 @@ import os
 import zlib
 from dataclasses import dataclass
 
-from dulwich.objects import Blob, Commit, Tree, hex_to_sha
+from dulwich.objects import Blob, Commit, ObjectID, Tree, hex_to_sha
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 logger = logging.getLogger(__name__)
@@ -77,9 +78,9 @@ class GitTreeReader:
 
     def resolve_commit(self, ref_or_sha: str) -> str:
         """Hex sha of a commit given its sha or a ref such as "HEAD" or "refs/heads/main"."""
-        key = ref_or_sha.encode("ascii")
+        key = ObjectID(ref_or_sha.encode("ascii"))
         if len(key) != 40:
-            key = self._repo.refs[key]
+            key = self._repo.refs[Ref(key)]
         obj = self._store[key]
         if not isinstance(obj, Commit):
             raise ValueError(f"{ref_or_sha} is not a commit")
@@ -88,8 +89,8 @@ class GitTreeReader:
     def list_tree(self, commit_sha: str) -> list[TreeEntry]:
         """Every blob, symlink and submodule in the commit's tree, sorted by path."""
         entries: list[TreeEntry] = []
-        pending: list[tuple[str, bytes]] = [("", self._tree_id(commit_sha))]
-        raw: list[tuple[str, int, bytes]] = []
+        pending: list[tuple[str, ObjectID]] = [("", self._tree_id(commit_sha))]
+        raw: list[tuple[str, int, ObjectID]] = []
         while pending:
             prefix, tree_id = pending.pop()
             for name, mode, sha in self._tree_items(tree_id):
@@ -105,21 +106,21 @@ class GitTreeReader:
 
     def read_blob(self, sha: str) -> bytes:
         """The full content of a blob (for a symlink: its target)."""
-        type_num, data = self._store.get_raw(sha.encode("ascii"))
+        type_num, data = self._store.get_raw(ObjectID(sha.encode("ascii")))
         if type_num != Blob.type_num:
             raise ValueError(f"{sha} is not a blob")
         return data
 
     def blob_size(self, sha: str) -> int:
         """Size in bytes of a blob, from the pack header when possible (no inflation)."""
-        return self._blob_size(sha.encode("ascii"))
+        return self._blob_size(ObjectID(sha.encode("ascii")))
 
     def diff(self, old_commit: str, new_commit: str) -> TreeDiff:
         """Blobs added, modified and deleted between two commits (unchanged subtrees skipped)."""
         added: list[TreeEntry] = []
         modified: list[TreeEntry] = []
         deleted: list[str] = []
-        pending: list[tuple[str, bytes | None, bytes | None]] = [
+        pending: list[tuple[str, ObjectID | None, ObjectID | None]] = [
             ("", self._tree_id(old_commit), self._tree_id(new_commit))
         ]
         while pending:
@@ -156,13 +157,13 @@ class GitTreeReader:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _tree_id(self, commit_sha: str) -> bytes:
-        commit = self._store[commit_sha.encode("ascii")]
+    def _tree_id(self, commit_sha: str) -> ObjectID:
+        commit = self._store[ObjectID(commit_sha.encode("ascii"))]
         if not isinstance(commit, Commit):
             raise ValueError(f"{commit_sha} is not a commit")
         return commit.tree
 
-    def _tree_items(self, tree_id: bytes) -> list[tuple[str, int, bytes]]:
+    def _tree_items(self, tree_id: ObjectID) -> list[tuple[str, int, ObjectID]]:
         tree = self._store[tree_id]
         if not isinstance(tree, Tree):
             raise ValueError(f"{tree_id.decode()} is not a tree")
@@ -176,7 +177,7 @@ class GitTreeReader:
             items.append((name, entry.mode, entry.sha))
         return items
 
-    def _entry(self, path: str, mode: int, sha: bytes) -> TreeEntry:
+    def _entry(self, path: str, mode: int, sha: ObjectID) -> TreeEntry:
         if mode == MODE_GITLINK:
             return TreeEntry(path=path, mode=MODE_GITLINK, sha=sha.decode("ascii"), size=0)
         if mode != MODE_SYMLINK:
@@ -184,7 +185,7 @@ class GitTreeReader:
             mode = MODE_EXECUTABLE if mode & 0o111 else MODE_FILE
         return TreeEntry(path=path, mode=mode, sha=sha.decode("ascii"), size=self._blob_size(sha))
 
-    def _blob_size(self, sha: bytes) -> int:
+    def _blob_size(self, sha: ObjectID) -> int:
         binary = hex_to_sha(sha)
         for pack in self._packs:
             try:
