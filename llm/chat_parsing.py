@@ -26,15 +26,18 @@ def _candidates(text: str) -> list[str]:
     found = [m.group(1).strip() for m in _FENCE.finditer(text)]
     stripped = text.strip()
     found.append(stripped)
-    # The first balanced {...} or [...] region, wherever it sits in the prose.
+    # Balanced {...} / [...] regions wherever they sit in the prose (a few, in order).
     for opener, closer in (("{", "}"), ("[", "]")):
         start = stripped.find(opener)
-        while start != -1:
+        tries = 0
+        while start != -1 and tries < 20:
+            tries += 1
             end = _balanced_end(stripped, start, opener, closer)
-            if end is not None:
-                found.append(stripped[start : end + 1])
-                break
-            start = stripped.find(opener, start + 1)
+            if end is None:
+                start = stripped.find(opener, start + 1)
+                continue
+            found.append(stripped[start : end + 1])
+            start = stripped.find(opener, end + 1)
     return found
 
 
