@@ -25,6 +25,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "indexing")]
 from dulwich import porcelain  # noqa: E402
 from dulwich.repo import Repo  # noqa: E402
 
-from indexing.git.fetch import fetch_branch  # noqa: E402
+from indexing.git.fetch import fetch_branch, fetch_update  # noqa: E402
 from indexing.git.tree import GitTreeReader  # noqa: E402
 
 try:
@@ -143,6 +144,52 @@ def timed(server: ServerProcess, action) -> tuple[float, int]:
     return time.perf_counter() - started, server.bytes_sent - before
 
 
+def measure_update(url: str, work: Path, name: str) -> str:
+    """Fetch feature/000 (= the commit before main's one-line edit), then update to main."""
+    target = work / f"update-{name}"
+    first = fetch_branch(
+        url, target, branch="feature/000", max_bytes=500 * 1024 * 1024, timeout_s=300,
+        allow_private_hosts=True,
+    )  # fmt: skip
+    with Repo(str(target)) as repo:
+        repo.refs[b"refs/heads/main"] = first.commit_sha.encode()  # type: ignore[index]
+    update = fetch_update(
+        target, url, "main", max_bytes=500 * 1024 * 1024, timeout_s=300, allow_private_hosts=True
+    )
+    with GitTreeReader(target) as reader:
+        changed = reader.diff(first.commit_sha, update.commit_sha).changed_paths
+    shutil.rmtree(target, ignore_errors=True)
+    return (
+        f"  {name:28} {update.seconds:6.2f} s {update.bytes_received / 1e3:10.1f} kB "
+        f"({len(changed)} changed path)"
+    )
+
+
+class GitDaemon:
+    """`git daemon` serving the benchmark repository over git:// (a real git server)."""
+
+    def __init__(self, base: Path) -> None:
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self._process = subprocess.Popen(
+            ["git", "daemon", "--export-all", f"--base-path={base}", "--listen=127.0.0.1",
+             f"--port={self.port}", "--reuseaddr", str(base)],
+            env=dict(GIT_ENV, HOME=str(base)), stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self._process.terminate()
+        self._process.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=None, help="directory to commit")
@@ -202,6 +249,14 @@ def main() -> None:
                     porcelain_target,
                 )
 
+            updates = [measure_update(url, work, "dulwich smart HTTP server")]
+            daemon = GitDaemon(work)
+            try:
+                daemon_url = f"git://127.0.0.1:{daemon.port}/{bare.name}"
+                updates.append(measure_update(daemon_url, work, "git daemon (git://)"))
+            finally:
+                daemon.close()
+
             reader_target = work / "reader"
             fetched = fetch_branch(
                 url, reader_target, max_bytes=500 * 1024 * 1024, timeout_s=300,
@@ -214,6 +269,9 @@ def main() -> None:
             median = times[len(times) // 2]
             print(f"{name:40} {times[0]:>10.2f} / {median:<9.2f} "
                   f"{runs[0][1] / 1e6:>9.1f} {runs[0][2] / 1e6:>11.1f}")  # fmt: skip
+
+        print("\nincremental fetch_update after a one-line edit (depth 1):")
+        print("\n".join(updates))
 
         def best_of(action, repeat: int = 3) -> float:
             best = float("inf")
