@@ -60,7 +60,7 @@ def _chat_status(cfg: Any) -> dict[str, Any]:
 
     status: dict[str, Any] = {
         "provider": cfg.chat_provider,
-        "model": cfg.chat_model or None,
+        "model": (cfg.chat_model or None) if cfg.chat_provider != "none" else None,
         "reachable": None,
         "error": None,
     }

@@ -45,6 +45,11 @@ def update_config(changes: dict[str, Any]) -> tuple[ModelSettings, ModelSettings
     row, _ = ModelConfig.objects.select_for_update().get_or_create(pk=ModelConfig.SINGLETON_ID)
     before = config.overlay(env, row.overrides())
     overrides = {**row.overrides(), **changes}
+    if "embedding_provider" in changes:
+        # A stored model/dim belonged to the previous provider unless restated.
+        for name in ("embedding_model", "embedding_dim"):
+            if name not in changes:
+                overrides.pop(name, None)
     overrides = {k: v for k, v in overrides.items() if v not in ("", None)}
     errors = config.validate_overrides(overrides, env)
     if errors:
@@ -54,5 +59,7 @@ def update_config(changes: dict[str, Any]) -> tuple[ModelSettings, ModelSettings
         default = None if name == "embedding_dim" else ""
         setattr(row, name, overrides.get(name, default))
     row.save()
+    # Now (this transaction sees the row) and again once committed (other readers see it).
+    config.invalidate()
     transaction.on_commit(config.invalidate)
     return before, after
