@@ -230,7 +230,7 @@ def parse_yes_no(text: str, *, default_confidence: float = 0.5) -> Verdict | Non
     yes, no = _YES.search(text), _NO.search(text)
     if not yes and not no:
         return None
-    relevant = bool(yes) and (not no or yes.start() < no.start())
+    relevant = yes is not None and (no is None or yes.start() < no.start())
     conf_match = re.search(r"confidence\W{0,3}([\w.%]+)", text, re.IGNORECASE)
     conf = _confidence(conf_match.group(1)) if conf_match else None
     return Verdict(relevant, default_confidence if conf is None else conf, "keyword")

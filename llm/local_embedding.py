@@ -164,8 +164,11 @@ class MiniLMRuntime:
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        self.cls_id = self.tokenizer.token_to_id("[CLS]")
-        self.sep_id = self.tokenizer.token_to_id("[SEP]")
+        cls_id, sep_id = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
+        if cls_id is None or sep_id is None:
+            raise ValueError(f"{model_dir}: tokenizer has no [CLS]/[SEP] tokens")
+        self.cls_id: int = cls_id
+        self.sep_id: int = sep_id
         # numpy's element-wise work is single-threaded and BLAS threading is poor on the many
         # small attention products, so a batch is split across threads that each run the
         # whole forward pass with single-threaded BLAS (measured ~1.5x faster on 2 cores).
@@ -186,7 +189,7 @@ class MiniLMRuntime:
         room = MAX_SEQ_LENGTH - 2
         if strategy == "head" or len(token_ids) <= room:
             return [[self.cls_id, *token_ids[:room], self.sep_id]]
-        windows = []
+        windows: list[list[int]] = []
         for start in range(0, len(token_ids), room):
             if len(windows) >= max_windows:
                 break

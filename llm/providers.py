@@ -47,7 +47,7 @@ def check_vectors(
     rows: Any, *, expected_count: int, dim: int, provider: str, base_url: str
 ) -> np.ndarray:
     """``rows`` as a (count, dim) float32 L2-normalised array, or ModelResponseError."""
-    kw = {"provider": provider, "base_url": base_url}
+    kw: dict[str, Any] = {"provider": provider, "base_url": base_url}
     if not isinstance(rows, list):
         raise ModelResponseError("embedding response has no list of vectors", **kw)
     if len(rows) != expected_count:
