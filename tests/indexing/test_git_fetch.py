@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -410,3 +413,28 @@ def test_update_of_a_missing_repository_is_a_clear_error(server, tmp_path):
             timeout_s=30,
             allow_private_hosts=True,
         )
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_https_verifies_certificates_through_the_guarded_connection(source, tmp_path, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    with GitHttpServer({"org/repo.git": source}) as server:
+        server._server.socket = context.wrap_socket(server._server.socket, server_side=True)
+        url = server.url("org/repo.git").replace("http://", "https://")
+
+        with pytest.raises(GitFetchError, match="TLS certificate verification failed") as info:
+            fetch(url, tmp_path / "untrusted")
+        assert not info.value.transient
+        assert not (tmp_path / "untrusted").exists()
+
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # how operators trust a private CA
+        result = fetch(url, tmp_path / "trusted")
+    assert result.commit_sha == source.refs[b"refs/heads/main"].decode()
