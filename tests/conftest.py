@@ -85,6 +85,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[Worker
     env["REPO_SEARCH_MAX_REPO_SIZE_MB"] = "2"
     env["REPO_SEARCH_CLONE_TIMEOUT_SECS"] = "6"
     env["REPO_SEARCH_EMBED_RETRY_DELAYS_SECS"] = "1,1"
+    env.pop("REPO_SEARCH_GIT_TOKEN", None)
     worker = WorkerProcess(env)
     worker.start()
     yield worker

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,6 +19,11 @@ import redis
 from django.conf import settings
 
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+_EXTEND = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end"
+    " return 0"
+)
+LOCK_TTL_SECS = 90
 
 
 class LockBusy(Exception):
@@ -34,16 +40,36 @@ def client() -> redis.Redis:
 
 
 @contextlib.contextmanager
-def repository_lock(repository_id: object, ttl_seconds: int) -> Iterator[None]:
-    """Hold the repository's lock for the block; raise ``LockBusy`` if another run holds it."""
+def repository_lock(repository_id: object, job_id: int, ttl_seconds: int = LOCK_TTL_SECS) -> Iterator[None]:
+    """Hold the repository's lock for the block; raise ``LockBusy`` if another job holds it.
+
+    The lock belongs to the job, not the process: when a worker process dies and the job's task
+    is redelivered, the new attempt takes the lock over at once. A short TTL, renewed by a
+    background thread while the block runs, frees the lock of a job whose worker vanished.
+    """
     key = f"reposearch:lock:repository:{repository_id}"
-    token = uuid.uuid4().hex
-    if not client().set(key, token, nx=True, ex=ttl_seconds):
-        raise LockBusy(f"repository {repository_id} is being indexed by another run")
+    token = f"job:{job_id}"
+    redis_client = client()
+    if not redis_client.set(key, token, nx=True, ex=ttl_seconds):
+        holder = redis_client.get(key)
+        if holder is None or holder.decode() != token:
+            raise LockBusy(f"repository {repository_id} is being indexed by another run")
+        redis_client.expire(key, ttl_seconds)
+    stop = threading.Event()
+
+    def keep_alive() -> None:
+        while not stop.wait(ttl_seconds / 3):
+            with contextlib.suppress(redis.RedisError):
+                redis_client.eval(_EXTEND, 1, key, token, ttl_seconds)
+
+    keeper = threading.Thread(target=keep_alive, name="repository-lock-keeper", daemon=True)
+    keeper.start()
     try:
         yield
     finally:
-        client().eval(_RELEASE, 1, key, token)
+        stop.set()
+        keeper.join(timeout=5)
+        redis_client.eval(_RELEASE, 1, key, token)
 
 
 @contextlib.contextmanager

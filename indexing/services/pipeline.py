@@ -110,6 +110,7 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
         "allow_private_hosts": settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
         "allow_local_paths": settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
         "token": settings.REPO_SEARCH_GIT_TOKEN,
+        "token_hosts": settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
     }
     try:
         with clone_slot(

@@ -6,6 +6,8 @@ from celery import shared_task
 from django.conf import settings
 
 from indexing.services import pipeline
+from indexing.services.locks import LockBusy, repository_lock
+from indexing.tasks.git import repository_id_of
 
 EMBED_TIME_LIMIT_SECS = 3 * 3600
 
@@ -21,9 +23,15 @@ EMBED_TIME_LIMIT_SECS = 3 * 3600
 )
 def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Fill in the live generation's vectors; the model being down is retried, then reported."""
+    repository_id = repository_id_of(job_id)
+    if repository_id is None:
+        return
     final = self.request.retries >= self.max_retries
     try:
-        pipeline.run_embed(job_id, final_attempt=final)
+        with repository_lock(repository_id, job_id):
+            pipeline.run_embed(job_id, final_attempt=final)
+    except LockBusy as error:
+        raise self.retry(exc=error, countdown=15, max_retries=self.max_retries + 20)
     except pipeline.TransientFailure as error:
         delays = settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS
         raise self.retry(exc=error, countdown=delays[min(self.request.retries, len(delays) - 1)])

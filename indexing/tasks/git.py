@@ -35,7 +35,7 @@ def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         return
     final = self.request.retries >= self.max_retries
     try:
-        with repository_lock(repository_id, ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 3):
+        with repository_lock(repository_id, job_id):
             proceed = pipeline.run_fetch(job_id, task_id=self.request.id or "", final_attempt=final)
     except (pipeline.TransientFailure, LockBusy) as error:
         raise self.retry(exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 3)])

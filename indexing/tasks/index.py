@@ -28,7 +28,7 @@ def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     if repository_id is None:
         return
     try:
-        with repository_lock(repository_id, ttl_seconds=INDEX_TIME_LIMIT_SECS + 300):
+        with repository_lock(repository_id, job_id):
             proceed = pipeline.run_index(job_id)
     except LockBusy as error:
         raise self.retry(exc=error, countdown=15)

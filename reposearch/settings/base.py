@@ -37,6 +37,12 @@ REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT
 REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 500_000)
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
+REPO_SEARCH_GIT_TOKEN_HOSTS = [host.lower() for host in env.csv("REPO_SEARCH_GIT_TOKEN_HOSTS", "")]
+if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:
+    raise ConfigError(
+        "REPO_SEARCH_GIT_TOKEN is set but REPO_SEARCH_GIT_TOKEN_HOSTS is empty: name the git hosts"
+        " that may receive it (e.g. github.com), or any user could send it to their own server"
+    )
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.flag("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
 REPO_SEARCH_ALLOW_LOCAL_PATHS = env.flag("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
 REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
