@@ -96,8 +96,7 @@ def blob_lines(repository: Repository, chunk: Chunk) -> str:
 
     with GitTreeReader(repository_dir(repository.pk)) as reader:
         text = reader.read_blob(chunk.file.blob_sha).decode()
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[chunk.start_line - 1 : chunk.end_line])
+    return "\n".join(text.split("\n")[chunk.start_line - 1 : chunk.end_line])
 
 
 def test_a_repository_is_cloned_indexed_and_searchable(celery_worker_process, served) -> None:
