@@ -24,7 +24,7 @@ up: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy .
+	$(VENV)/bin/mypy
 
 check: install
 	$(PY) -m reposearch.embedded_stack run -- sh -c '\

@@ -24,7 +24,15 @@ class IndexJobInline(admin.TabularInline):
     model = IndexJob
     extra = 0
     can_delete = False
-    fields = ("kind", "state", "files_done", "chunks_total", "chunks_embedded", "error", "created_at")
+    fields = (
+        "kind",
+        "state",
+        "files_done",
+        "chunks_total",
+        "chunks_embedded",
+        "error",
+        "created_at",
+    )
     readonly_fields = fields
     show_change_link = True
 
@@ -110,11 +118,15 @@ class RepositoryAdmin(admin.ModelAdmin):
         created = sum(1 for repository in queryset if reindex_repository(repository)[1])
         coalesced = queryset.count() - created
         self.message_user(
-            request, f"{created} re-index job(s) queued; {coalesced} already running.", messages.SUCCESS
+            request,
+            f"{created} re-index job(s) queued; {coalesced} already running.",
+            messages.SUCCESS,
         )
 
     @admin.action(description="Delete selected repositories (cancels jobs, removes files)")
-    def delete_selected_repositories(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
+    def delete_selected_repositories(
+        self, request: HttpRequest, queryset: QuerySet[Repository]
+    ) -> None:
         count = queryset.count()
         self.delete_queryset(request, queryset)
         self.message_user(request, f"Deleted {count} repositories.", messages.SUCCESS)
@@ -143,7 +155,15 @@ class IndexJobAdmin(admin.ModelAdmin):
 
 @admin.register(SourceFile)
 class SourceFileAdmin(admin.ModelAdmin):
-    list_display = ("path", "repository", "generation", "language", "size_bytes", "is_test", "is_doc")
+    list_display = (
+        "path",
+        "repository",
+        "generation",
+        "language",
+        "size_bytes",
+        "is_test",
+        "is_doc",
+    )
     list_filter = ("language", "is_test", "is_doc")
     search_fields = ("path",)
     readonly_fields = [field.name for field in SourceFile._meta.fields]

@@ -16,7 +16,11 @@ class RepositoryCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = set(self.initial_data) - set(self.fields) if isinstance(self.initial_data, dict) else set()
+        unknown = (
+            set(self.initial_data) - set(self.fields)
+            if isinstance(self.initial_data, dict)
+            else set()
+        )
         if unknown:
             raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
         return attrs

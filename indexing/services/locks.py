@@ -18,7 +18,9 @@ from functools import lru_cache
 import redis
 from django.conf import settings
 
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+_RELEASE = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
 _EXTEND = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end"
     " return 0"
@@ -40,7 +42,9 @@ def client() -> redis.Redis:
 
 
 @contextlib.contextmanager
-def repository_lock(repository_id: object, job_id: int, ttl_seconds: int = LOCK_TTL_SECS) -> Iterator[None]:
+def repository_lock(
+    repository_id: object, job_id: int, ttl_seconds: int = LOCK_TTL_SECS
+) -> Iterator[None]:
     """Hold the repository's lock for the block; raise ``LockBusy`` if another job holds it.
 
     The lock belongs to the job, not the process: when a worker process dies and the job's task
@@ -52,7 +56,7 @@ def repository_lock(repository_id: object, job_id: int, ttl_seconds: int = LOCK_
     redis_client = client()
     if not redis_client.set(key, token, nx=True, ex=ttl_seconds):
         holder = redis_client.get(key)
-        if holder is None or holder.decode() != token:
+        if holder is None or (holder.decode() if isinstance(holder, bytes) else holder) != token:
             raise LockBusy(f"repository {repository_id} is being indexed by another run")
         redis_client.expire(key, ttl_seconds)
     stop = threading.Event()

@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -43,6 +44,21 @@ class JobCancelled(Exception):
 
 class TransientFailure(Exception):
     """Worth retrying later (network hiccup, server 5xx); the job is back in the queue."""
+
+
+@dataclass(frozen=True)
+class FetchLimits:
+    """The operator's limits and credentials, passed to every fetch."""
+
+    max_bytes: int
+    timeout_s: float
+    allow_private_hosts: bool
+    allow_local_paths: bool
+    token: str | None
+    token_hosts: list[str]
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -104,14 +120,14 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
     )
     started = time.monotonic()
     target = repository_dir(repository.pk)
-    limits = {
-        "max_bytes": settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
-        "timeout_s": float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS),
-        "allow_private_hosts": settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
-        "allow_local_paths": settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
-        "token": settings.REPO_SEARCH_GIT_TOKEN,
-        "token_hosts": settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
-    }
+    limits = FetchLimits(
+        max_bytes=settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
+        timeout_s=float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS),
+        allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
+        allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+        token=settings.REPO_SEARCH_GIT_TOKEN,
+        token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
+    )
     try:
         with clone_slot(
             ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
@@ -120,12 +136,14 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
             _check_alive(job_id)
             usable = repository.active_generation and (target / "HEAD").exists()
             if usable and repository.branch:
-                result = fetch_update(target, repository.url, repository.branch, **limits)
+                result = fetch_update(
+                    target, repository.url, repository.branch, **limits.as_kwargs()
+                )
             else:
                 shutil.rmtree(target, ignore_errors=True)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 result = fetch_branch(
-                    repository.url, target, branch=repository.branch or None, **limits
+                    repository.url, target, branch=repository.branch or None, **limits.as_kwargs()
                 )
     except GitFetchError as error:
         if error.transient and not final_attempt:

@@ -44,9 +44,7 @@ def _clean_branch(branch: str | None) -> str:
 
 
 def active_job(repository: Repository) -> IndexJob | None:
-    return (
-        repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
-    )
+    return repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
 
 
 def _enqueue(job: IndexJob) -> None:
@@ -135,7 +133,9 @@ def delete_repository(repository: Repository) -> None:
     for job in repository.jobs.exclude(state__in=FINISHED_JOB_STATES):
         if job.celery_task_id:
             app.control.revoke(job.celery_task_id)
-        IndexJob.objects.filter(pk=job.pk).update(state=JobState.CANCELLED, error="repository deleted")
+        IndexJob.objects.filter(pk=job.pk).update(
+            state=JobState.CANCELLED, error="repository deleted"
+        )
     with transaction.atomic(), connection.cursor() as cursor:
         # Raw deletes: the ORM would load every chunk to cascade in Python.
         cursor.execute(

@@ -11,6 +11,8 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
 
 from django.db import connection, transaction
 
@@ -72,11 +74,11 @@ def _path_text(path: str) -> str:
     return searchable_text(path.replace("/", " ").replace(".", " "))
 
 
-def store_files(repository_id: object, generation: int, files: Iterable[FileToStore]) -> int:
+def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStore]) -> int:
     """Insert files and their chunks for ``generation``; return the number of chunks written."""
     written = 0
     with transaction.atomic(), connection.cursor() as cursor:
-        rows: list[tuple[object, ...]] = []
+        rows: list[tuple[Any, ...]] = []
         for stored in files:
             cursor.execute(
                 _INSERT_FILE,
@@ -104,30 +106,28 @@ def store_files(repository_id: object, generation: int, files: Iterable[FileToSt
     return written
 
 
+_DELETE_OLDER = (
+    "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
+    " WHERE repository_id = %s AND generation <= %s)",
+    "DELETE FROM indexing_chunk WHERE repository_id = %s AND generation <= %s",
+    "DELETE FROM indexing_sourcefile WHERE repository_id = %s AND generation <= %s",
+)
+_DELETE_NEWER = tuple(statement.replace("<=", ">") for statement in _DELETE_OLDER)
+
+
 def discard_unfinished_generations(repository: Repository) -> None:
     """Remove rows of generations newer than the live one (left by a crashed or cancelled run)."""
-    _delete_generations(repository.pk, "generation > %s", repository.active_generation)
+    _run_deletes(_DELETE_NEWER, repository.pk, repository.active_generation)
 
 
-def _delete_generations(repository_id: object, condition: str, value: int) -> None:
+def _run_deletes(statements: Sequence[str], repository_id: UUID, generation: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
-            f" WHERE repository_id = %s AND {condition})",
-            [repository_id, value],
-        )
-        cursor.execute(
-            f"DELETE FROM indexing_chunk WHERE repository_id = %s AND {condition}",
-            [repository_id, value],
-        )
-        cursor.execute(
-            f"DELETE FROM indexing_sourcefile WHERE repository_id = %s AND {condition}",
-            [repository_id, value],
-        )
+        for statement in statements:
+            cursor.execute(statement, [repository_id, generation])
 
 
 def swap_generation(
-    repository_id: object, new_generation: int, carried_paths: Sequence[str], commit_sha: str
+    repository_id: UUID, new_generation: int, carried_paths: Sequence[str], commit_sha: str
 ) -> Repository:
     """Make ``new_generation`` live in one transaction.
 
@@ -155,7 +155,7 @@ def swap_generation(
                     [new_generation, repository_id, old, repository_id, new_generation],
                 )
         if old:
-            _delete_generations(repository_id, "generation <= %s", old)
+            _run_deletes(_DELETE_OLDER, repository_id, old)
         files = repository.files.filter(generation=new_generation).aggregate(
             count=Count("id"), size=Sum("size_bytes")
         )

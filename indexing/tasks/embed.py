@@ -31,9 +31,11 @@ def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         with repository_lock(repository_id, job_id):
             pipeline.run_embed(job_id, final_attempt=final)
     except LockBusy as error:
-        raise self.retry(exc=error, countdown=15, max_retries=self.max_retries + 20)
+        raise self.retry(exc=error, countdown=15, max_retries=self.max_retries + 20) from error
     except pipeline.TransientFailure as error:
         delays = settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS
-        raise self.retry(exc=error, countdown=delays[min(self.request.retries, len(delays) - 1)])
+        raise self.retry(
+            exc=error, countdown=delays[min(self.request.retries, len(delays) - 1)]
+        ) from error
     except pipeline.JobCancelled:
         return

@@ -38,7 +38,9 @@ def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         with repository_lock(repository_id, job_id):
             proceed = pipeline.run_fetch(job_id, task_id=self.request.id or "", final_attempt=final)
     except (pipeline.TransientFailure, LockBusy) as error:
-        raise self.retry(exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 3)])
+        raise self.retry(
+            exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 3)]
+        ) from error
     except pipeline.JobCancelled:
         return
     if proceed:

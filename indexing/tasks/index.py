@@ -31,7 +31,7 @@ def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         with repository_lock(repository_id, job_id):
             proceed = pipeline.run_index(job_id)
     except LockBusy as error:
-        raise self.retry(exc=error, countdown=15)
+        raise self.retry(exc=error, countdown=15) from error
     except pipeline.JobCancelled:
         return
     if proceed:

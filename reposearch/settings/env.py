@@ -80,7 +80,9 @@ class EnvReader:
         except ValueError:
             numbers = []
         if not numbers or any(number <= 0 for number in numbers):
-            raise ConfigError(f"{name}={value!r} is not a comma-separated list of positive integers")
+            raise ConfigError(
+                f"{name}={value!r} is not a comma-separated list of positive integers"
+            )
         return numbers
 
     def positive_float(self, name: str, default: float) -> float:

@@ -32,16 +32,12 @@ from indexing.git.errors import (
 )
 from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
-
-try:
-    from tests.indexing.git_server import (
-        GitHttpServer,
-        SilentServer,
-        commit_files,
-        init_bare_repo,
-    )
-except ImportError:  # tests/ is not a package: pytest put this directory on sys.path
-    from git_server import GitHttpServer, SilentServer, commit_files, init_bare_repo
+from tests.indexing.git_server import (
+    GitHttpServer,
+    SilentServer,
+    commit_files,
+    init_bare_repo,
+)
 
 TOKEN = "ghp_S3cretTokenValue0123456789"
 MB = 1024 * 1024

@@ -22,11 +22,7 @@ from indexing.git.tree import (
     list_tree,
     read_blob,
 )
-
-try:
-    from tests.indexing.git_server import Symlink, commit_files, init_bare_repo
-except ImportError:  # tests/ is not a package: pytest put this directory on sys.path
-    from git_server import Symlink, commit_files, init_bare_repo
+from tests.indexing.git_server import Symlink, commit_files, init_bare_repo
 
 
 @pytest.fixture

@@ -15,10 +15,16 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
-from git_server import GitHttpServer, SilentServer, Symlink, commit_files, init_bare_repo
 from rest_framework.test import APIClient
 
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, Repository, SourceFile
+from tests.indexing.git_server import (
+    GitHttpServer,
+    SilentServer,
+    Symlink,
+    commit_files,
+    init_bare_repo,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -282,6 +288,15 @@ def test_a_worker_killed_mid_job_never_shows_partial_data(celery_worker_process,
     assert job.state in {"done", "completed_with_errors"}, (job.state, job.error)
     repository.refresh_from_db()
     assert repository.active_generation > first_generation
-    assert SourceFile.objects.filter(repository=repository, generation=repository.active_generation).count() == 1504
-    assert not Chunk.objects.filter(repository=repository).exclude(generation=repository.active_generation).exists()
+    assert (
+        SourceFile.objects.filter(
+            repository=repository, generation=repository.active_generation
+        ).count()
+        == 1504
+    )
+    assert (
+        not Chunk.objects.filter(repository=repository)
+        .exclude(generation=repository.active_generation)
+        .exists()
+    )
     assert repository.chunk_count == Chunk.objects.filter(repository=repository).count()

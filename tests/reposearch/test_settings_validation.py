@@ -103,5 +103,7 @@ def test_a_git_token_without_the_hosts_that_may_receive_it_is_refused() -> None:
     assert result.returncode == 2
     assert "REPO_SEARCH_GIT_TOKEN_HOSTS is empty" in result.stderr
     assert "ghp_secretvalue" not in result.stderr
-    ok = run_manage({"REPO_SEARCH_GIT_TOKEN": "ghp_secretvalue", "REPO_SEARCH_GIT_TOKEN_HOSTS": "github.com"})
+    ok = run_manage(
+        {"REPO_SEARCH_GIT_TOKEN": "ghp_secretvalue", "REPO_SEARCH_GIT_TOKEN_HOSTS": "github.com"}
+    )
     assert ok.returncode == 0, ok.stderr
