@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -80,6 +81,10 @@ def _check_alive(job_id: int) -> None:
         raise JobCancelled(f"job {job_id} was cancelled")
 
 
+def directory_size(path: Path) -> int:
+    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
+
+
 def fail_job(job: IndexJob, message: str) -> None:
     """End the job with a plain message; the repository keeps its last complete generation."""
     try:
@@ -134,7 +139,12 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
             wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
         ):
             _check_alive(job_id)
-            usable = repository.active_generation and (target / "HEAD").exists()
+            # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
+            usable = (
+                repository.active_generation
+                and (target / "HEAD").exists()
+                and directory_size(target) < limits.max_bytes
+            )
             if usable and repository.branch:
                 result = fetch_update(
                     target, repository.url, repository.branch, **limits.as_kwargs()
@@ -154,9 +164,7 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
     _check_alive(job_id)
     if not repository.branch:
         Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
-    Repository.objects.filter(pk=repository.pk).update(
-        size_bytes=sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
-    )
+    Repository.objects.filter(pk=repository.pk).update(size_bytes=directory_size(target))
     IndexJob.objects.filter(pk=job.pk).update(
         commit=result.commit_sha,
         bytes_fetched=result.bytes_received,
