@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 from django.test import override_settings
-from model_server import ModelServer
 
 from llm import config, health
 from llm.local_embedding import embed_texts
+from tests.model_server import ModelServer
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from model_server import ModelServer
 
 from llm import ModelResponseError, ModelUnavailable, get_chat, get_embedder, http
 from llm.config import ModelSettings
 from llm.errors import ChatUnavailable
+from tests.model_server import ModelServer
 
 SECRET = "sk-test-super-secret-key-1234"
 
