@@ -64,6 +64,7 @@ class Repository(models.Model):
 class JobKind(models.TextChoices):
     FULL = "full", "Full"
     INCREMENTAL = "incremental", "Incremental"
+    REEMBED = "reembed", "Re-embed (vectors missing for the current embedding model)"
 
 
 class JobState(models.TextChoices):
@@ -197,20 +198,18 @@ class Chunk(models.Model):
 class EmbeddingSpace(models.Model):
     """One embedding model at one dimension. Vectors are only ever compared within a space."""
 
+    key = models.CharField(
+        max_length=300,
+        unique=True,
+        help_text="The model layer's space key, e.g. local/all-MiniLM-L6-v2/384[/windows].",
+    )
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     dim = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["provider", "model", "dim"], name="unique_embedding_space"
-            ),
-        ]
-
     def __str__(self) -> str:
-        return f"{self.provider}:{self.model}@{self.dim}"
+        return self.key
 
     @property
     def index_name(self) -> str:

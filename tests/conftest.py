@@ -14,6 +14,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
@@ -27,16 +28,45 @@ class EmbedOutcome:
     missing: int = 0
 
 
-def embedding_space(provider: str, model: str, dim: int) -> EmbeddingSpace:
-    """The space for this model, created with its HNSW index on first use."""
-    space, _created = EmbeddingSpace.objects.get_or_create(provider=provider, model=model, dim=dim)
+def embedding_space(provider: str, model: str, dim: int, key: str | None = None) -> EmbeddingSpace:
+    """The space for this model, created with its HNSW index on first use.
+
+    ``key`` is the model layer's ``space_key`` (it also names how long texts are embedded);
+    pass ``space_for(embedder)`` where an embedder is at hand.
+    """
+    space, _created = EmbeddingSpace.objects.get_or_create(
+        key=key or f"{provider}/{model}/{dim}",
+        defaults={"provider": provider, "model": model, "dim": dim},
+    )
+    if space.dim != dim:
+        raise ValueError(f"embedding space {space.key} has {space.dim} dimensions, not {dim}")
+    if space.pk not in _indexed_spaces:
+        _ensure_hnsw_index(space)
+        _indexed_spaces.add(space.pk)
+    return space
+
+
+_indexed_spaces: set[int] = set()
+
+
+def _ensure_hnsw_index(space: EmbeddingSpace) -> None:
     with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [space.index_name])
+        if cursor.fetchone():
+            return
+        if connection.in_atomic_block:
+            # Deferred foreign-key checks pending in this transaction would block CREATE INDEX.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {space.index_name} ON indexing_chunkembedding "
-            f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
+            f"USING hnsw ((vector::vector({int(space.dim)})) vector_cosine_ops) "
             f"WHERE space_id = {int(space.pk)}"
         )
-    return space
+
+
+def space_for(embedder: Any) -> EmbeddingSpace:
+    """The space of an ``llm`` embedder (its provider, model, dimension and space key)."""
+    return embedding_space(embedder.provider, embedder.model, embedder.dim, embedder.space_key)
 
 
 def embedding_header(chunk: Chunk) -> str:

@@ -29,7 +29,7 @@ _ENDINGS = {JobState.FAILED, JobState.CANCELLED}
 
 # Each running stage may move forward, end, or go back to "queued" for a retry.
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
-    JobState.QUEUED: {JobState.CLONING, *_ENDINGS},
+    JobState.QUEUED: {JobState.CLONING, JobState.EMBEDDING, *_ENDINGS},  # EMBEDDING: re-embed jobs
     JobState.CLONING: {JobState.WALKING, JobState.QUEUED, *_ENDINGS},
     # The index stage may restart (WALKING again) when its worker died and the task was redelivered.
     JobState.WALKING: {JobState.CHUNKING, JobState.WALKING, JobState.QUEUED, *_ENDINGS},

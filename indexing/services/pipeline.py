@@ -21,7 +21,7 @@ from indexing.chunking import chunk_file
 from indexing.git.errors import GitFetchError
 from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
-from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import IndexJob, JobKind, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import repository_dir
@@ -307,13 +307,15 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
     Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
     chunks have no vector yet, and the repository stays ready for full-text search.
     """
-    from indexing.services.embedding import count_embedded, embed_repository, embedding_space
+    from indexing.services.embedding import count_embedded, embed_repository, space_for
 
     context = _load(job_id)
     if context is None:
         return
     job, repository = context.job, context.repository
-    if job.state == JobState.STORING:
+    if job.state == JobState.STORING or (
+        job.state == JobState.QUEUED and job.kind == JobKind.REEMBED
+    ):
         job = jobs.transition(job, JobState.EMBEDDING)
     elif job.state != JobState.EMBEDDING:
         fail_job(job, f"embed stage reached in state {job.state}")
@@ -330,7 +332,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
         from llm import get_embedder
 
         embedder = get_embedder()
-        space = embedding_space(embedder.provider, embedder.model, embedder.dim)
+        space = space_for(embedder)
         embed_repository(
             repository, space, embedder.embed,
             batch_size=settings.LLM_EMBED_BATCH_SIZE, on_progress=progress,

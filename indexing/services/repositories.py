@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 import socket
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -123,6 +124,40 @@ def reindex_repository(repository: Repository) -> tuple[IndexJob, bool]:
         job = IndexJob.objects.create(repository=locked, kind=kind)
         _enqueue(job)
     return job, True
+
+
+def queue_missing_embeddings() -> list[IndexJob]:
+    """Queue a re-embed job for each ready, idle repository that lacks vectors in the current
+    embedding space (the model changed, or the model server was down while it was indexed).
+    Until those jobs finish, search keeps using the vectors the repository has."""
+    from indexing.models import ChunkEmbedding, RepositoryStatus
+    from indexing.services.embedding import space_for
+    from indexing.tasks.embed import embed_repository
+    from llm import get_embedder
+
+    space = space_for(get_embedder())
+    queued: list[IndexJob] = []
+    for repository in Repository.objects.filter(status=RepositoryStatus.READY, chunk_count__gt=0):
+        if active_job(repository) is not None:
+            continue
+        embedded = ChunkEmbedding.objects.filter(
+            space=space,
+            chunk__repository=repository,
+            chunk__generation=repository.active_generation,
+        ).count()
+        if embedded >= repository.chunk_count:
+            continue
+        with transaction.atomic():
+            job = IndexJob.objects.create(
+                repository=repository,
+                kind=JobKind.REEMBED,
+                commit=repository.last_indexed_commit,
+                generation=repository.active_generation,
+                chunks_total=repository.chunk_count,
+            )
+            transaction.on_commit(partial(embed_repository.delay, job.pk))
+        queued.append(job)
+    return queued
 
 
 def delete_repository(repository: Repository) -> None:

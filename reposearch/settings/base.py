@@ -76,6 +76,8 @@ LLM_TIMEOUT_SECS = env.positive_float("LLM_TIMEOUT_SECS", 30.0)
 LLM_CONNECT_TIMEOUT_SECS = env.positive_float("LLM_CONNECT_TIMEOUT_SECS", 3.0)
 LLM_MAX_RETRIES = env.positive_int("LLM_MAX_RETRIES", 2)
 LLM_EMBED_BATCH_SIZE = env.positive_int("LLM_EMBED_BATCH_SIZE", 32)
+LLM_EMBED_LONG_TEXT = env.choice("LLM_EMBED_LONG_TEXT", "head", ("head", "windows"))
+LLM_EMBED_MAX_WINDOWS = env.positive_int("LLM_EMBED_MAX_WINDOWS", 8)
 
 # --- Database and broker -----------------------------------------------------------------------
 DATABASE_URL = env.url(
@@ -185,6 +187,10 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "indexing.tasks.maintenance.reap_stale_jobs", "schedule": 60.0},
+    "fill-missing-vectors": {
+        "task": "indexing.tasks.maintenance.fill_missing_vectors",
+        "schedule": 300.0,
+    },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -1,0 +1,98 @@
+"""Switching the embedding model: re-embedding is queued, and vectors of two models never mix."""
+
+from __future__ import annotations
+
+import pytest
+
+import llm
+from indexing.models import ChunkEmbedding, IndexJob, JobKind, Repository
+from indexing.services.embedding import embed_repository, space_for
+from indexing.services.pipeline import run_embed
+from indexing.services.repositories import queue_missing_embeddings
+from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
+from llm.config import invalidate
+
+SOURCE = [
+    "def parse_http_header(line):\n    return line.split(':', 1)",
+    "def retry_with_backoff(fn, attempts):\n    return fn()",
+    "class ConnectionPool:\n    size = 10",
+]
+
+
+@pytest.fixture
+def indexed_repository(db) -> Repository:
+    repository = Repository.objects.create(url="https://example.org/a/b.git", name="a/b")
+    chunks = [
+        StoredChunk(
+            index=i,
+            start_line=2 * i + 1,
+            end_line=2 * i + 2,
+            symbol=f"s{i}",
+            kind="function",
+            content=text,
+        )
+        for i, text in enumerate(SOURCE)
+    ]
+    store_files(
+        repository.pk,
+        1,
+        [FileToStore("src/app.py", "f" * 40, 100, "python", False, False, 6, chunks)],
+    )
+    return swap_generation(repository.pk, 1, [], "c" * 40)
+
+
+@pytest.mark.django_db
+def test_a_new_embedding_model_gets_its_own_vectors_and_the_old_ones_stay(
+    indexed_repository, settings, model_server
+) -> None:
+    local = llm.get_embedder()
+    local_space = space_for(local)
+    embed_repository(indexed_repository, local_space, local.embed, batch_size=32)
+    assert ChunkEmbedding.objects.filter(space=local_space).count() == 3
+    assert queue_missing_embeddings() == []  # nothing is missing for the model in force
+
+    settings.LLM_EMBEDDING_PROVIDER = "ollama"
+    settings.LLM_EMBEDDING_MODEL = "nomic-embed-text"
+    settings.LLM_EMBEDDING_DIM = 384  # same dimension, different model: still a different space
+    settings.LLM_BASE_URL = model_server.url
+    invalidate()
+    try:
+        queued = queue_missing_embeddings()
+        assert [job.kind for job in queued] == [JobKind.REEMBED]
+        run_embed(queued[0].pk)
+
+        job = IndexJob.objects.get(pk=queued[0].pk)
+        assert job.state == "done", (job.error, job.failures)
+        remote_space = space_for(llm.get_embedder())
+        assert remote_space.pk != local_space.pk
+        assert remote_space.key == "ollama/nomic-embed-text/384"
+        assert ChunkEmbedding.objects.filter(space=remote_space).count() == 3
+        # The previous model's vectors keep serving until an operator removes them.
+        assert ChunkEmbedding.objects.filter(space=local_space).count() == 3
+        assert model_server.requests_to("/api/embed"), "the remote model was really called"
+        assert queue_missing_embeddings() == []
+    finally:
+        invalidate()
+
+
+@pytest.mark.django_db
+def test_an_unreachable_model_leaves_the_repository_searchable_and_says_so(
+    indexed_repository, settings, model_server
+) -> None:
+    settings.LLM_EMBEDDING_PROVIDER = "ollama"
+    settings.LLM_EMBEDDING_MODEL = "nomic-embed-text"
+    settings.LLM_BASE_URL = model_server.url
+    model_server.stop()  # connection refused from now on
+    invalidate()
+    try:
+        (job,) = queue_missing_embeddings()
+        run_embed(job.pk, final_attempt=True)
+        job.refresh_from_db()
+        assert job.state == "completed_with_errors"
+        assert any(failure["stage"] == "embedding" for failure in job.failures)
+        indexed_repository.refresh_from_db()
+        assert indexed_repository.status == "ready"
+        assert indexed_repository.embedded_count == 0
+        assert indexed_repository.vectors_missing == 3
+    finally:
+        invalidate()
