@@ -1,0 +1,299 @@
+"""The evaluation harness: run a labelled query set through search configurations (an ablation).
+
+    from search.evaluation import ABLATION, run_ablation
+    report = run_ablation(query_set, repo_ids=[repo.pk], k=5, with_llm=False)
+    print(format_report(report))
+
+Each configuration is a set of ``SearchRequest`` overrides run through the same
+``SearchExecutor`` the API uses, so what is measured is what users get. Configurations that need
+a chat model (expansion, rerank) run only when asked for and a chat model is configured; when
+they are skipped, or when their stage did not actually run (model unreachable), the report says
+so and why instead of presenting fusion-only numbers under their name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from search.evaluation_metrics import Metrics, QueryOutcome, ResultSlot, compute_metrics
+from search.evaluation_queries import QuerySet
+
+NO_SCOPE = {"include_tests": True, "include_docs": True}
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    overrides: dict[str, Any]
+    needs_chat: bool = False
+    llm_stage: str = ""  # the trace stage that must have run for the numbers to mean anything
+    description: str = ""
+
+
+ABLATION: tuple[Configuration, ...] = (
+    Configuration("fulltext", {"use_vector": False, **NO_SCOPE}, description="BM25 full-text only"),
+    Configuration(
+        "fulltext-tsrank",
+        {"use_vector": False, "fulltext_ranking": "ts_rank_cd", **NO_SCOPE},
+        description="ts_rank_cd full-text only",
+    ),
+    Configuration("vector", {"use_bm25": False, **NO_SCOPE}, description="HNSW cosine only"),
+    Configuration("hybrid", dict(NO_SCOPE), description="BM25 + vector, RRF, tests/docs kept"),
+    Configuration(
+        "hybrid+scope",
+        {"include_tests": None, "include_docs": None},
+        description="hybrid, tests/docs out unless the query asks",
+    ),
+    Configuration(
+        "hybrid-tsrank+scope",
+        {"fulltext_ranking": "ts_rank_cd", "include_tests": None, "include_docs": None},
+        description="hybrid+scope with ts_rank_cd",
+    ),
+    Configuration(
+        "+expansion",
+        {"use_expansion": True, "include_tests": None, "include_docs": None},
+        needs_chat=True,
+        llm_stage="expand",
+        description="hybrid+scope, 2 LLM phrasings",
+    ),
+    Configuration(
+        "+rerank",
+        {"use_expansion": True, "use_rerank": True, "include_tests": None, "include_docs": None},
+        needs_chat=True,
+        llm_stage="rerank",
+        description="+expansion, LLM rerank and blend",
+    ),
+)
+
+
+@dataclass
+class ConfigurationReport:
+    name: str
+    description: str
+    metrics: Metrics | None = None
+    skipped: str = ""  # why the configuration did not run
+    warnings: list[str] = field(default_factory=list)
+    outcomes: list[QueryOutcome] = field(default_factory=list)
+
+    def as_dict(self, include_queries: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "skipped": self.skipped or None,
+            "warnings": self.warnings,
+            "metrics": self.metrics.as_dict() if self.metrics else None,
+        }
+        if include_queries:
+            data["queries"] = [
+                {
+                    "id": outcome.query.id,
+                    "kind": outcome.query.kind,
+                    "ms": round(outcome.ms, 2),
+                    "results": [
+                        f"{slot.path}:{slot.start_line}-{slot.end_line}"
+                        + (f" {slot.symbol}" if slot.symbol else "")
+                        for slot in outcome.slots
+                    ],
+                }
+                for outcome in self.outcomes
+            ]
+        return data
+
+
+@dataclass
+class AblationReport:
+    k: int
+    queries: int
+    configurations: list[ConfigurationReport]
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "queries": self.queries,
+            "context": self.context,
+            "configurations": [c.as_dict() for c in self.configurations],
+        }
+
+
+SearchFunction = Callable[[Any], Any]
+
+
+def _request_fields() -> set[str]:
+    from search.pipeline import SearchRequest
+
+    return {f.name for f in dataclasses.fields(SearchRequest)}
+
+
+def build_request(
+    query: str, configuration: Configuration, *, k: int, repo_ids: Sequence[UUID] | None
+) -> Any:
+    """The ``SearchRequest`` for one query under one configuration."""
+    from search.pipeline import SearchRequest
+
+    unknown = set(configuration.overrides) - _request_fields()
+    if unknown:
+        raise ValueError(f"{configuration.name}: SearchRequest has no field(s) {sorted(unknown)}")
+    return SearchRequest(
+        query=query,
+        limit=k,
+        repo_ids=list(repo_ids) if repo_ids else None,
+        **configuration.overrides,
+    )
+
+
+def _slots(result: Any) -> tuple[ResultSlot, ...]:
+    return tuple(
+        ResultSlot(
+            path=hit.file_path,
+            start_line=hit.start_line,
+            end_line=hit.end_line,
+            symbol=hit.symbol or "",
+            is_test=bool(getattr(hit, "is_test", False)),
+            is_doc=bool(getattr(hit, "is_doc", False)),
+        )
+        for hit in result.hits
+    )
+
+
+def _stage_problem(result: Any, stage_name: str) -> str | None:
+    """Why an LLM stage did not run for this query, or None when it ran."""
+    stage = result.stage(stage_name) if hasattr(result, "stage") else None
+    if stage is None:
+        return f"no {stage_name!r} stage in the trace"
+    if stage.status != "ran":
+        return f"{stage_name} {stage.status}: {stage.reason or 'no reason given'}"
+    return None
+
+
+def run_configuration(
+    configuration: Configuration,
+    query_set: QuerySet,
+    *,
+    k: int,
+    repo_ids: Sequence[UUID] | None,
+    search: SearchFunction,
+) -> ConfigurationReport:
+    report = ConfigurationReport(configuration.name, configuration.description)
+    problems: dict[str, int] = {}
+    for query in query_set.queries:
+        request = build_request(query.query, configuration, k=k, repo_ids=repo_ids)
+        started = time.perf_counter()
+        result = search(request)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        report.outcomes.append(QueryOutcome(query, _slots(result)[:k], elapsed_ms))
+        if configuration.llm_stage:
+            problem = _stage_problem(result, configuration.llm_stage)
+            if problem:
+                problems[problem] = problems.get(problem, 0) + 1
+    report.metrics = compute_metrics(report.outcomes, k)
+    for problem, count in sorted(problems.items(), key=lambda item: -item[1]):
+        report.warnings.append(f"{count}/{len(query_set.queries)} queries: {problem}")
+    return report
+
+
+def chat_unavailable_reason() -> str | None:
+    """Why the LLM configurations cannot run, or None when a chat model is configured."""
+    try:
+        from llm import get_chat
+
+        chat = get_chat()
+    except Exception as error:  # a broken model configuration is a reason, not a crash
+        return f"chat model not usable: {error}"
+    if not getattr(chat, "available", False):
+        return "no chat model configured"
+    return None
+
+
+def run_ablation(
+    query_set: QuerySet,
+    *,
+    repo_ids: Sequence[UUID] | None,
+    k: int = 5,
+    with_llm: bool = False,
+    configurations: Sequence[Configuration] = ABLATION,
+    search: SearchFunction | None = None,
+    warmup: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+) -> AblationReport:
+    """Run every configuration over the query set; LLM ones only ``with_llm`` and a chat model."""
+    if search is None:
+        from search.pipeline import SearchExecutor
+
+        search = SearchExecutor().run
+    llm_reason: str | None = None
+    if any(c.needs_chat for c in configurations):
+        llm_reason = "--with-llm not given" if not with_llm else chat_unavailable_reason()
+    if warmup and query_set.queries:
+        # Loads the embedding model and warms caches, so the first query's latency is fair.
+        first = query_set.queries[0].query
+        search(build_request(first, configurations[0], k=k, repo_ids=repo_ids))
+        search(build_request(first, Configuration("warmup", {}), k=k, repo_ids=repo_ids))
+    reports = []
+    for configuration in configurations:
+        if configuration.needs_chat and llm_reason:
+            reports.append(
+                ConfigurationReport(
+                    configuration.name, configuration.description, skipped=llm_reason
+                )
+            )
+            continue
+        if on_progress:
+            on_progress(configuration.name)
+        reports.append(
+            run_configuration(configuration, query_set, k=k, repo_ids=repo_ids, search=search)
+        )
+    return AblationReport(k=k, queries=len(query_set.queries), configurations=reports)
+
+
+def _fmt(value: float | None, percent: bool = True) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value * 100:.1f}" if percent else f"{value:.3f}"
+
+
+def format_report(report: AblationReport) -> str:
+    """A plain-text (also valid Markdown) table: one row per configuration."""
+    k = report.k
+    header = (
+        f"| configuration | hit@1 | hit@{k} | recall@{k} | MRR | symbol-hit@{k} "
+        f"| tests/docs share (all / code queries) | p50 ms | p95 ms |"
+    )
+    lines = [header, "|" + "---|" * 9]
+    notes = []
+    for c in report.configurations:
+        if c.metrics is None:
+            lines.append(f"| {c.name} | skipped: {c.skipped} |" + " |" * 7)
+            continue
+        m = c.metrics
+        lines.append(
+            f"| {c.name} | {_fmt(m.hit_at_1)} | {_fmt(m.hit_at_k)} | {_fmt(m.recall_at_k)} "
+            f"| {_fmt(m.mrr, percent=False)} | {_fmt(m.symbol_hit_at_k)} "
+            f"| {_fmt(m.test_doc_share)} / {_fmt(m.test_doc_share_code_queries)} "
+            f"| {m.p50_ms:.1f} | {m.p95_ms:.1f} |"
+        )
+        notes.extend(f"- {c.name}: {warning}" for warning in c.warnings)
+    kinds = sorted({kind for c in report.configurations if c.metrics for kind in c.metrics.by_kind})
+    ran = [c for c in report.configurations if c.metrics]
+    if kinds and ran:
+        lines += ["", f"MRR by query kind (queries per kind in brackets), k={k}:", ""]
+        first = ran[0].metrics
+        assert first is not None
+        counts = {kind: int(first.by_kind.get(kind, {}).get("queries", 0)) for kind in kinds}
+        lines.append("| configuration | " + " | ".join(f"{x} ({counts[x]})" for x in kinds) + " |")
+        lines.append("|" + "---|" * (len(kinds) + 1))
+        for c in ran:
+            assert c.metrics is not None
+            cells = [_fmt(c.metrics.by_kind.get(x, {}).get("mrr"), percent=False) for x in kinds]
+            lines.append(f"| {c.name} | " + " | ".join(cells) + " |")
+    if notes:
+        lines += ["", "Warnings:", *notes]
+    skipped = [c for c in report.configurations if c.skipped]
+    if skipped:
+        lines += ["", *(f"- {c.name} skipped: {c.skipped}" for c in skipped)]
+    return "\n".join(lines)
