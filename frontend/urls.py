@@ -1,7 +1,17 @@
-"""URL routes of the frontend app."""
+"""URL routes of the web UI (mounted at the site root)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from frontend import views
+
+app_name = "frontend"
+
+urlpatterns = [
+    path("", views.search_page, name="search"),
+    path("repos/", views.repositories_page, name="repositories"),
+    path("repos/<uuid:repository_id>/file", views.file_view, name="file"),
+    path("settings/", views.settings_page, name="settings"),
+    path("ui/results", views.render_results, name="render-results"),
+]

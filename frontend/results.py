@@ -1,0 +1,227 @@
+"""Turns a ``POST /api/search`` response into what the results template draws.
+
+The page calls the search API like any other client, then asks the server to render that JSON
+(``frontend.views.render_results``) so highlighting stays in Pygments on the server. Everything
+here reads the response defensively: a field the API leaves out shows as a dash, not an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
+from frontend.upstream import upstream_file_url
+from indexing.models import Repository
+
+SNIPPET_MAX_LINES = 14
+MAX_RESULTS = 200
+SCORE_FIELDS = (
+    ("bm25_score", "full-text"),
+    ("vector_score", "vector"),
+    ("combined_score", "combined"),
+    ("rerank_score", "rerank"),
+)
+RETRIEVAL_NAME = re.compile(r"bm25|full.?text|lexical|vector|semantic|retriev", re.IGNORECASE)
+STAGE_LABELS = {"bm25": "full-text", "fts": "full-text", "rrf": "fusion"}
+
+
+@dataclass
+class ResultView:
+    position: int
+    repo_id: str
+    repo_name: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    language: str
+    commit: str
+    lines: list[Line]
+    lines_omitted: int
+    scores: list[tuple[str, str]]
+    file_url: str
+    upstream_url: str | None
+
+
+@dataclass
+class StageView:
+    name: str
+    label: str
+    status: str
+    ms: str
+    reason: str
+    detail: str
+
+
+@dataclass
+class PipelineColumn:
+    stages: list[StageView] = field(default_factory=list)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def format_score(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "—"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    return f"{number:.4f}" if abs(number) < 10 else f"{number:.1f}"
+
+
+def format_ms(value: Any) -> str:
+    if value is None:
+        return ""
+    try:
+        ms = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+
+
+def format_detail(detail: Any) -> str:
+    if isinstance(detail, Mapping):
+        parts = [f"{key}: {value}" for key, value in detail.items() if not isinstance(value, dict)]
+        return ", ".join(parts)[:200]
+    if isinstance(detail, list):
+        return ", ".join(str(item) for item in detail)[:200]
+    return _text(detail)[:200]
+
+
+def file_view_url(repo_id: str, path: str, start: int, end: int) -> str:
+    query = urlencode({"path": path, "start": start, "end": end})
+    return f"{reverse('frontend:file', args=[repo_id])}?{query}#L{start}"
+
+
+def _first(result: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        if result.get(name) is not None:
+            return result[name]
+    return None
+
+
+def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
+    raw_results = response.get("results")
+    if not isinstance(raw_results, list):
+        return []
+    raw_results = [item for item in raw_results[:MAX_RESULTS] if isinstance(item, Mapping)]
+    repo_ids = {_text(_first(item, "repo_id", "repository_id")) for item in raw_results}
+    repositories = {
+        str(repo.pk): repo
+        for repo in Repository.objects.filter(pk__in=[rid for rid in repo_ids if _is_uuid(rid)])
+    }
+    terms = query_terms(query)
+    views: list[ResultView] = []
+    for position, item in enumerate(raw_results, start=1):
+        repo_id = _text(_first(item, "repo_id", "repository_id"))
+        repository = repositories.get(repo_id)
+        path = _text(_first(item, "file_path", "path"))
+        start = max(_int(item.get("start_line"), 1), 1)
+        end = max(_int(item.get("end_line"), start), start)
+        commit = _text(item.get("commit")) or (repository.last_indexed_commit if repository else "")
+        language = _text(item.get("language"))
+        lines = highlight_lines(
+            _text(item.get("content")), path=path, language=language, first_line=start, terms=terms
+        )
+        shown, omitted = snippet_window(lines, SNIPPET_MAX_LINES)
+        views.append(
+            ResultView(
+                position=position,
+                repo_id=repo_id,
+                repo_name=_text(_first(item, "repo_name", "repository_name"))
+                or (repository.name if repository else repo_id[:8]),
+                path=path,
+                start_line=start,
+                end_line=end,
+                symbol=_text(item.get("symbol")),
+                language=language,
+                commit=commit,
+                lines=shown,
+                lines_omitted=omitted,
+                scores=[(label, format_score(item.get(key))) for key, label in SCORE_FIELDS],
+                file_url=file_view_url(repo_id, path, start, end) if repository else "",
+                upstream_url=upstream_file_url(repository.url, commit, path, start, end)
+                if repository
+                else None,
+            )
+        )
+    return views
+
+
+def _is_uuid(value: str) -> bool:
+    return bool(re.fullmatch(r"[0-9a-fA-F-]{32,36}", value))
+
+
+def stage_label(name: str) -> str:
+    base = re.split(r"[\[:#(]", name, maxsplit=1)[0].strip().lower()
+    label = STAGE_LABELS.get(base, base.replace("_", " "))
+    suffix = name[len(base) :].strip(" :#")
+    return f"{label} {suffix.strip('[]()')}".strip() if suffix else label
+
+
+def build_pipeline(trace: Any) -> list[PipelineColumn]:
+    """Columns of the pipeline diagram: consecutive retrieval stages share one column."""
+    if not isinstance(trace, list):
+        return []
+    columns: list[PipelineColumn] = []
+    previous_was_retrieval = False
+    for entry in trace:
+        if not isinstance(entry, Mapping):
+            continue
+        name = _text(entry.get("name")) or "stage"
+        status = _text(entry.get("status")).lower()
+        stage = StageView(
+            name=name,
+            label=stage_label(name),
+            status=status if status in ("ran", "skipped", "failed") else "ran",
+            ms=format_ms(entry.get("ms")),
+            reason=_text(entry.get("reason")),
+            detail=format_detail(entry.get("detail")),
+        )
+        is_retrieval = bool(RETRIEVAL_NAME.search(name))
+        if not (is_retrieval and previous_was_retrieval):
+            columns.append(PipelineColumn())
+        columns[-1].stages.append(stage)
+        previous_was_retrieval = is_retrieval
+    return columns
+
+
+def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> list[str]:
+    """Plain words for what was searched, for the "no results" message."""
+    parts: list[str] = []
+    methods = [
+        label
+        for key, label in (
+            ("use_bm25", "full-text"),
+            ("use_vector", "vector"),
+            ("use_rerank", "rerank"),
+            ("use_expansion", "expansion"),
+        )
+        if request.get(key)
+    ]
+    parts.append("methods: " + (", ".join(methods) if methods else "none"))
+    if repo_names:
+        parts.append("repositories: " + ", ".join(repo_names))
+    if request.get("languages"):
+        parts.append("languages: " + ", ".join(map(str, request["languages"])))
+    if request.get("paths"):
+        parts.append("paths: " + ", ".join(map(str, request["paths"])))
+    parts.append("tests " + ("included" if request.get("include_tests") else "left out"))
+    parts.append("docs " + ("included" if request.get("include_docs") else "left out"))
+    return parts

@@ -1,0 +1,184 @@
+/* Repositories page: add, re-index, delete; the list follows /api/repos live (polling). */
+"use strict";
+
+(function () {
+  const { api, el, formatBytes, formatDuration } = window.reposearch;
+  const rows = document.getElementById("repo-rows");
+  const empty = document.getElementById("repo-empty");
+  const statusLine = document.getElementById("repo-status");
+  const addForm = document.getElementById("add-form");
+  const addError = document.getElementById("add-error");
+  const dialog = document.getElementById("confirm");
+  const FAST_POLL_MS = 1000;
+  const SLOW_POLL_MS = 8000;
+  const samples = {};  // job id -> [{t, progress}] seen by this page, for the time-left estimate
+  let pollTimer = null;
+
+  function isActive(job) {
+    return job && !["done", "completed_with_errors", "failed", "cancelled"].includes(job.state);
+  }
+
+  /** Seconds left for a job: from the progress rate over the last half minute, else since start. */
+  function timeLeft(job) {
+    const now = Date.now() / 1000;
+    const seen = (samples[job.id] = (samples[job.id] || []).concat([{ t: now, progress: job.progress }]))
+      .filter(function (sample) { return now - sample.t <= 30; });
+    samples[job.id] = seen;
+    const first = seen[0];
+    if (seen.length > 1 && job.progress > first.progress && now - first.t >= 2) {
+      return (1 - job.progress) * (now - first.t) / (job.progress - first.progress);
+    }
+    if (job.progress >= 0.05 && job.duration_seconds) {
+      return job.duration_seconds * (1 - job.progress) / job.progress;
+    }
+    return NaN;
+  }
+
+  function jobCell(repo) {
+    const job = repo.current_job;
+    if (!job) return [el("span", { className: "muted", text: "no job" })];
+    if (!isActive(job)) {
+      const parts = [el("span", { className: "muted", text: job.state.replace(/_/g, " ") +
+        (job.duration_seconds ? " in " + formatDuration(job.duration_seconds) : "") })];
+      if (job.failures && job.failures.length) {
+        parts.push(el("span", { className: "warn", text: " · " + job.failures.length + " file(s) or batch(es) failed" }));
+      }
+      return parts;
+    }
+    const percent = Math.round((job.progress || 0) * 100);
+    const counters = [];
+    if (job.files_total) counters.push(job.files_done + "/" + job.files_total + " files");
+    if (job.chunks_total) counters.push(job.chunks_embedded + "/" + job.chunks_total + " embedded");
+    if (job.bytes_fetched) counters.push(formatBytes(job.bytes_fetched) + " fetched");
+    const left = timeLeft(job);
+    return [
+      el("div", { className: "job-stage" }, [el("strong", { text: job.state }), " ", el("span", { className: "muted", text: percent + "%" })]),
+      el("progress", { max: "100", value: String(percent), "aria-label": repo.name + " indexing progress" }),
+      el("div", { className: "muted small", text: counters.join(" · ") + (isFinite(left) ? (counters.length ? " · " : "") + "about " + formatDuration(left) + " left" : "") }),
+    ];
+  }
+
+  function statusCell(repo) {
+    const parts = [el("span", { className: "badge status-" + repo.status, text: repo.status })];
+    const error = repo.error || (repo.current_job && repo.current_job.error);
+    if (error && (repo.status === "failed" || (repo.current_job && repo.current_job.state === "failed"))) {
+      parts.push(el("p", { className: "error small", text: error }));
+    }
+    if (repo.status === "ready" && repo.vectors_missing) {
+      parts.push(el("p", { className: "warn small", text: repo.vectors_missing + " chunks without vectors (full-text only for them)" }));
+    }
+    return parts;
+  }
+
+  function actions(repo) {
+    return el("div", { className: "row-actions" }, [
+      el("button", { type: "button", "data-action": "reindex", "data-id": repo.id, text: "Re-index", "aria-label": "Re-index " + repo.name }),
+      el("button", { type: "button", className: "danger", "data-action": "delete", "data-id": repo.id, text: "Delete", "aria-label": "Delete " + repo.name }),
+    ]);
+  }
+
+  function cell(label, children, className) {
+    return el("td", { "data-label": label, className: className }, children);
+  }
+
+  function renderRow(repo) {
+    const commit = repo.last_indexed_commit ? repo.last_indexed_commit.slice(0, 7) : "—";
+    const chunks = repo.chunk_count + (repo.chunk_count ? " (" + repo.embedded_count + " with vectors)" : "");
+    return el("tr", { "data-id": repo.id, "data-status": repo.status }, [
+      cell("Repository", [el("div", { className: "repo-name", text: repo.name }), el("div", { className: "muted small url", text: repo.url + (repo.branch ? " @ " + repo.branch : "") })]),
+      cell("Status", statusCell(repo)),
+      cell("Job", jobCell(repo), "job"),
+      cell("Files", [String(repo.file_count)], "num"),
+      cell("Chunks", [chunks], "num"),
+      cell("Commit", [el("code", { title: repo.last_indexed_commit || "", text: commit })]),
+      cell("Size", [formatBytes(repo.size_bytes), el("div", { className: "muted small", text: formatBytes(repo.indexed_bytes) + " indexed" })], "num"),
+      cell("", [actions(repo)]),
+    ]);
+  }
+
+  /** Replaces the cells of changed rows only, so focus on a button survives a refresh. */
+  function render(repositories) {
+    const existing = new Map(Array.from(rows.children).map(function (tr) { return [tr.dataset.id, tr]; }));
+    repositories.forEach(function (repo, index) {
+      const fresh = renderRow(repo);
+      const current = existing.get(repo.id);
+      existing.delete(repo.id);
+      if (current) {
+        const oldCells = Array.from(current.children);
+        const newCells = Array.from(fresh.children);
+        for (let i = 0; i < oldCells.length - 1; i++) oldCells[i].replaceWith(newCells[i]);
+        current.dataset.status = repo.status;
+      }
+      const row = current || fresh;
+      if (rows.children[index] !== row) rows.insertBefore(row, rows.children[index] || null);
+    });
+    existing.forEach(function (tr) { tr.remove(); });
+    empty.hidden = repositories.length > 0;
+  }
+
+  async function refresh() {
+    clearTimeout(pollTimer);
+    const answer = await api("GET", "/api/repos");
+    let delay = SLOW_POLL_MS;
+    if (answer.ok) {
+      render(answer.data);
+      if (answer.data.some(function (repo) { return isActive(repo.current_job); })) delay = FAST_POLL_MS;
+      if (statusLine.dataset.kind === "poll-error") { statusLine.textContent = ""; delete statusLine.dataset.kind; }
+    } else {
+      statusLine.textContent = "Could not refresh the list: " + answer.message;
+      statusLine.dataset.kind = "poll-error";
+    }
+    pollTimer = setTimeout(refresh, delay);
+  }
+
+  function confirmAction(text, label) {
+    return new Promise(function (resolve) {
+      document.getElementById("confirm-text").textContent = text;
+      document.getElementById("confirm-ok").textContent = label;
+      dialog.returnValue = "";
+      dialog.addEventListener("close", function () { resolve(dialog.returnValue === "ok"); }, { once: true });
+      dialog.showModal();
+    });
+  }
+
+  addForm.addEventListener("submit", async function (event) {
+    event.preventDefault();
+    addError.hidden = true;
+    const body = { url: addForm.elements.url.value.trim() };
+    const branch = addForm.elements.branch.value.trim();
+    if (branch) body.branch = branch;
+    const button = addForm.querySelector("button[type=submit]");
+    button.disabled = true;
+    const answer = await api("POST", "/api/repos", body);
+    button.disabled = false;
+    if (!answer.ok) {
+      addError.textContent = "Not added: " + answer.message;
+      addError.hidden = false;
+      addForm.elements.url.focus();
+      return;
+    }
+    addForm.reset();
+    statusLine.textContent = "Added " + answer.data.name + "; indexing has started.";
+    refresh();
+  });
+
+  rows.addEventListener("click", async function (event) {
+    const button = event.target.closest("button[data-action]");
+    if (!button) return;
+    const row = button.closest("tr");
+    const name = row.querySelector(".repo-name").textContent;
+    const id = button.dataset.id;
+    if (button.dataset.action === "reindex") {
+      if (!(await confirmAction("Fetch " + name + " again and re-index what changed? Searches keep using the current index until the new one is complete.", "Re-index"))) return;
+      const answer = await api("POST", "/api/repos/" + id + "/reindex");
+      statusLine.textContent = answer.ok ? (answer.data.coalesced ? name + " is already being indexed." : "Re-indexing " + name + ".") : "Not re-indexed: " + answer.message;
+    } else {
+      if (!(await confirmAction("Delete " + name + "? Its clone, files, chunks and vectors are removed; running jobs are cancelled.", "Delete"))) return;
+      const answer = await api("DELETE", "/api/repos/" + id);
+      statusLine.textContent = answer.ok ? "Deleted " + name + "." : "Not deleted: " + answer.message;
+    }
+    refresh();
+  });
+
+  refresh();
+})();

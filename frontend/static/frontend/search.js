@@ -1,0 +1,159 @@
+/* Search page: the URL holds the query and filters; results are rendered by the server. */
+"use strict";
+
+(function () {
+  const form = document.getElementById("search-form");
+  const box = document.getElementById("q");
+  const results = document.getElementById("results");
+  const status = document.getElementById("search-status");
+  const filters = document.getElementById("filters");
+  const filterCount = document.getElementById("filter-count");
+  const LIMIT = 20;
+  // Checkboxes and their default state; only values that differ from it go in the URL.
+  const FLAGS = { bm25: true, vector: true, rerank: false, expand: false, tests: false, docs: false };
+  let searchCounter = 0;
+
+  function readForm() {
+    const data = new FormData(form);
+    const state = { q: (data.get("q") || "").trim(), repo: data.getAll("repo"), lang: data.getAll("lang"),
+      path: (data.get("path") || "").trim() };
+    Object.keys(FLAGS).forEach(function (name) { state[name] = data.has(name); });
+    return state;
+  }
+
+  function toParams(state) {
+    const params = new URLSearchParams();
+    if (state.q) params.set("q", state.q);
+    state.repo.forEach(function (id) { params.append("repo", id); });
+    state.lang.forEach(function (lang) { params.append("lang", lang); });
+    if (state.path) params.set("path", state.path);
+    Object.keys(FLAGS).forEach(function (name) {
+      if (state[name] !== FLAGS[name]) params.set(name, state[name] ? "1" : "0");
+    });
+    return params;
+  }
+
+  function fillForm(params) {
+    box.value = params.get("q") || "";
+    form.elements.path.value = params.get("path") || "";
+    const repos = params.getAll("repo");
+    const langs = params.getAll("lang");
+    form.querySelectorAll("input[name=repo]").forEach(function (input) { input.checked = repos.includes(input.value); });
+    form.querySelectorAll("input[name=lang]").forEach(function (input) { input.checked = langs.includes(input.value); });
+    Object.keys(FLAGS).forEach(function (name) {
+      const value = params.get(name);
+      form.elements[name].checked = value === null ? FLAGS[name] : value === "1";
+    });
+    updateFilterCount();
+  }
+
+  function updateFilterCount() {
+    const state = readForm();
+    const count = state.repo.length + state.lang.length + (state.path ? 1 : 0) + (state.tests ? 1 : 0) + (state.docs ? 1 : 0);
+    filterCount.hidden = count === 0;
+    filterCount.textContent = count ? count + " on" : "";
+    if (count) filters.open = true;
+  }
+
+  function apiRequest(state) {
+    const request = { query: state.q, limit: LIMIT, use_bm25: state.bm25, use_vector: state.vector,
+      use_rerank: state.rerank, use_expansion: state.expand, include_tests: state.tests, include_docs: state.docs };
+    if (state.repo.length) request.repo_ids = state.repo;
+    if (state.lang.length) request.languages = state.lang;
+    const paths = state.path.split(",").map(function (p) { return p.trim(); }).filter(Boolean);
+    if (paths.length) request.paths = paths;
+    return request;
+  }
+
+  function showError(message) {
+    results.replaceChildren(window.reposearch.el("div", { className: "panel error", role: "alert" }, [
+      window.reposearch.el("h1", { text: "The search failed" }),
+      window.reposearch.el("p", { text: message }),
+    ]));
+  }
+
+  async function search(state) {
+    const ticket = ++searchCounter;
+    if (!state.q) { status.textContent = ""; return; }
+    status.textContent = "Searching for “" + state.q + "”…";
+    results.setAttribute("aria-busy", "true");
+    const request = apiRequest(state);
+    const started = performance.now();
+    const answer = await window.reposearch.api("POST", form.dataset.api, request);
+    if (ticket !== searchCounter) return;  // a newer search replaced this one
+    if (!answer.ok) {
+      results.removeAttribute("aria-busy");
+      status.textContent = "";
+      showError(answer.message);
+      return;
+    }
+    const rendered = await fetch(form.dataset.render, { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ request: request, response: answer.data }) });
+    if (ticket !== searchCounter) return;
+    results.removeAttribute("aria-busy");
+    if (!rendered.ok) { status.textContent = ""; showError(await rendered.text()); return; }
+    results.innerHTML = await rendered.text();
+    const count = results.querySelectorAll(".result").length;
+    const seconds = ((performance.now() - started) / 1000).toFixed(2);
+    status.textContent = count ? count + " result" + (count === 1 ? "" : "s") + " in " + seconds + " s" : "No results for “" + state.q + "”";
+  }
+
+  function resultNodes() { return Array.from(results.querySelectorAll(".result")); }
+
+  function moveFocus(step) {
+    const nodes = resultNodes();
+    if (!nodes.length) return;
+    const index = nodes.indexOf(document.activeElement);
+    const next = index === -1 ? (step > 0 ? 0 : nodes.length - 1) : index + step;
+    if (next < 0) { box.focus(); return; }
+    if (next >= nodes.length) return;
+    nodes[next].focus();
+    nodes[next].scrollIntoView({ block: "nearest" });
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const state = readForm();
+    const query = toParams(state).toString();
+    const url = location.pathname + (query ? "?" + query : "");
+    if (url !== location.pathname + location.search) history.pushState(null, "", url);
+    document.title = state.q ? state.q + " · reposearch" : "Search · reposearch";
+    search(state);
+  });
+  form.addEventListener("change", function (event) {
+    updateFilterCount();
+    // A changed toggle or filter re-runs the current search, like most search pages do.
+    if (event.target !== box && box.value.trim()) form.requestSubmit();
+  });
+
+  document.addEventListener("keydown", function (event) {
+    const target = event.target;
+    const typing = target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement;
+    if (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      event.preventDefault();
+      box.focus();
+      box.select();
+    } else if ((event.key === "ArrowDown" || event.key === "ArrowUp") && (target === box || target.classList.contains("result"))) {
+      event.preventDefault();
+      moveFocus(event.key === "ArrowDown" ? 1 : -1);
+    } else if (event.key === "Enter" && target.classList && target.classList.contains("result")) {
+      const link = target.querySelector("a.file-link");
+      if (link) link.click();
+    } else if (event.key === "Escape" && target.classList && target.classList.contains("result")) {
+      box.focus();
+    }
+  });
+
+  window.addEventListener("popstate", function () {
+    const params = new URLSearchParams(location.search);
+    fillForm(params);
+    search(readForm());
+  });
+
+  const initial = new URLSearchParams(location.search);
+  if (initial.toString()) {
+    fillForm(initial);
+    document.title = (initial.get("q") || "Search") + " · reposearch";
+    search(readForm());
+  }
+})();
