@@ -114,9 +114,11 @@ def embed_repository(
     *,
     batch_size: int,
     on_progress: Callable[[int], None] | None = None,
+    max_vectors: int | None = None,
 ) -> EmbedOutcome:
     """Fill in every missing vector of the live generation. Model errors propagate to the caller
-    after the batches already done are saved."""
+    after the batches already done are saved. ``max_vectors`` caps the vectors stored in the
+    space; chunks past the cap are left without one and counted in ``missing``."""
     outcome = EmbedOutcome(reused=reuse_existing_vectors(repository, space))
     pending = list(_missing_chunks(repository, space).only("id", "path", "symbol", "kind",
                                                             "content", "content_hash"))  # fmt: skip
@@ -125,6 +127,19 @@ def embed_repository(
     for chunk in pending:
         by_hash.setdefault(chunk.content_hash, []).append(chunk)
     unique = [group[0] for group in by_hash.values()]
+    if max_vectors is not None:
+        room = max(max_vectors - ChunkEmbedding.objects.filter(space=space).count(), 0)
+        if sum(len(by_hash[chunk.content_hash]) for chunk in unique) > room:
+            kept: list[Chunk] = []
+            used = 0
+            for chunk in unique:
+                twins = len(by_hash[chunk.content_hash])
+                if used + twins > room:
+                    outcome.missing += twins
+                    continue
+                kept.append(chunk)
+                used += twins
+            unique = kept
     for start in range(0, len(unique), batch_size):
         batch = unique[start : start + batch_size]
         vectors = embed([embedding_header(chunk) + chunk.content for chunk in batch])

@@ -333,10 +333,24 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
 
         embedder = get_embedder()
         space = space_for(embedder)
-        embed_repository(
-            repository, space, embedder.embed,
-            batch_size=settings.LLM_EMBED_BATCH_SIZE, on_progress=progress,
-        )  # fmt: skip
+        outcome = embed_repository(
+            repository,
+            space,
+            embedder.embed,
+            batch_size=settings.LLM_EMBED_BATCH_SIZE,
+            on_progress=progress,
+            max_vectors=settings.REPO_SEARCH_MAX_VECTOR_ENTRIES,
+        )
+        if outcome.missing:
+            failures.append(
+                {
+                    "stage": "embedding",
+                    "reason": f"the vector limit is reached (REPO_SEARCH_MAX_VECTOR_ENTRIES="
+                    f"{settings.REPO_SEARCH_MAX_VECTOR_ENTRIES}); {outcome.missing} chunks have"
+                    " no vector and are found by full-text search only",
+                }
+            )
+
     except JobCancelled:
         raise
     except Exception as error:

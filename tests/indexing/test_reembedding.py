@@ -96,3 +96,20 @@ def test_an_unreachable_model_leaves_the_repository_searchable_and_says_so(
         assert indexed_repository.vectors_missing == 3
     finally:
         invalidate()
+
+
+@pytest.mark.django_db
+def test_the_vector_limit_stops_embedding_and_says_how_many_chunks_lack_a_vector(
+    indexed_repository, settings
+) -> None:
+    settings.REPO_SEARCH_MAX_VECTOR_ENTRIES = 2
+    (job,) = queue_missing_embeddings()
+    run_embed(job.pk)
+    job.refresh_from_db()
+    assert job.state == "completed_with_errors"
+    reasons = " ".join(failure["reason"] for failure in job.failures)
+    assert "REPO_SEARCH_MAX_VECTOR_ENTRIES=2" in reasons
+    assert "1 chunks have no vector" in reasons
+    assert ChunkEmbedding.objects.count() == 2
+    indexed_repository.refresh_from_db()
+    assert indexed_repository.embedded_count == 2
