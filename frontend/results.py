@@ -222,6 +222,10 @@ def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> l
         parts.append("languages: " + ", ".join(map(str, request["languages"])))
     if request.get("paths"):
         parts.append("paths: " + ", ".join(map(str, request["paths"])))
-    parts.append("tests " + ("included" if request.get("include_tests") else "left out"))
-    parts.append("docs " + ("included" if request.get("include_docs") else "left out"))
+    for key, noun in (("include_tests", "tests"), ("include_docs", "docs")):
+        value = request.get(key)
+        if value is None:
+            parts.append(f"{noun} only if the query is about them")
+        else:
+            parts.append(f"{noun} {'included' if value else 'left out'}")
     return parts

@@ -57,7 +57,10 @@
 
   function apiRequest(state) {
     const request = { query: state.q, limit: LIMIT, use_bm25: state.bm25, use_vector: state.vector,
-      use_rerank: state.rerank, use_expansion: state.expand, include_tests: state.tests, include_docs: state.docs };
+      use_rerank: state.rerank, use_expansion: state.expand };
+    // Unchecked means "automatic": the server includes tests/docs when the query is about them.
+    if (state.tests) request.include_tests = true;
+    if (state.docs) request.include_docs = true;
     if (state.repo.length) request.repo_ids = state.repo;
     if (state.lang.length) request.languages = state.lang;
     const paths = state.path.split(",").map(function (p) { return p.trim(); }).filter(Boolean);
