@@ -20,129 +20,348 @@ retrieval query so that each ranked list is already in scope.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
-from uuid import UUID
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-StageStatus = Literal["ran", "skipped", "failed"]
-FulltextRanking = Literal["bm25", "ts_rank_cd"]
+from django.db import connection
 
+from search.expansion import expand_query
+from search.fulltext import fulltext_search
+from search.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
+from search.query import parse_query
+from search.rerank import RerankCandidate, rerank_candidates
+from search.scope import (
+    LIVE_CHUNKS_SQL,
+    ScopeFilter,
+    build_scope_filter,
+    resolve_scope,
+    scope_repositories,
+)
+from search.types import (
+    ScopeApplied,
+    SearchHit,
+    SearchRequest,
+    SearchResult,
+    StageStatus,
+    StageTrace,
+)
+from search.vector import estimate_rows, find_space, repositories_with_vectors, vector_search
 
-@dataclass
-class SearchRequest:
-    """What to search and how. Every SPEC §3 parameter is a field with its default."""
+__all__ = [
+    "ScopeApplied",
+    "SearchExecutor",
+    "SearchHit",
+    "SearchRequest",
+    "SearchResult",
+    "StageTrace",
+]
 
-    query: str
-    limit: int = 10
-    use_bm25: bool = True  # the full-text lists (ranked by ``fulltext_ranking``)
-    use_vector: bool = True
-    use_rerank: bool = False
-    use_expansion: bool = False
-    repo_ids: list[UUID] | None = None  # None: every ready repository
-    languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
-    path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
-    include_tests: bool | None = None  # None: automatic (included when the query is about tests)
-    include_docs: bool | None = None  # None: automatic (included when the query is about docs)
-
-    # Retrieval
-    fulltext_ranking: FulltextRanking = "bm25"
-    list_depth: int = 50  # results taken from each ranked list
-    fulltext_candidates: int = 2000  # rows ranked per full-text query at most
-    all_terms_boost: float = 0.25  # BM25 x (1 + boost) when every query word matches
-    exact_scan_max_rows: int = 30_000  # vector: exact scan when the filtered set is this small
-    hnsw_ef_search: int = 100
-
-    # Fusion (Reciprocal Rank Fusion)
-    rrf_k: int = 60
-    original_weight: float = 2.0  # lists of the original query weigh this much
-    first_rank_bonus: float = 0.05  # added once when a chunk ranks first in any list
-    fusion_top: int = 30  # candidates kept after fusion
-
-    # Expansion and rerank
-    expansion_count: int = 2
-    expansion_timeout_s: float = 8.0
-    rerank_top: int = 30
-    rerank_concurrency: int = 4
-    rerank_budget_s: float = 8.0  # one overall budget; after it the fusion order stands
-    rerank_max_chars: int = 1500  # chunk text shown to the model per candidate
-
-    # Position-aware blend: fusion weight by fusion rank (the rest is the rerank score)
-    blend_top3: float = 0.75
-    blend_top10: float = 0.60
-    blend_rest: float = 0.40
+logger = logging.getLogger(__name__)
 
 
-@dataclass
-class SearchHit:
-    """One chunk in the answer. Scores are None where their stage did not run for it."""
+class _Stage:
+    """Times one stage and records its outcome (``ran`` unless told otherwise)."""
 
-    repo_id: UUID
-    repo_name: str
-    file_path: str
-    chunk_id: int
-    chunk_index: int
-    content: str
-    language: str
-    start_line: int
-    end_line: int
-    symbol: str
-    kind: str
-    commit: str
-    is_test: bool = False
-    is_doc: bool = False
-    bm25_score: float | None = None  # best full-text score over the queries' lists
-    vector_score: float | None = None  # best cosine similarity over the queries' lists
-    combined_score: float = 0.0  # the final ordering score (fusion, or the blend after rerank)
-    rerank_score: float | None = None  # the model's relevance in [0, 1]
-    fusion_score: float = 0.0  # the RRF score
-    fusion_rank: int = 0  # 1-based rank after fusion
+    def __init__(self, name: str) -> None:
+        self.trace = StageTrace(name=name, status="ran")
+
+    def set(self, status: StageStatus | str, reason: str = "", **detail: Any) -> None:
+        self.trace.status = status  # type: ignore[assignment]
+        self.trace.reason = reason
+        self.trace.detail.update(detail)
 
 
-@dataclass
-class StageTrace:
-    """What one stage did: ``ran``, ``skipped`` (and why) or ``failed`` (and why)."""
-
-    name: str
-    status: StageStatus
-    reason: str = ""
-    ms: float = 0.0
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ScopeApplied:
-    """The filters every retrieval query used, after automatic test/doc detection."""
-
-    repo_ids: list[UUID] | None
-    languages: list[str] | None
-    path_globs: list[str] | None
-    include_tests: bool
-    include_docs: bool
-    tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
-    docs_reason: str = ""
+@contextmanager
+def _stage(trace: list[StageTrace], name: str) -> Iterator[_Stage]:
+    stage = _Stage(name)
+    started = time.perf_counter()
+    try:
+        yield stage
+    except Exception as exc:  # a stage's failure must never fail the search
+        logger.exception("search stage %s failed", name)
+        stage.set("failed", f"{type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        stage.trace.ms = round((time.perf_counter() - started) * 1000, 1)
+        trace.append(stage.trace)
 
 
-@dataclass
-class SearchResult:
-    hits: list[SearchHit]
-    trace: list[StageTrace]
-    total_bm25_hits: int  # distinct chunks in the full-text lists (before fusion's cut)
-    total_vector_hits: int  # distinct chunks in the vector lists
-    queries: list[str]  # the original query first, then the expansions used
-    scope: ScopeApplied
-    ms: float = 0.0
+_HYDRATE_SQL = f"""
+    SELECT c.id, c.repository_id, r.name, r.last_indexed_commit, c.path, c."index", c.content,
+           c.language, c.start_line, c.end_line, c.symbol, c.kind, c.is_test, c.is_doc
+    FROM indexing_chunk c {LIVE_CHUNKS_SQL}
+    WHERE c.id = ANY(%s)
+"""  # noqa: S608
 
-    def stage(self, name: str) -> StageTrace | None:
-        return next((s for s in self.trace if s.name == name), None)
+
+def _hydrate(candidates: list[FusedCandidate]) -> dict[int, SearchHit]:
+    """The chunks behind ``candidates`` (still live: a swap mid-search drops the old ones)."""
+    if not candidates:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_HYDRATE_SQL, [[c.chunk_id for c in candidates]])
+        rows = cursor.fetchall()
+    hits = {}
+    for row in rows:
+        hits[row[0]] = SearchHit(
+            chunk_id=row[0],
+            repo_id=row[1],
+            repo_name=row[2],
+            commit=row[3],
+            file_path=row[4],
+            chunk_index=row[5],
+            content=row[6],
+            language=row[7],
+            start_line=row[8],
+            end_line=row[9],
+            symbol=row[10],
+            kind=row[11],
+            is_test=row[12],
+            is_doc=row[13],
+        )
+    return hits
 
 
 class SearchExecutor:
     """Runs a ``SearchRequest``. ``embedder`` / ``chat`` default to the model layer's current
-    ones (``llm.get_embedder()`` / ``llm.get_chat()``), looked up per run."""
+    ones (``llm.get_embedder()`` / ``llm.get_chat()``), looked up per run.
 
-    def __init__(self, *, embedder: Any = None, chat: Any = None) -> None:
+    Raises ``search.scope.UnknownRepositories`` for repository ids that do not exist and
+    ``search.scope.InvalidGlob`` for unusable path globs; every other problem ends up in the
+    trace of the stage it happened in.
+    """
+
+    def __init__(self, *, embedder: Any = None, chat: Any = None, timeout_ms: int = 5000) -> None:
         self._embedder = embedder
         self._chat = chat
+        self.timeout_ms = timeout_ms
+
+    def _get_chat(self) -> Any:
+        if self._chat is None:
+            from llm import get_chat
+
+            return get_chat()
+        return self._chat
+
+    def _get_embedder(self) -> Any:
+        if self._embedder is None:
+            from llm import get_embedder
+
+            return get_embedder()
+        return self._embedder
 
     def run(self, request: SearchRequest) -> SearchResult:
-        raise NotImplementedError("the executor is being written; the interface above is stable")
+        started = time.perf_counter()
+        trace: list[StageTrace] = []
+        with _stage(trace, "scope") as stage:
+            scope = resolve_scope(request)
+            scope_filter = build_scope_filter(scope, scope_repositories(request.repo_ids))
+            stage.set(
+                "ran",
+                repositories=len(scope_filter.repositories),
+                include_tests=scope.include_tests,
+                tests=scope.tests_reason,
+                include_docs=scope.include_docs,
+                docs=scope.docs_reason,
+            )
+        queries = self._expand(request, trace)
+        lists: list[RankedList] = []
+        totals = {"fulltext": 0, "vector": 0}
+        self._fulltext(request, queries, scope_filter, lists, trace)
+        self._vector(request, queries, scope, scope_filter, lists, trace)
+        for method in totals:
+            totals[method] = len(
+                {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
+            )
+
+        with _stage(trace, "fusion") as stage:
+            candidates = fuse_ranked_lists(
+                lists,
+                k=request.rrf_k,
+                original_weight=request.original_weight,
+                first_rank_bonus=request.first_rank_bonus,
+                top=request.fusion_top,
+            )
+            stage.set("ran", lists=len(lists), candidates=len(candidates))
+            if not lists:
+                stage.set("skipped", "no retrieval list to fuse")
+        hits = _hydrate(candidates)
+        candidates = [c for c in candidates if c.chunk_id in hits]
+        rerank_scores = self._rerank(request, candidates, hits, trace)
+        with _stage(trace, "blend") as stage:
+            if rerank_scores:
+                ordered = blend(
+                    candidates,
+                    rerank_scores,
+                    top3=request.blend_top3,
+                    top10=request.blend_top10,
+                    rest=request.blend_rest,
+                )
+                stage.set("ran", blended=len(rerank_scores))
+            else:
+                ordered = [(c, c.score) for c in candidates]
+                stage.set("skipped", "no rerank scores; the fusion order stands")
+        results: list[SearchHit] = []
+        for candidate, score in ordered[: max(0, request.limit)]:
+            hit = hits[candidate.chunk_id]
+            hit.bm25_score = candidate.method_scores.get("fulltext")
+            hit.vector_score = candidate.method_scores.get("vector")
+            hit.fusion_score = candidate.score
+            hit.fusion_rank = candidate.rank
+            hit.rerank_score = rerank_scores.get(candidate.chunk_id)
+            hit.combined_score = score
+            results.append(hit)
+        return SearchResult(
+            hits=results,
+            trace=trace,
+            total_bm25_hits=totals["fulltext"],
+            total_vector_hits=totals["vector"],
+            queries=queries,
+            scope=scope,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    def _expand(self, request: SearchRequest, trace: list[StageTrace]) -> list[str]:
+        queries = [request.query]
+        with _stage(trace, "expansion") as stage:
+            if not request.use_expansion:
+                stage.set("skipped", "not requested")
+                return queries
+            expansion = expand_query(
+                self._get_chat(),
+                request.query,
+                count=request.expansion_count,
+                timeout_s=request.expansion_timeout_s,
+            )
+            stage.set(
+                expansion.status,
+                expansion.reason,
+                alternatives=expansion.alternatives,
+                **expansion.detail,
+            )
+            queries += expansion.alternatives
+        return queries
+
+    def _fulltext(
+        self,
+        request: SearchRequest,
+        queries: list[str],
+        scope_filter: ScopeFilter,
+        lists: list[RankedList],
+        trace: list[StageTrace],
+    ) -> None:
+        with _stage(trace, "fulltext") as stage:
+            if not request.use_bm25:
+                stage.set("skipped", "not requested")
+                return
+            per_query = []
+            for index, query in enumerate(queries):
+                found = fulltext_search(
+                    parse_query(query),
+                    scope_filter,
+                    limit=request.list_depth,
+                    cap=request.fulltext_candidates,
+                    ranking=request.fulltext_ranking,
+                    all_terms_boost=request.all_terms_boost,
+                    timeout_ms=self.timeout_ms,
+                )
+                lists.append(RankedList("fulltext", index, found.ranked))
+                per_query.append({"query": query, "hits": len(found.ranked), **found.detail})
+            stage.set("ran", ranking=request.fulltext_ranking, queries=per_query)
+
+    def _vector(
+        self,
+        request: SearchRequest,
+        queries: list[str],
+        scope: ScopeApplied,
+        scope_filter: ScopeFilter,
+        lists: list[RankedList],
+        trace: list[StageTrace],
+    ) -> None:
+        from llm import ModelError
+
+        with _stage(trace, "vector") as stage:
+            if not request.use_vector:
+                stage.set("skipped", "not requested")
+                return
+            try:
+                embedder = self._get_embedder()
+                space_key = embedder.space_key
+            except ModelError as exc:
+                stage.set("skipped", f"no embedding model: {exc}")
+                return
+            space = find_space(space_key)
+            with_vectors = repositories_with_vectors(space, scope_filter) if space else []
+            if not with_vectors:
+                stage.set("skipped", f"no vectors for this embedding model yet ({space_key})")
+                return
+            assert space is not None
+            missing = [str(r) for r in scope_filter.repository_ids if r not in with_vectors]
+            vector_scope = ScopeFilter(
+                repositories=[r for r in scope_filter.repositories if r.id in with_vectors],
+                sql=scope_filter.sql,
+                params=scope_filter.params,
+                chunk_level=scope_filter.chunk_level,
+            )
+            try:
+                vectors = embedder.embed(list(queries))
+            except ModelError as exc:
+                stage.set("skipped", f"embedding model unavailable: {exc}")
+                return
+            estimated = estimate_rows(
+                vector_scope, scope.languages, scope.include_tests, scope.include_docs
+            )
+            per_query = []
+            for index, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
+                found = vector_search(
+                    query,
+                    vector,
+                    space,
+                    vector_scope,
+                    limit=request.list_depth,
+                    estimated_rows=estimated,
+                    exact_max_rows=request.exact_scan_max_rows,
+                    ef_search=request.hnsw_ef_search,
+                    timeout_ms=self.timeout_ms,
+                )
+                lists.append(RankedList("vector", index, found.ranked))
+                per_query.append({"query": query, "hits": len(found.ranked), **found.detail})
+            stage.set("ran", space=space_key, queries=per_query)
+            if missing:
+                stage.set("ran", "some repositories have no vectors yet", without_vectors=missing)
+
+    def _rerank(
+        self,
+        request: SearchRequest,
+        candidates: list[FusedCandidate],
+        hits: dict[int, SearchHit],
+        trace: list[StageTrace],
+    ) -> dict[int, float]:
+        with _stage(trace, "rerank") as stage:
+            if not request.use_rerank:
+                stage.set("skipped", "not requested")
+                return {}
+            chosen = [
+                RerankCandidate(
+                    chunk_id=c.chunk_id,
+                    path=hits[c.chunk_id].file_path,
+                    start_line=hits[c.chunk_id].start_line,
+                    end_line=hits[c.chunk_id].end_line,
+                    symbol=hits[c.chunk_id].symbol,
+                    content=hits[c.chunk_id].content,
+                )
+                for c in candidates[: request.rerank_top]
+            ]
+            outcome = rerank_candidates(
+                self._get_chat(),
+                request.query,
+                chosen,
+                concurrency=request.rerank_concurrency,
+                budget_s=request.rerank_budget_s,
+                max_chars=request.rerank_max_chars,
+            )
+            stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
+            return outcome.scores
+        return {}

@@ -1,0 +1,72 @@
+"""Parsing a search query into full-text terms, the same way chunks were indexed.
+
+Tokens come from ``indexing.identifiers.identifier_words`` -- the function that built every
+chunk's ``tsvector`` -- so ``parseHttpHeader``, ``parse_http_header`` and ``parse http header``
+meet: each gives ``parse``, ``http``, ``header``, and a compound identifier also gives its whole
+form (``parsehttpheader``) so that the exact identifier ranks first. Text between double quotes
+is a phrase: its tokens must appear in that order (``<->`` in the tsquery).
+
+Every token is a run of letters and digits; tsquery literals are still quoted and escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from indexing.identifiers import identifier_words, split_identifier
+
+MAX_TERMS = 32
+MAX_PHRASE_TOKENS = 16
+MAX_PHRASES = 4
+_PHRASE = re.compile(r'"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str
+    terms: tuple[str, ...]  # every token that scores (split words and whole forms), unique
+    words: tuple[str, ...]  # the split words only: "all terms matched" is judged on these
+    phrases: tuple[tuple[str, ...], ...]  # token sequences that must appear in order
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.terms
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Terms, words and phrases of ``text`` (capped at ``MAX_TERMS`` terms)."""
+    phrases: list[tuple[str, ...]] = []
+    for match in _PHRASE.finditer(text):
+        tokens = tuple(identifier_words(match.group(1)))[:MAX_PHRASE_TOKENS]
+        if len(tokens) > 1 and len(phrases) < MAX_PHRASES:
+            phrases.append(tokens)
+    plain = text.replace('"', " ")
+    terms = identifier_words(plain, unique=True)[:MAX_TERMS]
+    split_words = {word for chunk in plain.split() for word in split_identifier(chunk)}
+    words = tuple(term for term in terms if term in split_words) or tuple(terms)
+    return ParsedQuery(text=text, terms=tuple(terms), words=words, phrases=tuple(phrases))
+
+
+def lexeme(token: str) -> str:
+    """A tsquery operand for one token, quoted so no character is read as an operator."""
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery_any(tokens: tuple[str, ...] | list[str]) -> str:
+    return " | ".join(lexeme(t) for t in tokens)
+
+
+def tsquery_all(tokens: tuple[str, ...] | list[str]) -> str:
+    return " & ".join(lexeme(t) for t in tokens)
+
+
+def tsquery_phrase(tokens: tuple[str, ...]) -> str:
+    return " <-> ".join(lexeme(t) for t in tokens)
+
+
+def required_tsquery(parsed: ParsedQuery) -> str | None:
+    """The phrases every result must contain, or None when the query has none."""
+    if not parsed.phrases:
+        return None
+    return " & ".join(f"({tsquery_phrase(p)})" for p in parsed.phrases)

@@ -1,0 +1,139 @@
+"""LLM re-ranking: per candidate, the chat model answers yes/no with a confidence (SPEC §3.4).
+
+``rerank_candidates`` asks about each candidate on ``concurrency`` threads under one overall
+time budget. When the budget is spent it returns at once with the verdicts it has; calls still
+in flight finish (bounded by the same deadline) in the background and are ignored, and calls
+not yet started never start. Only candidates with a verdict are blended (``search.fusion``);
+the rest keep their fusion order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm import ChatUnavailable, ModelError, ModelUnavailable
+from llm.chat_parsing import parse_yes_no
+
+SYSTEM_PROMPT = (
+    "You judge search results for a code search engine. Given a query and one code snippet, "
+    "say whether the snippet is relevant to the query (it answers it, implements it or is "
+    'the place the query asks about). Answer with JSON only: {"relevant": true or false, '
+    '"confidence": a number from 0 to 1}.'
+)
+MIN_CALL_SECONDS = 0.2  # no call starts with less time than this left
+
+
+@dataclass
+class RerankCandidate:
+    chunk_id: int
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    content: str
+
+
+@dataclass
+class Reranking:
+    status: str  # "ran" | "skipped" | "failed"
+    reason: str = ""
+    scores: dict[int, float] = field(default_factory=dict)  # chunk id -> relevance in [0, 1]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _messages(query: str, candidate: RerankCandidate, max_chars: int) -> list[dict[str, str]]:
+    where = f"{candidate.path}:{candidate.start_line}-{candidate.end_line}"
+    if candidate.symbol:
+        where += f" ({candidate.symbol})"
+    snippet = candidate.content[:max_chars]
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {
+            "role": "user",
+            "content": f"Query: {query}\n\nSnippet from {where}:\n```\n{snippet}\n```",
+        },
+    ]
+
+
+def rerank_candidates(
+    chat: Any,
+    query: str,
+    candidates: list[RerankCandidate],
+    *,
+    concurrency: int = 4,
+    budget_s: float = 8.0,
+    max_chars: int = 1500,
+) -> Reranking:
+    """Relevance per candidate from ``chat``, as many as the budget allows."""
+    if not getattr(chat, "available", False):
+        return Reranking("skipped", "no chat model configured")
+    if not candidates:
+        return Reranking("skipped", "no candidates to rerank")
+    deadline = time.monotonic() + budget_s
+    lock = threading.Lock()
+    scores: dict[int, float] = {}
+    errors: list[str] = []
+    counts = {"unreadable": 0, "not_started": 0, "timed_out": 0, "errors": 0}
+    unconfigured = threading.Event()
+
+    def judge(candidate: RerankCandidate) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining < MIN_CALL_SECONDS or unconfigured.is_set():
+            with lock:
+                counts["not_started"] += 1
+            return
+        try:
+            answer = chat.chat(
+                _messages(query, candidate, max_chars), max_tokens=60, timeout=remaining
+            )
+        except ChatUnavailable:
+            unconfigured.set()
+            return
+        except ModelUnavailable as exc:
+            with lock:
+                counts["timed_out" if "timed out" in str(exc).lower() else "errors"] += 1
+                errors.append(str(exc)[:160])
+            return
+        except ModelError as exc:
+            with lock:
+                counts["errors"] += 1
+                errors.append(str(exc)[:160])
+            return
+        verdict = parse_yes_no(answer)
+        with lock:
+            if verdict is None:
+                counts["unreadable"] += 1
+            elif time.monotonic() <= deadline:
+                scores[candidate.chunk_id] = verdict.score
+
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="rerank")
+    try:
+        futures = [pool.submit(judge, c) for c in candidates]
+        wait(futures, timeout=max(0.0, budget_s), return_when=FIRST_EXCEPTION)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    with lock:
+        judged = dict(scores)
+        counts = dict(counts)
+        first_error = errors[0] if errors else ""
+    counts["judged"] = len(judged)
+    counts["candidates"] = len(candidates)
+    if unconfigured.is_set():
+        return Reranking("skipped", "no chat model configured", detail=counts)
+    out_of_time = time.monotonic() >= deadline and len(judged) < len(candidates)
+    if not judged:
+        if out_of_time or counts["timed_out"]:
+            reason = f"chat model timed out after {budget_s:g} s; the fusion order stands"
+            return Reranking("skipped", reason, detail=counts)
+        if counts["errors"]:
+            return Reranking("failed", f"chat model error: {first_error}", detail=counts)
+        return Reranking("failed", "the chat model's answers held no yes/no verdict", detail=counts)
+    reason = ""
+    if len(judged) < len(candidates):
+        why = f"the {budget_s:g} s budget ran out" if out_of_time else "the others failed"
+        reason = f"{len(judged)} of {len(candidates)} candidates judged ({why})"
+    return Reranking("ran", reason, scores=judged, detail=counts)

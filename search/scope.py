@@ -1,0 +1,248 @@
+"""Scope: which chunks a search may return.
+
+Tests and documentation are left out by default and come back by themselves when the query is
+about them (``pytest fixture for the client``, ``readme install steps``); explicit
+``include_tests`` / ``include_docs`` win. Filters for repositories, languages and path globs
+are pushed down into every retrieval query as one SQL fragment (``ScopeFilter.sql``), always
+together with the live generation of ready repositories.
+
+Path globs are fnmatch-style and translated to an anchored PostgreSQL regular expression:
+``*`` and ``?`` stay within one path segment, ``**`` crosses directories, ``[abc]`` / ``[!a]``
+are character classes, and a glob without ``/`` matches the file name in any directory
+(``*.py``, ``test_*.go``); a glob ending in ``/`` matches everything under that directory.
+Every other character is escaped, so a glob can never inject regex syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from indexing.identifiers import identifier_words
+from indexing.models import Repository, RepositoryStatus
+from search.types import ScopeApplied, SearchRequest
+
+TEST_WORDS = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "tested",
+        "spec",
+        "specs",
+        "pytest",
+        "unittest",
+        "unittests",
+        "fixture",
+        "fixtures",
+        "conftest",
+        "mock",
+        "mocks",
+        "mocking",
+        "testcase",
+        "testcases",
+    }
+)
+DOC_WORDS = frozenset(
+    {
+        "doc",
+        "docs",
+        "documentation",
+        "documented",
+        "readme",
+        "guide",
+        "guides",
+        "tutorial",
+        "tutorials",
+        "howto",
+        "manual",
+        "changelog",
+        "docstring",
+        "docstrings",
+        "rst",
+        "markdown",
+        "faq",
+    }
+)
+MAX_GLOBS = 20
+MAX_GLOB_LENGTH = 300
+
+
+class UnknownRepositories(LookupError):
+    """Some requested repository ids do not exist."""
+
+    def __init__(self, ids: Sequence[UUID]) -> None:
+        super().__init__("unknown repository id(s): " + ", ".join(str(i) for i in ids))
+        self.ids = list(ids)
+
+
+class InvalidGlob(ValueError):
+    pass
+
+
+def query_mentions(query: str, vocabulary: frozenset[str]) -> str | None:
+    """The first word of ``query`` in ``vocabulary`` (identifiers split), or None."""
+    for word in identifier_words(query):
+        if word in vocabulary:
+            return word
+    return None
+
+
+def resolve_scope(request: SearchRequest) -> ScopeApplied:
+    """The filters a request means, with the automatic test/doc decisions explained."""
+
+    def decide(explicit: bool | None, vocabulary: frozenset[str]) -> tuple[bool, str]:
+        if explicit is not None:
+            return explicit, "requested"
+        word = query_mentions(request.query, vocabulary)
+        if word:
+            return True, f"query mentions {word!r}"
+        return False, "left out by default"
+
+    include_tests, tests_reason = decide(request.include_tests, TEST_WORDS)
+    include_docs, docs_reason = decide(request.include_docs, DOC_WORDS)
+    return ScopeApplied(
+        repo_ids=list(request.repo_ids) if request.repo_ids else None,
+        languages=[lang.lower() for lang in request.languages] if request.languages else None,
+        path_globs=list(request.path_globs) if request.path_globs else None,
+        include_tests=include_tests,
+        include_docs=include_docs,
+        tests_reason=tests_reason,
+        docs_reason=docs_reason,
+    )
+
+
+@dataclass
+class ScopeRepository:
+    id: UUID
+    name: str
+    commit: str
+    generation: int
+    chunks: int
+
+
+def scope_repositories(repo_ids: Sequence[UUID] | None) -> list[ScopeRepository]:
+    """Ready repositories in scope. Raises UnknownRepositories for ids that do not exist."""
+    rows = Repository.objects.all()
+    if repo_ids:
+        rows = rows.filter(pk__in=list(repo_ids))
+    found = list(
+        rows.values_list(
+            "pk", "name", "last_indexed_commit", "active_generation", "chunk_count", "status"
+        )
+    )
+    if repo_ids:
+        known = {row[0] for row in found}
+        unknown = [rid for rid in dict.fromkeys(repo_ids) if rid not in known]
+        if unknown:
+            raise UnknownRepositories(unknown)
+    return [
+        ScopeRepository(id=pk, name=name, commit=commit, generation=gen, chunks=chunks)
+        for pk, name, commit, gen, chunks, status in found
+        if status == RepositoryStatus.READY and gen > 0
+    ]
+
+
+def glob_to_regex(glob: str) -> str:
+    """An anchored PostgreSQL (ARE) regex for one fnmatch-style path glob."""
+    if not glob or len(glob) > MAX_GLOB_LENGTH or "\x00" in glob:
+        raise InvalidGlob(f"path glob must be 1..{MAX_GLOB_LENGTH} characters")
+    pattern = glob.lstrip("/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    prefix = "^" if "/" in pattern.rstrip("/") else "^(?:.*/)?"
+    if pattern.endswith("/"):
+        pattern += "**"
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            body = pattern[i + 1 : end] if end != -1 else ""
+            negate = body[:1] in ("!", "^")
+            members = body[1:] if negate else body
+            if end != -1 and members and re.fullmatch(r"[\w.\-]+", members):
+                escaped = "".join(_class_member(m) for m in members)
+                out.append(f"[{'^' if negate else ''}{escaped}]")
+                i = end + 1
+                continue
+            out.append(_literal(ch))
+        else:
+            out.append(_literal(ch))
+        i += 1
+    return prefix + "".join(out) + "$"
+
+
+def _literal(ch: str) -> str:
+    return ch if ch.isalnum() or ch == "/" else "\\" + ch
+
+
+def _class_member(ch: str) -> str:
+    # A range needs its dash; anything else in a class is a plain member.
+    return ch if ch.isalnum() or ch in "-_" else "\\" + ch
+
+
+def paths_regex(globs: Sequence[str] | None) -> str | None:
+    if not globs:
+        return None
+    if len(globs) > MAX_GLOBS:
+        raise InvalidGlob(f"at most {MAX_GLOBS} path globs")
+    return "|".join(f"(?:{glob_to_regex(g)})" for g in globs)
+
+
+@dataclass
+class ScopeFilter:
+    """SQL for the chunk-level filters (alias ``c``) plus the repositories in scope."""
+
+    repositories: list[ScopeRepository]
+    sql: str = "TRUE"
+    params: list[Any] = field(default_factory=list)
+    chunk_level: bool = False  # any filter beyond repository + generation
+
+    @property
+    def repository_ids(self) -> list[UUID]:
+        return [r.id for r in self.repositories]
+
+
+def build_scope_filter(scope: ScopeApplied, repositories: list[ScopeRepository]) -> ScopeFilter:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if not scope.include_tests:
+        clauses.append("NOT c.is_test")
+    if not scope.include_docs:
+        clauses.append("NOT c.is_doc")
+    if scope.languages:
+        clauses.append("lower(c.language) = ANY(%s)")
+        params.append(list(scope.languages))
+    regex = paths_regex(scope.path_globs)
+    if regex:
+        clauses.append("c.path ~ %s")
+        params.append(regex)
+    return ScopeFilter(
+        repositories=repositories,
+        sql=" AND ".join(clauses) or "TRUE",
+        params=params,
+        chunk_level=bool(clauses),
+    )
+
+
+LIVE_CHUNKS_SQL = (
+    "JOIN indexing_repository r ON r.id = c.repository_id AND c.generation = r.active_generation"
+    " AND r.status = 'ready'"
+)

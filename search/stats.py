@@ -1,0 +1,150 @@
+"""Corpus statistics for BM25: document frequencies, chunk counts and lengths per generation.
+
+``refresh_search_stats`` runs once after each generation swap (``ts_stat`` over the new
+generation: a few seconds for 100 k chunks, paid at index time, never per query).
+``corpus_stats`` reads them for a query's terms over the repositories in scope; for a
+repository whose live generation has no statistics yet (the moments between a swap and the
+refresh, or rows inserted by hand) it counts them on the fly, which is slower but exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
+
+from indexing.models import Repository
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CorpusStats:
+    """BM25's view of the corpus in scope (summed over repositories)."""
+
+    documents: int = 0
+    total_length: int = 0
+    df: dict[str, int] = field(default_factory=dict)
+    computed_on_the_fly: list[UUID] = field(default_factory=list)
+
+    @property
+    def average_length(self) -> float:
+        return self.total_length / self.documents if self.documents else 1.0
+
+
+def refresh_search_stats(repository_id: UUID) -> None:
+    """Rebuild the statistics of the repository's live generation; drop those of others."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('search-stats:' || %s))", [str(repository_id)]
+        )
+        cursor.execute(
+            "SELECT active_generation FROM indexing_repository WHERE id = %s", [repository_id]
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return
+        generation = int(row[0])
+        cursor.execute("DELETE FROM search_termstat WHERE repository_id = %s", [repository_id])
+        cursor.execute(
+            "DELETE FROM search_chunkfacetstat WHERE repository_id = %s", [repository_id]
+        )
+        if generation == 0:
+            return
+        # ts_stat takes the text of a query: the two values are a UUID and an int, formatted here.
+        inner = (
+            "SELECT search_vector FROM indexing_chunk WHERE repository_id = "  # noqa: S608
+            f"'{UUID(str(repository_id))}' AND generation = {generation:d}"
+        )
+        cursor.execute(
+            "INSERT INTO search_termstat (repository_id, generation, term, df)"
+            " SELECT %s, %s, word, ndoc FROM ts_stat(%s) WHERE length(word) <= 128",
+            [repository_id, generation, inner],
+        )
+        cursor.execute(
+            """
+            INSERT INTO search_chunkfacetstat
+                (repository_id, generation, language, is_test, is_doc, chunks, total_length)
+            SELECT repository_id, generation, language, is_test, is_doc, count(*), sum(token_count)
+            FROM indexing_chunk WHERE repository_id = %s AND generation = %s
+            GROUP BY repository_id, generation, language, is_test, is_doc
+            """,
+            [repository_id, generation],
+        )
+
+
+def refresh_all_search_stats() -> int:
+    """Rebuild statistics for every indexed repository (after a migration or by hand)."""
+    ids = list(Repository.objects.filter(active_generation__gt=0).values_list("pk", flat=True))
+    for repository_id in ids:
+        refresh_search_stats(repository_id)
+    return len(ids)
+
+
+def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> CorpusStats:
+    """Summed N, total length and per-term document frequency over the live generations."""
+    stats = CorpusStats(df=dict.fromkeys(terms, 0))
+    if not repository_ids:
+        return stats
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT r.id, sum(f.chunks), sum(f.total_length)
+            FROM indexing_repository r
+            JOIN search_chunkfacetstat f
+              ON f.repository_id = r.id AND f.generation = r.active_generation
+            WHERE r.id = ANY(%s)
+            GROUP BY r.id
+            """,
+            [list(repository_ids)],
+        )
+        covered = set()
+        for repository_id, chunks, total_length in cursor.fetchall():
+            covered.add(repository_id)
+            stats.documents += int(chunks)
+            stats.total_length += int(total_length or 0)
+        if covered and terms:
+            cursor.execute(
+                """
+                SELECT t.term, sum(t.df)
+                FROM search_termstat t
+                JOIN indexing_repository r
+                  ON r.id = t.repository_id AND t.generation = r.active_generation
+                WHERE r.id = ANY(%s) AND t.term = ANY(%s)
+                GROUP BY t.term
+                """,
+                [list(covered), list(terms)],
+            )
+            for term, df in cursor.fetchall():
+                stats.df[term] += int(df)
+        missing = [rid for rid in repository_ids if rid not in covered]
+        if missing:
+            _count_on_the_fly(cursor, missing, terms, stats)
+    return stats
+
+
+def _count_on_the_fly(
+    cursor: CursorWrapper, repository_ids: list[UUID], terms: Sequence[str], stats: CorpusStats
+) -> None:
+    logger.info("search statistics missing; counting on the fly repositories=%s", repository_ids)
+    live = (
+        "FROM indexing_chunk c JOIN indexing_repository r"
+        " ON r.id = c.repository_id AND c.generation = r.active_generation WHERE r.id = ANY(%s)"
+    )
+    cursor.execute(f"SELECT count(*), coalesce(sum(c.token_count), 0) {live}", [repository_ids])
+    documents, total_length = cursor.fetchone()
+    if not documents:
+        return
+    stats.documents += int(documents)
+    stats.total_length += int(total_length)
+    stats.computed_on_the_fly.extend(repository_ids)
+    for term in terms:
+        cursor.execute(
+            f"SELECT count(*) {live} AND c.search_vector @@ quote_literal(%s)::tsquery",
+            [repository_ids, term],
+        )
+        stats.df[term] += int(cursor.fetchone()[0])

@@ -1,0 +1,118 @@
+"""The executor's data: requests, hits, stage traces and results (see ``search.pipeline``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from uuid import UUID
+
+StageStatus = Literal["ran", "skipped", "failed"]
+FulltextRanking = Literal["bm25", "ts_rank_cd"]
+
+
+@dataclass
+class SearchRequest:
+    """What to search and how. Every SPEC §3 parameter is a field with its default."""
+
+    query: str
+    limit: int = 10
+    use_bm25: bool = True  # the full-text lists (ranked by ``fulltext_ranking``)
+    use_vector: bool = True
+    use_rerank: bool = False
+    use_expansion: bool = False
+    repo_ids: list[UUID] | None = None  # None: every ready repository
+    languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
+    path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
+    include_tests: bool | None = None  # None: automatic (included when the query is about tests)
+    include_docs: bool | None = None  # None: automatic (included when the query is about docs)
+
+    # Retrieval
+    fulltext_ranking: FulltextRanking = "bm25"
+    list_depth: int = 50  # results taken from each ranked list
+    fulltext_candidates: int = 2000  # rows ranked per full-text query at most
+    all_terms_boost: float = 0.25  # BM25 x (1 + boost) when every query word matches
+    exact_scan_max_rows: int = 30_000  # vector: exact scan when the filtered set is this small
+    hnsw_ef_search: int = 100
+
+    # Fusion (Reciprocal Rank Fusion)
+    rrf_k: int = 60
+    original_weight: float = 2.0  # lists of the original query weigh this much
+    first_rank_bonus: float = 0.05  # added once when a chunk ranks first in any list
+    fusion_top: int = 30  # candidates kept after fusion
+
+    # Expansion and rerank
+    expansion_count: int = 2
+    expansion_timeout_s: float = 8.0
+    rerank_top: int = 30
+    rerank_concurrency: int = 4
+    rerank_budget_s: float = 8.0  # one overall budget; after it the fusion order stands
+    rerank_max_chars: int = 1500  # chunk text shown to the model per candidate
+
+    # Position-aware blend: fusion weight by fusion rank (the rest is the rerank score)
+    blend_top3: float = 0.75
+    blend_top10: float = 0.60
+    blend_rest: float = 0.40
+
+
+@dataclass
+class SearchHit:
+    """One chunk in the answer. Scores are None where their stage did not run for it."""
+
+    repo_id: UUID
+    repo_name: str
+    file_path: str
+    chunk_id: int
+    chunk_index: int
+    content: str
+    language: str
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    commit: str
+    is_test: bool = False
+    is_doc: bool = False
+    bm25_score: float | None = None  # best full-text score over the queries' lists
+    vector_score: float | None = None  # best cosine similarity over the queries' lists
+    combined_score: float = 0.0  # the final ordering score (fusion, or the blend after rerank)
+    rerank_score: float | None = None  # the model's relevance in [0, 1]
+    fusion_score: float = 0.0  # the RRF score
+    fusion_rank: int = 0  # 1-based rank after fusion
+
+
+@dataclass
+class StageTrace:
+    """What one stage did: ``ran``, ``skipped`` (and why) or ``failed`` (and why)."""
+
+    name: str
+    status: StageStatus
+    reason: str = ""
+    ms: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ScopeApplied:
+    """The filters every retrieval query used, after automatic test/doc detection."""
+
+    repo_ids: list[UUID] | None
+    languages: list[str] | None
+    path_globs: list[str] | None
+    include_tests: bool
+    include_docs: bool
+    tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
+    docs_reason: str = ""
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    trace: list[StageTrace]
+    total_bm25_hits: int  # distinct chunks in the full-text lists (before fusion's cut)
+    total_vector_hits: int  # distinct chunks in the vector lists
+    queries: list[str]  # the original query first, then the expansions used
+    scope: ScopeApplied
+    ms: float = 0.0
+
+    def stage(self, name: str) -> StageTrace | None:
+        return next((s for s in self.trace if s.name == name), None)
