@@ -278,6 +278,7 @@ def run_index(job_id: int) -> bool:
     store_files(repository.pk, generation, to_store)
     _check_alive(job_id)
     repository = swap_generation(repository.pk, generation, carried, job.commit)
+    __import__("search.stats").stats.refresh_search_stats(repository.pk)  # BM25 statistics
     IndexJob.objects.filter(pk=job.pk).update(
         chunks_total=repository.chunk_count,
         stage_timings=_record_timing(job, "storing", started),
