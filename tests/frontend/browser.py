@@ -1,0 +1,74 @@
+"""Headless Chromium from Debian's packages, driven by Selenium, for the browser tests.
+
+``scripts/ensure_browser.sh`` installs ``chromium`` and ``chromium-driver``; nothing is
+downloaded at run time (Selenium Manager is never asked, because both paths are given).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+WIDE = (1280, 900)
+NARROW = (390, 844)
+
+
+@contextmanager
+def chromium() -> Iterator[WebDriver]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.fail(
+            "the browser tests need Debian's chromium and chromium-driver: "
+            "run scripts/ensure_browser.sh",
+            pytrace=False,
+        )
+    with tempfile.TemporaryDirectory(prefix="reposearch-chromium-") as profile:
+        options = Options()
+        options.binary_location = str(CHROMIUM)
+        for argument in (
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            f"--window-size={WIDE[0]},{WIDE[1]}",
+            "--lang=en-US",
+        ):
+            options.add_argument(argument)
+        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+        driver.set_page_load_timeout(30)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def wait_until(
+    driver: WebDriver, condition: Callable[[WebDriver], Any], seconds: float = 15
+) -> Any:
+    """Polls ``condition`` until it returns something truthy; raises TimeoutException after."""
+    return WebDriverWait(driver, seconds, poll_frequency=0.1).until(condition)
+
+
+def screenshot(driver: WebDriver, name: str, size: tuple[int, int] = WIDE) -> Path:
+    """Saves the page as ``docs/screenshots/<name>.png``, as tall as its content (max 2400 px)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(size[0], min(max(int(height) + 120, size[1]), 2400))
+    path = SCREENSHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    driver.set_window_size(*size)
+    return path
