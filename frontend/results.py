@@ -48,6 +48,13 @@ class ResultView:
     file_url: str
     upstream_url: str | None
 
+    @property
+    def location(self) -> str:
+        """``path:start-end`` (``path:start`` for one line)."""
+        if self.end_line > self.start_line:
+            return f"{self.path}:{self.start_line}-{self.end_line}"
+        return f"{self.path}:{self.start_line}"
+
 
 @dataclass
 class StageView:

@@ -9,6 +9,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
 from indexing.services.repositories import (
@@ -18,6 +20,15 @@ from indexing.services.repositories import (
     validate_new_repository,
 )
 from reposearch.api_errors import ApiError
+
+
+def _file_view_url(repository_id: Any, path: str, start: int = 0, end: int = 0) -> str:
+    """The web UI's file view (the active generation), at the chunk's lines when given."""
+    query: dict[str, str | int] = {"path": path}
+    if start:
+        query.update(start=start, end=end)
+    anchor = f"#L{start}" if start else ""
+    return f"{reverse('frontend:file', args=[repository_id])}?{urlencode(query)}{anchor}"
 
 
 class IndexJobInline(admin.TabularInline):
@@ -68,8 +79,8 @@ class RepositoryAddForm(forms.ModelForm):
 class RepositoryAdmin(admin.ModelAdmin):
     list_display = ("name", "url", "branch", "status", "file_count", "chunk_count",
                     "embedded_count", "last_indexed_commit", "updated_at")  # fmt: skip
-    list_filter = ("status",)
-    search_fields = ("name", "url")
+    list_filter = ("status", "last_indexed_at")
+    search_fields = ("name", "url", "last_indexed_commit")
     readonly_fields = ("id", "url", "branch", "status", "error", "last_indexed_commit",
                        "last_indexed_at", "active_generation", "file_count", "chunk_count",
                        "embedded_count", "size_bytes", "indexed_bytes", "created_at",
@@ -136,8 +147,10 @@ class RepositoryAdmin(admin.ModelAdmin):
 class IndexJobAdmin(admin.ModelAdmin):
     list_display = ("id", "repository", "kind", "state", "files_done", "chunks_total",
                     "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
-    list_filter = ("state", "kind")
-    search_fields = ("repository__name", "celery_task_id", "error")
+    list_filter = ("state", "kind", ("repository", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("repository__name", "repository__url", "celery_task_id", "error")
+    list_select_related = ("repository",)
+    date_hierarchy = "created_at"
     readonly_fields = [field.name for field in IndexJob._meta.fields]
 
     @admin.display(description="duration (s)")
@@ -152,6 +165,9 @@ class IndexJobAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # a job row is the worker's progress record; delete the repository instead
+
 
 @admin.register(SourceFile)
 class SourceFileAdmin(admin.ModelAdmin):
@@ -164,21 +180,47 @@ class SourceFileAdmin(admin.ModelAdmin):
         "is_test",
         "is_doc",
     )
-    list_filter = ("language", "is_test", "is_doc")
-    search_fields = ("path",)
+    list_filter = (
+        "language",
+        "is_test",
+        "is_doc",
+        ("repository", admin.RelatedOnlyFieldListFilter),
+    )
+    search_fields = ("path", "blob_sha", "repository__name")
+    list_select_related = ("repository",)
     readonly_fields = [field.name for field in SourceFile._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # files belong to an index generation; re-index or delete the repository
+
+    def view_on_site(self, obj: SourceFile) -> str:
+        return _file_view_url(obj.repository_id, obj.path)
+
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
     list_display = ("path", "start_line", "end_line", "symbol", "kind", "language", "repository")
-    list_filter = ("language", "kind", "is_test", "is_doc")
-    search_fields = ("path", "symbol")
+    list_filter = (
+        "language",
+        "kind",
+        "is_test",
+        "is_doc",
+        ("repository", admin.RelatedOnlyFieldListFilter),
+    )
+    search_fields = ("path", "symbol", "content_hash", "repository__name")
+    list_select_related = ("repository",)
+    show_full_result_count = False  # counting millions of chunks on every page is slow
     exclude = ("search_vector",)
     readonly_fields = [f.name for f in Chunk._meta.fields if f.name != "search_vector"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # chunks belong to an index generation; re-index or delete the repository
+
+    def view_on_site(self, obj: Chunk) -> str:
+        return _file_view_url(obj.repository_id, obj.path, obj.start_line, obj.end_line)

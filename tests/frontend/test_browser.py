@@ -8,6 +8,7 @@ under ``docs/screenshots/`` for the README.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -143,18 +144,15 @@ def test_add_a_repository_and_watch_it_become_ready(
     screenshot(browser, "search-empty")
 
 
-def test_search_draw_the_pipeline_open_a_result_and_share_the_link(
-    live_server: Any, celery_worker_process: Any, browser: WebDriver, served: GitHttpServer
-) -> None:
-    try:
-        resolve("/api/search")
-    except Resolver404:
-        pytest.xfail("POST /api/search has not landed yet (search/urls.py routes nothing)")
+def add_and_index(served: GitHttpServer) -> Repository:
     response = APIClient().post("/api/repos", {"url": served.url("team/demo.git")}, format="json")
     assert response.status_code == 202, response.json()
-    wait_for_ready(response.json()["id"])
+    return wait_for_ready(response.json()["id"])
 
-    browser.get(f"{live_server.url}/")
+
+def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
+    """Search, read the pipeline, walk to a result's file view, come back, open a shared link."""
+    browser.get(f"{base_url}/")
     browser.execute_script("document.activeElement.blur()")
     ActionChains(browser).send_keys("/").perform()  # "/" focuses the search box
     box = browser.switch_to.active_element
@@ -166,18 +164,21 @@ def test_search_draw_the_pipeline_open_a_result_and_share_the_link(
     first = browser.find_element(By.CSS_SELECTOR, "#results .result")
     assert "src/app/parser.py:" in first.text
     assert first.find_elements(By.CSS_SELECTOR, "mark")  # the query's words are marked
+    assert first.find_elements(By.CSS_SELECTOR, ".scores dd")
     stages = browser.find_elements(By.CSS_SELECTOR, ".pipeline .stage")
     assert len(stages) >= 3
     statuses = {stage.get_attribute("data-status") for stage in stages}
     assert "ran" in statuses and statuses <= {"ran", "skipped", "failed"}
     for stage in stages:
+        assert re.search(
+            r"(ran|skipped|failed)", stage.find_element(By.CSS_SELECTOR, ".stage-status").text
+        )
         if stage.get_attribute("data-status") == "skipped":
             assert stage.find_element(By.CSS_SELECTOR, ".stage-reason").text  # says why
-    screenshot(browser, "search")
+    screenshot(browser, shots)
 
     # Arrow keys move through results; Enter opens the file view at the hit.
-    box = browser.find_element(By.ID, "q")
-    box.send_keys(Keys.ARROW_DOWN)
+    browser.find_element(By.ID, "q").send_keys(Keys.ARROW_DOWN)
     assert browser.switch_to.active_element.get_attribute("data-position") == "1"
     browser.switch_to.active_element.send_keys(Keys.ENTER)
     wait_until(browser, lambda d: "/file?" in d.current_url)
@@ -190,19 +191,49 @@ def test_search_draw_the_pipeline_open_a_result_and_share_the_link(
     assert browser.find_element(By.ID, "q").get_attribute("value") == "parse http header"
 
     # A shared link holds the query and the filters.
-    browser.get(f"{live_server.url}/?q=retryWithBackoff&lang=javascript&rerank=1")
+    browser.get(f"{base_url}/?q=retryWithBackoff&lang=javascript&rerank=1")
     wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#results .result"))
     assert "src/app/util.js" in text_of(browser, "#results .result-title")
     assert "src/app/parser.py" not in text_of(browser, "#results .result-title")
     assert browser.find_element(By.CSS_SELECTOR, "input[name=lang][value=javascript]").is_selected()
     assert browser.find_element(By.CSS_SELECTOR, "input[name=rerank]").is_selected()
     browser.set_window_size(*NARROW)
-    screenshot(browser, "search-narrow", NARROW)
+    screenshot(browser, f"{shots}-narrow", NARROW)
     browser.set_window_size(*WIDE)
 
-    browser.get(f"{live_server.url}/?q=zzzqqqxxy")
+    browser.get(f"{base_url}/?q=zzzqqqxxy")
     wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".no-results"))
     assert "No results for" in browser.find_element(By.CSS_SELECTOR, ".no-results").text
+
+
+def test_the_search_page_against_the_search_api_contract(
+    live_server: Any,
+    celery_worker_process: Any,
+    browser: WebDriver,
+    served: GitHttpServer,
+    settings: Any,
+) -> None:
+    """The page with a stand-in API that answers in the documented shape (contract_urls)."""
+    settings.ROOT_URLCONF = "tests.frontend.contract_urls"
+    add_and_index(served)
+    search_flow(browser, live_server.url, "search")
+    # With rerank on, the stand-in's rerank fails: the diagram says so, and why.
+    browser.get(f"{live_server.url}/?q=parse&rerank=1")
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".stage[data-status=failed]"))
+    failed = browser.find_element(By.CSS_SELECTOR, ".stage[data-status=failed]")
+    assert failed.get_attribute("data-stage") == "rerank"
+    assert "chat model unreachable" in failed.text
+
+
+def test_search_with_the_real_search_api(
+    live_server: Any, celery_worker_process: Any, browser: WebDriver, served: GitHttpServer
+) -> None:
+    try:
+        resolve("/api/search")
+    except Resolver404:
+        pytest.xfail("POST /api/search has not landed yet (search/urls.py routes nothing)")
+    add_and_index(served)
+    search_flow(browser, live_server.url, "search-live")
 
 
 def test_a_running_job_shows_stage_counters_progress_and_time_left(
@@ -212,9 +243,14 @@ def test_a_running_job_shows_stage_counters_progress_and_time_left(
         url="https://github.com/acme/big.git", name="acme/big", status="indexing"
     )
     job = IndexJob.objects.create(
-        repository=repository, state=JobState.EMBEDDING, files_total=40, files_done=40,
-        chunks_total=200, chunks_embedded=20, started_at=timezone.now() - timedelta(seconds=30),
-    )  # fmt: off
+        repository=repository,
+        state=JobState.EMBEDDING,
+        files_total=40,
+        files_done=40,
+        chunks_total=200,
+        chunks_embedded=20,
+        started_at=timezone.now() - timedelta(seconds=30),
+    )
     browser.get(f"{live_server.url}/repos/")
     bar = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo-rows progress"))[0]
     first_value = int(bar.get_attribute("value"))

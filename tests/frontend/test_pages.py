@@ -46,9 +46,14 @@ def indexed(settings: Any, tmp_path: Path) -> Iterator[Repository]:
     repository.save()
     sha = Blob.from_string(PARSER.encode()).id.decode()
     SourceFile.objects.create(
-        repository=repository, generation=2, path="src/parser.py", language="python",
-        blob_sha=sha, size_bytes=len(PARSER), line_count=7,
-    )  # fmt: off
+        repository=repository,
+        generation=2,
+        path="src/parser.py",
+        language="python",
+        blob_sha=sha,
+        size_bytes=len(PARSER),
+        line_count=7,
+    )
     old_sha = Blob.from_string(b"OLD = 1\n").id.decode()
     SourceFile.objects.create(repository=repository, generation=1, path="old.py", blob_sha=old_sha)
     yield repository
@@ -57,12 +62,21 @@ def indexed(settings: Any, tmp_path: Path) -> Iterator[Repository]:
 
 def search_response(repository: Repository, **overrides: object) -> dict[str, object]:
     hit = {
-        "repo_id": str(repository.pk), "repo_name": repository.name, "file_path": "src/parser.py",
-        "chunk_index": 0, "content": PARSER.split("\n\n\n", 1)[1], "language": "python",
-        "start_line": 4, "end_line": 7, "symbol": "parse_http_header",
-        "commit": repository.last_indexed_commit, "bm25_score": 3.25, "vector_score": 0.71,
-        "combined_score": 0.0492, "rerank_score": None,
-    }  # fmt: off
+        "repo_id": str(repository.pk),
+        "repo_name": repository.name,
+        "file_path": "src/parser.py",
+        "chunk_index": 0,
+        "content": PARSER.split("\n\n\n", 1)[1],
+        "language": "python",
+        "start_line": 4,
+        "end_line": 7,
+        "symbol": "parse_http_header",
+        "commit": repository.last_indexed_commit,
+        "bm25_score": 3.25,
+        "vector_score": 0.71,
+        "combined_score": 0.0492,
+        "rerank_score": None,
+    }
     response: dict[str, object] = {
         "results": [hit],
         "total_bm25_hits": 1,
