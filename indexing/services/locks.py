@@ -43,7 +43,10 @@ def client() -> redis.Redis:
 
 @contextlib.contextmanager
 def repository_lock(
-    repository_id: object, job_id: int, ttl_seconds: int = LOCK_TTL_SECS
+    repository_id: object,
+    job_id: int | str,
+    ttl_seconds: int = LOCK_TTL_SECS,
+    wait_seconds: float = 0.0,
 ) -> Iterator[None]:
     """Hold the repository's lock for the block; raise ``LockBusy`` if another job holds it.
 
@@ -54,11 +57,18 @@ def repository_lock(
     key = f"reposearch:lock:repository:{repository_id}"
     token = f"job:{job_id}"
     redis_client = client()
-    if not redis_client.set(key, token, nx=True, ex=ttl_seconds):
+    deadline = time.monotonic() + wait_seconds
+    while not redis_client.set(key, token, nx=True, ex=ttl_seconds):
         holder = redis_client.get(key)
-        if holder is None or (holder.decode() if isinstance(holder, bytes) else holder) != token:
+        if (
+            holder is not None
+            and (holder.decode() if isinstance(holder, bytes) else holder) == token
+        ):
+            redis_client.expire(key, ttl_seconds)
+            break
+        if time.monotonic() >= deadline:
             raise LockBusy(f"repository {repository_id} is being indexed by another run")
-        redis_client.expire(key, ttl_seconds)
+        time.sleep(0.2)
     stop = threading.Event()
 
     def keep_alive() -> None:

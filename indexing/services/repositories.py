@@ -8,17 +8,20 @@ import socket
 from functools import partial
 from pathlib import Path
 
+import redis
 from django.conf import settings
 from django.db import connection, transaction
 from rest_framework import status
 
 from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
+from indexing.services.locks import LockBusy, repository_lock
 from reposearch.api_errors import ApiError
 
 logger = logging.getLogger(__name__)
 
 BRANCH_MAX_LENGTH = 255
+DELETE_WAIT_SECS = 30.0
 
 
 def repository_dir(repository_id: object) -> Path:
@@ -171,6 +174,19 @@ def delete_repository(repository: Repository) -> None:
         IndexJob.objects.filter(pk=job.pk).update(
             state=JobState.CANCELLED, error="repository deleted"
         )
+    # A running stage sees the cancellation at its next heartbeat and lets go of the lock;
+    # waiting for that keeps its last writes from racing the deletes below.
+    try:
+        with repository_lock(repository_id, "delete", wait_seconds=DELETE_WAIT_SECS):
+            _delete_rows(repository)
+    except (LockBusy, redis.RedisError) as error:
+        logger.warning("repository=%s deleted without the lock: %s", repository_id, error)
+        _delete_rows(repository)
+    shutil.rmtree(repository_dir(repository_id), ignore_errors=True)
+    logger.info("repository=%s deleted", repository_id)
+
+
+def _delete_rows(repository: Repository) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         # Raw deletes: the ORM would load every chunk to cascade in Python.
         cursor.execute(
@@ -179,5 +195,3 @@ def delete_repository(repository: Repository) -> None:
         cursor.execute("DELETE FROM indexing_chunk WHERE repository_id = %s", [repository.pk])
         cursor.execute("DELETE FROM indexing_sourcefile WHERE repository_id = %s", [repository.pk])
         repository.delete()
-    shutil.rmtree(repository_dir(repository_id), ignore_errors=True)
-    logger.info("repository=%s deleted", repository_id)
