@@ -122,6 +122,10 @@ def run_corpus(requirement: str, embed: bool, workdir: Path, worker_pid: int) ->
             ):
                 searchable_at = time.monotonic() - started
                 if not embed:
+                    wait_until = time.monotonic() + 30
+                    while "storing" not in job.stage_timings and time.monotonic() < wait_until:
+                        time.sleep(0.1)
+                        job.refresh_from_db()
                     break
             if job.is_finished:
                 break
@@ -191,52 +195,65 @@ def main() -> None:
         ]
     )
 
+    if os.environ.get("REPOSEARCH_BENCH_CHILD"):
+        run_plan(plan)
+        return
+    # Settings are read once at import, so the measuring process starts after the services.
     from reposearch.embedded_stack import free_port, services
 
     with tempfile.TemporaryDirectory(prefix="reposearch-bench-") as tmp:
         workdir = Path(tmp)
         with services(workdir, free_port(), free_port()) as extra:
-            os.environ.update(extra)
-            os.environ.update(
+            env = dict(os.environ, **extra)
+            env.update(
                 {
+                    "REPOSEARCH_BENCH_CHILD": "1",
+                    "REPOSEARCH_BENCH_WORKDIR": str(workdir),
                     "DJANGO_SETTINGS_MODULE": "reposearch.settings.base",
                     "REPO_SEARCH_DATA_DIR": str(workdir / "data"),
                     "REPO_SEARCH_ALLOW_PRIVATE_HOSTS": "1",
                     "REPO_SEARCH_MAX_REPO_SIZE_MB": "2000",
                 }
             )
-            subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True)
-            worker = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "reposearch",
-                    "worker",
-                    "-Q",
-                    "git,index,embed,default",
-                    "--concurrency",
-                    "2",
-                    "--loglevel",
-                    "WARNING",
-                ],
-                cwd=ROOT,
-                start_new_session=True,
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
             )
-            try:
-                import django
+            subprocess.run([sys.executable, __file__, *sys.argv[1:]], cwd=ROOT, env=env, check=True)
 
-                django.setup()
-                from reposearch.celery import app
 
-                while not app.control.ping(timeout=1.0):
-                    time.sleep(0.5)
-                for requirement, embed in plan:
-                    run_corpus(requirement, embed, workdir, worker.pid)
-            finally:
-                worker.terminate()
-                worker.wait(30)
+def run_plan(plan: list[tuple[str, bool]]) -> None:
+    workdir = Path(os.environ["REPOSEARCH_BENCH_WORKDIR"])
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "reposearch",
+            "worker",
+            "-Q",
+            "git,index,embed,default",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        import django
+
+        django.setup()
+        from reposearch.celery import app
+
+        while not app.control.ping(timeout=1.0):
+            time.sleep(0.5)
+        for requirement, embed in plan:
+            run_corpus(requirement, embed, workdir, worker.pid)
+    finally:
+        worker.terminate()
+        worker.wait(30)
 
 
 if __name__ == "__main__":
