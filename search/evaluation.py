@@ -58,7 +58,7 @@ ABLATION: tuple[Configuration, ...] = (
         "+expansion",
         {"use_expansion": True, "include_tests": None, "include_docs": None},
         needs_chat=True,
-        llm_stage="expand",
+        llm_stage="expansion",
         description="hybrid+scope, 2 LLM phrasings",
     ),
     Configuration(
@@ -161,13 +161,26 @@ def _slots(result: Any) -> tuple[ResultSlot, ...]:
     )
 
 
+def required_stages(configuration: Configuration) -> list[str]:
+    """Trace stages that must run for the configuration's numbers to mean what its name says."""
+    stages = []
+    if configuration.overrides.get("use_bm25", True):
+        stages.append("fulltext")
+    if configuration.overrides.get("use_vector", True):
+        stages.append("vector")
+    if configuration.llm_stage:
+        stages.append(configuration.llm_stage)
+    return stages
+
+
 def _stage_problem(result: Any, stage_name: str) -> str | None:
-    """Why an LLM stage did not run for this query, or None when it ran."""
+    """Why a stage did not run for this query, or None when it ran."""
     stage = result.stage(stage_name) if hasattr(result, "stage") else None
     if stage is None:
         return f"no {stage_name!r} stage in the trace"
     if stage.status != "ran":
-        return f"{stage_name} {stage.status}: {stage.reason or 'no reason given'}"
+        reason = (stage.reason or "no reason given")[:200]
+        return f"{stage_name} {stage.status}: {reason}"
     return None
 
 
@@ -187,8 +200,8 @@ def run_configuration(
         result = search(request)
         elapsed_ms = (time.perf_counter() - started) * 1000
         report.outcomes.append(QueryOutcome(query, _slots(result)[:k], elapsed_ms))
-        if configuration.llm_stage:
-            problem = _stage_problem(result, configuration.llm_stage)
+        for stage_name in required_stages(configuration):
+            problem = _stage_problem(result, stage_name)
             if problem:
                 problems[problem] = problems.get(problem, 0) + 1
     report.metrics = compute_metrics(report.outcomes, k)
@@ -265,7 +278,7 @@ def format_report(report: AblationReport) -> str:
         f"| tests/docs share (all / code queries) | p50 ms | p95 ms |"
     )
     lines = [header, "|" + "---|" * 9]
-    notes = []
+    notes: list[str] = []
     for c in report.configurations:
         if c.metrics is None:
             lines.append(f"| {c.name} | skipped: {c.skipped} |" + " |" * 7)

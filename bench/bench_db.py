@@ -1,0 +1,129 @@
+"""The benchmarks' own PostgreSQL: a persistent cluster in ``bench/corpora/pg`` (git-ignored).
+
+Building a million-chunk corpus and its HNSW index takes a long while, so the cluster survives
+between runs; each benchmark script starts it (or reuses it when it is already running), points
+Django at it and runs the migrations. Settings differ from the embedded development stack on
+purpose and are printed by the scripts: shared_buffers 2 GB (the HNSW index of 1 M x 384
+vectors is ~2 GB; a search server would be given that memory).
+
+    from bench_db import bench_database
+    with bench_database() as url: ...     # Django is set up against it inside the block
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ROOT / "bench" / "corpora"
+PG_ROOT = CORPORA / "pg"
+DEFAULT_PORT = int(os.environ.get("BENCH_PG_PORT", "54391"))
+SERVER_SETTINGS = {
+    "shared_buffers": "2GB",
+    "effective_cache_size": "8GB",
+    "work_mem": "64MB",
+    "max_parallel_maintenance_workers": "1",
+    "random_page_cost": "1.1",
+}
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _configure_server(postgres) -> bool:  # type: ignore[no-untyped-def]
+    """Apply SERVER_SETTINGS with ALTER SYSTEM; True when a restart is needed."""
+    import psycopg
+
+    restart = False
+    with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
+        for name, value in SERVER_SETTINGS.items():
+            row = conn.execute(
+                "SELECT setting, unit, context FROM pg_settings WHERE name = %s", (name,)
+            ).fetchone()
+            current = conn.execute(f"SHOW {name}").fetchone()
+            if row is None or current is None or current[0].lower() == value.lower():
+                continue
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+            if row[2] == "postmaster":
+                restart = True
+        conn.execute("SELECT pg_reload_conf()")
+    return restart
+
+
+def start_postgres(port: int = DEFAULT_PORT):  # type: ignore[no-untyped-def]
+    """Start (or reuse) the persistent cluster, tuned with SERVER_SETTINGS."""
+    from reposearch.embedded_stack import EmbeddedPostgres
+
+    class PersistentPostgres(EmbeddedPostgres):
+        def _prepare_user(self) -> None:
+            super()._prepare_user()
+            # As root, the parent class opens the data directory to group/others so the
+            # unprivileged server user can reach it; an existing cluster then refuses to
+            # start ("invalid permissions"). The directory itself must stay 0700.
+            self.pgdata.chmod(0o700)
+
+    PG_ROOT.mkdir(parents=True, exist_ok=True)
+    postgres = PersistentPostgres(PG_ROOT, port)
+    postgres.start()
+    if _configure_server(postgres):
+        postgres.stop()
+        postgres.start()
+    return postgres
+
+
+def set_environment(port: int, redis_port: int | None = None) -> None:
+    """Must run before anything imports ``reposearch``: its package import loads the settings."""
+    os.environ["DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:{port}/reposearch"
+    if redis_port:
+        os.environ["REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
+    os.environ.setdefault("REPO_SEARCH_DATA_DIR", str(CORPORA / "data"))
+    os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def setup_django() -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+@contextlib.contextmanager
+def bench_database(
+    port: int = DEFAULT_PORT, *, keep_running: bool = False, with_redis: bool = False
+) -> Iterator[str]:
+    """The persistent cluster with Django set up on it (and a throwaway Redis when asked)."""
+    redis_port = _free_port() if with_redis else None
+    set_environment(port, redis_port)
+    postgres = start_postgres(port)
+    redis = None
+    try:
+        if redis_port:
+            from reposearch.embedded_stack import EmbeddedRedis
+
+            redis = EmbeddedRedis(CORPORA / "redis", redis_port)
+            redis.start()
+        setup_django()
+        yield postgres.url()
+    finally:
+        if redis is not None:
+            redis.stop()
+        if not keep_running:
+            from django.db import connections
+
+            connections.close_all()
+            postgres.stop()

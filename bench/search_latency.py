@@ -1,0 +1,287 @@
+"""Search latency (p50 / p95, no LLM stages) on the 1 M-chunk corpus and on a real repository.
+
+    .venv/bin/python bench/build_synthetic_corpus.py        # once: >= 1,000,000 chunks (long)
+    .venv/bin/python bench/search_latency.py [--repeats 3] [--corpus synthetic,flask]
+        [--json bench/results/latency.json] [--plans bench/results/latency-plans.txt]
+
+Runs ``SearchExecutor`` -- the code the API runs -- in three modes: full-text only, vector only
+and hybrid (full-text + vector + fusion), default scope (tests and docs left out unless the
+query asks), limit 10; plus hybrid restricted to one repository. The query list mixes exact
+identifiers, questions in prose, and queries made of common words (the expensive case for
+full-text ranking). Every query runs once to warm up, then ``--repeats`` times; percentiles
+are over all timed runs. The query embedding is timed separately (it is inside the vector
+stage). The real repository is the evaluation corpus (flask 3.0.3, fetched and indexed
+in-process on first use) searched with its repository filter, in the same database.
+
+Plans: each SQL statement a search issues is captured and re-run under ``EXPLAIN (ANALYZE,
+BUFFERS)`` with the same transaction-local settings; the verdict says whether any plan holds
+a sequential scan of the chunk or vector tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_db import CORPORA, ROOT, SERVER_SETTINGS, bench_database
+
+QUERIES = {
+    "identifier": [
+        "get_object_or_404",
+        "QuerySet.select_related",
+        "HttpResponseRedirect",
+        "csrf_exempt",
+        "MigrationAutodetector",
+        "parseHttpHeader",
+        "send_mail",
+        "make_password",
+    ],
+    "prose": [
+        "where is the database connection configured",
+        "how are migrations applied to the database",
+        "validate an email address in a form",
+        "how does the template engine render a variable",
+        "hash a password with a salt",
+        "cache middleware timeout",
+        "limit the size of an uploaded file",
+        "convert datetimes between time zones",
+        "resolve a url path to a view",
+        "sql compiler for joins",
+    ],
+    "common words": [
+        "self return value",
+        "get the data from the list",
+        "if not none return",
+        "def init self",
+        "for item in items",
+        "return self",
+        "the",
+        "import error",
+    ],
+}
+MODES = {
+    "fulltext": {"use_vector": False},
+    "vector": {"use_bm25": False},
+    "hybrid": {},
+}
+SEQ_SCAN = re.compile(r"Seq Scan on (indexing_chunk|indexing_chunkembedding)\b")
+
+
+class TimedEmbedder:
+    """Wraps the model layer's embedder to time each query embedding."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.space_key = inner.space_key
+        self.last_ms = 0.0
+
+    def embed(self, texts: list[str], **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        vectors = self.inner.embed(texts, **kwargs)
+        self.last_ms = (time.perf_counter() - started) * 1000
+        return vectors
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    from search.evaluation_metrics import percentile
+
+    return {
+        "p50": round(percentile(values, 50), 1),
+        "p95": round(percentile(values, 95), 1),
+        "max": round(max(values), 1) if values else 0.0,
+        "runs": len(values),
+    }
+
+
+def ensure_flask_repository() -> Any:
+    """The evaluation corpus, indexed and embedded in-process (no worker needed)."""
+    import subprocess
+    import sys
+
+    from indexing.models import IndexJob, Repository
+    from indexing.services import pipeline
+    from indexing.services.repositories import add_repository
+
+    path = CORPORA / "flask-3.0.3"
+    if not (path / ".git").exists():
+        subprocess.run([sys.executable, str(ROOT / "bench/eval/fetch_corpus.py")], check=True)
+    repository = Repository.objects.filter(url=str(path)).first()
+    if repository is not None and repository.active_generation and repository.embedded_count:
+        return repository
+    if repository is None:
+        add_repository(str(path))
+        repository = Repository.objects.get(url=str(path))
+    job = IndexJob.objects.filter(repository=repository).order_by("-created_at").first()
+    if job is None or job.is_finished:
+        job = IndexJob.objects.create(repository=repository)
+    print(f"indexing {path} in-process (job {job.pk}) ...", flush=True)
+    if pipeline.run_fetch(job.pk) and pipeline.run_index(job.pk):
+        pipeline.run_embed(job.pk)
+    repository.refresh_from_db()
+    return repository
+
+
+def capture_statements(run: Any) -> list[tuple[str, Any]]:
+    from django.db import connection
+
+    captured: list[tuple[str, Any]] = []
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        run()
+    return captured
+
+
+def explain(statements: list[tuple[str, Any]]) -> list[str]:
+    """EXPLAIN ANALYZE of each SELECT, replaying transaction-local settings first."""
+    from django.db import connection, transaction
+
+    plans = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql, params in statements:
+            head = sql.lstrip().upper()
+            if "SET_CONFIG" in head or head.startswith("SET "):
+                cursor.execute(sql, params)
+            elif head.startswith(("SELECT", "WITH")):
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                plans.append(f"-- {sql.strip()[:4000]}\n-- params: {str(params)[:300]}\n{plan}\n")
+        transaction.set_rollback(True)
+    return plans
+
+
+def measure(
+    executor: Any, embedder: TimedEmbedder, repo_ids: list[Any] | None, repeats: int
+) -> dict[str, Any]:
+    from search.pipeline import SearchRequest
+
+    results: dict[str, Any] = {}
+    for mode, overrides in MODES.items():
+        per_group: dict[str, list[float]] = {}
+        embed_ms: list[float] = []
+        stage_ms: dict[str, list[float]] = {}
+        for group, queries in QUERIES.items():
+            for query in queries:
+                request = SearchRequest(query=query, limit=10, repo_ids=repo_ids, **overrides)
+                executor.run(request)  # warm-up
+                for _ in range(repeats):
+                    embedder.last_ms = 0.0
+                    started = time.perf_counter()
+                    result = executor.run(request)
+                    per_group.setdefault(group, []).append((time.perf_counter() - started) * 1000)
+                    if embedder.last_ms:
+                        embed_ms.append(embedder.last_ms)
+                    for stage in result.trace:
+                        if stage.status == "ran":
+                            stage_ms.setdefault(stage.name, []).append(stage.ms)
+        all_runs = [value for values in per_group.values() for value in values]
+        results[mode] = {
+            "all": percentiles(all_runs),
+            **{group: percentiles(values) for group, values in per_group.items()},
+            "query_embedding_ms_p50": round(statistics.median(embed_ms), 1) if embed_ms else 0,
+            "stage_ms_p50": {k: round(statistics.median(v), 1) for k, v in stage_ms.items()},
+        }
+        groups = "  ".join(
+            f"{g}: {results[mode][g]['p50']}/{results[mode][g]['p95']}" for g in QUERIES
+        )
+        print(
+            f"  {mode:9s} p50 {results[mode]['all']['p50']:7.1f} ms"
+            f"  p95 {results[mode]['all']['p95']:7.1f} ms  {groups}"
+            f"  stages p50 {results[mode]['stage_ms_p50']}",
+            flush=True,
+        )
+    return results
+
+
+def plans_for(executor: Any, repo_ids: list[Any] | None) -> tuple[list[str], list[str]]:
+    from search.pipeline import SearchRequest
+
+    plans: list[str] = []
+    offenders: list[str] = []
+    for query in ("get_object_or_404", "self return value", "the", "how are migrations applied"):
+        for mode, overrides in MODES.items():
+            request = SearchRequest(query=query, limit=10, repo_ids=repo_ids, **overrides)
+            statements = capture_statements(lambda request=request: executor.run(request))
+            for plan in explain(statements):
+                plans.append(f"=== {mode} {query!r}\n{plan}")
+                found = SEQ_SCAN.search(plan)
+                if found:
+                    offenders.append(f"{mode} {query!r}: {found.group(0)}")
+    return plans, offenders
+
+
+def run_corpus(name: str, repo_ids: list[Any] | None, args: argparse.Namespace) -> dict[str, Any]:
+    from llm import get_embedder
+    from search.pipeline import SearchExecutor
+
+    embedder = TimedEmbedder(get_embedder())
+    executor = SearchExecutor(embedder=embedder)
+    count = sum(len(q) for q in QUERIES.values())
+    print(f"{name}: {count} queries x {args.repeats} runs", flush=True)
+    results = measure(executor, embedder, repo_ids, args.repeats)
+    plans, offenders = plans_for(executor, repo_ids)
+    results["plans"] = {"statements": len(plans), "seq_scans_of_chunk_tables": offenders}
+    with open(args.plans, "a", encoding="utf-8") as out:
+        out.write(f"##### {name}\n\n" + "\n".join(plans) + "\n")
+    verdict = "none" if not offenders else "; ".join(offenders)
+    print(f"  plans: {len(plans)} statements; sequential scans of chunk tables: {verdict}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--corpus", default="synthetic,flask")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench/results/latency.json")
+    parser.add_argument("--plans", type=Path, default=ROOT / "bench/results/latency-plans.txt")
+    args = parser.parse_args(argv)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.plans.write_text("")
+    report: dict[str, Any] = {"server_settings": SERVER_SETTINGS}
+    wanted = {name.strip() for name in args.corpus.split(",")}
+    with bench_database(with_redis="flask" in wanted):
+        from django.db import connection
+
+        from indexing.models import Chunk, Repository
+
+        manifest = CORPORA / "synthetic.json"
+        if "synthetic" in wanted:
+            if not manifest.exists():
+                raise SystemExit("no synthetic corpus: run bench/build_synthetic_corpus.py first")
+            report["synthetic_manifest"] = json.loads(manifest.read_text())
+            total = Chunk.objects.count()
+            print(f"database: {total} chunks in {Repository.objects.count()} repositories")
+            report["synthetic"] = run_corpus(
+                f"synthetic ({total} chunks, all repositories)", None, args
+            )
+            one = Repository.objects.filter(name="synthetic-001").first()
+            if one is not None:
+                report["synthetic_one_repo"] = run_corpus(
+                    f"synthetic, one repository ({one.chunk_count} chunks)", [one.pk], args
+                )
+        if "flask" in wanted:
+            flask = ensure_flask_repository()
+            report["flask"] = run_corpus(
+                f"flask 3.0.3 ({flask.chunk_count} chunks, repository filter)", [flask.pk], args
+            )
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
+            report["database_size"] = cursor.fetchone()[0]
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.json} and {args.plans}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,223 @@
+"""``manage.py eval`` end to end: a tiny repository indexed for real, then the ablation."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from indexing.models import IndexJob, Repository
+from indexing.services import pipeline
+from tests.indexing.git_server import commit_files, init_bare_repo
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+RETRY = '''"""Retrying flaky calls."""
+
+import time
+
+
+def retry_with_backoff(call, attempts=5, base_delay=0.1):
+    """Call ``call`` until it succeeds, sleeping longer after each failure."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except ConnectionError:
+            time.sleep(base_delay * 2**attempt)
+    return call()
+'''
+
+SETTINGS = '''"""Application settings."""
+
+import os
+
+
+class Settings:
+    """Values read once at start-up."""
+
+    def __init__(self, database_url, pool_size):
+        self.database_url = database_url
+        self.pool_size = pool_size
+
+
+def load_settings_from_environment():
+    """Read the database URL and the connection pool size from environment variables."""
+    return Settings(os.environ["DATABASE_URL"], int(os.environ.get("POOL_SIZE", "5")))
+'''
+
+TEST_RETRY = """from app.retry import retry_with_backoff
+
+
+def test_retry_with_backoff_gives_up():
+    calls = []
+    retry_with_backoff(lambda: calls.append(1), attempts=2)
+    assert calls
+"""
+
+GUIDE = "# Guide\n\nInstall the app, then set DATABASE_URL and POOL_SIZE.\n"
+
+QUERIES = {
+    "corpus": {"package": "tiny"},
+    "queries": [
+        {
+            "id": "ident",
+            "query": "retry_with_backoff",
+            "kind": "identifier",
+            "expected": [
+                {
+                    "path": "src/app/retry.py",
+                    "start_line": 6,
+                    "end_line": 13,
+                    "symbol": "retry_with_backoff",
+                }
+            ],
+        },
+        {
+            "id": "how",
+            "query": "where is the connection pool size read from the environment",
+            "kind": "how",
+            "expected": [
+                {
+                    "path": "src/app/settings.py",
+                    "start_line": 15,
+                    "end_line": 17,
+                    "symbol": "load_settings_from_environment",
+                }
+            ],
+        },
+        {
+            "id": "tests",
+            "query": "tests for retry with backoff",
+            "kind": "tests",
+            "expected": [
+                {
+                    "path": "tests/test_retry.py",
+                    "start_line": 4,
+                    "end_line": 7,
+                    "symbol": "test_retry_with_backoff_gives_up",
+                }
+            ],
+        },
+    ],
+}
+
+
+@pytest.fixture
+def indexed_repository(tmp_path: Path, settings) -> Repository:
+    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+    bare = tmp_path / "tiny.git"
+    repo = init_bare_repo(str(bare))
+    commit_files(
+        repo,
+        {
+            "src/app/retry.py": RETRY,
+            "src/app/settings.py": SETTINGS,
+            "tests/test_retry.py": TEST_RETRY,
+            "docs/guide.md": GUIDE,
+        },
+    )
+    repository = Repository.objects.create(url=str(bare), name="tiny", branch="main")
+    job = IndexJob.objects.create(repository=repository)
+    assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
+    assert pipeline.run_index(job.pk), IndexJob.objects.get(pk=job.pk).error
+    pipeline.run_embed(job.pk)
+    repository.refresh_from_db()
+    assert repository.chunk_count > 0 and repository.embedded_count == repository.chunk_count
+    return repository
+
+
+def _queries_file(tmp_path: Path) -> Path:
+    path = tmp_path / "queries.json"
+    path.write_text(json.dumps(QUERIES))
+    return path
+
+
+def test_eval_prints_and_writes_the_ablation(
+    indexed_repository: Repository, tmp_path: Path
+) -> None:
+    out, err = StringIO(), StringIO()
+    report_path = tmp_path / "report.json"
+    call_command(
+        "eval",
+        "--repo",
+        str(indexed_repository.pk),
+        "--queries",
+        str(_queries_file(tmp_path)),
+        "--k",
+        "3",
+        "--json",
+        str(report_path),
+        stdout=out,
+        stderr=err,
+    )
+    text = out.getvalue()
+    for name in ("fulltext", "vector", "hybrid", "hybrid+scope"):
+        assert f"| {name} |" in text
+    assert "+expansion | skipped: --with-llm not given" in text
+    report = json.loads(report_path.read_text())
+    assert report["k"] == 3 and report["queries"] == 3
+    configs = {c["name"]: c for c in report["configurations"]}
+    assert configs["+rerank"]["skipped"] == "--with-llm not given"
+    # Every configuration that ran found the identifier's definition in its top 3.
+    for config in configs.values():
+        if config["metrics"]:
+            assert config["warnings"] == [], config["name"]
+            ident = next(q for q in config["queries"] if q["id"] == "ident")
+            assert any(r.startswith("src/app/retry.py:6-13") for r in ident["results"]), config
+    # With scope, the definition ranks first (the test that calls it three times is out).
+    ident = next(q for q in configs["hybrid+scope"]["queries"] if q["id"] == "ident")
+    assert ident["results"][0] == "src/app/retry.py:6-13 retry_with_backoff"
+    # Without scope the test file shows up for code queries; with scope it is left out,
+    # and it still comes back for the query about tests.
+    scoped = configs["hybrid+scope"]
+    assert scoped["metrics"]["test_doc_share_code_queries"] == 0.0
+    tests_query = next(q for q in scoped["queries"] if q["id"] == "tests")
+    assert any(r.startswith("tests/test_retry.py:") for r in tests_query["results"])
+    assert configs["hybrid"]["metrics"]["test_doc_share_code_queries"] > 0.0
+    for config in configs.values():
+        if config["metrics"]:
+            assert config["metrics"]["p50_ms"] > 0
+            assert 0.0 <= config["metrics"]["mrr"] <= 1.0
+
+
+def test_llm_configurations_say_why_their_stage_did_not_run(
+    indexed_repository: Repository, tmp_path: Path, settings
+) -> None:
+    settings.LLM_BASE_URL = "http://127.0.0.1:9"  # nothing listens: the chat model is down
+    out = StringIO()
+    call_command(
+        "eval",
+        "--repo",
+        "tiny",
+        "--queries",
+        str(_queries_file(tmp_path)),
+        "--k",
+        "3",
+        "--with-llm",
+        "--configs",
+        "hybrid+scope,+expansion",
+        stdout=out,
+        stderr=StringIO(),
+    )
+    text = out.getvalue()
+    # A chat model is configured but unreachable: the row is there, flagged, not passed off
+    # as expansion numbers.
+    assert "| +expansion |" in text
+    assert "- +expansion: 3/3 queries: expansion " in text
+
+
+def test_bad_arguments_are_clear_errors(indexed_repository: Repository, tmp_path: Path) -> None:
+    queries = _queries_file(tmp_path)
+    with pytest.raises(CommandError, match="no repository"):
+        call_command("eval", "--repo", "nope", "--queries", str(queries))
+    with pytest.raises(CommandError, match="unknown configuration"):
+        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--configs", "magic")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"queries": [{"query": "x", "expected": []}]}')
+    with pytest.raises(CommandError, match="expected"):
+        call_command("eval", "--repo", "tiny", "--queries", str(broken))
+    with pytest.raises(CommandError, match="--k"):
+        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--k", "0")
