@@ -40,6 +40,7 @@ K1 = 1.2
 B = 0.75
 FIELD_WEIGHTS = {"A": 3.0, "B": 1.5, "C": 1.0, "D": 1.0}  # symbol, path, (unused), body
 COMMON_SHARE = 0.25  # a word in more than this share of chunks is not "informative"
+MAX_SCORED_TERMS = 12
 
 
 @dataclass
@@ -62,10 +63,17 @@ def _weights() -> tuple[list[float], float]:
 def _plan_candidates(
     parsed: ParsedQuery, stats: CorpusStats, cap: int
 ) -> tuple[list[str], list[str], list[str]]:
-    """(terms that occur, informative words for the all-terms tier, rare terms tier)."""
+    """(terms scored, informative words for the all-terms tier, rare terms tier)."""
     present = [t for t in parsed.terms if stats.df.get(t, 0) > 0]
     words = [w for w in parsed.words if stats.df.get(w, 0) > 0]
     informative = [w for w in words if stats.df[w] <= COMMON_SHARE * stats.documents] or words
+    # Scoring costs one ts_rank_cd call per term and candidate: words in more than a quarter
+    # of the chunks add little (idf < 1.3) and are left out unless nothing else is left.
+    scored = sorted(
+        (t for t in present if stats.df[t] <= COMMON_SHARE * stats.documents),
+        key=lambda t: (stats.df[t], t),
+    )[:MAX_SCORED_TERMS]
+    present = scored or present[:MAX_SCORED_TERMS]
     rare: list[str] = []
     total = 0
     for term in sorted(present, key=lambda t: (stats.df[t], t)):

@@ -155,17 +155,24 @@ class SearchExecutor:
     def run(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
         trace: list[StageTrace] = []
-        with _stage(trace, "scope") as stage:
-            scope = resolve_scope(request)
-            scope_filter = build_scope_filter(scope, scope_repositories(request.repo_ids))
-            stage.set(
-                "ran",
-                repositories=len(scope_filter.repositories),
-                include_tests=scope.include_tests,
-                tests=scope.tests_reason,
-                include_docs=scope.include_docs,
-                docs=scope.docs_reason,
+        # Bad input (unknown repositories, unusable globs) raises: it is the caller's error.
+        scope_started = time.perf_counter()
+        scope = resolve_scope(request)
+        scope_filter = build_scope_filter(scope, scope_repositories(request.repo_ids))
+        trace.append(
+            StageTrace(
+                name="scope",
+                status="ran",
+                ms=round((time.perf_counter() - scope_started) * 1000, 1),
+                detail={
+                    "repositories": len(scope_filter.repositories),
+                    "include_tests": scope.include_tests,
+                    "tests": scope.tests_reason,
+                    "include_docs": scope.include_docs,
+                    "docs": scope.docs_reason,
+                },
             )
+        )
         queries = self._expand(request, trace)
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}

@@ -29,7 +29,7 @@ class SearchRequest:
     # Retrieval
     fulltext_ranking: FulltextRanking = "bm25"
     list_depth: int = 50  # results taken from each ranked list
-    fulltext_candidates: int = 2000  # rows ranked per full-text query at most
+    fulltext_candidates: int = 1000  # rows ranked per full-text query at most
     all_terms_boost: float = 0.25  # BM25 x (1 + boost) when every query word matches
     exact_scan_max_rows: int = 30_000  # vector: exact scan when the filtered set is this small
     hnsw_ef_search: int = 100

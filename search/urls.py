@@ -1,7 +1,11 @@
-"""URL routes of the search app."""
+"""URL routes of the search app (mounted under ``api/``)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from search.views import SearchView
+
+urlpatterns = [
+    path("search", SearchView.as_view(), name="search"),
+]

@@ -109,10 +109,11 @@ def _run(
     ef_search: int,
     timeout_ms: int,
 ) -> list[tuple[int, float]]:
-    params: list[Any] = [literal, literal, space.pk]
+    # Placeholders in text order: SELECT distance, WHERE ..., ORDER BY distance, LIMIT.
+    params: list[Any] = [literal, space.pk]
     if strategy == "exact":
         params.append(scope.repository_ids)
-    params += [scope.repository_ids, *scope.params, limit]
+    params += [scope.repository_ids, *scope.params, literal, limit]
     settings: dict[str, str | int] = {}
     if strategy == "hnsw":
         settings = {

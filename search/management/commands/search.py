@@ -1,0 +1,97 @@
+"""``manage.py search "query" [--repo ID] [--limit N] [--json]``: search from a terminal.
+
+Prints ``repo:path:start-end  symbol`` then the first lines of each snippet; ``--json`` prints
+the same document as ``POST /api/search`` for scripts. The trace goes to stderr unless --quiet.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from search.pipeline import SearchExecutor, SearchRequest
+from search.scope import InvalidGlob, UnknownRepositories
+from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
+
+SNIPPET_LINES = 6
+
+
+class Command(BaseCommand):
+    help = "Search the indexed repositories (hybrid full-text + vector search)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("query")
+        parser.add_argument("--repo", action="append", default=[], help="Repository id (repeat).")
+        parser.add_argument("--limit", type=int, default=10)
+        parser.add_argument("--language", action="append", default=[])
+        parser.add_argument("--path", action="append", default=[], help="Path glob (repeat).")
+        parser.add_argument("--tests", choices=["auto", "yes", "no"], default="auto")
+        parser.add_argument("--docs", choices=["auto", "yes", "no"], default="auto")
+        parser.add_argument("--no-bm25", action="store_true")
+        parser.add_argument("--no-vector", action="store_true")
+        parser.add_argument("--rerank", action="store_true")
+        parser.add_argument("--expand", action="store_true")
+        parser.add_argument("--json", action="store_true", help="Print the API's JSON document.")
+        parser.add_argument("--quiet", action="store_true", help="No trace on stderr.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        query = options["query"].strip()
+        if not query:
+            raise CommandError("the query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise CommandError(f"the query is over {MAX_QUERY_CHARS} characters")
+        if not 1 <= options["limit"] <= MAX_LIMIT:
+            raise CommandError(f"--limit must be between 1 and {MAX_LIMIT}")
+        try:
+            repo_ids = [uuid.UUID(value) for value in options["repo"]]
+        except ValueError as exc:
+            raise CommandError(f"--repo: not a repository id ({exc})") from None
+        tristate = {"auto": None, "yes": True, "no": False}
+        request = SearchRequest(
+            query=query,
+            limit=options["limit"],
+            use_bm25=not options["no_bm25"],
+            use_vector=not options["no_vector"],
+            use_rerank=options["rerank"],
+            use_expansion=options["expand"],
+            repo_ids=repo_ids or None,
+            languages=options["language"] or None,
+            path_globs=options["path"] or None,
+            include_tests=tristate[options["tests"]],
+            include_docs=tristate[options["docs"]],
+        )
+        try:
+            result = SearchExecutor().run(request)
+        except (UnknownRepositories, InvalidGlob) as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            body = {
+                "query": query,
+                "queries": result.queries,
+                "results": result.hits,
+                "total_bm25_hits": result.total_bm25_hits,
+                "total_vector_hits": result.total_vector_hits,
+                "scope": result.scope,
+                "trace": result.trace,
+                "ms": result.ms,
+            }
+            self.stdout.write(json.dumps(SearchResponseSerializer(body).data, indent=2))
+            return
+        if not options["quiet"]:
+            for stage in result.trace:
+                why = f" ({stage.reason})" if stage.reason else ""
+                self.stderr.write(f"# {stage.name}: {stage.status}{why} {stage.ms:.0f} ms")
+        if not result.hits:
+            self.stdout.write("no results")
+        for hit in result.hits:
+            location = f"{hit.repo_name}:{hit.file_path}:{hit.start_line}-{hit.end_line}"
+            self.stdout.write(f"{location}  {hit.symbol}".rstrip())
+            lines = hit.content.splitlines()
+            for line in lines[:SNIPPET_LINES]:
+                self.stdout.write(f"    {line}")
+            if len(lines) > SNIPPET_LINES:
+                self.stdout.write(f"    ... ({len(lines) - SNIPPET_LINES} more lines)")
+            self.stdout.write("")

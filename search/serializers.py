@@ -1,0 +1,146 @@
+"""Request and response shapes of ``POST /api/search``.
+
+Types are strict, as a JSON API's should be: ``"limit": "10"``, ``"use_bm25": "yes"`` or
+``"repo_ids": "abc"`` are 400s, not guesses. Unknown fields are 400s too (a misspelt
+``include_test`` must not silently do nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+MAX_QUERY_CHARS = 1000
+MAX_LIMIT = 100
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "A whole number is required."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class SearchRequestSerializer(serializers.Serializer):
+    query = StrictCharField(
+        trim_whitespace=False,
+        help_text=f"What to look for (1..{MAX_QUERY_CHARS} characters); "
+        '"quoted text" must appear as a phrase.',
+    )
+    limit = StrictIntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
+    use_bm25 = StrictBooleanField(default=True, help_text="Full-text (BM25) retrieval.")
+    use_vector = StrictBooleanField(default=True, help_text="Embedding retrieval.")
+    use_rerank = StrictBooleanField(default=False, help_text="LLM re-ranking of the top 30.")
+    use_expansion = StrictBooleanField(default=False, help_text="LLM query expansion.")
+    repo_ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text="Only these repositories (unknown ids are a 404).",
+    )
+    languages = serializers.ListField(
+        child=StrictCharField(max_length=32), required=False, allow_null=True, max_length=20
+    )
+    paths = serializers.ListField(
+        child=StrictCharField(max_length=300),
+        required=False,
+        allow_null=True,
+        max_length=20,
+        help_text='fnmatch-style path globs, e.g. "src/**/*.py", "*.go", "docs/".',
+    )
+    include_tests = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="null: automatic (included when the query is about tests).",
+    )
+    include_docs = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="null: automatic (included when the query is about docs).",
+    )
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("must not be empty or only whitespace")
+        return value.strip()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = (
+            set(self.initial_data) - set(self.fields)
+            if isinstance(self.initial_data, dict)
+            else set()
+        )
+        if unknown:
+            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+        return attrs
+
+
+class SearchHitSerializer(serializers.Serializer):
+    repo_id = serializers.UUIDField()
+    repo_name = serializers.CharField()
+    file_path = serializers.CharField()
+    chunk_index = serializers.IntegerField()
+    content = serializers.CharField()
+    language = serializers.CharField()
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    symbol = serializers.CharField()
+    kind = serializers.CharField()
+    commit = serializers.CharField()
+    is_test = serializers.BooleanField()
+    is_doc = serializers.BooleanField()
+    bm25_score = serializers.FloatField(allow_null=True)
+    vector_score = serializers.FloatField(allow_null=True)
+    combined_score = serializers.FloatField()
+    rerank_score = serializers.FloatField(allow_null=True)
+
+
+class StageTraceSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["ran", "skipped", "failed"])
+    reason = serializers.CharField()
+    ms = serializers.FloatField()
+    detail = serializers.DictField()
+
+
+class ScopeSerializer(serializers.Serializer):
+    repo_ids = serializers.ListField(child=serializers.UUIDField(), allow_null=True)
+    languages = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    path_globs = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    include_tests = serializers.BooleanField()
+    include_docs = serializers.BooleanField()
+    tests_reason = serializers.CharField()
+    docs_reason = serializers.CharField()
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    queries = serializers.ListField(
+        child=serializers.CharField(), help_text="The query, then the expansions used."
+    )
+    results = SearchHitSerializer(many=True)
+    total_bm25_hits = serializers.IntegerField()
+    total_vector_hits = serializers.IntegerField()
+    scope = ScopeSerializer()
+    trace = StageTraceSerializer(many=True)
+    ms = serializers.FloatField()

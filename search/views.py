@@ -1,0 +1,87 @@
+"""``POST /api/search``: serializer -> ``SearchExecutor`` -> serializer.
+
+Errors: 400 for invalid input (empty query, bad types, limit outside 1..100, unknown fields,
+malformed JSON, bad path globs), 413 for a query over 1,000 characters, 404 for repository ids
+that do not exist (the message names them). A model that is down, slow or answers garbage is
+never an error: the search answers without that stage and the trace says why.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reposearch.api_errors import ApiError
+from search.pipeline import SearchExecutor, SearchRequest
+from search.scope import InvalidGlob, UnknownRepositories
+from search.serializers import (
+    MAX_QUERY_CHARS,
+    SearchRequestSerializer,
+    SearchResponseSerializer,
+)
+
+ERROR = OpenApiResponse(description='{"error": {"code", "message", "details"}}')
+
+
+class SearchView(APIView):
+    """Hybrid code search: full-text + vector retrieval, fusion, optional expansion and rerank."""
+
+    @extend_schema(
+        operation_id="search",
+        request=SearchRequestSerializer,
+        responses={
+            200: SearchResponseSerializer,
+            400: ERROR,
+            404: OpenApiResponse(description="Unknown repository id(s)."),
+            413: OpenApiResponse(description=f"Query over {MAX_QUERY_CHARS} characters."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        query = request.data.get("query") if isinstance(request.data, dict) else None
+        if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+            raise ApiError(
+                f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}",
+                code="query_too_long",
+                status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        serializer = SearchRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        search_request = SearchRequest(
+            query=data["query"],
+            limit=data["limit"],
+            use_bm25=data["use_bm25"],
+            use_vector=data["use_vector"],
+            use_rerank=data["use_rerank"],
+            use_expansion=data["use_expansion"],
+            repo_ids=data.get("repo_ids") or None,
+            languages=data.get("languages") or None,
+            path_globs=data.get("paths") or None,
+            include_tests=data.get("include_tests"),
+            include_docs=data.get("include_docs"),
+        )
+        try:
+            result = SearchExecutor().run(search_request)
+        except UnknownRepositories as exc:
+            raise ApiError(
+                str(exc),
+                code="unknown_repository",
+                status_code=status.HTTP_404_NOT_FOUND,
+                details={"repo_ids": [str(i) for i in exc.ids]},
+            ) from None
+        except InvalidGlob as exc:
+            raise ApiError(f"paths: {exc}", code="invalid") from None
+        body = {
+            "query": search_request.query,
+            "queries": result.queries,
+            "results": result.hits,
+            "total_bm25_hits": result.total_bm25_hits,
+            "total_vector_hits": result.total_vector_hits,
+            "scope": result.scope,
+            "trace": result.trace,
+            "ms": result.ms,
+        }
+        return Response(SearchResponseSerializer(body).data)
