@@ -164,6 +164,9 @@ class Chunk(models.Model):
     start_line = models.PositiveIntegerField()
     end_line = models.PositiveIntegerField()
     symbol = models.CharField(max_length=512, blank=True)
+    symbol_name = models.CharField(
+        max_length=256, blank=True, help_text="Last part of the symbol (Class.method -> method)."
+    )
     kind = models.CharField(max_length=32, blank=True)
     language = models.CharField(max_length=32, blank=True)
     path = models.CharField(max_length=1024, help_text="Copy of the file path for ranking.")
@@ -182,6 +185,8 @@ class Chunk(models.Model):
             models.Index(fields=["repository", "generation"], name="chunk_repo_gen"),
             models.Index(fields=["content_hash"], name="chunk_content_hash"),
             models.Index(fields=["repository", "symbol"], name="chunk_repo_symbol"),
+            models.Index(fields=["repository", "symbol_name"], name="chunk_repo_symbol_name"),
+            GinIndex(fields=["calls"], name="chunk_calls_gin"),
         ]
         constraints = [
             models.CheckConstraint(

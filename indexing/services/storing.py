@@ -23,10 +23,10 @@ INSERT_BATCH = 500
 
 _INSERT_CHUNK = """
 INSERT INTO indexing_chunk (
-    repository_id, file_id, generation, "index", start_line, end_line, symbol, kind, language,
-    path, is_test, is_doc, content, content_hash, calls, token_count, search_vector
+    repository_id, file_id, generation, "index", start_line, end_line, symbol, symbol_name, kind,
+    language, path, is_test, is_doc, content, content_hash, calls, token_count, search_vector
 ) VALUES (
-    %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+    %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
     setweight(to_tsvector('simple', %s), 'A')
     || setweight(to_tsvector('simple', %s), 'B')
     || setweight(to_tsvector('simple', %s), 'D')
@@ -66,6 +66,11 @@ class FileToStore:
     chunks: Sequence[StoredChunk]
 
 
+def symbol_name(symbol: str) -> str:
+    """The name a call site would use: ``Class.method`` -> ``method``."""
+    return symbol.rsplit(".", 1)[-1][:256] if symbol else ""
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -91,7 +96,8 @@ def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStor
                 body = searchable_text(chunk.content)
                 rows.append(
                     (repository_id, file_id, generation, chunk.index, chunk.start_line,
-                     chunk.end_line, chunk.symbol, chunk.kind, stored.language, stored.path,
+                     chunk.end_line, chunk.symbol, symbol_name(chunk.symbol), chunk.kind,
+                     stored.language, stored.path,
                      stored.is_test, stored.is_doc, chunk.content, content_hash(chunk.content),
                      json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
                      searchable_text(chunk.symbol), path_text, body)

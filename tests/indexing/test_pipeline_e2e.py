@@ -130,6 +130,9 @@ def test_a_repository_is_cloned_indexed_and_searchable(celery_worker_process, se
         assert chunk.content == blob_lines(repository, chunk), chunk
     symbols = set(chunks.values_list("symbol", flat=True))
     assert {"parse_http_header", "HeaderCache", "HeaderCache.lookup"} <= symbols
+    lookup = chunks.get(symbol="HeaderCache.lookup")
+    assert lookup.symbol_name == "lookup"
+    assert "parse_http_header" in lookup.calls  # what call-graph expansion follows
 
     # Full-text search works with no model: identifier words meet across spellings.
     with connection.cursor() as cursor:
