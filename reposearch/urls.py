@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", include("llm.urls")),
     path("api/", include("indexing.urls")),
     path("api/", include("search.urls")),
+    path("api/", include("search.ask.urls")),
     path("", include("frontend.urls")),
 ]
 

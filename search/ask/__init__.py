@@ -1,0 +1,1 @@
+"""Ask: retrieval-augmented answers with deterministic citations, call-graph expansion and HyDE."""
