@@ -60,28 +60,42 @@ def _weights() -> tuple[list[float], float]:
     return [FIELD_WEIGHTS[w] / top for w in "DCBA"], top
 
 
-def _plan_candidates(
-    parsed: ParsedQuery, stats: CorpusStats, cap: int
-) -> tuple[list[str], list[str], list[str]]:
-    """(terms scored, informative words for the all-terms tier, rare terms tier)."""
-    present = [t for t in parsed.terms if stats.df.get(t, 0) > 0]
+@dataclass
+class CandidatePlan:
+    scored: list[str]  # terms that contribute to the score
+    tiers: list[str]  # tsqueries whose first ``cap`` matches are the candidates
+    informative: list[str]  # the words judged for the all-terms boost
+    capped: bool  # the matches did not all fit under the cap
+
+
+def plan_candidates(
+    parsed: ParsedQuery, stats: CorpusStats, cap: int, ranking: str
+) -> CandidatePlan:
+    """Which terms score and which rows are ranked (see the module docstring)."""
+    present = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
     words = [w for w in parsed.words if stats.df.get(w, 0) > 0]
-    informative = [w for w in words if stats.df[w] <= COMMON_SHARE * stats.documents] or words
-    # Scoring costs one ts_rank_cd call per term and candidate: words in more than a quarter
-    # of the chunks add little (idf < 1.3) and are left out unless nothing else is left.
-    scored = sorted(
-        (t for t in present if stats.df[t] <= COMMON_SHARE * stats.documents),
-        key=lambda t: (stats.df[t], t),
-    )[:MAX_SCORED_TERMS]
-    present = scored or present[:MAX_SCORED_TERMS]
+    common = COMMON_SHARE * stats.documents
+    informative = [w for w in words if stats.df[w] <= common] or words
+    if sum(stats.df[t] for t in present) <= cap:
+        return CandidatePlan(present, [tsquery_any(present)] if present else [], informative, False)
+    by_rarity = sorted(present, key=lambda t: (stats.df[t], t))
     rare: list[str] = []
     total = 0
-    for term in sorted(present, key=lambda t: (stats.df[t], t)):
+    for term in by_rarity:
         if rare and total + stats.df[term] > cap:
             break
         rare.append(term)
         total += stats.df[term]
-    return present, informative, rare
+    tiers = [tsquery_any(rare)]
+    if len(informative) > 1:
+        tiers.insert(0, tsquery_all(informative))
+    # Scoring costs one ts_rank_cd call per term and candidate: over a capped set, words in
+    # more than a quarter of the chunks (idf < 1.3) are left out unless nothing else is left.
+    # The ts_rank_cd baseline scores every term (it has no idf to tell them apart).
+    scored = present
+    if ranking == "bm25":
+        scored = [t for t in by_rarity if stats.df[t] <= common] or by_rarity
+    return CandidatePlan(scored, tiers, informative, True)
 
 
 def fulltext_search(
@@ -100,12 +114,14 @@ def fulltext_search(
         result.detail["reason"] = "no searchable terms" if parsed.is_empty else "no repositories"
         return result
     stats = corpus_stats(scope.repository_ids, parsed.terms)
-    present, informative, rare = _plan_candidates(parsed, stats, cap)
+    plan = plan_candidates(parsed, stats, cap, ranking)
+    present, informative, tiers = plan.scored, plan.informative, plan.tiers
     result.detail.update(
         terms=list(parsed.terms),
-        rare_terms=rare,
+        scored_terms=present,
         documents=stats.documents,
-        matches_at_most=sum(stats.df.get(t, 0) for t in present),
+        matches_at_most=sum(stats.df.get(t, 0) for t in parsed.terms),
+        capped=plan.capped,
     )
     if stats.computed_on_the_fly:
         result.detail["stats_computed_on_the_fly"] = [str(r) for r in stats.computed_on_the_fly]
@@ -118,11 +134,6 @@ def fulltext_search(
     if required:
         base_where += " AND c.search_vector @@ %s::tsquery"
         base_params.append(required)
-    tiers: list[str] = []
-    everything_fits = sum(stats.df[t] for t in present) <= cap
-    if not everything_fits and len(informative) > 1:
-        tiers.append(tsquery_all(informative))
-    tiers.append(tsquery_any(present if everything_fits else rare))
     # Only constants and %s placeholders are interpolated into the SQL text below.
     candidate_sql = " UNION ".join(
         f"(SELECT c.id FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
@@ -166,5 +177,4 @@ def fulltext_search(
     with search_cursor(timeout_ms) as cursor:
         cursor.execute(sql, all_params)
         result.ranked = [(int(cid), float(score)) for cid, score in cursor.fetchall()]
-    result.detail["capped"] = not everything_fits
     return result
