@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from django.db.models import Q
 from django.urls import reverse
 
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
 from frontend.upstream import upstream_file_url
-from indexing.models import Repository
+from indexing.models import Chunk, Repository
 
 SNIPPET_MAX_LINES = 14
+SNIPPET_MAX_CHARS = 20_000
+SNIPPET_SCAN_LINES = 200
 MAX_RESULTS = 200
 SCORE_FIELDS = (
     ("bm25_score", "full-text"),
@@ -28,7 +31,7 @@ SCORE_FIELDS = (
     ("rerank_score", "rerank"),
 )
 RETRIEVAL_NAME = re.compile(r"bm25|full.?text|lexical|vector|semantic|retriev", re.IGNORECASE)
-STAGE_LABELS = {"bm25": "full-text", "fts": "full-text", "rrf": "fusion"}
+STAGE_LABELS = {"bm25": "full-text", "fulltext": "full-text", "fts": "full-text", "rrf": "fusion"}
 
 
 @dataclass
@@ -64,6 +67,7 @@ class StageView:
     ms: str
     reason: str
     detail: str
+    lists: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -102,13 +106,39 @@ def format_ms(value: Any) -> str:
     return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
 
 
+def _detail_value(value: Any) -> str | None:
+    """A short text for one detail value; None for nested structures the diagram leaves out."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(item, (int, float, str)) for item in value):
+        return "; ".join(map(str, value)) if value else "none"
+    return None
+
+
 def format_detail(detail: Any) -> str:
-    if isinstance(detail, Mapping):
-        parts = [f"{key}: {value}" for key, value in detail.items() if not isinstance(value, dict)]
-        return ", ".join(parts)[:200]
-    if isinstance(detail, list):
-        return ", ".join(str(item) for item in detail)[:200]
-    return _text(detail)[:200]
+    if not isinstance(detail, Mapping):
+        return _text(detail)[:200]
+    parts = []
+    for key, value in detail.items():
+        text = _detail_value(value)
+        if text is not None and key != "queries":
+            parts.append(f"{str(key).replace('_', ' ')}: {text}")
+    return ", ".join(parts)[:240]
+
+
+def per_query_lists(detail: Any) -> list[tuple[str, str]]:
+    """(query, "N hits") for each ranked list a retrieval stage built (the "times n" of the diagram)."""
+    queries = detail.get("queries") if isinstance(detail, Mapping) else None
+    if not isinstance(queries, list):
+        return []
+    lists = []
+    for item in queries[:8]:
+        if isinstance(item, Mapping):
+            hits = item.get("hits")
+            lists.append((_text(item.get("query"))[:80], "" if hits is None else f"{hits} hits"))
+    return lists
 
 
 def file_view_url(repo_id: str, path: str, start: int, end: int) -> str:
@@ -133,6 +163,7 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
         str(repo.pk): repo
         for repo in Repository.objects.filter(pk__in=[rid for rid in repo_ids if _is_uuid(rid)])
     }
+    stored = stored_contents(raw_results, repositories)
     terms = query_terms(query)
     views: list[ResultView] = []
     for position, item in enumerate(raw_results, start=1):
@@ -143,8 +174,15 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
         end = max(_int(item.get("end_line"), start), start)
         commit = _text(item.get("commit")) or (repository.last_indexed_commit if repository else "")
         language = _text(item.get("language"))
+        content = item.get("content")
+        if content is None:
+            content = stored.get((repo_id, path, _int(item.get("chunk_index"), -1)), "")
         lines = highlight_lines(
-            _text(item.get("content")), path=path, language=language, first_line=start, terms=terms
+            snippet_source(_text(content)),
+            path=path,
+            language=language,
+            first_line=start,
+            terms=terms,
         )
         shown, omitted = snippet_window(lines, SNIPPET_MAX_LINES)
         views.append(
@@ -169,6 +207,35 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
             )
         )
     return views
+
+
+def snippet_source(content: str) -> str:
+    """The part of a chunk a snippet can show: minified or generated chunks can be huge."""
+    if len(content) <= SNIPPET_MAX_CHARS:
+        return content
+    lines = content.split("\n")[:SNIPPET_SCAN_LINES]
+    return "\n".join(line if len(line) <= 400 else line[:400] + " …" for line in lines)
+
+
+def stored_contents(
+    results: Sequence[Mapping[str, Any]], repositories: Mapping[str, Repository]
+) -> dict[tuple[str, str, int], str]:
+    """Chunk texts for results posted without ``content`` (the page leaves it out to keep the
+    request small), read from the generation searches see."""
+    wanted = Q()
+    for item in results:
+        repository = repositories.get(_text(_first(item, "repo_id", "repository_id")))
+        if item.get("content") is None and repository is not None:
+            wanted |= Q(
+                repository=repository,
+                generation=repository.active_generation,
+                path=_text(_first(item, "file_path", "path")),
+                index=_int(item.get("chunk_index"), -1),
+            )
+    if not wanted:
+        return {}
+    rows = Chunk.objects.filter(wanted).values_list("repository_id", "path", "index", "content")
+    return {(str(repo_id), path, index): content for repo_id, path, index, content in rows}
 
 
 def _is_uuid(value: str) -> bool:
@@ -200,6 +267,7 @@ def build_pipeline(trace: Any) -> list[PipelineColumn]:
             ms=format_ms(entry.get("ms")),
             reason=_text(entry.get("reason")),
             detail=format_detail(entry.get("detail")),
+            lists=per_query_lists(entry.get("detail")),
         )
         is_retrieval = bool(RETRIEVAL_NAME.search(name))
         if not (is_retrieval and previous_was_retrieval):

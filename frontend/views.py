@@ -26,8 +26,6 @@ from indexing.models import Repository, SourceFile
 from indexing.services.repositories import repository_dir
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
-MAX_RENDER_BODY_BYTES = 4 * 1024 * 1024
-
 
 def _languages() -> list[str]:
     """Languages present in what searches see (each repository's active generation)."""
@@ -63,8 +61,6 @@ def search_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def render_results(request: HttpRequest) -> HttpResponse:
     """HTML for one search: the pipeline diagram and the results, from the API's JSON."""
-    if len(request.body) > MAX_RENDER_BODY_BYTES:
-        return HttpResponseBadRequest("the search response is too large to render")
     try:
         body = json.loads(request.body)
     except (ValueError, UnicodeDecodeError):

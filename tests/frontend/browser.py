@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -59,8 +61,21 @@ def chromium() -> Iterator[WebDriver]:
 def wait_until(
     driver: WebDriver, condition: Callable[[WebDriver], Any], seconds: float = 15
 ) -> Any:
-    """Polls ``condition`` until it returns something truthy; raises TimeoutException after."""
-    return WebDriverWait(driver, seconds, poll_frequency=0.1).until(condition)
+    """Polls ``condition`` until it returns something truthy; on timeout, fails with the page's
+    address, visible text and console errors (what one needs to see why)."""
+    try:
+        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(condition)
+    except TimeoutException:
+        text = driver.find_element(By.TAG_NAME, "body").text[:1500]
+        try:
+            console = [entry["message"] for entry in driver.get_log("browser")]
+        except WebDriverException:
+            console = []
+        pytest.fail(
+            f"timed out after {seconds} s on {driver.current_url}\n--- page ---\n{text}"
+            f"\n--- console ---\n" + "\n".join(console),
+            pytrace=True,
+        )
 
 
 def screenshot(driver: WebDriver, name: str, size: tuple[int, int] = WIDE) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from dulwich.objects import Blob
 
-from indexing.models import Repository, SourceFile
+from indexing.models import Chunk, Repository, SourceFile
 from indexing.services.repositories import repository_dir
 from tests.indexing.git_server import commit_files, init_bare_repo
 
@@ -204,3 +204,34 @@ def test_repositories_and_settings_pages_render() -> None:
     assert 'id="add-form"' in repositories and "Git URL" in repositories
     settings_html = Client().get("/settings/").content.decode()
     assert 'id="base_url"' in settings_html and "readonly" in settings_html
+
+
+def test_results_posted_without_content_are_read_from_the_index(indexed: Repository) -> None:
+    source = SourceFile.objects.get(repository=indexed, generation=2)
+    Chunk.objects.create(
+        repository=indexed,
+        file=source,
+        generation=2,
+        index=0,
+        start_line=4,
+        end_line=7,
+        symbol="parse_http_header",
+        language="python",
+        path="src/parser.py",
+        content="def parse_http_header(line):\n    return line\n",
+        content_hash="h",
+    )
+    response = search_response(indexed)
+    del response["results"][0]["content"]  # type: ignore[index]
+    status, html = render({"request": {}, "response": response})
+    assert status == 200
+    assert "<mark>parse</mark>" in html and '<td class="ln">5</td>' in html
+
+
+def test_a_huge_minified_chunk_is_cut_for_the_snippet(indexed: Repository) -> None:
+    huge = "var a=1;" * 50_000 + "\n" + "x\n" * 5_000
+    response = search_response(indexed)
+    response["results"][0]["content"] = huge  # type: ignore[index]
+    status, html = render({"request": {}, "response": response})
+    assert status == 200
+    assert len(html) < 100_000 and "…" in html

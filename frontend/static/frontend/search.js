@@ -68,6 +68,16 @@
     return request;
   }
 
+  /** The server reads chunk texts from the index itself; sending them back could be megabytes. */
+  function withoutContent(response) {
+    const results = (response.results || []).map(function (result) {
+      const slim = Object.assign({}, result);
+      delete slim.content;
+      return slim;
+    });
+    return Object.assign({}, response, { results: results });
+  }
+
   function showError(message) {
     results.replaceChildren(window.reposearch.el("div", { className: "panel error", role: "alert" }, [
       window.reposearch.el("h1", { text: "The search failed" }),
@@ -91,7 +101,7 @@
       return;
     }
     const rendered = await fetch(form.dataset.render, { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ request: request, response: answer.data }) });
+      body: JSON.stringify({ request: request, response: withoutContent(answer.data) }) });
     if (ticket !== searchCounter) return;
     results.removeAttribute("aria-busy");
     if (!rendered.ok) { status.textContent = ""; showError(await rendered.text()); return; }
