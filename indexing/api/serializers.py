@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import serializers
 
 from indexing.models import IndexJob, Repository
+from indexing.selectors import vectors_in_current_space
 from indexing.services.repositories import active_job
 
 
@@ -57,17 +58,41 @@ class IndexJobSerializer(serializers.ModelSerializer):
 
 
 class RepositorySerializer(serializers.ModelSerializer):
+    """``vectors`` counts live chunks with a vector of the embedding model in force; after the
+    model changes it drops to 0 until re-embedding catches up (``needs_reembedding``)."""
+
     current_job = serializers.SerializerMethodField()
-    vectors_missing = serializers.IntegerField(read_only=True)
+    vectors = serializers.SerializerMethodField()
+    vectors_missing = serializers.SerializerMethodField()
+    needs_reembedding = serializers.SerializerMethodField()
 
     class Meta:
         model = Repository
         fields = [
             "id", "url", "name", "branch", "status", "error", "last_indexed_commit",
-            "last_indexed_at", "file_count", "chunk_count", "embedded_count", "vectors_missing",
+            "last_indexed_at", "file_count", "chunk_count", "embedded_count", "vectors",
+            "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def _vectors(self, repository: Repository) -> int:
+        context = cast(dict[str, Any], self.context)  # the root serializer's own dict
+        cache: dict[Any, int] = context.setdefault("vectors", {})
+        if repository.pk not in cache:
+            # Serialising a list: count for the whole list in one query.
+            batch = getattr(self.parent, "instance", None) or [repository]
+            cache.update(vectors_in_current_space(batch))
+        return int(cache.get(repository.pk, 0))
+
+    def get_vectors(self, repository: Repository) -> int:
+        return self._vectors(repository)
+
+    def get_vectors_missing(self, repository: Repository) -> int:
+        return max(repository.chunk_count - self._vectors(repository), 0)
+
+    def get_needs_reembedding(self, repository: Repository) -> bool:
+        return repository.status == "ready" and self.get_vectors_missing(repository) > 0
 
     def get_current_job(self, repository: Repository) -> dict[str, Any] | None:
         job = active_job(repository) or repository.jobs.order_by("-created_at").first()

@@ -113,3 +113,26 @@ def test_the_vector_limit_stops_embedding_and_says_how_many_chunks_lack_a_vector
     assert ChunkEmbedding.objects.count() == 2
     indexed_repository.refresh_from_db()
     assert indexed_repository.embedded_count == 2
+
+
+@pytest.mark.django_db
+def test_repositories_show_that_they_need_reembedding_after_a_model_change(
+    indexed_repository, settings, model_server
+) -> None:
+    from rest_framework.test import APIClient
+
+    local = llm.get_embedder()
+    embed_repository(indexed_repository, space_for(local), local.embed, batch_size=32)
+    body = APIClient().get("/api/repos").json()[0]
+    assert (body["vectors"], body["vectors_missing"], body["needs_reembedding"]) == (3, 0, False)
+
+    settings.LLM_EMBEDDING_PROVIDER = "ollama"
+    settings.LLM_EMBEDDING_MODEL = "nomic-embed-text"
+    settings.LLM_BASE_URL = model_server.url
+    invalidate()
+    try:
+        space_for(llm.get_embedder())
+        body = APIClient().get(f"/api/repos/{indexed_repository.pk}").json()
+        assert (body["vectors"], body["vectors_missing"], body["needs_reembedding"]) == (0, 3, True)
+    finally:
+        invalidate()
