@@ -32,4 +32,5 @@ check: install
 		$(PY) manage.py makemigrations --check --dry-run'
 
 test: install lint check
+	@bash scripts/ensure_browser.sh
 	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest $(PYTEST_ARGS)
