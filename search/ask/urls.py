@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from search.ask.views import AskView
+
+urlpatterns = [
+    path("ask", AskView.as_view(), name="ask"),
+]

@@ -1,0 +1,147 @@
+"""The snippets an answer is written from, and where each one really is.
+
+A ``ContextSnippet`` is one live chunk (active generation of a ready repository) with the
+metadata that locates it: repository, path, lines, symbol, the indexed commit. Only these
+fields ever become a location shown to a user; the model's text never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlencode
+from uuid import UUID
+
+from django.db.models import F
+
+from frontend.upstream import upstream_file_url
+from indexing.models import Chunk, RepositoryStatus
+
+Origin = Literal["search", "hyde", "callee", "caller"]
+
+
+@dataclass
+class ContextSnippet:
+    chunk_id: int
+    repo_id: UUID
+    repo_name: str
+    repo_url: str
+    commit: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    symbol_name: str
+    kind: str
+    language: str
+    is_test: bool
+    content: str
+    calls: list[str] = field(default_factory=list)
+    origin: Origin = "search"
+    via: str = ""  # expansion: the symbol whose call (or definition) led here
+    depth: int = 0  # expansion: call-graph distance from the retrieved chunks
+    score: float | None = None  # retrieval: the executor's combined score
+
+    @property
+    def location(self) -> str:
+        """``repository:path:start-end`` -- from chunk metadata only."""
+        return f"{self.repo_name}:{self.path}:{self.start_line}-{self.end_line}"
+
+    @property
+    def app_url(self) -> str:
+        """The web UI's file view at the indexed commit with the lines marked."""
+        query = urlencode({"path": self.path, "start": self.start_line, "end": self.end_line})
+        return f"/repos/{self.repo_id}/file?{query}#L{self.start_line}"
+
+    @property
+    def upstream_url(self) -> str | None:
+        """The lines on GitHub / GitLab / Gitea / Bitbucket at the commit, when the host is known."""
+        return upstream_file_url(
+            self.repo_url, self.commit, self.path, self.start_line, self.end_line
+        )
+
+    @property
+    def permalink(self) -> str:
+        return self.upstream_url or self.app_url
+
+    def as_source(self, number: int | None = None, context_number: int | None = None) -> dict:
+        """The JSON shape of a source (``number``: position among the cited sources)."""
+        return {
+            "number": number,
+            "context_number": context_number,
+            "repo_id": str(self.repo_id),
+            "repo_name": self.repo_name,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "language": self.language,
+            "commit": self.commit,
+            "location": self.location,
+            "permalink": self.permalink,
+            "app_url": self.app_url,
+            "upstream_url": self.upstream_url,
+            "origin": self.origin,
+            "via": self.via,
+        }
+
+
+def live_chunks(**filters: Any) -> Any:
+    """Chunks of the active generation of ready repositories (a queryset)."""
+    return Chunk.objects.filter(
+        generation=F("repository__active_generation"),
+        repository__status=RepositoryStatus.READY,
+        **filters,
+    ).select_related("repository")
+
+
+def snippet_from_chunk(chunk: Chunk, **extra: Any) -> ContextSnippet:
+    repository = chunk.repository
+    return ContextSnippet(
+        chunk_id=chunk.pk,
+        repo_id=repository.pk,
+        repo_name=repository.name,
+        repo_url=repository.url,
+        commit=repository.last_indexed_commit,
+        path=chunk.path,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        symbol=chunk.symbol,
+        symbol_name=chunk.symbol_name,
+        kind=chunk.kind,
+        language=chunk.language,
+        is_test=chunk.is_test,
+        content=chunk.content,
+        calls=[c for c in (chunk.calls or []) if isinstance(c, str)],
+        **extra,
+    )
+
+
+def load_snippets(
+    chunk_ids: Sequence[int],
+    *,
+    origin: Origin = "search",
+    scores: dict[int, float] | None = None,
+) -> list[ContextSnippet]:
+    """Snippets for ``chunk_ids`` in that order; chunks no longer live are left out."""
+    by_id = {c.pk: c for c in live_chunks(pk__in=list(chunk_ids))}
+    return [
+        snippet_from_chunk(
+            by_id[cid], origin=origin, score=(scores or {}).get(cid) if scores else None
+        )
+        for cid in chunk_ids
+        if cid in by_id
+    ]
+
+
+def distinct(snippets: Iterable[ContextSnippet]) -> list[ContextSnippet]:
+    """``snippets`` without repeated chunks (the first occurrence wins)."""
+    seen: set[int] = set()
+    kept = []
+    for snippet in snippets:
+        if snippet.chunk_id not in seen:
+            seen.add(snippet.chunk_id)
+            kept.append(snippet)
+    return kept

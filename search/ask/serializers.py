@@ -1,0 +1,101 @@
+"""Request shape of ``POST /api/ask`` (strict types, unknown fields refused) and its limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from search.serializers import StrictBooleanField, StrictCharField, StrictIntegerField
+
+MAX_QUESTION_CHARS = 2000
+MAX_K = 20
+MAX_DEPTH = 4
+
+
+class AskRequestSerializer(serializers.Serializer):
+    question = StrictCharField(
+        trim_whitespace=False,
+        help_text=f"The question about the indexed code (1..{MAX_QUESTION_CHARS} characters).",
+    )
+    repo_ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text="Only these repositories (unknown ids are a 404). Default: all ready ones.",
+    )
+    k = StrictIntegerField(
+        min_value=1, max_value=MAX_K, default=8, help_text="Retrieved snippets given to the model."
+    )
+    expand = StrictBooleanField(
+        default=False, help_text="Add called definitions and a few callers (call graph)."
+    )
+    expand_depth = StrictIntegerField(
+        min_value=1, max_value=MAX_DEPTH, default=2, help_text="Call-graph levels followed."
+    )
+    hyde = StrictBooleanField(
+        default=False, help_text="Also search with a hypothetical snippet the model writes."
+    )
+    include_tests = StrictBooleanField(
+        required=False, allow_null=True, default=None, help_text="null: automatic."
+    )
+    include_docs = StrictBooleanField(
+        required=False, allow_null=True, default=None, help_text="null: automatic."
+    )
+
+    def validate_question(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("must not be empty or only whitespace")
+        return value.strip()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = (
+            set(self.initial_data) - set(self.fields)
+            if isinstance(self.initial_data, dict)
+            else set()
+        )
+        if unknown:
+            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+        return attrs
+
+
+class SourceSerializer(serializers.Serializer):
+    number = serializers.IntegerField(allow_null=True, help_text="Marker in the answer, [n].")
+    context_number = serializers.IntegerField(help_text="The snippet's number in the prompt.")
+    repo_id = serializers.UUIDField()
+    repo_name = serializers.CharField()
+    path = serializers.CharField()
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    symbol = serializers.CharField()
+    kind = serializers.CharField()
+    language = serializers.CharField()
+    commit = serializers.CharField()
+    location = serializers.CharField(help_text="repository:path:start-end")
+    permalink = serializers.CharField(
+        help_text="Upstream URL when the host is known, else app_url."
+    )
+    app_url = serializers.CharField()
+    upstream_url = serializers.CharField(allow_null=True)
+    origin = serializers.ChoiceField(choices=["search", "hyde", "callee", "caller"])
+    via = serializers.CharField()
+
+
+class AnswerSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="Citations as [n] markers, n = position in sources.")
+    markdown = serializers.CharField(help_text="Citations as markdown links to the permalinks.")
+    raw = serializers.CharField(help_text="The model's own text, unmodified.")
+
+
+class AskResponseSerializer(serializers.Serializer):
+    question = serializers.CharField()
+    answered = serializers.BooleanField()
+    answer = AnswerSerializer(allow_null=True)
+    sources = SourceSerializer(many=True)
+    snippets = serializers.ListField(
+        child=serializers.DictField(), help_text="Every snippet the model was given, numbered."
+    )
+    warnings = serializers.ListField(child=serializers.CharField())
+    trace = serializers.ListField(child=serializers.DictField())
+    timings = serializers.DictField(child=serializers.FloatField())

@@ -1,0 +1,86 @@
+"""``POST /api/ask``: serializer -> ``answer_question`` -> JSON.
+
+Errors: 400 for invalid input (empty question, bad types, k outside 1..20, unknown fields,
+malformed JSON), 413 for a question over 2,000 characters, 404 for unknown repository ids,
+503 when no chat model can answer and 502 when it answers with something unusable -- both
+with the retrieved sources in ``error.details`` so the caller still learns where to look.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reposearch.api_errors import ApiError
+from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
+from search.ask.service import AskFailed, AskRequest, answer_question
+from search.scope import UnknownRepositories
+
+ERROR = OpenApiResponse(description='{"error": {"code", "message", "details"}}')
+FAILURE_STATUS = {
+    "model_unavailable": status.HTTP_503_SERVICE_UNAVAILABLE,
+    "model_bad_response": status.HTTP_502_BAD_GATEWAY,
+}
+
+
+class AskView(APIView):
+    """Answer a question from the indexed code with citations resolved from chunk metadata."""
+
+    @extend_schema(
+        operation_id="ask",
+        request=AskRequestSerializer,
+        responses={
+            200: AskResponseSerializer,
+            400: ERROR,
+            404: OpenApiResponse(description="Unknown repository id(s)."),
+            413: OpenApiResponse(description=f"Question over {MAX_QUESTION_CHARS} characters."),
+            502: OpenApiResponse(description="The chat model answered with something unusable."),
+            503: OpenApiResponse(description="No chat model reachable; details hold the sources."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        question = request.data.get("question") if isinstance(request.data, dict) else None
+        if isinstance(question, str) and len(question) > MAX_QUESTION_CHARS:
+            raise ApiError(
+                f"question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}",
+                code="question_too_long",
+                status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        serializer = AskRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        ask = AskRequest(
+            question=data["question"],
+            repo_ids=data.get("repo_ids") or None,
+            k=data["k"],
+            expand=data["expand"],
+            expand_depth=data["expand_depth"],
+            hyde=data["hyde"],
+            include_tests=data.get("include_tests"),
+            include_docs=data.get("include_docs"),
+        )
+        try:
+            result = answer_question(ask)
+        except UnknownRepositories as exc:
+            raise ApiError(
+                str(exc),
+                code="unknown_repository",
+                status_code=status.HTTP_404_NOT_FOUND,
+                details={"repo_ids": [str(i) for i in exc.ids]},
+            ) from None
+        except AskFailed as exc:
+            body = exc.result.as_dict()
+            raise ApiError(
+                exc.message,
+                code=exc.code,
+                status_code=FAILURE_STATUS[exc.code],
+                details={
+                    "sources": exc.result.retrieved,
+                    "trace": body["trace"],
+                    "timings": body["timings"],
+                },
+            ) from None
+        return Response(result.as_dict())
