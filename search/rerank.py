@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +77,7 @@ def rerank_candidates(
     lock = threading.Lock()
     scores: dict[int, float] = {}
     errors: list[str] = []
-    counts = {"unreadable": 0, "not_started": 0, "timed_out": 0, "errors": 0}
+    counts = {"unreadable": 0, "not_started": 0, "timed_out": 0, "unreachable": 0, "errors": 0}
     unconfigured = threading.Event()
 
     def judge(candidate: RerankCandidate) -> None:
@@ -95,7 +95,7 @@ def rerank_candidates(
             return
         except ModelUnavailable as exc:
             with lock:
-                counts["timed_out" if "timed out" in str(exc).lower() else "errors"] += 1
+                counts["timed_out" if "timed out" in str(exc).lower() else "unreachable"] += 1
                 errors.append(str(exc)[:160])
             return
         except ModelError as exc:
@@ -113,7 +113,7 @@ def rerank_candidates(
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="rerank")
     try:
         futures = [pool.submit(judge, c) for c in candidates]
-        wait(futures, timeout=max(0.0, budget_s), return_when=FIRST_EXCEPTION)
+        wait(futures, timeout=max(0.0, budget_s))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     with lock:
@@ -129,6 +129,8 @@ def rerank_candidates(
         if out_of_time or counts["timed_out"]:
             reason = f"chat model timed out after {budget_s:g} s; the fusion order stands"
             return Reranking("skipped", reason, detail=counts)
+        if counts["unreachable"]:
+            return Reranking("skipped", f"chat model unavailable: {first_error}", detail=counts)
         if counts["errors"]:
             return Reranking("failed", f"chat model error: {first_error}", detail=counts)
         return Reranking("failed", "the chat model's answers held no yes/no verdict", detail=counts)
