@@ -217,7 +217,7 @@ def test_the_search_page_against_the_search_api_contract(
     """The page with a stand-in API that answers in the documented shape (contract_urls)."""
     settings.ROOT_URLCONF = "tests.frontend.contract_urls"
     add_and_index(served)
-    search_flow(browser, live_server.url, "search")
+    search_flow(browser, live_server.url, "search-contract")
     # With rerank on, the stand-in's rerank fails: the diagram says so, and why.
     browser.get(f"{live_server.url}/?q=parse&rerank=1")
     wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".stage[data-status=failed]"))
@@ -234,7 +234,7 @@ def test_search_with_the_real_search_api(
     except Resolver404:
         pytest.xfail("POST /api/search has not landed yet (search/urls.py routes nothing)")
     add_and_index(served)
-    search_flow(browser, live_server.url, "search-live")
+    search_flow(browser, live_server.url, "search")
 
 
 def test_a_running_job_shows_stage_counters_progress_and_time_left(
