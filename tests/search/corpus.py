@@ -35,7 +35,7 @@ def to_store(doc: SourceDoc) -> FileToStore:
     chunks = []
     line = 1
     for index, piece in enumerate(doc.pieces):
-        lines = max(1, piece.content.count("\n") + 1)
+        lines = piece.content.rstrip("\n").count("\n") + 1
         chunks.append(
             StoredChunk(
                 index=index,
