@@ -64,8 +64,10 @@
     if (error && (repo.status === "failed" || (repo.current_job && repo.current_job.state === "failed"))) {
       parts.push(el("p", { className: "error small", text: error }));
     }
-    if (repo.status === "ready" && repo.vectors_missing) {
-      parts.push(el("p", { className: "warn small", text: repo.vectors_missing + " chunks without vectors (full-text only for them)" }));
+    const busy = isActive(repo.current_job);
+    if (!busy && (repo.needs_reembedding || (repo.status === "ready" && repo.vectors_missing))) {
+      parts.push(el("p", { className: "warn small", text: repo.vectors_missing +
+        " chunks without vectors of the current embedding model (full-text only for them); re-index to embed them" }));
     }
     return parts;
   }
@@ -83,7 +85,8 @@
 
   function renderRow(repo) {
     const commit = repo.last_indexed_commit ? repo.last_indexed_commit.slice(0, 7) : "—";
-    const chunks = repo.chunk_count + (repo.chunk_count ? " (" + repo.embedded_count + " with vectors)" : "");
+    const vectors = repo.vectors === undefined ? repo.embedded_count : repo.vectors;
+    const chunks = repo.chunk_count + (repo.chunk_count ? " (" + vectors + " with vectors)" : "");
     return el("tr", { "data-id": repo.id, "data-status": repo.status }, [
       cell("Repository", [el("div", { className: "repo-name", text: repo.name }), el("div", { className: "muted small url", text: repo.url + (repo.branch ? " @ " + repo.branch : "") })]),
       cell("Status", statusCell(repo)),
