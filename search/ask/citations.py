@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 # One bracket group of numbers: [1], [1, 3], [1;2], [2-4], [ 5 ]
 CITATION_GROUP = re.compile(r"\[\s*(\d{1,4}(?:\s*(?:,|;|-|\u2013)\s*\d{1,4})*)\s*\]")
 # A bracket group directly followed by "(" is a markdown link the model wrote, not a citation.
-_MARKDOWN_LINK_AFTER = re.compile(r"\s*\(")
+_MARKDOWN_LINK_AFTER = re.compile(r"\(")
 _MAX_RANGE = 20
 # path-like token with a line suffix: foo/bar.py:12, bar.go:12-30, baz.rs#L4-L9
 TYPED_LOCATION = re.compile(
