@@ -274,7 +274,13 @@ def services(root: Path, pg_port: int, redis_port: int) -> Iterator[dict[str, st
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    from reposearch.startup import GIVEN_SETTINGS_MODULE
+
     env = dict(os.environ)
+    if GIVEN_SETTINGS_MODULE is None:
+        # Importing this package filled in the development default; the child (pytest with its
+        # own ini, manage.py) must choose for itself.
+        env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update(extra)
     return env
 

@@ -7,6 +7,8 @@ import os
 import sys
 
 DEFAULT_SETTINGS = "reposearch.settings.base"
+# Whether the caller chose a settings module; ``load_settings_or_exit`` fills in the default.
+GIVEN_SETTINGS_MODULE = os.environ.get("DJANGO_SETTINGS_MODULE")
 
 
 def load_settings_or_exit() -> None:
