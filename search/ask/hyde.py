@@ -90,10 +90,12 @@ def search_with_snippet(
 
 
 def run_hyde(
-    question: str, request: SearchRequest, chat: Any, embedder: Any, *, limit: int
+    question: str, request: SearchRequest, chat: Any, embedder: Any = None, *, limit: int
 ) -> HydeOutcome:
-    """Write, embed and search a hypothetical snippet; never raises for model trouble."""
-    from llm import ModelError
+    """Write, embed and search a hypothetical snippet; never raises for model trouble.
+
+    ``embedder`` defaults to the model layer's current one."""
+    from llm import ModelError, get_embedder
 
     outcome = HydeOutcome()
     started = time.perf_counter()
@@ -104,7 +106,7 @@ def run_hyde(
             trace.reason = "the chat model wrote no snippet"
         else:
             outcome.ranked, detail = search_with_snippet(
-                outcome.snippet, request, embedder, limit=limit
+                outcome.snippet, request, embedder or get_embedder(), limit=limit
             )
             trace.detail.update(detail)
             if outcome.ranked:
