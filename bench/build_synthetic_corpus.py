@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -144,16 +145,35 @@ def secondary_indexes(cursor: Any, tables: list[str]) -> list[tuple[str, str]]:
     return list(cursor.fetchall())
 
 
-def copy_vectors(cursor: Any, rows: list[tuple[int, int, str, str]], vectors: np.ndarray) -> None:
+def restore_model_indexes() -> None:
+    """Create any index the models declare that is missing (on the emptied tables: instant)."""
+    from django.db import connection
+
+    from indexing.models import Chunk, ChunkEmbedding
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")
+        present = {row[0] for row in cursor.fetchall()}
+    with connection.schema_editor() as editor:
+        for model in (Chunk, ChunkEmbedding):
+            for index in model._meta.indexes:
+                if index.name not in present:
+                    log(f"restoring missing index {index.name}")
+                    editor.add_index(model, index)
+
+
+def copy_vectors(cursor: Any, rows: list[tuple[int, int, Any, str]], vectors: np.ndarray) -> None:
     """Binary COPY of (chunk_id, space_id, repository_id, content_hash, vector)."""
     from pgvector.psycopg import register_vector
 
+    # A cursor copies its connection's adapters when created: register first, then open one.
     register_vector(cursor.connection)
+    raw = cursor.connection.cursor()
     sql = (
         "COPY indexing_chunkembedding (chunk_id, space_id, repository_id, content_hash, vector)"
         " FROM STDIN WITH (FORMAT BINARY)"
     )
-    with cursor.copy(sql) as copy:
+    with raw.copy(sql) as copy:
         copy.set_types(["int8", "int8", "uuid", "varchar", "vector"])
         for (chunk_id, space_id, repo_id, content_hash), vector in zip(rows, vectors, strict=True):
             copy.write_row((chunk_id, space_id, repo_id, content_hash, vector))
@@ -186,16 +206,18 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     embedder = get_embedder()
     from indexing.services import embedding as embedding_service
 
-    if hasattr(embedding_service, "space_for"):
-        space = embedding_service.space_for(embedder)
-    else:
-        space = embedding_service.embedding_space(embedder.provider, embedder.model, embedder.dim)
     with connection.cursor() as cursor:
         log("clearing the chunk tables")
         cursor.execute(
             "TRUNCATE indexing_chunkembedding, indexing_chunk, indexing_sourcefile,"
             " indexing_indexjob, indexing_repository CASCADE"
         )
+    restore_model_indexes()  # an interrupted earlier build may have left some dropped
+    if hasattr(embedding_service, "space_for"):
+        space = embedding_service.space_for(embedder)
+    else:
+        space = embedding_service.embedding_space(embedder.provider, embedder.model, embedder.dim)
+    with connection.cursor() as cursor:
         # The GIN and HNSW indexes are the expensive ones to maintain row by row; B-trees stay.
         indexes = [
             (name, definition)
@@ -230,7 +252,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     with connection.cursor() as cursor:
         copy_vectors(
             cursor,
-            [(cid, space.pk, str(repos[0].pk), h) for cid, _p, _i, h in base_ids],
+            [(cid, space.pk, repos[0].pk, h) for cid, _p, _i, h in base_ids],
             np.stack([vectors[order[(path, index)]] for _c, path, index, _h in base_ids]),
         )
         for number, repo in enumerate(repos[1:], start=1):
@@ -250,9 +272,10 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
             cursor.execute(
                 """
                 INSERT INTO indexing_chunk (repository_id, file_id, generation, "index", start_line,
-                    end_line, symbol, kind, language, path, is_test, is_doc, content, content_hash,
-                    calls, token_count, search_vector)
-                SELECT %(repo)s, f.id, 1, b."index", b.start_line, b.end_line, b.symbol, b.kind,
+                    end_line, symbol, symbol_name, kind, language, path, is_test, is_doc, content,
+                    content_hash, calls, token_count, search_vector)
+                SELECT %(repo)s, f.id, 1, b."index", b.start_line, b.end_line, b.symbol,
+                    b.symbol_name, b.kind,
                     b.language, b.path, b.is_test, b.is_doc, b.content, b.content_hash, b.calls,
                     b.token_count + 1,
                     b.search_vector || setweight(to_tsvector('simple', %(marker)s), 'D')
@@ -271,9 +294,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
             base_block = np.stack([vectors[order[(path, index)]] for _c, _h, path, index in made])
             noisy = base_block + rng.normal(0.0, NOISE_SIGMA, base_block.shape).astype(np.float32)
             noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
-            copy_vectors(
-                cursor, [(cid, space.pk, str(repo.pk), h) for cid, h, _p, _i in made], noisy
-            )
+            copy_vectors(cursor, [(cid, space.pk, repo.pk, h) for cid, h, _p, _i in made], noisy)
             if number % 10 == 0 or number == copies:
                 log(f"  copy {number}/{copies}: {len(made)} chunks")
     timings["copies_load_s"] = round(time.monotonic() - t0, 1)
@@ -282,6 +303,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         cursor.execute("SET max_parallel_maintenance_workers = 1")
         for name, definition in indexes:
             if "USING hnsw" in definition:
+                definition = re.sub(r" WITH \([^)]*\)", "", definition)
                 definition = definition.replace(
                     "vector_cosine_ops)",
                     f"vector_cosine_ops) WITH (m = {args.hnsw_m}, ef_construction = {args.hnsw_ef_construction})",
