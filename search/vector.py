@@ -116,9 +116,13 @@ def _run(
     params += [scope.repository_ids, *scope.params, literal, limit]
     settings: dict[str, str | int] = {}
     if strategy == "hnsw":
+        # The planner misjudges how many rows the live-generation join keeps and may pick
+        # the exact plan for a large scope (seconds at a million rows): without sorts, the
+        # ordered HNSW scan is the only plan left.
         settings = {
             "hnsw__iterative_scan": "relaxed_order",
             "hnsw__ef_search": max(ef_search, limit),
+            "enable_sort": "off",
         }
     with search_cursor(timeout_ms, **settings) as cursor:
         cursor.execute(_sql(space.dim, strategy, scope), params)
