@@ -1,10 +1,33 @@
-"""ASGI entry point."""
+"""ASGI entry point: the Django site, with the MCP server's streamable HTTP endpoint at ``/mcp``.
+
+Django runs as its WSGI application in a thread pool (``a2wsgi``), exactly as under gunicorn's
+threads: under Django's own ASGI handler every synchronous view of a process would share one
+thread, so one slow ``/api/ask`` would hold up every other request. ``/mcp`` and the ASGI
+lifespan (which starts the MCP session manager) go to the MCP app.
+"""
 
 from __future__ import annotations
 
-from django.core.asgi import get_asgi_application
+from typing import Any
 
 from reposearch.startup import load_settings_or_exit
 
 load_settings_or_exit()
-application = get_asgi_application()
+
+from a2wsgi import WSGIMiddleware  # noqa: E402 - settings must load first
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+from search.mcp.http import MCP_PATH, build_http_app  # noqa: E402
+
+django_application: Any = WSGIMiddleware(get_wsgi_application(), workers=8)  # type: ignore[arg-type]
+mcp_application = build_http_app()
+
+
+async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    path = scope.get("path", "")
+    if scope["type"] == "lifespan" or (
+        scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/"))
+    ):
+        await mcp_application(scope, receive, send)
+    else:
+        await django_application(scope, receive, send)

@@ -1,0 +1,32 @@
+"""``manage.py mcp``: the read-only MCP server over stdio, for a coding agent to launch.
+
+stdout carries the protocol, so nothing else may be printed there; logs go to stderr.
+The same tools are served over streamable HTTP at ``/mcp`` by the web server.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Serve the read-only MCP tools (search_code, list_repositories, get_file) on stdio."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--transport",
+            choices=["stdio"],
+            default="stdio",
+            help="stdio (the web server serves streamable HTTP at /mcp).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from search.mcp.server import build_server
+
+        # Anything on stdout that is not a protocol message breaks the client.
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
+        build_server().run("stdio")

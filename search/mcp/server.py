@@ -1,0 +1,90 @@
+"""The MCP server object: tool registration with descriptions, schemas and read-only hints.
+
+Tools are synchronous (the SDK runs them in a worker thread); each one closes its thread's
+database connection when done, so a pool of worker threads never holds idle connections.
+Bad input comes back as a tool error (``isError``) whose text is the JSON from
+``search.mcp.tools.ToolInputError``; argument type errors are the SDK's own validation messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from django.db import connection
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from search.mcp import tools
+
+T = TypeVar("T")
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+INSTRUCTIONS = (
+    "reposearch searches the code of the repositories indexed on this server (read-only). "
+    "Use search_code to find where something is implemented; each hit has 'location' "
+    "(path:start-end), the symbol, a snippet and the indexed commit. Read around a hit with "
+    "get_file(repo, path, start_line, end_line). list_repositories names what is indexed."
+)
+
+
+def _run(fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return fn(*args)
+    except tools.ToolInputError as exc:
+        raise ToolError(str(exc)) from None
+    finally:
+        connection.close()
+
+
+def search_code(
+    query: Annotated[str, Field(description="What to look for: words, an identifier or code.")],
+    k: Annotated[int | None, Field(description="Hits to return, 1..30 (default 8).")] = None,
+    rerank: Annotated[
+        bool | None, Field(description="Re-rank with the chat model (default false; slower).")
+    ] = None,
+    expand: Annotated[
+        bool | None,
+        Field(description="Add definitions the hits call and a few callers (default false)."),
+    ] = None,
+    include_tests: Annotated[
+        bool | None,
+        Field(description="Include test code (default: only if the query is about tests)."),
+    ] = None,
+    include_docs: Annotated[
+        bool | None,
+        Field(description="Include docs/config (default: only if the query is about docs)."),
+    ] = None,
+    repo: Annotated[
+        str | None, Field(description="Only this repository (name or id; default: all).")
+    ] = None,
+) -> dict[str, Any]:
+    """Search the indexed code (full-text + semantic). Returns hits with location
+    (path:start-end), repository, symbol, snippet and commit, best first."""
+    return _run(tools.search_code, query, k, rerank, expand, include_tests, include_docs, repo)
+
+
+def list_repositories() -> dict[str, Any]:
+    """List the indexed repositories: id, name, URL, status, indexed commit, file/chunk counts."""
+    return _run(tools.list_repositories)
+
+
+def get_file(
+    repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
+    path: Annotated[str, Field(description="File path as search_code returns it.")],
+    start_line: Annotated[int | None, Field(description="First line, 1-based (default 1).")] = None,
+    end_line: Annotated[
+        int | None, Field(description="Last line (default: start_line + 399; 400 lines at most).")
+    ] = None,
+) -> dict[str, Any]:
+    """Read lines of an indexed file at the indexed commit (at most 400 lines per call)."""
+    return _run(tools.get_file, repo, path, start_line, end_line)
+
+
+def build_server() -> MCPServer:
+    """A new MCP server with the three read-only tools."""
+    server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
+    for fn in (search_code, list_repositories, get_file):
+        server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
+    return server

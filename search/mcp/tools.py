@@ -1,0 +1,221 @@
+"""The MCP tools' work, as plain synchronous functions (read-only; no MCP types here).
+
+``search_code``, ``list_repositories`` and ``get_file`` return JSON-ready dicts. Bad input
+raises ``ToolInputError`` whose message is a JSON object ``{"error": {"code", "message",
+"valid"}}`` -- ``valid`` says what acceptable input looks like, so an agent can correct itself.
+Every argument left unset (None) takes the server default in ``DEFAULTS``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from indexing.models import Repository, RepositoryStatus, SourceFile
+from search.ask.callgraph import ExpansionLimits, expand_call_graph
+from search.ask.context import ContextSnippet, load_snippets
+from search.pipeline import SearchExecutor, SearchRequest
+from search.scope import InvalidGlob, UnknownRepositories
+
+DEFAULTS: dict[str, Any] = {
+    "k": 8,
+    "rerank": False,
+    "expand": False,
+    "include_tests": None,  # automatic: included when the query is about tests
+    "include_docs": None,  # automatic: included when the query is about docs
+}
+MAX_K = 30
+MAX_QUERY_CHARS = 1000
+MAX_FILE_LINES = 400
+SNIPPET_LINES = 40
+
+
+class ToolInputError(ValueError):
+    """Input the tool cannot use; ``str()`` is the structured JSON error."""
+
+    def __init__(self, code: str, message: str, valid: str) -> None:
+        self.payload = {"error": {"code": code, "message": message, "valid": valid}}
+        super().__init__(json.dumps(self.payload))
+
+
+def _repositories_hint() -> str:
+    names = list(Repository.objects.order_by("name").values_list("name", flat=True)[:20])
+    listed = ", ".join(repr(n) for n in names) if names else "none are indexed yet"
+    return f"a repository name or id from list_repositories ({listed})"
+
+
+def resolve_repository(repo: str) -> Repository:
+    """The repository named ``repo`` (its id or its name)."""
+    if not isinstance(repo, str) or not repo.strip():
+        raise ToolInputError(
+            "invalid_repo", "repo must be a non-empty string", _repositories_hint()
+        )
+    repo = repo.strip()
+    try:
+        found = Repository.objects.filter(pk=uuid.UUID(repo)).first()
+    except ValueError:
+        matches = list(Repository.objects.filter(name=repo)[:3])
+        if len(matches) > 1:
+            ids = ", ".join(str(m.pk) for m in matches)
+            raise ToolInputError(
+                "ambiguous_repo", f"several repositories are named {repo!r}", f"one id of: {ids}"
+            ) from None
+        found = matches[0] if matches else None
+    if found is None:
+        raise ToolInputError("unknown_repo", f"no repository {repo!r}", _repositories_hint())
+    return found
+
+
+def _choose(name: str, value: Any) -> Any:
+    return DEFAULTS[name] if value is None else value
+
+
+def _hit(snippet: ContextSnippet, score: float | None) -> dict[str, Any]:
+    lines = snippet.content.splitlines()
+    text = "\n".join(lines[:SNIPPET_LINES])
+    if len(lines) > SNIPPET_LINES:
+        text += f"\n... ({len(lines) - SNIPPET_LINES} more lines: use get_file)"
+    return {
+        "location": f"{snippet.path}:{snippet.start_line}-{snippet.end_line}",
+        "repository": snippet.repo_name,
+        "repo_id": str(snippet.repo_id),
+        "path": snippet.path,
+        "start_line": snippet.start_line,
+        "end_line": snippet.end_line,
+        "symbol": snippet.symbol,
+        "kind": snippet.kind,
+        "language": snippet.language,
+        "commit": snippet.commit,
+        "score": score,
+        "origin": snippet.origin,
+        "via": snippet.via,
+        "snippet": text,
+    }
+
+
+def search_code(
+    query: str,
+    k: int | None = None,
+    rerank: bool | None = None,
+    expand: bool | None = None,
+    include_tests: bool | None = None,
+    include_docs: bool | None = None,
+    repo: str | None = None,
+) -> dict[str, Any]:
+    """Hybrid search; with ``expand``, definitions the hits call and a few callers follow."""
+    if not isinstance(query, str) or not query.strip():
+        raise ToolInputError(
+            "invalid_query", "query must not be empty", "words or code, e.g. 'pool size'"
+        )
+    if len(query) > MAX_QUERY_CHARS:
+        raise ToolInputError(
+            "query_too_long",
+            f"query is {len(query)} characters",
+            f"at most {MAX_QUERY_CHARS} characters",
+        )
+    k = _choose("k", k)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise ToolInputError("invalid_k", f"k={k!r} is out of range", f"an integer 1..{MAX_K}")
+    repo_ids = [resolve_repository(repo).pk] if repo is not None else None
+    request = SearchRequest(
+        query=query.strip(),
+        limit=k,
+        use_rerank=bool(_choose("rerank", rerank)),
+        repo_ids=repo_ids,
+        include_tests=_choose("include_tests", include_tests),
+        include_docs=_choose("include_docs", include_docs),
+    )
+    try:
+        result = SearchExecutor().run(request)
+    except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
+        raise ToolInputError("invalid_scope", str(exc), _repositories_hint()) from None
+    scores = {h.chunk_id: h.combined_score for h in result.hits}
+    snippets = load_snippets([h.chunk_id for h in result.hits], scores=scores)
+    hits = [_hit(s, s.score) for s in snippets]
+    if _choose("expand", expand):
+        hits += [_hit(s, None) for s in expand_call_graph(snippets, ExpansionLimits())]
+    return {
+        "query": request.query,
+        "hits": hits,
+        "stages": {t.name: t.status + (f" ({t.reason})" if t.reason else "") for t in result.trace},
+    }
+
+
+def list_repositories() -> dict[str, Any]:
+    """Every repository with its state and indexed commit."""
+    rows = Repository.objects.order_by("name")
+    return {
+        "repositories": [
+            {
+                "id": str(r.pk),
+                "name": r.name,
+                "url": r.url,
+                "status": r.status,
+                "searchable": r.status == RepositoryStatus.READY and r.active_generation > 0,
+                "commit": r.last_indexed_commit,
+                "indexed_at": r.last_indexed_at.isoformat() if r.last_indexed_at else None,
+                "files": r.file_count,
+                "chunks": r.chunk_count,
+            }
+            for r in rows
+        ]
+    }
+
+
+def get_file(
+    repo: str, path: str, start_line: int | None = None, end_line: int | None = None
+) -> dict[str, Any]:
+    """Lines ``start_line..end_line`` (1-based, at most 400) of an indexed file at its commit."""
+    from indexing.git.tree import GitTreeReader
+    from indexing.services.repositories import repository_dir
+
+    repository = resolve_repository(repo)
+    if not repository.active_generation:
+        raise ToolInputError(
+            "not_indexed", f"{repository.name} has no indexed version yet", _repositories_hint()
+        )
+    if not isinstance(path, str) or not path.strip():
+        raise ToolInputError("invalid_path", "path must not be empty", "a path from search_code")
+    source = SourceFile.objects.filter(
+        repository=repository, generation=repository.active_generation, path=path.strip("/")
+    ).first()
+    if source is None:
+        raise ToolInputError(
+            "unknown_path",
+            f"{repository.name} has no indexed file {path!r}",
+            "a path exactly as search_code returns it, e.g. 'src/app/models.py'",
+        )
+    try:
+        with GitTreeReader(repository_dir(repository.pk)) as reader:
+            data = reader.read_blob(source.blob_sha)
+    except (OSError, KeyError, ValueError) as exc:
+        raise ToolInputError(
+            "unreadable", f"the clone of {repository.name} no longer holds {path!r}", "re-index"
+        ) from exc
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    total = len(lines)
+    start = 1 if start_line is None else start_line
+    end = min(total, start + MAX_FILE_LINES - 1) if end_line is None else end_line
+    for name, value in (("start_line", start), ("end_line", end)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ToolInputError(f"invalid_{name}", f"{name} must be an integer", "1-based lines")
+    if start < 1 or start > max(total, 1) or end < start:
+        raise ToolInputError(
+            "invalid_range",
+            f"lines {start}-{end} are outside {path!r} ({total} lines)",
+            f"1 <= start_line <= end_line, start_line <= {total}",
+        )
+    last = min(end, total, start + MAX_FILE_LINES - 1)
+    return {
+        "repository": repository.name,
+        "repo_id": str(repository.pk),
+        "path": source.path,
+        "commit": repository.last_indexed_commit,
+        "start_line": start,
+        "end_line": last,
+        "total_lines": total,
+        "truncated": last < min(end, total),
+        "next_start_line": last + 1 if last < total else None,
+        "content": "\n".join(lines[start - 1 : last]),
+    }
