@@ -1,13 +1,14 @@
 """ASGI entry point: the Django site, with the MCP server's streamable HTTP endpoint at ``/mcp``.
 
-Django runs as its WSGI application in a thread pool (``a2wsgi``), exactly as under gunicorn's
-threads: under Django's own ASGI handler every synchronous view of a process would share one
+Django runs as its WSGI application in a thread pool (``a2wsgi``), as it did under gunicorn's
+threads: under Django's own ASGI handler every synchronous view of a process shares one
 thread, so one slow ``/api/ask`` would hold up every other request. ``/mcp`` and the ASGI
 lifespan (which starts the MCP session manager) go to the MCP app.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reposearch.startup import load_settings_or_exit
@@ -19,15 +20,24 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 from search.mcp.http import MCP_PATH, build_http_app  # noqa: E402
 
-django_application: Any = WSGIMiddleware(get_wsgi_application(), workers=8)  # type: ignore[arg-type]
-mcp_application = build_http_app()
+ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
-async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    path = scope.get("path", "")
-    if scope["type"] == "lifespan" or (
-        scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/"))
-    ):
-        await mcp_application(scope, receive, send)
-    else:
-        await django_application(scope, receive, send)
+def build_application(django_threads: int = 8) -> ASGIApp:
+    """The site's ASGI app (a new MCP session manager each time: one per server)."""
+    django_app: Any = WSGIMiddleware(get_wsgi_application(), workers=django_threads)  # type: ignore[arg-type]
+    mcp_app = build_http_app()
+
+    async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "lifespan" or (
+            scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/"))
+        ):
+            await mcp_app(scope, receive, send)
+        else:
+            await django_app(scope, receive, send)
+
+    return application
+
+
+application = build_application()

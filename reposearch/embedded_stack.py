@@ -342,21 +342,19 @@ def command_up(args: argparse.Namespace) -> int:
             "-s",
             str(run_dir / "celerybeat-schedule"),
         ]
-        web = [
+        web = [  # ASGI: the site plus the MCP server's streamable HTTP endpoint at /mcp
             sys.executable,
             "-m",
-            "gunicorn",
-            "reposearch.wsgi:application",
-            "--bind",
-            settings.REPO_SEARCH_BIND_ADDR,
+            "uvicorn",
+            "reposearch.asgi:application",
+            "--host",
+            settings.REPO_SEARCH_BIND_HOST.strip("[]"),
+            "--port",
+            str(settings.REPO_SEARCH_BIND_PORT),
             "--workers",
             "2",
-            "--threads",
-            "4",
-            "--timeout",
-            "120",
-            "--access-logfile",
-            "-",
+            "--lifespan",
+            "on",
         ]
         for name, command in (("worker", worker), ("web", web)):
             process = subprocess.Popen(command, env=env, start_new_session=True)

@@ -1,0 +1,222 @@
+"""The MCP server through the SDK's own client, over stdio (``manage.py mcp``) and streamable
+HTTP (``/mcp`` of the ASGI app, served by uvicorn): initialize, list tools, call each tool,
+and bad arguments that come back as structured, correctable errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from indexing.models import Chunk, Repository
+from indexing.services.repositories import repository_dir
+from tests.ask.corpus import FILES, build_repository, file_text
+from tests.conftest import _test_database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = {"search_code", "list_repositories", "get_file"}
+
+
+@pytest.fixture
+def committed_shop(transactional_db: Any, settings: Any, tmp_path: Path) -> Iterator[Repository]:
+    """The tiny indexed repository, committed so other threads and processes can see it."""
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    repository = build_repository()
+    yield repository
+    shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
+
+
+def payload(result: Any) -> Any:
+    """The JSON a tool returned: its structured content, or for an error the JSON after the
+    SDK's "Error executing tool <name>: " prefix."""
+    if result.structured_content is not None and not result.is_error:
+        return result.structured_content
+    text = result.content[0].text
+    try:
+        return json.loads(text[text.index("{") :])
+    except ValueError:
+        raise AssertionError(f"not JSON: {text!r}") from None
+
+
+def expectations(repository: Repository) -> dict[str, Any]:
+    """What the tools must report, read from the database before any async code runs."""
+    chunk = Chunk.objects.get(symbol="configure_pool")
+    return {
+        "id": str(repository.pk),
+        "commit": repository.last_indexed_commit,
+        "start": chunk.start_line,
+        "end": chunk.end_line,
+    }
+
+
+async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
+    init = await session.initialize()
+    assert init.server_info.name == "reposearch"
+
+    listed = await session.list_tools()
+    assert {t.name for t in listed.tools} == TOOLS
+    for tool in listed.tools:
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.description
+    search_schema = next(t for t in listed.tools if t.name == "search_code").input_schema
+    assert search_schema["required"] == ["query"]  # everything else has a server default
+
+    repos = payload(await session.call_tool("list_repositories", {}))
+    (entry,) = repos["repositories"]
+    assert (entry["name"], entry["id"], entry["searchable"]) == (
+        "acme/shop",
+        expected["id"],
+        True,
+    )
+    assert entry["commit"] == expected["commit"]
+
+    found = payload(await session.call_tool("search_code", {"query": "configure_pool"}))
+    assert 1 <= len(found["hits"]) <= 8  # the default k
+    top = found["hits"][0]
+    start, end, commit = expected["start"], expected["end"], expected["commit"]
+    assert top["location"] == f"src/pool.py:{start}-{end}"
+    assert (top["symbol"], top["commit"]) == ("configure_pool", commit)
+    assert "def configure_pool" in top["snippet"]
+
+    expanded = payload(
+        await session.call_tool(
+            "search_code", {"query": "start_app", "k": 1, "expand": True, "repo": "acme/shop"}
+        )
+    )
+    assert expanded["hits"][0]["symbol"] == "start_app"
+    assert ("configure_pool", "callee") in {(h["symbol"], h["origin"]) for h in expanded["hits"]}
+
+    read = payload(
+        await session.call_tool(
+            "get_file",
+            {
+                "repo": "acme/shop",
+                "path": "src/pool.py",
+                "start_line": start,
+                "end_line": end,
+            },
+        )
+    )
+    lines = file_text(FILES["src/pool.py"]).splitlines()
+    assert read["content"] == "\n".join(lines[start - 1 : end])
+    assert read["commit"] == commit and read["truncated"] is False
+
+    # Bad arguments: errors the agent can read and act on.
+    bad_k = await session.call_tool("search_code", {"query": "pool", "k": 0})
+    assert bad_k.is_error
+    error = payload(bad_k)["error"]
+    assert error["code"] == "invalid_k" and "1..30" in error["valid"]
+
+    unknown = await session.call_tool("get_file", {"repo": "acme/nope", "path": "x.py"})
+    assert unknown.is_error and "'acme/shop'" in payload(unknown)["error"]["valid"]
+
+    no_path = await session.call_tool("get_file", {"repo": "acme/shop", "path": "src/missing.py"})
+    assert payload(no_path)["error"]["code"] == "unknown_path"
+
+    out_of_range = await session.call_tool(
+        "get_file", {"repo": expected["id"], "path": "src/pool.py", "start_line": 500}
+    )
+    assert payload(out_of_range)["error"]["code"] == "invalid_range"
+
+    wrong_type = await session.call_tool("search_code", {"query": "pool", "k": "many"})
+    assert wrong_type.is_error and "k" in wrong_type.content[0].text
+
+    missing = await session.call_tool("get_file", {"repo": "acme/shop"})
+    assert missing.is_error and "path" in missing.content[0].text
+
+
+def test_stdio_transport(committed_shop: Repository, settings: Any) -> None:
+    env = {
+        **os.environ,
+        "DATABASE_URL": _test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "reposearch.settings.test",
+        "REPO_SEARCH_DATA_DIR": str(settings.REPO_SEARCH_DATA_DIR),
+        "LLM_PROVIDER": "none",
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp"], cwd=str(ROOT), env=env
+    )
+
+    expected = expectations(committed_shop)
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await exercise(session, expected)
+
+    anyio.run(main)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def web_server(committed_shop: Repository, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The whole ASGI app (Django + /mcp) under uvicorn in a thread, on a free local port."""
+    from django.db import connections
+
+    from reposearch.asgi import build_application
+
+    # Request threads must not keep connections open past the test (the database is dropped).
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
+    port = _free_port()
+    config = uvicorn.Config(
+        build_application(), host="127.0.0.1", port=port, lifespan="on", log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_streamable_http_transport_mounted_in_the_web_server(
+    web_server: str, committed_shop
+) -> None:
+    import httpx
+
+    # The rest of the site is still served by Django from the same app.
+    assert httpx.get(f"{web_server}/api/health", timeout=10).status_code in (200, 503)
+
+    expected = expectations(committed_shop)
+
+    async def main() -> None:
+        async with (
+            streamable_http_client(f"{web_server}/mcp") as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await exercise(session, expected)
+
+    anyio.run(main)
+
+
+def test_a_foreign_host_header_is_refused(web_server: str) -> None:
+    import httpx
+
+    response = httpx.post(
+        f"{web_server}/mcp",
+        headers={"Host": "evil.example", "Content-Type": "application/json"},
+        content=b"{}",
+        timeout=10,
+    )
+    assert response.status_code == 421
