@@ -33,6 +33,7 @@ from indexing.services.storing import (
     swap_generation,
 )
 from indexing.walking import WalkedFile, walk_tree
+from search.stats import refresh_search_stats
 
 logger = logging.getLogger(__name__)
 
@@ -278,7 +279,12 @@ def run_index(job_id: int) -> bool:
     store_files(repository.pk, generation, to_store)
     _check_alive(job_id)
     repository = swap_generation(repository.pk, generation, carried, job.commit)
-    __import__("search.stats").stats.refresh_search_stats(repository.pk)  # BM25 statistics
+    try:
+        refresh_search_stats(repository.pk)
+    except Exception:
+        # The new generation is live and searchable already; BM25 counts missing statistics on
+        # the fly, so a failed refresh costs speed, not correctness.
+        logger.exception("job=%s BM25 statistics refresh failed", job.pk)
     IndexJob.objects.filter(pk=job.pk).update(
         chunks_total=repository.chunk_count,
         stage_timings=_record_timing(job, "storing", started),
