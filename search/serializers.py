@@ -11,6 +11,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from reposearch.api_serializers import StrictSerializer
+
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
 
@@ -38,7 +40,7 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-class SearchRequestSerializer(serializers.Serializer):
+class SearchRequestSerializer(StrictSerializer):
     query = StrictCharField(
         trim_whitespace=False,
         help_text=f"What to look for (1..{MAX_QUERY_CHARS} characters); "
@@ -83,16 +85,6 @@ class SearchRequestSerializer(serializers.Serializer):
         if not value.strip():
             raise serializers.ValidationError("must not be empty or only whitespace")
         return value.strip()
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = (
-            set(self.initial_data) - set(self.fields)
-            if isinstance(self.initial_data, dict)
-            else set()
-        )
-        if unknown:
-            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
-        return attrs
 
 
 class SearchHitSerializer(serializers.Serializer):

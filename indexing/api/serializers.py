@@ -9,22 +9,13 @@ from rest_framework import serializers
 from indexing.models import IndexJob, Repository
 from indexing.selectors import vectors_in_current_space
 from indexing.services.repositories import active_job
+from reposearch.api_serializers import StrictSerializer
 
 
-class RepositoryCreateSerializer(serializers.Serializer):
+class RepositoryCreateSerializer(StrictSerializer):
     url = serializers.CharField(max_length=2048, trim_whitespace=True)
     branch = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = (
-            set(self.initial_data) - set(self.fields)
-            if isinstance(self.initial_data, dict)
-            else set()
-        )
-        if unknown:
-            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
-        return attrs
 
 
 class IndexJobSerializer(serializers.ModelSerializer):
