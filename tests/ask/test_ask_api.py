@@ -170,3 +170,9 @@ def test_bad_input_is_a_clear_4xx(db, body, status):
 def test_malformed_or_non_object_json_is_a_400(db, payload):
     response = APIClient().post("/api/ask", payload, content_type="application/json")
     assert response.status_code == 400, response.content
+
+
+def test_ask_is_in_the_openapi_schema(db) -> None:
+    response = APIClient().get("/api/schema", HTTP_ACCEPT="application/json")
+    operation = response.json()["paths"]["/api/ask"]["post"]
+    assert {"200", "400", "404", "413", "502", "503"} <= set(operation["responses"])
