@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
+from reposearch.api_serializers import StrictSerializer
 from search.serializers import StrictBooleanField, StrictCharField, StrictIntegerField
 
 MAX_QUESTION_CHARS = 2000
@@ -13,7 +12,7 @@ MAX_K = 20
 MAX_DEPTH = 4
 
 
-class AskRequestSerializer(serializers.Serializer):
+class AskRequestSerializer(StrictSerializer):
     question = StrictCharField(
         trim_whitespace=False,
         help_text=f"The question about the indexed code (1..{MAX_QUESTION_CHARS} characters).",
@@ -48,16 +47,6 @@ class AskRequestSerializer(serializers.Serializer):
         if not value.strip():
             raise serializers.ValidationError("must not be empty or only whitespace")
         return value.strip()
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = (
-            set(self.initial_data) - set(self.fields)
-            if isinstance(self.initial_data, dict)
-            else set()
-        )
-        if unknown:
-            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
-        return attrs
 
 
 class SourceSerializer(serializers.Serializer):
