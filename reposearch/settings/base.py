@@ -78,6 +78,7 @@ LLM_MAX_RETRIES = env.positive_int("LLM_MAX_RETRIES", 2)
 LLM_EMBED_BATCH_SIZE = env.positive_int("LLM_EMBED_BATCH_SIZE", 32)
 LLM_EMBED_LONG_TEXT = env.choice("LLM_EMBED_LONG_TEXT", "head", ("head", "windows"))
 LLM_EMBED_MAX_WINDOWS = env.positive_int("LLM_EMBED_MAX_WINDOWS", 8)
+REPO_SEARCH_ASK_TIMEOUT_SECS = env.positive_float("REPO_SEARCH_ASK_TIMEOUT_SECS", 60.0)
 
 # --- Database and broker -----------------------------------------------------------------------
 DATABASE_URL = env.url(

@@ -103,7 +103,7 @@ def _ms(started: float) -> float:
 
 
 def answer_timeout() -> float:
-    return float(getattr(settings, "REPO_SEARCH_ASK_TIMEOUT_SECS", 60))
+    return float(settings.REPO_SEARCH_ASK_TIMEOUT_SECS)
 
 
 def retrieve_context(
