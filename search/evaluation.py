@@ -45,6 +45,16 @@ ABLATION: tuple[Configuration, ...] = (
     Configuration("vector", {"use_bm25": False, **NO_SCOPE}, description="HNSW cosine only"),
     Configuration("hybrid", dict(NO_SCOPE), description="BM25 + vector, RRF, tests/docs kept"),
     Configuration(
+        "fulltext+scope",
+        {"use_vector": False, "include_tests": None, "include_docs": None},
+        description="BM25 only, automatic scope",
+    ),
+    Configuration(
+        "vector+scope",
+        {"use_bm25": False, "include_tests": None, "include_docs": None},
+        description="vector only, automatic scope",
+    ),
+    Configuration(
         "hybrid+scope",
         {"include_tests": None, "include_docs": None},
         description="hybrid, tests/docs out unless the query asks",
