@@ -1,0 +1,63 @@
+"""The Ask page: a question, an answer whose ``[n]`` citations open the file view at the lines.
+
+The page calls ``POST /api/ask`` from the browser and posts the JSON it got (an answer, or the
+502/503 error that carries the retrieved sources) to ``render_answer``, which returns the HTML
+fragment: the answer escaped with its citations linked, the sources, warnings and the pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from frontend.ask import build_answer, build_failure
+from frontend.results import build_pipeline
+from indexing.models import Repository
+from search.ask.serializers import MAX_QUESTION_CHARS
+
+
+@require_GET
+def ask_page(request: HttpRequest) -> HttpResponse:
+    repositories = list(Repository.objects.only("id", "name", "status", "active_generation"))
+    return render(
+        request,
+        "frontend/ask.html",
+        {
+            "page": "ask",
+            "repositories": repositories,
+            "has_indexed": any(repo.active_generation for repo in repositories),
+            "max_question_chars": MAX_QUESTION_CHARS,
+        },
+    )
+
+
+@csrf_exempt  # renders the JSON it is given and changes nothing: no forgery to guard against
+@require_POST
+def render_answer(request: HttpRequest) -> HttpResponse:
+    """HTML for one ask, from ``{"question", "response"}`` or ``{"question", "error"}``."""
+    try:
+        body = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        return HttpResponseBadRequest("expected a JSON body")
+    if not isinstance(body, dict):
+        return HttpResponseBadRequest('expected {"question", "response"} or {"question", "error"}')
+    question = str(body.get("question") or "")[:MAX_QUESTION_CHARS]
+    response: Any = body.get("response")
+    error: Any = body.get("error")
+    if isinstance(response, dict):
+        view = build_answer(response)
+        view.question = view.question or question
+    elif isinstance(error, dict):
+        view = build_failure(error, question)
+    else:
+        return HttpResponseBadRequest('expected {"question", "response"} or {"question", "error"}')
+    return render(
+        request,
+        "frontend/_answer.html",
+        {"ask": view, "pipeline": build_pipeline(view.trace)},
+    )
