@@ -20,7 +20,14 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from frontend.results import _int, _text, file_view_url, format_ms
+from frontend.results import (
+    PipelineColumn,
+    _int,
+    _text,
+    build_pipeline,
+    file_view_url,
+    format_ms,
+)
 
 MAX_SOURCES = 60
 MAX_ANSWER_CHARS = 40_000
@@ -36,6 +43,8 @@ TIMING_LABELS = {
     "total_ms": "total",
 }
 ORIGIN_LABELS = {"hyde": "found by HyDE", "callee": "called by", "caller": "calls"}
+# The ask pipeline's own stages; "expansion" is the search executor's query expansion.
+STAGE_LABELS = {"callgraph": "call graph", "hyde": "HyDE", "expansion": "query expansion"}
 FAILURE_TITLES = {
     "model_unavailable": "No chat model answered",
     "model_bad_response": "The chat model's answer was unusable",
@@ -277,3 +286,30 @@ def build_failure(error: Mapping[str, Any], question: str) -> AskView:
         failure_title=FAILURE_TITLES.get(code, "The question could not be answered"),
         failure_message=_text(error.get("message")),
     )
+
+
+def _answer_stage(trace: Any) -> Mapping[str, Any]:
+    entries = [e for e in trace if isinstance(e, Mapping)] if isinstance(trace, list) else []
+    answer = next((e for e in reversed(entries) if e.get("name") == "answer"), {})
+    detail = answer.get("detail")
+    return detail if isinstance(detail, Mapping) else {}
+
+
+def build_ask_pipeline(view: AskView) -> list[PipelineColumn]:
+    """The search pipeline's diagram with the ask stages named plainly.
+
+    The answer stage's own detail counts snippets by their prompt numbers, which differ from the
+    [n] the reader sees (sources are renumbered in citation order), so it is restated in counts.
+    """
+    columns = build_pipeline(view.trace)
+    invalid = _answer_stage(view.trace).get("invalid")
+    for column in columns:
+        for stage in column.stages:
+            stage.label = STAGE_LABELS.get(stage.name, stage.label)
+            if stage.name == "answer" and stage.status == "ran":
+                given = len(view.sources) + len(view.uncited)
+                stage.detail = f"cited {len(view.sources)} of {given} snippets"
+                if isinstance(invalid, list) and invalid:
+                    removed = " ".join(f"[{number}]" for number in invalid[:10])
+                    stage.detail += f"; removed {removed}"
+    return columns

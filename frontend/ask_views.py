@@ -15,8 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from frontend.ask import build_answer, build_failure
-from frontend.results import build_pipeline
+from frontend.ask import build_answer, build_ask_pipeline, build_failure
 from indexing.models import Repository
 from search.ask.serializers import MAX_QUESTION_CHARS
 
@@ -59,5 +58,5 @@ def render_answer(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "frontend/_answer.html",
-        {"ask": view, "pipeline": build_pipeline(view.trace)},
+        {"ask": view, "pipeline": build_ask_pipeline(view)},
     )

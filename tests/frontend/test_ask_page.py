@@ -61,7 +61,13 @@ def answer_response(text: str, sources: list[dict[str, Any]], **extra: Any) -> d
         "warnings": [],
         "trace": [
             {"name": "bm25", "status": "ran", "reason": "", "ms": 3.2, "detail": {"hits": 4}},
-            {"name": "answer", "status": "ran", "reason": "", "ms": 812.0, "detail": {}},
+            {"name": "callgraph", "status": "ran", "reason": "", "ms": 2, "detail": {"depth": 2}},
+            {
+                "name": "answer",
+                "status": "ran",
+                "ms": 812.0,
+                "detail": {"cited": [3], "invalid": [9]},
+            },
         ],
         "timings": {"retrieve_ms": 12.5, "model_ms": 812.0, "total_ms": 830.4},
         **extra,
@@ -119,6 +125,8 @@ def test_model_text_is_escaped_and_citations_link_to_the_file_view_at_the_lines(
     assert f'href="https://github.com/acme/shop/blob/{COMMIT}/src/pool.py#L4-L8"' in html
     # Pipeline and timings.
     assert 'data-stage="bm25" data-status="ran"' in html
+    assert '<span class="stage-name">call graph</span>' in html
+    assert "cited 2 of 2 snippets; removed [9]" in html  # counts, not the prompt's numbers
     assert "retrieval 12 ms · model 812 ms · total 830 ms" in html
 
 
