@@ -92,7 +92,7 @@ def test_ask_and_follow_a_citation_to_the_cited_lines(
     assert f"src/pool.py:{chunk.start_line}-{chunk.end_line}" in first.text
     assert "configure_pool" in first.text and "acme/shop" in first.text
     assert shop.last_indexed_commit[:7] in first.text
-    upstream = first.find_element(By.CSS_SELECTOR, "a.upstream").get_attribute("href")
+    upstream = first.find_element(By.CSS_SELECTOR, "a.upstream").get_attribute("href") or ""
     assert upstream.startswith(f"https://github.com/acme/shop/blob/{shop.last_indexed_commit}/")
     assert "read_pool_size" in browser.find_element(By.ID, "source-2").text
     stages = browser.find_elements(By.CSS_SELECTOR, ".pipeline .stage")
@@ -136,7 +136,19 @@ def test_without_a_chat_model_the_page_says_so_and_lists_the_retrieved_sources(
     assert retrieved and not browser.find_elements(By.CSS_SELECTOR, "a.cite")
     locations = " ".join(source.text for source in retrieved)
     assert "src/pool.py:" in locations
-    link = retrieved[0].find_element(By.CSS_SELECTOR, "a.file-link").get_attribute("href")
+    link = retrieved[0].find_element(By.CSS_SELECTOR, "a.file-link").get_attribute("href") or ""
     assert link.startswith(f"{live_server.url}/repos/{shop.pk}/file?path=")
     assert browser.find_elements(By.CSS_SELECTOR, ".stage[data-stage=answer][data-status=failed]")
     screenshot(browser, "ask-no-model")
+
+
+def test_an_api_error_is_explained_in_plain_words(live_server: Any, browser: WebDriver) -> None:
+    missing = "00000000-0000-4000-8000-000000000000"
+    browser.get(f"{live_server.url}/ask/?q=anything&repo={missing}")
+    error = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#answer .error"))[0]
+    assert "could not be asked" in error.text and missing in error.text
+    # The link's repository is kept (checked) in the options, not silently dropped.
+    kept = browser.find_element(By.CSS_SELECTOR, f"input[name=repo][value='{missing}']")
+    assert kept.is_selected()
+    assert error.get_attribute("role") == "alert"
+    assert browser.find_element(By.ID, "ask-button").get_attribute("disabled") is None

@@ -12,6 +12,7 @@
   const progress = document.getElementById("ask-progress");
   const options = document.getElementById("ask-options");
   const optionCount = document.getElementById("option-count");
+  const repoList = document.getElementById("repo-options");
   const el = window.reposearch.el;
   // Checkboxes and their default state; only values that differ from it go in the URL.
   const FLAGS = { expand: false, hyde: false, tests: false, docs: false };
@@ -40,6 +41,13 @@
     box.value = params.get("q") || "";
     const repos = params.getAll("repo");
     form.querySelectorAll("input[name=repo]").forEach(function (input) { input.checked = repos.includes(input.value); });
+    // A link can name a repository this page does not list (deleted since): keep it, visibly,
+    // so the API says it is unknown instead of the question silently going to every repository.
+    const listed = Array.from(form.querySelectorAll("input[name=repo]"), function (input) { return input.value; });
+    repos.filter(function (id) { return !listed.includes(id); }).forEach(function (id) {
+      repoList.append(el("label", { className: "unknown-repo" }, [
+        el("input", { type: "checkbox", name: "repo", value: id, checked: true }), " unknown repository " + id]));
+    });
     Object.keys(FLAGS).forEach(function (name) {
       const value = params.get(name);
       form.elements[name].checked = value === null ? FLAGS[name] : value === "1";
