@@ -99,14 +99,14 @@ class EmbeddedPostgres:
         except KeyError:
             subprocess.run(["useradd", "-M", "-s", "/bin/false", self.run_as], check=True)
         # The unprivileged user must traverse to the binaries and the data directory.
-        for path in (self.bin, self.pgdata):
-            for parent in [path, *path.parents]:
-                if parent.exists():
-                    parent.chmod(parent.stat().st_mode | 0o055)
+        for parent in [self.bin, *self.bin.parents, *self.pgdata.parents]:
+            if parent.exists():
+                parent.chmod(parent.stat().st_mode | 0o055)
         for item in (self.bin.parent / "lib", self.bin.parent / "share"):
             for dirpath, _dirnames, _filenames in os.walk(item):
                 Path(dirpath).chmod(Path(dirpath).stat().st_mode | 0o055)
         shutil.chown(self.pgdata, user=self.run_as)
+        self.pgdata.chmod(0o700)  # PostgreSQL refuses a data directory others can read
 
     def _running_pid(self) -> int | None:
         pidfile = self.pgdata / "postmaster.pid"
