@@ -15,6 +15,7 @@ import pytest
 from dulwich.objects import Blob
 
 import llm
+import llm.config
 from indexing.models import Repository
 from indexing.services.embedding import embed_repository, space_for
 from indexing.services.repositories import repository_dir
