@@ -56,7 +56,7 @@ class RepositoryAddForm(forms.ModelForm):
 
     class Meta:
         model = Repository
-        fields = ("url", "branch", "name")
+        fields = ("url", "branch", "name", "contextual_summaries")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -98,8 +98,8 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ("url", "branch", "name")
-        return ("name", *self.readonly_fields)
+            return ("url", "branch", "name", "contextual_summaries")
+        return ("name", "contextual_summaries", *self.readonly_fields)
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
         return self.inlines if obj is not None else []
@@ -109,7 +109,7 @@ class RepositoryAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         try:
-            job = add_repository(obj.url, obj.branch, obj.name)
+            job = add_repository(obj.url, obj.branch, obj.name, obj.contextual_summaries)
         except ApiError as error:  # a race with another add since the form was validated
             self.message_user(request, str(error.detail), messages.ERROR)
             raise

@@ -43,6 +43,11 @@ class Repository(models.Model):
     embedded_count = models.PositiveIntegerField(default=0)
     size_bytes = models.BigIntegerField(default=0, help_text="Bytes fetched from the remote.")
     indexed_bytes = models.BigIntegerField(default=0, help_text="Bytes of text indexed.")
+    contextual_summaries = models.BooleanField(
+        default=False,
+        help_text="Opt-in contextual retrieval: the chat model writes a one-line summary of each "
+        "chunk at index time, embedded with it. Costs one model call per chunk.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -96,6 +101,10 @@ class IndexJob(models.Model):
     files_skipped = models.PositiveIntegerField(default=0)
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_embedded = models.PositiveIntegerField(default=0)
+    summaries_total = models.PositiveIntegerField(
+        default=0, help_text="Chat calls this job makes for contextual summaries (its cost)."
+    )
+    summaries_done = models.PositiveIntegerField(default=0)
     bytes_fetched = models.BigIntegerField(default=0)
     stage_timings = models.JSONField(default=dict, blank=True, help_text="Seconds per stage.")
     failures = models.JSONField(
@@ -175,6 +184,12 @@ class Chunk(models.Model):
     content = models.TextField()
     content_hash = models.CharField(max_length=64, help_text="sha256 of the content.")
     calls = models.JSONField(default=list, blank=True, help_text="Names called in this chunk.")
+    summary = models.TextField(
+        blank=True,
+        default="",
+        db_default="",  # bulk inserts in raw SQL leave it out
+        help_text="One-line summary by the chat model (contextual retrieval).",
+    )
     search_vector = SearchVectorField(null=True)
     token_count = models.PositiveIntegerField(default=0, help_text="Words in the tsvector text.")
 

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from indexing.models import IndexJob, Repository
 from indexing.selectors import vectors_in_current_space
 from indexing.services.repositories import active_job
+from indexing.services.summaries import summary_cost
 from reposearch.api_serializers import StrictSerializer
 
 
@@ -16,6 +17,16 @@ class RepositoryCreateSerializer(StrictSerializer):
     url = serializers.CharField(max_length=2048, trim_whitespace=True)
     branch = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    contextual_summaries = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Opt-in contextual retrieval: one chat-model call per chunk at index time.",
+    )
+
+
+class RepositoryUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False)
+    contextual_summaries = serializers.BooleanField(required=False)
 
 
 class IndexJobSerializer(serializers.ModelSerializer):
@@ -27,7 +38,8 @@ class IndexJobSerializer(serializers.ModelSerializer):
         model = IndexJob
         fields = [
             "id", "repository_id", "kind", "state", "generation", "commit", "files_total",
-            "files_done", "files_skipped", "chunks_total", "chunks_embedded", "bytes_fetched",
+            "files_done", "files_skipped", "chunks_total", "chunks_embedded", "summaries_total",
+            "summaries_done", "bytes_fetched",
             "stage_timings", "failures", "attempts", "error", "heartbeat_at", "created_at",
             "started_at", "finished_at", "duration_seconds", "progress",
         ]  # fmt: skip
@@ -56,12 +68,16 @@ class RepositorySerializer(serializers.ModelSerializer):
     vectors = serializers.SerializerMethodField()
     vectors_missing = serializers.SerializerMethodField()
     needs_reembedding = serializers.SerializerMethodField()
+    contextual_summary_calls = serializers.SerializerMethodField(
+        help_text="Chat-model calls the next run makes for contextual summaries (its cost)."
+    )
 
     class Meta:
         model = Repository
         fields = [
             "id", "url", "name", "branch", "status", "error", "last_indexed_commit",
             "last_indexed_at", "file_count", "chunk_count", "embedded_count", "vectors",
+            "contextual_summaries", "contextual_summary_calls",
             "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
         ]  # fmt: skip
@@ -84,6 +100,9 @@ class RepositorySerializer(serializers.ModelSerializer):
 
     def get_needs_reembedding(self, repository: Repository) -> bool:
         return repository.status == "ready" and self.get_vectors_missing(repository) > 0
+
+    def get_contextual_summary_calls(self, repository: Repository) -> int:
+        return summary_cost(repository)
 
     def get_current_job(self, repository: Repository) -> dict[str, Any] | None:
         job = active_job(repository) or repository.jobs.order_by("-created_at").first()

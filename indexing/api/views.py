@@ -15,9 +15,15 @@ from indexing.api.serializers import (
     IndexJobSerializer,
     RepositoryCreateSerializer,
     RepositorySerializer,
+    RepositoryUpdateSerializer,
 )
 from indexing.models import IndexJob, Repository
-from indexing.services.repositories import add_repository, delete_repository, reindex_repository
+from indexing.services.repositories import (
+    add_repository,
+    delete_repository,
+    reindex_repository,
+    update_repository,
+)
 from reposearch.api_errors import ApiError
 
 
@@ -56,6 +62,17 @@ class RepositoryDetailView(APIView):
     @extend_schema(responses=RepositorySerializer)
     def get(self, request: Request, repository_id: str) -> Response:
         return Response(RepositorySerializer(_get_repository(repository_id)).data)
+
+    @extend_schema(request=RepositoryUpdateSerializer, responses=RepositorySerializer)
+    def patch(self, request: Request, repository_id: str) -> Response:
+        """Rename, or opt in to contextual summaries; the response shows their cost in calls."""
+        repository = _get_repository(repository_id)
+        if not isinstance(request.data, dict):
+            raise ApiError("the body must be a JSON object", code="invalid")
+        serializer = RepositoryUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        update_repository(repository, **serializer.validated_data)
+        return Response(RepositorySerializer(repository).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, repository_id: str) -> Response:

@@ -8,6 +8,7 @@ it and the repository stays searchable by full text.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,11 +71,21 @@ def space_for(embedder: Any) -> EmbeddingSpace:
 
 
 def embedding_header(chunk: Chunk) -> str:
-    """The small header embedded with each chunk: where it lives and what it defines."""
+    """The small header embedded with each chunk: where it lives, what it defines and, with
+    contextual retrieval, the model's one-line summary."""
     parts = [f"path: {chunk.path}"]
     if chunk.symbol:
         parts.append(f"{chunk.kind or 'symbol'}: {chunk.symbol}")
+    if chunk.summary:
+        parts.append(f"summary: {chunk.summary}")
     return "\n".join(parts) + "\n"
+
+
+def embedded_text_hash(chunk: Chunk) -> str:
+    """What identifies the embedded text for reuse: the content, and the summary if any."""
+    if not chunk.summary:
+        return chunk.content_hash
+    return hashlib.sha256(f"{chunk.content_hash}\n{chunk.summary}".encode()).hexdigest()
 
 
 def _missing_chunks(repository: Repository, space: EmbeddingSpace):  # type: ignore[no-untyped-def]
@@ -97,7 +108,7 @@ def reuse_existing_vectors(repository: Repository, space: EmbeddingSpace) -> int
                 SELECT e.vector FROM indexing_chunkembedding e
                 WHERE e.space_id = %(space)s AND e.content_hash = c.content_hash LIMIT 1
             ) src ON TRUE
-            WHERE c.repository_id = %(repo)s AND c.generation = %(gen)s
+            WHERE c.repository_id = %(repo)s AND c.generation = %(gen)s AND c.summary = ''
               AND NOT EXISTS (SELECT 1 FROM indexing_chunkembedding x
                               WHERE x.chunk_id = c.id AND x.space_id = %(space)s)
             ON CONFLICT DO NOTHING
@@ -120,20 +131,24 @@ def embed_repository(
     after the batches already done are saved. ``max_vectors`` caps the vectors stored in the
     space; chunks past the cap are left without one and counted in ``missing``."""
     outcome = EmbedOutcome(reused=reuse_existing_vectors(repository, space))
-    pending = list(_missing_chunks(repository, space).only("id", "path", "symbol", "kind",
-                                                            "content", "content_hash"))  # fmt: skip
+    pending = list(
+        _missing_chunks(repository, space).only(
+            "id", "path", "symbol", "kind", "content", "content_hash", "summary"
+        )
+    )
+
     # Identical text inside this run is embedded once.
     by_hash: dict[str, list[Chunk]] = {}
     for chunk in pending:
-        by_hash.setdefault(chunk.content_hash, []).append(chunk)
+        by_hash.setdefault(embedded_text_hash(chunk), []).append(chunk)
     unique = [group[0] for group in by_hash.values()]
     if max_vectors is not None:
         room = max(max_vectors - ChunkEmbedding.objects.filter(space=space).count(), 0)
-        if sum(len(by_hash[chunk.content_hash]) for chunk in unique) > room:
+        if sum(len(by_hash[embedded_text_hash(chunk)]) for chunk in unique) > room:
             kept: list[Chunk] = []
             used = 0
             for chunk in unique:
-                twins = len(by_hash[chunk.content_hash])
+                twins = len(by_hash[embedded_text_hash(chunk)])
                 if used + twins > room:
                     outcome.missing += twins
                     continue
@@ -150,10 +165,10 @@ def embed_repository(
         rows = [
             ChunkEmbedding(
                 chunk_id=twin.pk, space=space, repository_id=repository.pk,
-                content_hash=chunk.content_hash, vector=vector,
+                content_hash=embedded_text_hash(chunk), vector=vector,
             )
             for chunk, vector in zip(batch, vectors, strict=True)
-            for twin in by_hash[chunk.content_hash]
+            for twin in by_hash[embedded_text_hash(chunk)]
         ]  # fmt: skip
         with transaction.atomic():
             ChunkEmbedding.objects.bulk_create(rows, ignore_conflicts=True)

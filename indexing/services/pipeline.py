@@ -296,6 +296,35 @@ def run_index(job_id: int) -> bool:
     return True
 
 
+def _write_summaries(job: IndexJob, repository: Repository) -> list[dict[str, str]]:
+    """Contextual retrieval: summarise the chunks that have no summary yet; return failures."""
+    from indexing.services.summaries import chunks_needing_summary, summarise_chunks
+    from llm import get_chat
+
+    chat = get_chat()
+    total = chunks_needing_summary(repository).count()
+    IndexJob.objects.filter(pk=job.pk).update(summaries_total=total)
+    if total == 0:
+        return []
+    if not chat.available:
+        return [
+            {
+                "stage": "summaries",
+                "reason": "no chat model configured; chunks embedded without summaries",
+            }
+        ]
+    outcome = summarise_chunks(
+        repository, chat, on_progress=lambda done: jobs.heartbeat(job.pk, summaries_done=done)
+    )
+    jobs.heartbeat(job.pk, summaries_done=outcome.written)
+    if not outcome.failed:
+        return []
+    reason = f"{outcome.failed} of {total} chunks got no summary"
+    if outcome.error:
+        reason += f" ({outcome.error})"
+    return [{"stage": "summaries", "reason": reason}]
+
+
 def is_transient_model_error(error: Exception) -> bool:
     """Worth retrying: the model server is down, slow or overloaded — not a bad configuration."""
     transient = getattr(error, "transient", None)
@@ -335,6 +364,8 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
 
     space = None
     failures = list(job.failures)
+    if repository.contextual_summaries:
+        failures.extend(_write_summaries(job, repository))
     try:
         from llm import get_embedder
 

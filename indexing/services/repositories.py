@@ -97,7 +97,12 @@ def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str
     return checked.url, branch, checked.display_name
 
 
-def add_repository(url: str, branch: str | None = None, name: str | None = None) -> IndexJob:
+def add_repository(
+    url: str,
+    branch: str | None = None,
+    name: str | None = None,
+    contextual_summaries: bool = False,
+) -> IndexJob:
     """Validate, create the repository and its first job, and enqueue it after commit."""
     display = (name or "").strip()
     if len(display) > 200:
@@ -108,12 +113,29 @@ def add_repository(url: str, branch: str | None = None, name: str | None = None)
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:add_repository'))")
         clean_url, branch, default_name = validate_new_repository(url, branch)
         repository = Repository.objects.create(
-            url=clean_url, branch=branch, name=display or default_name
+            url=clean_url,
+            branch=branch,
+            name=display or default_name,
+            contextual_summaries=contextual_summaries,
         )
         job = IndexJob.objects.create(repository=repository, kind=JobKind.FULL)
         _enqueue(job)
     logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, clean_url)
     return job
+
+
+def update_repository(repository: Repository, **changes: object) -> Repository:
+    """Rename, or switch contextual summaries on or off (takes effect at the next run)."""
+    name = changes.get("name")
+    if name is not None:
+        name = str(name).strip()
+        if not name:
+            raise ApiError("name must not be empty", code="invalid_name")
+        repository.name = name
+    if "contextual_summaries" in changes:
+        repository.contextual_summaries = bool(changes["contextual_summaries"])
+    repository.save(update_fields=["name", "contextual_summaries", "updated_at"])
+    return repository
 
 
 def reindex_repository(repository: Repository) -> tuple[IndexJob, bool]:
