@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reposearch.api_errors import ApiError
+from reposearch.api_serializers import refuse_too_long
 from search.pipeline import SearchExecutor, SearchRequest
 from search.scope import InvalidGlob, UnknownRepositories
 from search.serializers import (
@@ -40,13 +41,7 @@ class SearchView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        query = request.data.get("query") if isinstance(request.data, dict) else None
-        if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
-            raise ApiError(
-                f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}",
-                code="query_too_long",
-                status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-            )
+        refuse_too_long(request.data, "query", MAX_QUERY_CHARS)
         serializer = SearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reposearch.api_errors import ApiError
+from reposearch.api_serializers import refuse_too_long
 from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
 from search.ask.service import AskFailed, AskRequest, answer_question
 from search.scope import UnknownRepositories
@@ -42,13 +43,7 @@ class AskView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        question = request.data.get("question") if isinstance(request.data, dict) else None
-        if isinstance(question, str) and len(question) > MAX_QUESTION_CHARS:
-            raise ApiError(
-                f"question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}",
-                code="question_too_long",
-                status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-            )
+        refuse_too_long(request.data, "question", MAX_QUESTION_CHARS)
         serializer = AskRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
