@@ -27,36 +27,10 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from indexing.models import IndexJob, JobState, Repository
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
+from tests.indexing.test_pipeline_e2e import PARSER, UTIL_JS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
-PARSER = '''"""HTTP header parsing."""
-
-
-def parse_http_header(line):
-    """Split one header line into a name and a value."""
-    name, _, value = line.partition(":")
-    return name.strip().lower(), value.strip()
-
-
-class HeaderCache:
-    """Remembers parsed headers."""
-
-    def __init__(self):
-        self.items = {}
-
-    def lookup(self, line):
-        if line not in self.items:
-            self.items[line] = parse_http_header(line)
-        return self.items[line]
-'''
-
-UTIL_JS = """export function retryWithBackoff(fn, attempts) {
-  for (let i = 0; i < attempts; i++) {
-    try { return fn(); } catch (e) { if (i === attempts - 1) throw e; }
-  }
-}
-"""
 
 FILES = {
     "src/app/parser.py": PARSER,
