@@ -83,6 +83,8 @@ def set_environment(port: int, redis_port: int | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
     os.environ.setdefault("REPO_SEARCH_DATA_DIR", str(CORPORA / "data"))
     os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")
+    # The synthetic corpus alone holds 1 M vectors; the default cap (500 k) would refuse more.
+    os.environ.setdefault("REPO_SEARCH_MAX_VECTOR_ENTRIES", "5000000")
 
 
 def _free_port() -> int:

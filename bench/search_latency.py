@@ -80,9 +80,22 @@ LARGE_SCAN_ROWS = 20_000
 
 
 def plan_problems(plan: str) -> list[str]:
-    """Sequential scans of the chunk tables, and chunk-table nodes that produce many rows."""
-    problems = [m.group(0) for m in SEQ_SCAN.finditer(plan)]
-    for line in plan.splitlines():
+    """Sequential scans of the chunk tables (with the rows they read), and chunk-table nodes
+    that produce many rows."""
+    problems = []
+    lines = plan.splitlines()
+    for number, line in enumerate(lines):
+        seq = SEQ_SCAN.search(line)
+        if seq:
+            read = 0
+            found = CHUNK_NODE.search(line)
+            if found:
+                read = int(float(found.group(2)) * int(found.group(3)))
+            for following in lines[number + 1 : number + 4]:
+                if "Rows Removed by Filter:" in following:
+                    read += int(following.split(":")[1])
+            problems.append(f"{seq.group(0)} (read {read} rows)")
+            continue
         found = CHUNK_NODE.search(line)
         if found and float(found.group(2)) * int(found.group(3)) >= LARGE_SCAN_ROWS:
             node = line.strip().split("  (")[0].lstrip("-> ")
@@ -162,6 +175,12 @@ def measure(
         per_group: dict[str, list[float]] = {}
         embed_ms: list[float] = []
         stage_ms: dict[str, list[float]] = {}
+        not_run: dict[str, int] = {}
+        required = [
+            n
+            for n, flag in (("fulltext", "use_bm25"), ("vector", "use_vector"))
+            if overrides.get(flag, True)
+        ]
         for group, queries in QUERIES.items():
             for query in queries:
                 request = SearchRequest(query=query, limit=10, repo_ids=repo_ids, **overrides)
@@ -176,12 +195,16 @@ def measure(
                     for stage in result.trace:
                         if stage.status == "ran":
                             stage_ms.setdefault(stage.name, []).append(stage.ms)
+                        elif stage.name in required:
+                            problem = f"{stage.name} {stage.status}: {stage.reason[:120]}"
+                            not_run[problem] = not_run.get(problem, 0) + 1
         all_runs = [value for values in per_group.values() for value in values]
         results[mode] = {
             "all": percentiles(all_runs),
             **{group: percentiles(values) for group, values in per_group.items()},
             "query_embedding_ms_p50": round(statistics.median(embed_ms), 1) if embed_ms else 0,
             "stage_ms_p50": {k: round(statistics.median(v), 1) for k, v in stage_ms.items()},
+            "stages_not_run": not_run,
         }
         groups = "  ".join(
             f"{g}: {results[mode][g]['p50']}/{results[mode][g]['p95']}" for g in QUERIES
@@ -192,6 +215,8 @@ def measure(
             f"  stages p50 {results[mode]['stage_ms_p50']}",
             flush=True,
         )
+        for problem, count in not_run.items():
+            print(f"    WARNING {count}/{len(all_runs)} runs: {problem}", flush=True)
     return results
 
 
@@ -235,12 +260,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--corpus", default="synthetic,flask")
+    parser.add_argument("--append", action="store_true", help="merge into an existing --json")
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/latency.json")
     parser.add_argument("--plans", type=Path, default=ROOT / "bench/results/latency-plans.txt")
     args = parser.parse_args(argv)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.plans.write_text("")
+    if not args.append:
+        args.plans.write_text("")
     report: dict[str, Any] = {"server_settings": SERVER_SETTINGS}
+    if args.append and args.json.exists():
+        report = json.loads(args.json.read_text())
     wanted = {name.strip() for name in args.corpus.split(",")}
     with bench_database(with_redis="flask" in wanted):
         from django.db import connection
