@@ -13,7 +13,7 @@ from indexing.models import IndexJob, Repository
 from indexing.services import pipeline
 from tests.indexing.git_server import commit_files, init_bare_repo
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 RETRY = '''"""Retrying flaky calls."""
 
