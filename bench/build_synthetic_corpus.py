@@ -14,9 +14,10 @@ each keeping a deterministic ~90 % of the base chunks, each chunk's tsvector ext
 repository's marker token, and its vector = the base vector + Gaussian noise (sigma 0.025 per
 dimension, about cosine 0.9 to the base), renormalised: forks and versions of one codebase.
 
-Secondary indexes are dropped during the load and rebuilt afterwards, timed one by one (the
-HNSW build is the long one). A manifest ``bench/corpora/synthetic.json`` records the
-parameters and timings; a later run with the same parameters reuses the corpus.
+Secondary indexes are dropped during the load and rebuilt afterwards, timed one by one. A
+manifest ``bench/corpora/synthetic.json`` records the parameters and timings; a later run with
+the same parameters reuses the corpus, and one that only changes ``--hnsw-m`` /
+``--hnsw-ef-construction`` rebuilds just the HNSW index.
 """
 
 from __future__ import annotations
@@ -26,108 +27,15 @@ import hashlib
 import json
 import re
 import time
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from bench_db import CORPORA, bench_database
+from synthetic_base import NOISE_SIGMA, base_files, base_vectors, log
 
 MANIFEST = CORPORA / "synthetic.json"
-BASE_VECTORS = CORPORA / "django-base-vectors.npy"
-NOISE_SIGMA = 0.025
 KEEP_PER_1024 = 922  # ~90 % of the base chunks in each copy
-TEXT_SUFFIXES = {".py", ".html", ".js", ".txt", ".css"}
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def base_files() -> list[Any]:
-    """Django's source files, chunked like the indexer does."""
-    import django as django_package
-
-    from indexing.chunking import chunk_file
-    from indexing.languages import detect_language, is_doc_path, is_test_path
-    from indexing.services.storing import FileToStore, StoredChunk
-
-    root = Path(django_package.__file__).parent
-    files = []
-    for path in sorted(root.rglob("*")):
-        if path.suffix not in TEXT_SUFFIXES or not path.is_file() or "locale" in path.parts:
-            continue
-        rel = "django/" + path.relative_to(root).as_posix()
-        text = path.read_text(encoding="utf-8", errors="replace")
-        language = detect_language(rel) or ""
-        pieces = chunk_file(text, language or None, rel)
-        if not pieces:
-            continue
-        chunks = [
-            StoredChunk(
-                p.index, p.start_line, p.end_line, p.symbol or "", p.kind, p.content, tuple(p.calls)
-            )
-            for p in pieces
-        ]
-        files.append(
-            FileToStore(
-                path=rel,
-                blob_sha=hashlib.sha1(text.encode()).hexdigest(),
-                size_bytes=len(text.encode()),
-                language=language,
-                is_test=is_test_path(rel),
-                is_doc=is_doc_path(rel, language),
-                line_count=text.count("\n") + 1,
-                chunks=chunks,
-            )
-        )
-    return files
-
-
-def embed_texts_cached(texts: list[str]) -> np.ndarray:
-    """Real vectors of ``texts``, cached by the hash of the texts."""
-    from llm import get_embedder
-
-    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    cache = BASE_VECTORS.with_suffix(f".{digest}.npy")
-    if cache.exists():
-        return np.load(cache)
-    embedder = get_embedder()
-    log(f"embedding {len(texts)} base chunks with {embedder.space_key} (cached afterwards)")
-    started = time.monotonic()
-    parts = []
-    for start in range(0, len(texts), 256):
-        parts.append(embedder.embed(texts[start : start + 256]))
-        done = start + len(parts[-1])
-        log(f"  {done}/{len(texts)} ({done / (time.monotonic() - started):.0f} chunks/s)")
-    vectors = np.concatenate(parts).astype(np.float32)
-    np.save(cache, vectors)
-    return vectors
-
-
-def base_vectors(paths: list[str], texts: list[str], real: int, rng: Any) -> np.ndarray:
-    """A vector per base chunk: real MiniLM vectors for a sample of ``real`` chunks; each other
-    chunk borrows the vector of the nearest sampled chunk of its file (else of its directory,
-    else any) plus noise -- neighbouring code of one file is about the same thing."""
-    count = len(texts)
-    sample = np.sort(rng.choice(count, size=min(real, count), replace=False))
-    real_vectors = embed_texts_cached([texts[i] for i in sample])
-    vectors = np.zeros((count, real_vectors.shape[1]), dtype=np.float32)
-    by_file: dict[str, list[int]] = {}
-    by_dir: dict[str, list[int]] = {}
-    for row, i in enumerate(sample):
-        vectors[i] = real_vectors[row]
-        by_file.setdefault(paths[i], []).append(int(i))
-        by_dir.setdefault(paths[i].rsplit("/", 1)[0], []).append(int(i))
-    sampled = set(int(i) for i in sample)
-    for i in range(count):
-        if i in sampled:
-            continue
-        pool = by_file.get(paths[i]) or by_dir.get(paths[i].rsplit("/", 1)[0])
-        donor = min(pool, key=lambda j: abs(j - i)) if pool else int(rng.choice(sample))
-        noisy = vectors[donor] + rng.normal(0.0, NOISE_SIGMA, vectors.shape[1])
-        vectors[i] = noisy / np.linalg.norm(noisy)
-    return vectors
 
 
 def secondary_indexes(cursor: Any, tables: list[str]) -> list[tuple[str, str]]:
@@ -360,6 +268,37 @@ def parameters(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def rebuild_hnsw(args: argparse.Namespace, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Only the HNSW index changes: drop it and build it again with the new parameters."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        hnsw = [
+            (name, definition)
+            for name, definition in secondary_indexes(cursor, ["indexing_chunkembedding"])
+            if "USING hnsw" in definition
+        ]
+        cursor.execute("SET maintenance_work_mem = '6GB'")
+        cursor.execute("SET max_parallel_maintenance_workers = 1")
+        for name, definition in hnsw:
+            definition = re.sub(r" WITH \([^)]*\)", "", definition).replace(
+                "vector_cosine_ops)",
+                f"vector_cosine_ops) WITH (m = {args.hnsw_m},"
+                f" ef_construction = {args.hnsw_ef_construction})",
+                1,
+            )
+            cursor.execute(f'DROP INDEX "{name}"')
+            log(
+                f"rebuilding {name} with m={args.hnsw_m}, ef_construction={args.hnsw_ef_construction}"
+            )
+            t0 = time.monotonic()
+            cursor.execute(definition)
+            manifest["timings"][f"index_{name}_s"] = round(time.monotonic() - t0, 1)
+            log(f"  {name}: {manifest['timings'][f'index_{name}_s']} s")
+    manifest["parameters"] = parameters(args)
+    return manifest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
@@ -373,6 +312,13 @@ def main(argv: list[str] | None = None) -> int:
             manifest = json.loads(MANIFEST.read_text())
             if manifest.get("parameters") == parameters(args):
                 log(f"corpus already built ({manifest['chunks']} chunks); --rebuild to redo")
+                return 0
+            hnsw_keys = {"hnsw_m", "hnsw_ef_construction"}
+            old = {k: v for k, v in manifest.get("parameters", {}).items() if k not in hnsw_keys}
+            new = {k: v for k, v in parameters(args).items() if k not in hnsw_keys}
+            if old == new:
+                manifest = rebuild_hnsw(args, manifest)
+                MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
                 return 0
         manifest = build(args)
         MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")

@@ -235,6 +235,50 @@ def plans_for(executor: Any, repo_ids: list[Any] | None) -> tuple[list[str], lis
     return plans, offenders
 
 
+def hnsw_recall(repo_ids: list[Any] | None, limit: int = 10) -> dict[str, Any]:
+    """recall@limit of the vector list the executor would use, against an exact scan."""
+    from llm import get_embedder
+    from search.pipeline import SearchRequest
+    from search.scope import build_scope_filter, resolve_scope, scope_repositories
+    from search.vector import estimate_rows, find_space, vector_search
+
+    embedder = get_embedder()
+    space = find_space(embedder.space_key)
+    if space is None:
+        return {}
+    recalls = []
+    strategies: dict[str, int] = {}
+    for query in [q for group in QUERIES.values() for q in group]:
+        scope = resolve_scope(SearchRequest(query=query, repo_ids=repo_ids))
+        scope_filter = build_scope_filter(scope, scope_repositories(repo_ids))
+        estimated = estimate_rows(scope_filter, None, scope.include_tests, scope.include_docs)
+        vector = embedder.embed([query])[0]
+        found = vector_search(
+            query, vector, space, scope_filter, limit=limit, estimated_rows=estimated
+        )
+        exact = vector_search(
+            query,
+            vector,
+            space,
+            scope_filter,
+            limit=limit,
+            estimated_rows=estimated,
+            force="exact",
+            timeout_ms=60_000,
+        )
+        truth = {cid for cid, _ in exact.ranked}
+        recalls.append(len(truth & {cid for cid, _ in found.ranked}) / max(len(truth), 1))
+        strategy = str(found.detail.get("strategy"))
+        strategies[strategy] = strategies.get(strategy, 0) + 1
+    result = {
+        f"recall_at_{limit}_mean": round(statistics.mean(recalls), 3),
+        f"recall_at_{limit}_min": round(min(recalls), 3),
+        "strategies": strategies,
+    }
+    print(f"  vector recall vs exact scan: {result}", flush=True)
+    return result
+
+
 def run_corpus(name: str, repo_ids: list[Any] | None, args: argparse.Namespace) -> dict[str, Any]:
     from llm import get_embedder
     from search.pipeline import SearchExecutor
@@ -244,6 +288,8 @@ def run_corpus(name: str, repo_ids: list[Any] | None, args: argparse.Namespace) 
     count = sum(len(q) for q in QUERIES.values())
     print(f"{name}: {count} queries x {args.repeats} runs", flush=True)
     results = measure(executor, embedder, repo_ids, args.repeats)
+    if args.recall:
+        results["vector_recall"] = hnsw_recall(repo_ids)
     plans, offenders = plans_for(executor, repo_ids)
     results["plans"] = {"statements": len(plans), "problems": offenders}
     with open(args.plans, "a", encoding="utf-8") as out:
@@ -261,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--corpus", default="synthetic,flask")
     parser.add_argument("--append", action="store_true", help="merge into an existing --json")
+    parser.add_argument(
+        "--recall", action="store_true", help="also the vector list's recall against exact search"
+    )
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/latency.json")
     parser.add_argument("--plans", type=Path, default=ROOT / "bench/results/latency-plans.txt")
     args = parser.parse_args(argv)
