@@ -47,17 +47,19 @@ def find_space(space_key: str) -> EmbeddingSpace | None:
 
 def repositories_with_vectors(space: EmbeddingSpace, scope: ScopeFilter) -> list[Any]:
     """Ids of the repositories in scope that have at least one vector in ``space``."""
-    found = []
+    ids = list(scope.repository_ids)
+    if not ids:
+        return []
     with search_cursor() as cursor:
-        for repository_id in scope.repository_ids:
-            cursor.execute(
-                "SELECT 1 FROM indexing_chunkembedding WHERE space_id = %s AND repository_id = %s"
-                " LIMIT 1",
-                [space.pk, repository_id],
-            )
-            if cursor.fetchone():
-                found.append(repository_id)
-    return found
+        # One round trip; each EXISTS is a probe of the (space, repository) B-tree.
+        cursor.execute(
+            "SELECT r.id FROM unnest(%s::uuid[]) WITH ORDINALITY AS r(id, position)"
+            " WHERE EXISTS (SELECT 1 FROM indexing_chunkembedding e"
+            " WHERE e.space_id = %s AND e.repository_id = r.id) ORDER BY r.position",
+            [ids, space.pk],
+        )
+        found = {row[0] for row in cursor.fetchall()}
+    return [repository_id for repository_id in ids if repository_id in found]
 
 
 def estimate_rows(scope: ScopeFilter, languages: list[str] | None, tests: bool, docs: bool) -> int:
