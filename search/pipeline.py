@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
@@ -31,6 +29,7 @@ from django.db import connection
 from search.expansion import expand_query
 from search.fulltext import fulltext_search
 from search.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
+from search.parallel import run_beside
 from search.query import parse_query
 from search.rerank import RerankCandidate, rerank_candidates
 from search.scope import (
@@ -40,12 +39,12 @@ from search.scope import (
     resolve_scope,
     scope_repositories,
 )
+from search.tracing import record_stage
 from search.types import (
     ScopeApplied,
     SearchHit,
     SearchRequest,
     SearchResult,
-    StageStatus,
     StageTrace,
 )
 from search.vector import estimate_rows, find_space, repositories_with_vectors, vector_search
@@ -60,32 +59,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class _Stage:
-    """Times one stage and records its outcome (``ran`` unless told otherwise)."""
-
-    def __init__(self, name: str) -> None:
-        self.trace = StageTrace(name=name, status="ran")
-
-    def set(self, status: StageStatus | str, reason: str = "", **detail: Any) -> None:
-        self.trace.status = status  # type: ignore[assignment]
-        self.trace.reason = reason
-        self.trace.detail.update(detail)
-
-
-@contextmanager
-def _stage(trace: list[StageTrace], name: str) -> Iterator[_Stage]:
-    stage = _Stage(name)
-    started = time.perf_counter()
-    try:
-        yield stage
-    except Exception as exc:  # a stage's failure must never fail the search
-        logger.exception("search stage %s failed", name)
-        stage.set("failed", f"{type(exc).__name__}: {str(exc)[:200]}")
-    finally:
-        stage.trace.ms = round((time.perf_counter() - started) * 1000, 1)
-        trace.append(stage.trace)
 
 
 _HYDRATE_SQL = f"""
@@ -176,14 +149,13 @@ class SearchExecutor:
         queries = self._expand(request, trace)
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
-        self._fulltext(request, queries, scope_filter, lists, trace)
-        self._vector(request, queries, scope, scope_filter, lists, trace)
+        self._retrieve(request, queries, scope, scope_filter, lists, trace)
         for method in totals:
             totals[method] = len(
                 {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
             )
 
-        with _stage(trace, "fusion") as stage:
+        with record_stage(trace, "fusion") as stage:
             candidates = fuse_ranked_lists(
                 lists,
                 k=request.rrf_k,
@@ -197,7 +169,7 @@ class SearchExecutor:
         hits = _hydrate(candidates)
         candidates = [c for c in candidates if c.chunk_id in hits]
         rerank_scores = self._rerank(request, candidates, hits, trace)
-        with _stage(trace, "blend") as stage:
+        with record_stage(trace, "blend") as stage:
             if rerank_scores:
                 ordered = blend(
                     candidates,
@@ -230,9 +202,43 @@ class SearchExecutor:
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
 
+    def _retrieve(
+        self,
+        request: SearchRequest,
+        queries: list[str],
+        scope: ScopeApplied,
+        scope_filter: ScopeFilter,
+        lists: list[RankedList],
+        trace: list[StageTrace],
+    ) -> None:
+        """Full-text and vector lists; the vector lists are built on a second database connection
+        at the same time when that can see the same data (no open transaction here)."""
+        vector_lists: list[RankedList] = []
+        vector_trace: list[StageTrace] = []
+        concurrent = request.use_bm25 and request.use_vector and not connection.in_atomic_block
+        if concurrent:
+            future = run_beside(
+                self._vector,
+                request,
+                queries,
+                scope,
+                scope_filter,
+                vector_lists,
+                vector_trace,
+            )
+            self._fulltext(request, queries, scope_filter, lists, trace)
+            future.result()
+        else:
+            self._fulltext(request, queries, scope_filter, lists, trace)
+            self._vector(request, queries, scope, scope_filter, vector_lists, vector_trace)
+        for stage in vector_trace:
+            stage.detail["concurrent_with_fulltext"] = concurrent
+        lists.extend(vector_lists)
+        trace.extend(vector_trace)
+
     def _expand(self, request: SearchRequest, trace: list[StageTrace]) -> list[str]:
         queries = [request.query]
-        with _stage(trace, "expansion") as stage:
+        with record_stage(trace, "expansion") as stage:
             if not request.use_expansion:
                 stage.set("skipped", "not requested")
                 return queries
@@ -259,7 +265,7 @@ class SearchExecutor:
         lists: list[RankedList],
         trace: list[StageTrace],
     ) -> None:
-        with _stage(trace, "fulltext") as stage:
+        with record_stage(trace, "fulltext") as stage:
             if not request.use_bm25:
                 stage.set("skipped", "not requested")
                 return
@@ -289,7 +295,7 @@ class SearchExecutor:
     ) -> None:
         from llm import ModelError
 
-        with _stage(trace, "vector") as stage:
+        with record_stage(trace, "vector") as stage:
             if not request.use_vector:
                 stage.set("skipped", "not requested")
                 return
@@ -346,7 +352,7 @@ class SearchExecutor:
         hits: dict[int, SearchHit],
         trace: list[StageTrace],
     ) -> dict[int, float]:
-        with _stage(trace, "rerank") as stage:
+        with record_stage(trace, "rerank") as stage:
             if not request.use_rerank:
                 stage.set("skipped", "not requested")
                 return {}

@@ -5,6 +5,10 @@ from __future__ import annotations
 from .base import *  # noqa: F403
 from .base import env
 
+# No connection outlives its use: the test database can be dropped at the end of the session
+# even though search threads (search/parallel.py) have their own connections.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REPO_SEARCH_ALLOW_LOCAL_PATHS = True
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = True

@@ -1,0 +1,44 @@
+"""Running a retrieval list on a second database connection while the first one works.
+
+The threads live as long as the process, so each keeps its database connection between searches
+(Django opens one per thread and closes it when it is too old, as around a request).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from django.db import connection
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+WORKERS = 4
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="retrieval")
+        return _POOL
+
+
+def _with_fresh_connection(function: Callable[..., Any], *args: Any) -> Any:
+    connection.close_if_unusable_or_obsolete()
+    try:
+        return function(*args)
+    finally:
+        # Kept for the next search unless CONN_MAX_AGE says otherwise (0 in tests).
+        connection.close_if_unusable_or_obsolete()
+
+
+def run_beside(function: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Start ``function(*args)`` in a retrieval thread; the caller waits on the future.
+
+    Only for work that needs no uncommitted data of the caller's transaction: the thread's
+    connection cannot see it.
+    """
+    return _pool().submit(_with_fresh_connection, function, *args)

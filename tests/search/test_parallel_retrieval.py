@@ -1,0 +1,62 @@
+"""Full-text and vector lists are built at the same time on two connections when they can be."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+import llm
+from indexing.models import Repository
+from indexing.services.embedding import embed_repository, space_for
+from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
+from search.pipeline import SearchExecutor, SearchRequest
+
+SOURCE = [
+    "def parse_http_header(line):\n    return line.split(':', 1)",
+    "def retry_with_backoff(fn, attempts):\n    for _ in range(attempts):\n        fn()",
+    "class ConnectionPool:\n    def acquire(self):\n        return self.free.pop()",
+    "def render_template(name, context):\n    return load(name).render(context)",
+]
+
+
+@pytest.fixture
+def indexed(transactional_db) -> Repository:
+    repository = Repository.objects.create(url="https://example.org/p/q.git", name="p/q")
+    chunks = [
+        StoredChunk(
+            index=i,
+            start_line=3 * i + 1,
+            end_line=3 * i + 3,
+            symbol=f"f{i}",
+            kind="function",
+            content=text,
+        )
+        for i, text in enumerate(SOURCE)
+    ]
+    store_files(
+        repository.pk,
+        1,
+        [FileToStore("src/lib.py", "a" * 40, 200, "python", False, False, 12, chunks)],
+    )
+    repository = swap_generation(repository.pk, 1, [], "b" * 40)
+    embedder = llm.get_embedder()
+    embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)
+    return repository
+
+
+def vector_stage(result):  # type: ignore[no-untyped-def]
+    return next(stage for stage in result.trace if stage.name == "vector")
+
+
+def test_lists_are_built_concurrently_with_the_same_results(indexed) -> None:
+    request = SearchRequest(query="retry a call with backoff", limit=4)
+    concurrent = SearchExecutor().run(request)
+    assert vector_stage(concurrent).status == "ran"
+    assert vector_stage(concurrent).detail["concurrent_with_fulltext"] is True
+
+    with transaction.atomic():  # an open transaction: another connection could not see its rows
+        sequential = SearchExecutor().run(request)
+    assert vector_stage(sequential).detail["concurrent_with_fulltext"] is False
+    assert [h.chunk_id for h in concurrent.hits] == [h.chunk_id for h in sequential.hits]
+    assert concurrent.hits[0].symbol == "f1"
+    assert concurrent.total_vector_hits == sequential.total_vector_hits > 0
