@@ -102,18 +102,19 @@ def reap_stale_jobs(stale_after: timedelta) -> list[int]:
     for job in stale.select_related("repository"):
         minutes = int(stale_after.total_seconds() // 60) or 1
         message = f"the worker stopped reporting progress for over {minutes} min; job abandoned"
-        try:
-            transition(job, JobState.FAILED, error=message)
-        except IllegalTransition:
-            continue  # it finished meanwhile
-        reaped.append(job.pk)
-        repository = job.repository
-        if repository.active_generation == 0:
-            Repository.objects.filter(pk=repository.pk).update(
-                status=RepositoryStatus.FAILED, error=message
-            )
-        else:
-            Repository.objects.filter(pk=repository.pk).update(status=RepositoryStatus.READY)
+        with transaction.atomic():  # the job and its repository change together
+            try:
+                transition(job, JobState.FAILED, error=message)
+            except IllegalTransition:
+                continue  # it finished meanwhile
+            reaped.append(job.pk)
+            repository = job.repository
+            if repository.active_generation == 0:
+                Repository.objects.filter(pk=repository.pk).update(
+                    status=RepositoryStatus.FAILED, error=message
+                )
+            else:
+                Repository.objects.filter(pk=repository.pk).update(status=RepositoryStatus.READY)
     if reaped:
         logger.warning("reaped stale jobs: %s", reaped)
     return reaped

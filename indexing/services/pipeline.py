@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from indexing.chunking import chunk_file
 from indexing.git.errors import GitFetchError
@@ -87,23 +88,28 @@ def directory_size(path: Path) -> int:
 
 
 def fail_job(job: IndexJob, message: str) -> None:
-    """End the job with a plain message; the repository keeps its last complete generation."""
-    try:
-        jobs.transition(job, JobState.FAILED, error=message)
-    except jobs.IllegalTransition:
-        return
-    repository = Repository.objects.filter(pk=job.repository_id).first()
-    if repository is None:
-        return
-    if repository.active_generation == 0:
-        Repository.objects.filter(pk=repository.pk).update(
-            status=RepositoryStatus.FAILED, error=message
-        )
-        shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
-    else:
-        Repository.objects.filter(pk=repository.pk).update(
-            status=RepositoryStatus.READY, error=f"last re-index failed: {message}"
-        )
+    """End the job with a plain message; the repository keeps its last complete generation.
+
+    The job and the repository change in one transaction, so nobody sees a failed job next to
+    a repository that still says it is indexing.
+    """
+    with transaction.atomic():
+        try:
+            jobs.transition(job, JobState.FAILED, error=message)
+        except jobs.IllegalTransition:
+            return
+        repository = Repository.objects.select_for_update().filter(pk=job.repository_id).first()
+        if repository is None:
+            return
+        first_index_failed = repository.active_generation == 0
+        if first_index_failed:
+            repository.status, repository.error = RepositoryStatus.FAILED, message
+        else:
+            repository.status = RepositoryStatus.READY
+            repository.error = f"last re-index failed: {message}"
+        repository.save(update_fields=["status", "error", "updated_at"])
+        if first_index_failed:  # nothing half-written stays behind, before anyone sees "failed"
+            shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
 
 
 def _record_timing(job: IndexJob, stage: str, started: float) -> dict[str, float]:
