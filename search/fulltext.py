@@ -174,7 +174,8 @@ def fulltext_search(
     """  # noqa: S608
     # Placeholders in text order: candidates, SELECT list (score, boost), LATERAL tf, LIMIT.
     all_params = [*params, *score_params, all_words_q, 1.0 + all_terms_boost, *tf_params, limit]
-    with search_cursor(timeout_ms) as cursor:
+    # The candidate query must not fall back to reading the chunk table for common words.
+    with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
         cursor.execute(sql, all_params)
         result.ranked = [(int(cid), float(score)) for cid, score in cursor.fetchall()]
     return result
