@@ -33,6 +33,9 @@ class Configuration:
     needs_chat: bool = False
     llm_stage: str = ""  # the trace stage that must have run for the numbers to mean anything
     description: str = ""
+    # Retrieve through ask's context builder instead (HyDE, call-graph expansion) with these options.
+    ask_options: dict[str, Any] | None = None
+    whole_context: bool = False  # score every snippet ask would give the model, not the first k
 
 
 ABLATION: tuple[Configuration, ...] = (
@@ -63,6 +66,22 @@ ABLATION: tuple[Configuration, ...] = (
         "hybrid-tsrank+scope",
         {"fulltext_ranking": "ts_rank_cd", "include_tests": None, "include_docs": None},
         description="hybrid+scope with ts_rank_cd",
+    ),
+    Configuration(
+        "+callgraph",
+        {"include_tests": None, "include_docs": None},
+        # No llm_stage: "no call leads to an indexed definition" is an outcome, not a fault.
+        ask_options={"expand": True},
+        whole_context=True,
+        description="hybrid+scope hits + the definitions they call (whole ask context)",
+    ),
+    Configuration(
+        "+hyde",
+        {"include_tests": None, "include_docs": None},
+        needs_chat=True,
+        llm_stage="hyde",
+        ask_options={"hyde": True},
+        description="hybrid+scope fused with a hypothetical snippet's vector list",
     ),
     Configuration(
         "+expansion",
@@ -171,6 +190,32 @@ def _slots(result: Any) -> tuple[ResultSlot, ...]:
     )
 
 
+def _ask_context(
+    question: str, configuration: Configuration, *, k: int, repo_ids: Sequence[UUID] | None
+) -> tuple[tuple[ResultSlot, ...], list[Any]]:
+    """What ask would give the model for ``question``, as result slots, and its trace."""
+    from search.ask.evaluation import retrieve_for_evaluation
+
+    snippets, trace = retrieve_for_evaluation(
+        question,
+        k=k,
+        repo_ids=list(repo_ids) if repo_ids else None,
+        **(configuration.ask_options or {}),
+    )
+    slots = tuple(
+        ResultSlot(
+            path=snippet.path,
+            start_line=snippet.start_line,
+            end_line=snippet.end_line,
+            symbol=snippet.symbol or "",
+            is_test=snippet.is_test,
+            is_doc=False,
+        )
+        for snippet in snippets
+    )
+    return (slots if configuration.whole_context else slots[:k]), trace
+
+
 def required_stages(configuration: Configuration) -> list[str]:
     """Trace stages that must run for the configuration's numbers to mean what its name says."""
     stages = []
@@ -185,7 +230,10 @@ def required_stages(configuration: Configuration) -> list[str]:
 
 def _stage_problem(result: Any, stage_name: str) -> str | None:
     """Why a stage did not run for this query, or None when it ran."""
-    stage = result.stage(stage_name) if hasattr(result, "stage") else None
+    if isinstance(result, list):  # an ask context's trace
+        stage = next((item for item in result if item.name == stage_name), None)
+    else:
+        stage = result.stage(stage_name) if hasattr(result, "stage") else None
     if stage is None:
         return f"no {stage_name!r} stage in the trace"
     if stage.status != "ran":
@@ -205,11 +253,15 @@ def run_configuration(
     report = ConfigurationReport(configuration.name, configuration.description)
     problems: dict[str, int] = {}
     for query in query_set.queries:
-        request = build_request(query.query, configuration, k=k, repo_ids=repo_ids)
         started = time.perf_counter()
-        result = search(request)
+        if configuration.ask_options is not None:
+            slots, result = _ask_context(query.query, configuration, k=k, repo_ids=repo_ids)
+        else:
+            request = build_request(query.query, configuration, k=k, repo_ids=repo_ids)
+            result = search(request)
+            slots = _slots(result)[:k]
         elapsed_ms = (time.perf_counter() - started) * 1000
-        report.outcomes.append(QueryOutcome(query, _slots(result)[:k], elapsed_ms))
+        report.outcomes.append(QueryOutcome(query, slots, elapsed_ms))
         for stage_name in required_stages(configuration):
             problem = _stage_problem(result, stage_name)
             if problem:

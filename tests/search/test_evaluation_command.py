@@ -221,3 +221,51 @@ def test_bad_arguments_are_clear_errors(indexed_repository: Repository, tmp_path
         call_command("eval", "--repo", "tiny", "--queries", str(broken))
     with pytest.raises(CommandError, match="--k"):
         call_command("eval", "--repo", "tiny", "--queries", str(queries), "--k", "0")
+
+
+def test_with_a_chat_model_hyde_runs_and_ask_citations_are_checked(
+    indexed_repository: Repository, tmp_path: Path, settings, model_server
+) -> None:
+    import llm.config
+
+    def answer(messages):  # type: ignore[no-untyped-def]
+        prompt = " ".join(str(message.get("content", "")) for message in messages).lower()
+        if "hypothetical" in prompt or "hyde" in prompt or "snippet that" in prompt:
+            return "def retry_with_backoff(fn, attempts):\n    return fn()"
+        return "It retries with backoff in [1], and see [9] too."
+
+    model_server.chat_handler = answer
+    settings.LLM_PROVIDER = "ollama"
+    settings.LLM_CHAT_MODEL = "llama3.2"
+    settings.LLM_BASE_URL = model_server.url
+    llm.config.invalidate()
+    out = StringIO()
+    try:
+        call_command(
+            "eval",
+            "--repo",
+            "tiny",
+            "--queries",
+            str(_queries_file(tmp_path)),
+            "--k",
+            "3",
+            "--with-llm",
+            "--configs",
+            "hybrid+scope,+callgraph,+hyde",
+            "--json",
+            str(tmp_path / "llm.json"),
+            stdout=out,
+            stderr=StringIO(),
+        )
+    finally:
+        llm.config.invalidate()
+    report = json.loads((tmp_path / "llm.json").read_text())
+    configs = {c["name"]: c for c in report["configurations"]}
+    assert configs["+hyde"]["metrics"] is not None
+    assert configs["+hyde"]["warnings"] == [], configs["+hyde"]["warnings"]
+    assert configs["+callgraph"]["metrics"] is not None
+    citations = report["context"]["ask_citations"]
+    assert citations["answered"] == 3
+    assert citations["rate"] == 1.0  # [1] resolves to a context chunk; the invented [9] is removed
+    assert citations["removed"] == 3
+    assert "3/3 answers cite only chunks that were in their context (100 %)" in out.getvalue()

@@ -14,7 +14,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexing.models import Repository
-from search.evaluation import ABLATION, format_report, run_ablation
+from search.ask.evaluation import check_citations
+from search.evaluation import ABLATION, chat_unavailable_reason, format_report, run_ablation
 from search.evaluation_queries import QuerySetError, load_query_set
 
 
@@ -42,7 +43,17 @@ class Command(BaseCommand):
         parser.add_argument("--queries", required=True, type=Path, help="query set (JSON)")
         parser.add_argument("--k", type=int, default=5, help="results per query (default 5)")
         parser.add_argument("--json", type=Path, help="also write the report as JSON here")
-        parser.add_argument("--with-llm", action="store_true", help="also run expansion and rerank")
+        parser.add_argument(
+            "--with-llm",
+            action="store_true",
+            help="also run expansion, rerank and HyDE, and check ask's citations",
+        )
+        parser.add_argument(
+            "--ask-questions",
+            type=int,
+            default=10,
+            help="with --with-llm: how many of the queries to ask for the citation check",
+        )
         parser.add_argument(
             "--configs",
             help="comma-separated subset of: " + ", ".join(c.name for c in ABLATION),
@@ -87,7 +98,19 @@ class Command(BaseCommand):
             "query_file": str(options["queries"]),
             "corpus": query_set.corpus,
         }
+        if options["with_llm"] and chat_unavailable_reason() is None:
+            questions = [query.query for query in query_set.queries[: options["ask_questions"]]]
+            self.stderr.write(f"asking {len(questions)} questions for the citation check ...")
+            check = check_citations(questions, repo_ids=[repository.pk], k=8)
+            report.context["ask_citations"] = check.as_dict()
         self.stdout.write(format_report(report))
+        citations = report.context.get("ask_citations")
+        if citations:
+            self.stdout.write(
+                f"ask: {citations['faithful']}/{citations['answered']} answers cite only chunks"
+                f" that were in their context ({citations['rate'] * 100:.0f} %);"
+                f" {citations['removed']} invented citations removed"
+            )
         if options["json"]:
             options["json"].write_text(json.dumps(report.as_dict(), indent=1) + "\n")
             self.stdout.write(f"wrote {options['json']}")
