@@ -106,6 +106,9 @@ class ConfigurationReport:
     description: str
     metrics: Metrics | None = None
     skipped: str = ""  # why the configuration did not run
+    # Configurations scored on ask's whole context: recall over every snippet, and how many.
+    context_recall: float | None = None
+    context_size: float | None = None
     warnings: list[str] = field(default_factory=list)
     outcomes: list[QueryOutcome] = field(default_factory=list)
 
@@ -116,6 +119,8 @@ class ConfigurationReport:
             "skipped": self.skipped or None,
             "warnings": self.warnings,
             "metrics": self.metrics.as_dict() if self.metrics else None,
+            "context_recall": self.context_recall,
+            "context_size": self.context_size,
         }
         if include_queries:
             data["queries"] = [
@@ -267,6 +272,10 @@ def run_configuration(
             if problem:
                 problems[problem] = problems.get(problem, 0) + 1
     report.metrics = compute_metrics(report.outcomes, k)
+    if configuration.whole_context and report.outcomes:
+        widest = max(len(outcome.slots) for outcome in report.outcomes) or 1
+        report.context_recall = compute_metrics(report.outcomes, widest).recall_at_k
+        report.context_size = sum(len(o.slots) for o in report.outcomes) / len(report.outcomes)
     for problem, count in sorted(problems.items(), key=lambda item: -item[1]):
         report.warnings.append(f"{count}/{len(query_set.queries)} queries: {problem}")
     return report
@@ -353,6 +362,12 @@ def format_report(report: AblationReport) -> str:
             f"| {m.p50_ms:.1f} | {m.p95_ms:.1f} |"
         )
         notes.extend(f"- {c.name}: {warning}" for warning in c.warnings)
+    for c in report.configurations:
+        if c.context_recall is not None:
+            lines.append(
+                f"\n{c.name}: recall over the whole context {_fmt(c.context_recall)} % "
+                f"({c.context_size:.1f} snippets per question; the table scores its first {k})"
+            )
     kinds = sorted({kind for c in report.configurations if c.metrics for kind in c.metrics.by_kind})
     ran = [c for c in report.configurations if c.metrics]
     if kinds and ran:

@@ -264,6 +264,11 @@ def test_with_a_chat_model_hyde_runs_and_ask_citations_are_checked(
     assert configs["+hyde"]["metrics"] is not None
     assert configs["+hyde"]["warnings"] == [], configs["+hyde"]["warnings"]
     assert configs["+callgraph"]["metrics"] is not None
+    assert configs["+callgraph"]["context_size"] >= 3  # the hits, plus any definitions they call
+    assert 0.0 <= configs["+callgraph"]["context_recall"] <= 1.0
+    assert (
+        configs["+callgraph"]["context_recall"] >= configs["hybrid+scope"]["metrics"]["recall_at_k"]
+    )
     citations = report["context"]["ask_citations"]
     assert citations["answered"] == 3
     assert citations["rate"] == 1.0  # [1] resolves to a context chunk; the invented [9] is removed
