@@ -31,6 +31,7 @@ def ensure_repository(package: str = "flask") -> Any:
     """The corpus repository, indexed and embedded (Django must be set up)."""
     from indexing.models import IndexJob, Repository
     from indexing.services import pipeline
+    from indexing.services.embedding_stage import run_embed
 
     path = corpus_dir(package)
     if not (path / ".git").exists():
@@ -45,7 +46,7 @@ def ensure_repository(package: str = "flask") -> Any:
     started = time.monotonic()
     print(f"indexing {path} in-process (job {job.pk}) ...", flush=True)
     if pipeline.run_fetch(job.pk) and pipeline.run_index(job.pk):
-        pipeline.run_embed(job.pk)
+        run_embed(job.pk)
     job.refresh_from_db()
     repository.refresh_from_db()
     print(

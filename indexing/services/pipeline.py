@@ -1,4 +1,5 @@
-"""The indexing pipeline, one function per Celery task: fetch → (walk, chunk, store, swap) → embed.
+"""The fetch and index stages of an index run, one function per Celery task: fetch, then walk,
+chunk, store and swap (the embed stage is ``embedding_stage.py``; shared helpers ``runs.py``).
 
 Every function takes a job id, reloads the row, returns quietly when the job is gone or finished,
 and records progress on the job. Re-running a stage converges: a fetch into a partial directory
@@ -16,16 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from indexing.chunking import chunk_file
 from indexing.git.errors import GitFetchError
 from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
-from indexing.models import IndexJob, JobKind, JobState, Repository, RepositoryStatus
+from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import repository_dir
+from indexing.services.runs import (
+    TransientFailure,
+    check_alive,
+    fail_job,
+    load_run,
+    record_timing,
+)
 from indexing.services.storing import (
     FileToStore,
     StoredChunk,
@@ -39,14 +46,6 @@ from search.stats import refresh_search_stats
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_FILES = 50
-
-
-class JobCancelled(Exception):
-    """The job was cancelled or its repository deleted while it ran."""
-
-
-class TransientFailure(Exception):
-    """Worth retrying later (network hiccup, server 5xx); the job is back in the queue."""
 
 
 @dataclass(frozen=True)
@@ -64,63 +63,13 @@ class FetchLimits:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
-class RunContext:
-    job: IndexJob
-    repository: Repository
-
-
-def _load(job_id: int) -> RunContext | None:
-    job = IndexJob.objects.select_related("repository").filter(pk=job_id).first()
-    if job is None or job.is_finished:
-        return None
-    return RunContext(job, job.repository)
-
-
-def _check_alive(job_id: int) -> None:
-    state = IndexJob.objects.filter(pk=job_id).values_list("state", flat=True).first()
-    if state is None or state == JobState.CANCELLED:
-        raise JobCancelled(f"job {job_id} was cancelled")
-
-
 def directory_size(path: Path) -> int:
     return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
 
 
-def fail_job(job: IndexJob, message: str) -> None:
-    """End the job with a plain message; the repository keeps its last complete generation.
-
-    The job and the repository change in one transaction, so nobody sees a failed job next to
-    a repository that still says it is indexing.
-    """
-    with transaction.atomic():
-        try:
-            jobs.transition(job, JobState.FAILED, error=message)
-        except jobs.IllegalTransition:
-            return
-        repository = Repository.objects.select_for_update().filter(pk=job.repository_id).first()
-        if repository is None:
-            return
-        first_index_failed = repository.active_generation == 0
-        if first_index_failed:
-            repository.status, repository.error = RepositoryStatus.FAILED, message
-        else:
-            repository.status = RepositoryStatus.READY
-            repository.error = f"last re-index failed: {message}"
-        repository.save(update_fields=["status", "error", "updated_at"])
-        if first_index_failed:  # nothing half-written stays behind, before anyone sees "failed"
-            shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
-
-
-def _record_timing(job: IndexJob, stage: str, started: float) -> dict[str, float]:
-    timings = dict(job.stage_timings)
-    timings[stage] = round(timings.get(stage, 0.0) + time.monotonic() - started, 3)
-    return timings
-
-
 def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> bool:
     """Fetch the repository's branch. True when the index stage should run next."""
-    context = _load(job_id)
+    context = load_run(job_id)
     if context is None:
         return False
     job, repository = context.job, context.repository
@@ -145,7 +94,7 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
             ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
             wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
         ):
-            _check_alive(job_id)
+            check_alive(job_id)
             # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
             usable = (
                 repository.active_generation
@@ -168,14 +117,14 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
             raise TransientFailure(error.message) from error
         fail_job(job, error.message)
         return False
-    _check_alive(job_id)
+    check_alive(job_id)
     if not repository.branch:
         Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
     Repository.objects.filter(pk=repository.pk).update(size_bytes=directory_size(target))
     IndexJob.objects.filter(pk=job.pk).update(
         commit=result.commit_sha,
         bytes_fetched=result.bytes_received,
-        stage_timings=_record_timing(job, "cloning", started),
+        stage_timings=record_timing(job, "cloning", started),
     )
     return True
 
@@ -221,7 +170,7 @@ def _changed_paths(
 
 def run_index(job_id: int) -> bool:
     """Walk, chunk and store the fetched commit as a new generation, then swap it in."""
-    context = _load(job_id)
+    context = load_run(job_id)
     if context is None:
         return False
     job, repository = context.job, context.repository
@@ -259,7 +208,7 @@ def run_index(job_id: int) -> bool:
     job = jobs.transition(
         job, JobState.CHUNKING, files_total=len(changed) + len(carried),
         files_skipped=len(walked.skipped), files_done=len(carried),
-        stage_timings=_record_timing(job, "walking", started), failures=failures,
+        stage_timings=record_timing(job, "walking", started), failures=failures,
     )  # fmt: skip
     started = time.monotonic()
     to_store: list[FileToStore] = []
@@ -274,16 +223,16 @@ def run_index(job_id: int) -> bool:
             )
         )  # fmt: skip
         if number % HEARTBEAT_EVERY_FILES == 0:
-            _check_alive(job_id)
+            check_alive(job_id)
             jobs.heartbeat(job_id, files_done=len(carried) + number)
     job = jobs.transition(
         job, JobState.STORING, files_done=len(changed) + len(carried),
         chunks_total=sum(len(f.chunks) for f in to_store),
-        stage_timings=_record_timing(job, "chunking", started),
+        stage_timings=record_timing(job, "chunking", started),
     )  # fmt: skip
     started = time.monotonic()
     store_files(repository.pk, generation, to_store)
-    _check_alive(job_id)
+    check_alive(job_id)
     repository = swap_generation(repository.pk, generation, carried, job.commit)
     try:
         refresh_search_stats(repository.pk)
@@ -293,123 +242,10 @@ def run_index(job_id: int) -> bool:
         logger.exception("job=%s BM25 statistics refresh failed", job.pk)
     IndexJob.objects.filter(pk=job.pk).update(
         chunks_total=repository.chunk_count,
-        stage_timings=_record_timing(job, "storing", started),
+        stage_timings=record_timing(job, "storing", started),
     )
     logger.info(
         "job=%s repository=%s generation=%s files=%s changed=%s chunks=%s",
         job.pk, repository.pk, generation, repository.file_count, len(changed), repository.chunk_count,
     )  # fmt: skip
     return True
-
-
-def _write_summaries(job: IndexJob, repository: Repository) -> list[dict[str, str]]:
-    """Contextual retrieval: summarise the chunks that have no summary yet; return failures."""
-    from indexing.services.summaries import chunks_needing_summary, summarise_chunks
-    from llm import get_chat
-
-    chat = get_chat()
-    total = chunks_needing_summary(repository).count()
-    IndexJob.objects.filter(pk=job.pk).update(summaries_total=total)
-    if total == 0:
-        return []
-    if not chat.available:
-        return [
-            {
-                "stage": "summaries",
-                "reason": "no chat model configured; chunks embedded without summaries",
-            }
-        ]
-    outcome = summarise_chunks(
-        repository, chat, on_progress=lambda done: jobs.heartbeat(job.pk, summaries_done=done)
-    )
-    jobs.heartbeat(job.pk, summaries_done=outcome.written)
-    if not outcome.failed:
-        return []
-    reason = f"{outcome.failed} of {total} chunks got no summary"
-    if outcome.error:
-        reason += f" ({outcome.error})"
-    return [{"stage": "summaries", "reason": reason}]
-
-
-def is_transient_model_error(error: Exception) -> bool:
-    """Worth retrying: the model server is down, slow or overloaded — not a bad configuration."""
-    transient = getattr(error, "transient", None)
-    if transient is not None:
-        return bool(transient)
-    try:
-        from llm import ModelUnavailable
-    except ImportError:
-        return False
-    return isinstance(error, ModelUnavailable)
-
-
-def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
-    """Embed the live generation's missing vectors; end the job.
-
-    Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
-    chunks have no vector yet, and the repository stays ready for full-text search.
-    """
-    from indexing.services.embedding import count_embedded, embed_repository, space_for
-
-    context = _load(job_id)
-    if context is None:
-        return
-    job, repository = context.job, context.repository
-    if job.state == JobState.STORING or (
-        job.state == JobState.QUEUED and job.kind == JobKind.REEMBED
-    ):
-        job = jobs.transition(job, JobState.EMBEDDING)
-    elif job.state != JobState.EMBEDDING:
-        fail_job(job, f"embed stage reached in state {job.state}")
-        return
-    started = time.monotonic()
-
-    def progress(done: int) -> None:
-        _check_alive(job_id)
-        jobs.heartbeat(job_id, chunks_embedded=done)
-
-    space = None
-    failures = list(job.failures)
-    if repository.contextual_summaries:
-        failures.extend(_write_summaries(job, repository))
-    try:
-        from llm import get_embedder
-
-        embedder = get_embedder()
-        space = space_for(embedder)
-        outcome = embed_repository(
-            repository,
-            space,
-            embedder.embed,
-            batch_size=settings.LLM_EMBED_BATCH_SIZE,
-            on_progress=progress,
-            max_vectors=settings.REPO_SEARCH_MAX_VECTOR_ENTRIES,
-        )
-        if outcome.missing:
-            failures.append(
-                {
-                    "stage": "embedding",
-                    "reason": f"the vector limit is reached (REPO_SEARCH_MAX_VECTOR_ENTRIES="
-                    f"{settings.REPO_SEARCH_MAX_VECTOR_ENTRIES}); {outcome.missing} chunks have"
-                    " no vector and are found by full-text search only",
-                }
-            )
-
-    except JobCancelled:
-        raise
-    except Exception as error:
-        logger.warning("job=%s embedding failed: %s", job_id, error)
-        if is_transient_model_error(error) and not final_attempt:
-            jobs.heartbeat(job_id)
-            raise TransientFailure(str(error)) from error
-        failures.append({"stage": "embedding", "reason": str(error)[:500]})
-    embedded = count_embedded(repository, space) if space is not None else 0
-    Repository.objects.filter(pk=repository.pk).update(embedded_count=embedded)
-    missing = repository.chunk_count - embedded
-    if missing > 0 and not any(f.get("stage") == "embedding" for f in failures):
-        failures.append({"stage": "embedding", "reason": f"{missing} chunks have no vector"})
-    final = JobState.COMPLETED_WITH_ERRORS if failures else JobState.DONE
-    jobs.transition(
-        job, final, chunks_embedded=embedded, failures=failures,
-        stage_timings=_record_timing(job, "embedding", started),
-    )  # fmt: skip

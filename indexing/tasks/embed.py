@@ -5,8 +5,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from indexing.services import pipeline
+from indexing.services.embedding_stage import run_embed
 from indexing.services.locks import LockBusy, repository_lock
+from indexing.services.runs import JobCancelled, TransientFailure
 from indexing.tasks.git import repository_id_of
 
 EMBED_TIME_LIMIT_SECS = 3 * 3600
@@ -29,13 +30,13 @@ def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     final = self.request.retries >= self.max_retries
     try:
         with repository_lock(repository_id, job_id):
-            pipeline.run_embed(job_id, final_attempt=final)
+            run_embed(job_id, final_attempt=final)
     except LockBusy as error:
         raise self.retry(exc=error, countdown=15, max_retries=self.max_retries + 20) from error
-    except pipeline.TransientFailure as error:
+    except TransientFailure as error:
         delays = settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS
         raise self.retry(
             exc=error, countdown=delays[min(self.request.retries, len(delays) - 1)]
         ) from error
-    except pipeline.JobCancelled:
+    except JobCancelled:
         return

@@ -7,6 +7,7 @@ from django.conf import settings
 
 from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
+from indexing.services.runs import JobCancelled, TransientFailure
 
 RETRY_BACKOFF_SECS = (10, 30, 90, 270)
 
@@ -37,11 +38,11 @@ def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     try:
         with repository_lock(repository_id, job_id):
             proceed = pipeline.run_fetch(job_id, task_id=self.request.id or "", final_attempt=final)
-    except (pipeline.TransientFailure, LockBusy) as error:
+    except (TransientFailure, LockBusy) as error:
         raise self.retry(
             exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 3)]
         ) from error
-    except pipeline.JobCancelled:
+    except JobCancelled:
         return
     if proceed:
         index_repository.delay(job_id)

@@ -6,6 +6,7 @@ from celery import shared_task
 
 from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
+from indexing.services.runs import JobCancelled
 from indexing.tasks.git import repository_id_of
 
 INDEX_TIME_LIMIT_SECS = 2 * 3600
@@ -32,7 +33,7 @@ def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
             proceed = pipeline.run_index(job_id)
     except LockBusy as error:
         raise self.retry(exc=error, countdown=15) from error
-    except pipeline.JobCancelled:
+    except JobCancelled:
         return
     if proceed:
         embed_repository.delay(job_id)

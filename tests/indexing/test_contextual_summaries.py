@@ -9,8 +9,8 @@ import llm
 import llm.config
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, JobKind, Repository
 from indexing.services.embedding import embed_repository, space_for
-from indexing.services.pipeline import run_embed
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
+from indexing.services.embedding_stage import run_embed
+from tests import factories
 
 SOURCE = [
     "def parse_http_header(line):\n    return line.split(':', 1)",
@@ -21,24 +21,9 @@ SOURCE = [
 
 @pytest.fixture
 def repository(db) -> Repository:
-    repository = Repository.objects.create(url="https://example.org/c/d.git", name="c/d")
-    chunks = [
-        StoredChunk(
-            index=i,
-            start_line=2 * i + 1,
-            end_line=2 * i + 2,
-            symbol=f"s{i}",
-            kind="function",
-            content=text,
-        )
-        for i, text in enumerate(SOURCE)
-    ]
-    store_files(
-        repository.pk,
-        1,
-        [FileToStore("src/net.py", "e" * 40, 90, "python", False, False, 6, chunks)],
+    return factories.indexed_repository(
+        "https://example.org/c/d.git", "c/d", SOURCE, path="src/net.py", symbol_prefix="s"
     )
-    return swap_generation(repository.pk, 1, [], "d" * 40)
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import pytest
 import llm
 from indexing.models import ChunkEmbedding, IndexJob, JobKind, Repository
 from indexing.services.embedding import embed_repository, space_for
-from indexing.services.pipeline import run_embed
+from indexing.services.embedding_stage import run_embed
 from indexing.services.repositories import queue_missing_embeddings
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
 from llm.config import invalidate
+from tests import factories
 
 SOURCE = [
     "def parse_http_header(line):\n    return line.split(':', 1)",
@@ -21,24 +21,9 @@ SOURCE = [
 
 @pytest.fixture
 def indexed_repository(db) -> Repository:
-    repository = Repository.objects.create(url="https://example.org/a/b.git", name="a/b")
-    chunks = [
-        StoredChunk(
-            index=i,
-            start_line=2 * i + 1,
-            end_line=2 * i + 2,
-            symbol=f"s{i}",
-            kind="function",
-            content=text,
-        )
-        for i, text in enumerate(SOURCE)
-    ]
-    store_files(
-        repository.pk,
-        1,
-        [FileToStore("src/app.py", "f" * 40, 100, "python", False, False, 6, chunks)],
+    return factories.indexed_repository(
+        "https://example.org/a/b.git", "a/b", SOURCE, path="src/app.py", symbol_prefix="s"
     )
-    return swap_generation(repository.pk, 1, [], "c" * 40)
 
 
 @pytest.mark.django_db

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from reposearch.embedded_stack import EmbeddedPostgres, EmbeddedRedis, free_port, port_open
+from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port, port_open
 
 
 @pytest.fixture

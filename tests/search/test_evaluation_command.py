@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from indexing.models import IndexJob, Repository
 from indexing.services import pipeline
+from indexing.services.embedding_stage import run_embed
 from tests.indexing.git_server import commit_files, init_bare_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -123,7 +124,7 @@ def indexed_repository(tmp_path: Path, settings) -> Repository:
     job = IndexJob.objects.create(repository=repository)
     assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
     assert pipeline.run_index(job.pk), IndexJob.objects.get(pk=job.pk).error
-    pipeline.run_embed(job.pk)
+    run_embed(job.pk)
     repository.refresh_from_db()
     assert repository.chunk_count > 0 and repository.embedded_count == repository.chunk_count
     return repository

@@ -8,8 +8,8 @@ from django.db import transaction
 import llm
 from indexing.models import Repository
 from indexing.services.embedding import embed_repository, space_for
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
 from search.pipeline import SearchExecutor, SearchRequest
+from tests import factories
 
 SOURCE = [
     "def parse_http_header(line):\n    return line.split(':', 1)",
@@ -21,24 +21,9 @@ SOURCE = [
 
 @pytest.fixture
 def indexed(transactional_db) -> Repository:
-    repository = Repository.objects.create(url="https://example.org/p/q.git", name="p/q")
-    chunks = [
-        StoredChunk(
-            index=i,
-            start_line=3 * i + 1,
-            end_line=3 * i + 3,
-            symbol=f"f{i}",
-            kind="function",
-            content=text,
-        )
-        for i, text in enumerate(SOURCE)
-    ]
-    store_files(
-        repository.pk,
-        1,
-        [FileToStore("src/lib.py", "a" * 40, 200, "python", False, False, 12, chunks)],
+    repository = factories.indexed_repository(
+        "https://example.org/p/q.git", "p/q", SOURCE, path="src/lib.py", symbol_prefix="f"
     )
-    repository = swap_generation(repository.pk, 1, [], "b" * 40)
     embedder = llm.get_embedder()
     embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)
     return repository

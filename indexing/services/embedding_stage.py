@@ -1,0 +1,135 @@
+"""The embed stage of an index run: contextual summaries (opt-in), then vectors for every chunk
+of the live generation that lacks one in the current embedding space."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+
+from indexing.models import IndexJob, JobKind, JobState, Repository
+from indexing.services import jobs
+from indexing.services.runs import (
+    JobCancelled,
+    TransientFailure,
+    check_alive,
+    fail_job,
+    load_run,
+    record_timing,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _write_summaries(job: IndexJob, repository: Repository) -> list[dict[str, str]]:
+    """Contextual retrieval: summarise the chunks that have no summary yet; return failures."""
+    from indexing.services.summaries import chunks_needing_summary, summarise_chunks
+    from llm import get_chat
+
+    chat = get_chat()
+    total = chunks_needing_summary(repository).count()
+    IndexJob.objects.filter(pk=job.pk).update(summaries_total=total)
+    if total == 0:
+        return []
+    if not chat.available:
+        return [
+            {
+                "stage": "summaries",
+                "reason": "no chat model configured; chunks embedded without summaries",
+            }
+        ]
+    outcome = summarise_chunks(
+        repository, chat, on_progress=lambda done: jobs.heartbeat(job.pk, summaries_done=done)
+    )
+    jobs.heartbeat(job.pk, summaries_done=outcome.written)
+    if not outcome.failed:
+        return []
+    reason = f"{outcome.failed} of {total} chunks got no summary"
+    if outcome.error:
+        reason += f" ({outcome.error})"
+    return [{"stage": "summaries", "reason": reason}]
+
+
+def is_transient_model_error(error: Exception) -> bool:
+    """Worth retrying: the model server is down, slow or overloaded — not a bad configuration."""
+    transient = getattr(error, "transient", None)
+    if transient is not None:
+        return bool(transient)
+    try:
+        from llm import ModelUnavailable
+    except ImportError:
+        return False
+    return isinstance(error, ModelUnavailable)
+
+
+def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
+    """Embed the live generation's missing vectors; end the job.
+
+    Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
+    chunks have no vector yet, and the repository stays ready for full-text search.
+    """
+    from indexing.services.embedding import count_embedded, embed_repository, space_for
+
+    context = load_run(job_id)
+    if context is None:
+        return
+    job, repository = context.job, context.repository
+    if job.state == JobState.STORING or (
+        job.state == JobState.QUEUED and job.kind == JobKind.REEMBED
+    ):
+        job = jobs.transition(job, JobState.EMBEDDING)
+    elif job.state != JobState.EMBEDDING:
+        fail_job(job, f"embed stage reached in state {job.state}")
+        return
+    started = time.monotonic()
+
+    def progress(done: int) -> None:
+        check_alive(job_id)
+        jobs.heartbeat(job_id, chunks_embedded=done)
+
+    space = None
+    failures = list(job.failures)
+    if repository.contextual_summaries:
+        failures.extend(_write_summaries(job, repository))
+    try:
+        from llm import get_embedder
+
+        embedder = get_embedder()
+        space = space_for(embedder)
+        outcome = embed_repository(
+            repository,
+            space,
+            embedder.embed,
+            batch_size=settings.LLM_EMBED_BATCH_SIZE,
+            on_progress=progress,
+            max_vectors=settings.REPO_SEARCH_MAX_VECTOR_ENTRIES,
+        )
+        if outcome.missing:
+            failures.append(
+                {
+                    "stage": "embedding",
+                    "reason": f"the vector limit is reached (REPO_SEARCH_MAX_VECTOR_ENTRIES="
+                    f"{settings.REPO_SEARCH_MAX_VECTOR_ENTRIES}); {outcome.missing} chunks have"
+                    " no vector and are found by full-text search only",
+                }
+            )
+
+    except JobCancelled:
+        raise
+    except Exception as error:
+        logger.warning("job=%s embedding failed: %s", job_id, error)
+        if is_transient_model_error(error) and not final_attempt:
+            jobs.heartbeat(job_id)
+            raise TransientFailure(str(error)) from error
+        failures.append({"stage": "embedding", "reason": str(error)[:500]})
+    embedded = count_embedded(repository, space) if space is not None else 0
+    Repository.objects.filter(pk=repository.pk).update(embedded_count=embedded)
+    missing = repository.chunk_count - embedded
+    if missing > 0 and not any(f.get("stage") == "embedding" for f in failures):
+        failures.append({"stage": "embedding", "reason": f"{missing} chunks have no vector"})
+    final = JobState.COMPLETED_WITH_ERRORS if failures else JobState.DONE
+    jobs.transition(
+        job, final, chunks_embedded=embedded, failures=failures,
+        stage_timings=record_timing(job, "embedding", started),
+    )  # fmt: skip
