@@ -1,18 +1,9 @@
-"""Fetching one branch over smart HTTP / git:// from in-process dulwich servers.
-
-No database needed: run with `pytest -p no:django tests/indexing/test_git_fetch.py`.
-"""
+"""Fetching one branch over smart HTTP / git:// from in-process dulwich servers."""
 
 from __future__ import annotations
 
-import logging
 import os
-import shutil
-import socket
-import ssl
-import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,57 +12,20 @@ from dulwich.repo import Repo
 from dulwich.server import DictBackend, TCPGitServer
 
 from indexing.git.errors import (
-    AuthenticationFailed,
     BranchNotFound,
-    FetchTimeout,
     GitFetchError,
     HostRefused,
     RepositoryNotFound,
     RepositoryTooLarge,
-    ServerUnavailable,
 )
-from indexing.git.fetch import fetch_branch, fetch_update
+from indexing.git.fetch import fetch_update
 from indexing.git.tree import GitTreeReader
+from tests.indexing.git_fetch_support import MB, fetch, files_under
 from tests.indexing.git_server import (
     GitHttpServer,
-    SilentServer,
     commit_files,
     init_bare_repo,
 )
-
-TOKEN = "ghp_S3cretTokenValue0123456789"
-MB = 1024 * 1024
-
-
-def fetch(url: str, target: Path, **kwargs):
-    options = {"max_bytes": 50 * MB, "timeout_s": 30.0, "allow_private_hosts": True}
-    options.update(kwargs)
-    return fetch_branch(url, target, **options)
-
-
-@pytest.fixture
-def source(tmp_path: Path):
-    repo = init_bare_repo(str(tmp_path / "source.git"))
-    commit_files(repo, {"README.md": "# old\n"}, message="first")
-    main = commit_files(
-        repo,
-        {"README.md": "# demo\n", "src/app.py": "def main():\n    return 1\n"},
-        parent=repo.refs[b"refs/heads/main"],
-        message="second",
-    )
-    commit_files(repo, {"dev.txt": "dev branch\n"}, branch="dev", parent=main)
-    yield repo
-    repo.close()
-
-
-@pytest.fixture
-def server(source: Repo):
-    with GitHttpServer({"org/repo.git": source}) as running:
-        yield running
-
-
-def files_under(path: Path) -> list[Path]:
-    return [Path(root) / name for root, _dirs, names in os.walk(path) for name in names]
 
 
 def test_fetch_default_branch_is_shallow_and_single_branch(server, source, tmp_path):
@@ -134,135 +88,6 @@ def test_unknown_repository_is_404(server, tmp_path):
         fetch(server.url("org/missing.git"), target)
     assert not info.value.transient
     assert not target.exists()
-
-
-def test_server_error_is_transient(source, tmp_path):
-    failing = GitHttpServer({"org/repo.git": source}, fail_with="503 Service Unavailable")
-    with failing as running, pytest.raises(ServerUnavailable, match="HTTP 503") as info:
-        fetch(running.url("org/repo.git"), tmp_path / "out")
-    assert info.value.transient
-    assert not (tmp_path / "out").exists()
-
-
-def test_connection_refused_is_transient(tmp_path):
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    with pytest.raises(ServerUnavailable, match="connection refused") as info:
-        fetch(f"http://127.0.0.1:{port}/o/r.git", tmp_path / "out")
-    assert info.value.transient
-
-
-def test_private_host_refused_by_policy_before_anything_is_created(server, tmp_path):
-    target = tmp_path / "out"
-    with pytest.raises(HostRefused, match=r"private address 127\.0\.0\.1"):
-        fetch(server.url("org/repo.git"), target, allow_private_hosts=False)
-    assert not target.exists()
-    assert server.requests == []
-
-
-def test_dns_rebinding_the_fetch_connects_only_to_checked_addresses(server, tmp_path):
-    """First answer public, second answer loopback: the connection is refused."""
-    answers = iter(["8.8.8.8", "127.0.0.1", "127.0.0.1"])
-
-    def rebinding_resolver(host, port, family=0, type=0, proto=0, flags=0):
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
-
-    url = f"http://rebind.example:{server.port}/org/repo.git"
-    with pytest.raises(HostRefused, match=r"private address 127\.0\.0\.1"):
-        fetch(url, tmp_path / "out", allow_private_hosts=False, resolve=rebinding_resolver)
-    assert server.requests == []
-    assert not (tmp_path / "out").exists()
-
-
-def test_oversized_repository_stops_near_the_cap(tmp_path):
-    repo = init_bare_repo(str(tmp_path / "big.git"))
-    # Incompressible content: the pack is about as big as the data.
-    commit_files(repo, {f"blob{i}.bin": os.urandom(MB) for i in range(8)})
-    cap = 1 * MB
-    target = tmp_path / "out"
-    with (
-        GitHttpServer({"o/big.git": repo}) as running,
-        pytest.raises(RepositoryTooLarge, match="over the 1 MB limit") as info,
-    ):
-        fetch(running.url("o/big.git"), target, max_bytes=cap)
-    error = info.value
-    assert not error.transient
-    assert cap < error.received_bytes <= cap + 128 * 1024  # stopped at the first chunk past it
-    assert not target.exists()
-
-
-def test_silent_server_times_out(tmp_path):
-    with SilentServer() as silent:
-        started = time.monotonic()
-        with pytest.raises(FetchTimeout, match="clone timed out after 1 s"):
-            fetch(silent.url(), tmp_path / "out", timeout_s=1.0)
-        assert time.monotonic() - started < 20  # bounded: the socket timeout alone is 60 s
-    assert not (tmp_path / "out").exists()
-
-
-def test_slow_drip_server_times_out(tmp_path):
-    """A server that keeps sending a byte now and then never trips a read timeout."""
-    headers = (
-        b"HTTP/1.1 200 OK\r\n"
-        b"Content-Type: application/x-git-upload-pack-advertisement\r\n"
-        b"Content-Length: 100000\r\n\r\n"
-    )
-    with SilentServer(drip=headers + b"0" * 1000, drip_interval_s=0.05) as dripping:
-        started = time.monotonic()
-        with pytest.raises(FetchTimeout):
-            fetch(dripping.url(), tmp_path / "out", timeout_s=1.5)
-        assert time.monotonic() - started < 20
-
-
-def test_stalled_pack_transfer_times_out(source, tmp_path):
-    with (
-        GitHttpServer({"org/repo.git": source}, stall_s=30) as stalled,
-        pytest.raises(FetchTimeout),
-    ):
-        fetch(stalled.url("org/repo.git"), tmp_path / "out", timeout_s=1.0)
-    assert not (tmp_path / "out").exists()
-
-
-def test_token_sent_as_basic_auth_and_never_written(source, tmp_path, caplog):
-    caplog.set_level(logging.DEBUG)
-    target = tmp_path / "out"
-    with GitHttpServer({"org/private.git": source}, auth=("x-access-token", TOKEN)) as private:
-        url = private.url("org/private.git")
-        with pytest.raises(AuthenticationFailed, match="HTTP 401") as info:
-            fetch(url, tmp_path / "anonymous")
-        assert not info.value.transient
-        with pytest.raises(AuthenticationFailed) as wrong:
-            fetch(url, tmp_path / "wrong", token="not-the-token")
-        assert "not-the-token" not in str(wrong.value)
-
-        result = fetch(url, target, token=TOKEN)
-        assert private.authorization_headers[-1].startswith("Basic ")
-
-        commit_files(source, {"new.txt": "x"}, parent=source.refs[b"refs/heads/main"])
-        update = fetch_update(
-            target, url, "main", token=TOKEN, max_bytes=MB, timeout_s=30, allow_private_hosts=True
-        )
-        assert update.changed
-
-    assert result.url == url
-    for path in files_under(target):
-        assert TOKEN.encode() not in path.read_bytes(), path
-    assert TOKEN not in caplog.text
-    assert not (tmp_path / "anonymous").exists()
-
-
-def test_token_withheld_from_hosts_not_listed(source, tmp_path):
-    with GitHttpServer({"org/private.git": source}, auth=("x-access-token", TOKEN)) as private:
-        with pytest.raises(AuthenticationFailed):
-            fetch(
-                private.url("org/private.git"),
-                tmp_path / "out",
-                token=TOKEN,
-                token_hosts=["github.com"],
-            )
-        assert private.authorization_headers == []
 
 
 def test_incremental_fetch_keeps_old_tree_and_reports_changes(server, source, tmp_path):
@@ -369,36 +194,6 @@ def test_local_mirror_needs_permission(source, tmp_path):
     assert result.url.startswith("file://")
 
 
-def test_token_is_not_forwarded_when_redirected_to_another_origin(source, tmp_path):
-    """A redirect to another host:port gets no credentials (dulwich scopes them by origin)."""
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
-
-    class QuietHandler(WSGIRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    with GitHttpServer({"org/repo.git": source}) as other_origin:
-
-        def redirect(environ, start_response):
-            query = environ.get("QUERY_STRING", "")
-            location = other_origin.url("org/repo.git") + "/info/refs" + f"?{query}" * bool(query)
-            start_response("302 Found", [("Location", location), ("Content-Length", "0")])
-            return [b""]
-
-        redirector = make_server("127.0.0.1", 0, redirect, handler_class=QuietHandler)
-        thread = threading.Thread(target=redirector.serve_forever, daemon=True)
-        thread.start()
-        try:
-            url = f"http://127.0.0.1:{redirector.server_address[1]}/org/repo.git"
-            result = fetch(url, tmp_path / "out", token=TOKEN)
-        finally:
-            redirector.shutdown()
-            redirector.server_close()
-        assert other_origin.requests  # the fetch did go to the redirect target
-        assert other_origin.authorization_headers == []
-    assert result.commit_sha == source.refs[b"refs/heads/main"].decode()
-
-
 def test_update_of_a_missing_repository_is_a_clear_error(server, tmp_path):
     with pytest.raises(GitFetchError, match="no repository at"):
         fetch_update(
@@ -409,28 +204,3 @@ def test_update_of_a_missing_repository_is_a_clear_error(server, tmp_path):
             timeout_s=30,
             allow_private_hosts=True,
         )
-
-
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-def test_https_verifies_certificates_through_the_guarded_connection(source, tmp_path, monkeypatch):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(cert), str(key))
-    with GitHttpServer({"org/repo.git": source}) as server:
-        server._server.socket = context.wrap_socket(server._server.socket, server_side=True)
-        url = server.url("org/repo.git").replace("http://", "https://")
-
-        with pytest.raises(GitFetchError, match="TLS certificate verification failed") as info:
-            fetch(url, tmp_path / "untrusted")
-        assert not info.value.transient
-        assert not (tmp_path / "untrusted").exists()
-
-        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # how operators trust a private CA
-        result = fetch(url, tmp_path / "trusted")
-    assert result.commit_sha == source.refs[b"refs/heads/main"].decode()
