@@ -32,6 +32,7 @@ __all__ = [
     "current_space_key",
     "get_chat",
     "get_embedder",
+    "get_embedder_for_space",
 ]
 
 _lock = threading.Lock()
@@ -84,3 +85,22 @@ def get_chat(settings: ModelSettings | None = None) -> Chat:
 def current_space_key() -> str:
     """The vector space of the embedding model in force, e.g. ``local/all-MiniLM-L6-v2/384``."""
     return _effective().space_key
+
+
+def get_embedder_for_space(provider: str, model: str, dim: int, space_key: str) -> Embedder:
+    """An embedder for an earlier vector space (the model in force before a change), so its
+    stored vectors can keep serving queries until the current model's are complete."""
+    import dataclasses
+
+    base = _effective()
+    long_text = space_key.rsplit("/", 1)[-1] if space_key.count("/") > 2 else "head"
+    cfg = dataclasses.replace(
+        base,
+        embedding_provider=provider,
+        embedding_model=model,
+        embedding_dim=dim,
+        long_text=long_text,
+    )
+    if cfg.space_key != space_key:
+        raise ModelError(f"cannot rebuild the embedder of space {space_key!r}")
+    return get_embedder(cfg)

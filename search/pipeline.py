@@ -47,7 +47,7 @@ from search.types import (
     SearchResult,
     StageTrace,
 )
-from search.vector import estimate_rows, find_space, repositories_with_vectors, vector_search
+from search.vector_stage import run_vector_stage
 
 __all__ = [
     "ScopeApplied",
@@ -293,57 +293,20 @@ class SearchExecutor:
         lists: list[RankedList],
         trace: list[StageTrace],
     ) -> None:
-        from llm import ModelError
-
         with record_stage(trace, "vector") as stage:
             if not request.use_vector:
                 stage.set("skipped", "not requested")
                 return
-            try:
-                embedder = self._get_embedder()
-                space_key = embedder.space_key
-            except ModelError as exc:
-                stage.set("skipped", f"no embedding model: {exc}")
-                return
-            space = find_space(space_key)
-            with_vectors = repositories_with_vectors(space, scope_filter) if space else []
-            if not with_vectors:
-                stage.set("skipped", f"no vectors for this embedding model yet ({space_key})")
-                return
-            assert space is not None
-            missing = [str(r) for r in scope_filter.repository_ids if r not in with_vectors]
-            vector_scope = ScopeFilter(
-                repositories=[r for r in scope_filter.repositories if r.id in with_vectors],
-                sql=scope_filter.sql,
-                params=scope_filter.params,
-                chunk_level=scope_filter.chunk_level,
+            run_vector_stage(
+                stage,
+                self._get_embedder,
+                request,
+                queries,
+                scope,
+                scope_filter,
+                lists,
+                self.timeout_ms,
             )
-            try:
-                vectors = embedder.embed(list(queries))
-            except ModelError as exc:
-                stage.set("skipped", f"embedding model unavailable: {exc}")
-                return
-            estimated = estimate_rows(
-                vector_scope, scope.languages, scope.include_tests, scope.include_docs
-            )
-            per_query = []
-            for index, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
-                found = vector_search(
-                    query,
-                    vector,
-                    space,
-                    vector_scope,
-                    limit=request.list_depth,
-                    estimated_rows=estimated,
-                    exact_max_rows=request.exact_scan_max_rows,
-                    ef_search=request.hnsw_ef_search,
-                    timeout_ms=self.timeout_ms,
-                )
-                lists.append(RankedList("vector", index, found.ranked))
-                per_query.append({"query": query, "hits": len(found.ranked), **found.detail})
-            stage.set("ran", space=space_key, queries=per_query)
-            if missing:
-                stage.set("ran", "some repositories have no vectors yet", without_vectors=missing)
 
     def _rerank(
         self,

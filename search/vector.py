@@ -62,6 +62,43 @@ def repositories_with_vectors(space: EmbeddingSpace, scope: ScopeFilter) -> list
     return [repository_id for repository_id in ids if repository_id in found]
 
 
+def repositories_being_reembedded(repository_ids: list[Any]) -> set[Any]:
+    """Repositories whose vectors for the current model are still being computed."""
+    from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind
+
+    return set(
+        IndexJob.objects.filter(repository_id__in=repository_ids, kind=JobKind.REEMBED)
+        .exclude(state__in=FINISHED_JOB_STATES)
+        .values_list("repository_id", flat=True)
+    )
+
+
+def previous_spaces(
+    current: EmbeddingSpace | None, scope: ScopeFilter
+) -> list[tuple[EmbeddingSpace, list[Any]]]:
+    """Earlier spaces (newest first) with vectors for the repositories in ``scope``; each
+    repository is served by the newest earlier space that has vectors for it."""
+    left = list(scope.repository_ids)
+    found: list[tuple[EmbeddingSpace, list[Any]]] = []
+    earlier = EmbeddingSpace.objects.order_by("-created_at", "-pk")
+    if current is not None:
+        earlier = earlier.exclude(pk=current.pk)
+    for space in earlier:
+        if not left:
+            break
+        narrowed = ScopeFilter(
+            repositories=[r for r in scope.repositories if r.id in left],
+            sql=scope.sql,
+            params=scope.params,
+            chunk_level=scope.chunk_level,
+        )
+        served = repositories_with_vectors(space, narrowed)
+        if served:
+            found.append((space, served))
+            left = [r for r in left if r not in served]
+    return found
+
+
 def estimate_rows(scope: ScopeFilter, languages: list[str] | None, tests: bool, docs: bool) -> int:
     """Rows the repository/language/test/doc filters keep (facet statistics; repositories
     without statistics count in full)."""

@@ -1,0 +1,141 @@
+"""The vector stage of a search: one ranked list per query and per embedding space in use.
+
+Each repository is searched in the current embedding model's space, unless that model's vectors
+for it are not there yet (never computed, or a re-embed job still running): then the newest
+earlier space that has its vectors keeps serving it, with the query embedded by that space's own
+model. Lists of different spaces are never compared, only fused by rank (RRF).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from indexing.models import EmbeddingSpace
+from search.fusion import RankedList
+from search.scope import ScopeApplied, ScopeFilter
+from search.tracing import StageRecorder
+from search.types import SearchRequest
+from search.vector import (
+    estimate_rows,
+    find_space,
+    previous_spaces,
+    repositories_being_reembedded,
+    repositories_with_vectors,
+    vector_search,
+)
+
+
+def _narrow(scope: ScopeFilter, repository_ids: list[Any]) -> ScopeFilter:
+    return ScopeFilter(
+        repositories=[r for r in scope.repositories if r.id in repository_ids],
+        sql=scope.sql,
+        params=scope.params,
+        chunk_level=scope.chunk_level,
+    )
+
+
+def _search_space(
+    embedder: Any,
+    space: EmbeddingSpace,
+    space_scope: ScopeFilter,
+    request: SearchRequest,
+    queries: list[str],
+    scope: ScopeApplied,
+    lists: list[RankedList],
+    timeout_ms: int,
+) -> list[dict[str, Any]]:
+    vectors = embedder.embed(list(queries))
+    estimated = estimate_rows(space_scope, scope.languages, scope.include_tests, scope.include_docs)
+    per_query = []
+    for index, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
+        found = vector_search(
+            query,
+            vector,
+            space,
+            space_scope,
+            limit=request.list_depth,
+            estimated_rows=estimated,
+            exact_max_rows=request.exact_scan_max_rows,
+            ef_search=request.hnsw_ef_search,
+            timeout_ms=timeout_ms,
+        )
+        lists.append(RankedList("vector", index, found.ranked))
+        per_query.append({"query": query, "hits": len(found.ranked), **found.detail})
+    return per_query
+
+
+def run_vector_stage(
+    stage: StageRecorder,
+    get_embedder: Callable[[], Any],
+    request: SearchRequest,
+    queries: list[str],
+    scope: ScopeApplied,
+    scope_filter: ScopeFilter,
+    lists: list[RankedList],
+    timeout_ms: int,
+) -> None:
+    from llm import ModelError, get_embedder_for_space
+
+    problems: list[str] = []
+    space_key = ""
+    current: EmbeddingSpace | None = None
+    embedder: Any = None
+    try:
+        embedder = get_embedder()
+        space_key = embedder.space_key
+        current = find_space(space_key)
+    except ModelError as exc:
+        problems.append(f"no embedding model: {exc}")
+    ids = list(scope_filter.repository_ids)
+    served = repositories_with_vectors(current, scope_filter) if current else []
+    served = [r for r in served if r not in repositories_being_reembedded(served)]
+    plan: list[tuple[Any, EmbeddingSpace, list[Any]]] = []
+    if current is not None and served and embedder is not None:
+        plan.append((embedder, current, served))
+    rest = [r for r in ids if r not in served]
+    fallbacks: dict[str, list[str]] = {}
+    if rest:
+        for space, repositories in previous_spaces(current, _narrow(scope_filter, rest)):
+            try:
+                earlier = get_embedder_for_space(space.provider, space.model, space.dim, space.key)
+            except ModelError as exc:
+                problems.append(f"earlier model {space.key} unavailable: {exc}")
+                continue
+            plan.append((earlier, space, repositories))
+            fallbacks[space.key] = [str(r) for r in repositories]
+    if not plan:
+        reason = "; ".join(problems) or f"no vectors for this embedding model yet ({space_key})"
+        stage.set("skipped", reason)
+        return
+    details: dict[str, Any] = {}
+    for space_embedder, space, repositories in plan:
+        try:
+            details[space.key] = _search_space(
+                space_embedder,
+                space,
+                _narrow(scope_filter, repositories),
+                request,
+                queries,
+                scope,
+                lists,
+                timeout_ms,
+            )
+        except ModelError as exc:
+            problems.append(f"{space.key}: embedding model unavailable: {exc}")
+    if not details:
+        stage.set("skipped", "; ".join(problems))
+        return
+    covered = {r for _, _, repositories in plan for r in repositories}
+    missing = [str(r) for r in ids if r not in covered]
+    shown = details.get(space_key) or next(iter(details.values()))
+    stage.set("ran", space=space_key, queries=shown, spaces=details)
+    if fallbacks:
+        stage.set(
+            "ran",
+            "the current model's vectors are not complete for some repositories; "
+            "their earlier model's vectors answer meanwhile",
+            previous_spaces=fallbacks,
+        )
+    if missing:
+        stage.set("ran", "some repositories have no vectors yet", without_vectors=missing)
