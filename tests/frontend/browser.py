@@ -15,7 +15,11 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import (
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -71,7 +75,13 @@ def wait_until(
     """Polls ``condition`` until it returns something truthy; on timeout, fails with the page's
     address, visible text and console errors (what one needs to see why)."""
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(condition)
+        # Live pages re-render rows while we poll; a node replaced mid-read is retried.
+        return WebDriverWait(
+            driver,
+            seconds,
+            poll_frequency=0.1,
+            ignored_exceptions=(StaleElementReferenceException,),
+        ).until(condition)
     except TimeoutException:
         text = driver.find_element(By.TAG_NAME, "body").text[:1500]
         try:

@@ -88,17 +88,21 @@ def test_add_a_repository_and_watch_it_become_ready(
     browser.execute_script("window.notReloaded = true")
     # The repository is "ready" (searchable by full text) before its vectors are done.
     wait_until(browser, lambda d: "done" in text_of(d, "#repo-rows td.job"), seconds=120)
-    assert browser.find_element(By.CSS_SELECTOR, "#repo-rows tr").get_attribute("data-status") == (
-        "ready"
-    )
     assert browser.execute_script("return window.notReloaded") is True
-    row = browser.find_element(By.CSS_SELECTOR, "#repo-rows tr")
     repository = Repository.objects.get()
-    assert repository.last_indexed_commit[:7] in row.text
-    assert (
-        f"{repository.file_count}" in row.find_element(By.CSS_SELECTOR, "td[data-label=Files]").text
-    )
-    assert "done" in row.find_element(By.CSS_SELECTOR, "td.job").text
+
+    def row_shows_the_indexed_repository(driver: WebDriver) -> bool:
+        # Read in one poll: the page may re-render the row between two reads.
+        row = driver.find_element(By.CSS_SELECTOR, "#repo-rows tr")
+        files = row.find_element(By.CSS_SELECTOR, "td[data-label=Files]").text
+        return (
+            row.get_attribute("data-status") == "ready"
+            and repository.last_indexed_commit[:7] in row.text
+            and f"{repository.file_count}" in files
+            and "done" in row.find_element(By.CSS_SELECTOR, "td.job").text
+        )
+
+    wait_until(browser, row_shows_the_indexed_repository)
     screenshot(browser, "repositories")
 
     # The file view: whole file, highlighted, line anchors, the hit's lines marked.
