@@ -89,7 +89,9 @@ def run_vector_stage(
         problems.append(f"no embedding model: {exc}")
     ids = list(scope_filter.repository_ids)
     served = repositories_with_vectors(current, scope_filter) if current else []
-    served = [r for r in served if r not in repositories_being_reembedded(served)]
+    # One query for all of them: this list feeds every search, at any number of repositories.
+    reembedding = repositories_being_reembedded(served) if served else set()
+    served = [r for r in served if r not in reembedding]
     plan: list[tuple[Any, EmbeddingSpace, list[Any]]] = []
     if current is not None and served and embedder is not None:
         plan.append((embedder, current, served))

@@ -1,0 +1,61 @@
+"""The SQL statements one search runs do not grow with the number of repositories.
+
+A per-repository query inside the search path (one ``IndexJob`` lookup per repository per
+search once went unnoticed and tripled hybrid latency at 91 repositories) shows up here as a
+count that rises when repositories are added.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+import llm
+from indexing.services.embedding import embed_repository, space_for
+from search.pipeline import SearchExecutor, SearchRequest
+from search.stats import refresh_search_stats
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+SOURCE = [
+    "def parse_http_header(line):\n    return line.split(':', 1)",
+    "def retry_with_backoff(fn, attempts):\n    for _ in range(attempts):\n        fn()",
+    "class ConnectionPool:\n    def acquire(self):\n        return self.free.pop()",
+]
+MODES = {
+    "full-text": {"use_bm25": True, "use_vector": False},
+    "vector": {"use_bm25": False, "use_vector": True},
+    "hybrid": {"use_bm25": True, "use_vector": True},
+}
+
+
+def _add_embedded_repositories(first: int, count: int) -> None:
+    embedder = llm.get_embedder()
+    space = space_for(embedder)
+    for number in range(first, first + count):
+        repository = factories.indexed_repository(
+            f"https://example.org/count/r{number}.git", f"count/r{number}", SOURCE
+        )
+        refresh_search_stats(repository.pk)  # as indexing does after the swap
+        embed_repository(repository, space, embedder.embed, batch_size=32)
+
+
+def _statements(mode: str) -> tuple[int, int]:
+    request = SearchRequest(query="connection pool acquire", limit=5, **MODES[mode])
+    executor = SearchExecutor()
+    executor.run(request)  # warm: model loading and settings caches are not the point
+    with CaptureQueriesContext(connection) as captured:
+        result = executor.run(request)
+    return len(captured.captured_queries), len(result.hits)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_statements_per_search_do_not_grow_with_repositories(mode: str) -> None:
+    _add_embedded_repositories(0, 1)
+    one, hits_one = _statements(mode)
+    _add_embedded_repositories(1, 7)
+    eight, hits_eight = _statements(mode)
+    assert hits_one and hits_eight > hits_one  # the other repositories were really searched
+    assert eight == one, f"{mode}: {one} statements with 1 repository, {eight} with 8"
