@@ -8,6 +8,10 @@ vectors is ~2 GB; a search server would be given that memory).
 
     from bench_db import bench_database
     with bench_database() as url: ...     # Django is set up against it inside the block
+
+Smoke runs (the test suite runs every benchmark at a tiny size so none can rot): with
+``BENCH_DATABASE_URL`` set, that server is used as it is and no cluster is started, and
+``BENCH_CORPORA_DIR`` moves manifests and caches out of ``bench/corpora``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ROOT / "bench" / "corpora"
+CORPORA = Path(os.environ.get("BENCH_CORPORA_DIR") or ROOT / "bench" / "corpora")
+EXTERNAL_DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "")
 PG_ROOT = CORPORA / "pg"
 DEFAULT_PORT = int(os.environ.get("BENCH_PG_PORT", "54391"))
 SERVER_SETTINGS = {
@@ -77,7 +82,9 @@ def start_postgres(port: int = DEFAULT_PORT):  # type: ignore[no-untyped-def]
 
 def set_environment(port: int, redis_port: int | None = None) -> None:
     """Must run before anything imports ``reposearch``: its package import loads the settings."""
-    os.environ["DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:{port}/reposearch"
+    os.environ["DATABASE_URL"] = (
+        EXTERNAL_DATABASE_URL or f"postgresql://postgres@127.0.0.1:{port}/reposearch"
+    )
     if redis_port:
         os.environ["REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
@@ -111,7 +118,7 @@ def bench_database(
     """The persistent cluster with Django set up on it (and a throwaway Redis when asked)."""
     redis_port = _free_port() if with_redis else None
     set_environment(port, redis_port)
-    postgres = start_postgres(port)
+    postgres = None if EXTERNAL_DATABASE_URL else start_postgres(port)
     redis = None
     try:
         if redis_port:
@@ -120,7 +127,7 @@ def bench_database(
             redis = EmbeddedRedis(CORPORA / "redis", redis_port)
             redis.start()
         setup_django()
-        yield postgres.url()
+        yield postgres.url() if postgres is not None else EXTERNAL_DATABASE_URL
     finally:
         if redis is not None:
             redis.stop()
@@ -128,4 +135,5 @@ def bench_database(
             from django.db import connections
 
             connections.close_all()
-            postgres.stop()
+            if postgres is not None:
+                postgres.stop()

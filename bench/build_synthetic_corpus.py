@@ -27,7 +27,6 @@ import hashlib
 import json
 import re
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -97,11 +96,13 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
 
     timings: dict[str, float] = {}
     started = time.monotonic()
-    files = base_files()
+    files = base_files(args.base_files or None)
     base_chunks = [(f, c) for f in files for c in f.chunks]
     log(f"base: {len(files)} Django files, {len(base_chunks)} chunks")
+    # An unsaved Chunk, so the header sees every field the embed stage's chunks have.
     texts = [
-        embedding_header(SimpleNamespace(path=f.path, symbol=c.symbol, kind=c.kind)) + c.content
+        embedding_header(Chunk(path=f.path, symbol=c.symbol, kind=c.kind, content=c.content))
+        + c.content
         for f, c in base_chunks
     ]
     rng = np.random.default_rng(20240407)
@@ -265,6 +266,7 @@ def parameters(args: argparse.Namespace) -> dict[str, Any]:
         "hnsw_ef_construction": args.hnsw_ef_construction,
         "noise_sigma": NOISE_SIGMA,
         "real_vectors": args.real_vectors,
+        "base_files": args.base_files,
     }
 
 
@@ -306,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hnsw-ef-construction", type=int, default=64)
     parser.add_argument("--real-vectors", type=int, default=4096, help="base chunks embedded")
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument(
+        "--base-files", type=int, default=0, help="only the first N Django files (smoke runs)"
+    )
     args = parser.parse_args(argv)
     with bench_database():
         if MANIFEST.exists() and not args.rebuild:

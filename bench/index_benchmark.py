@@ -7,6 +7,7 @@ the embedding stage's chunks/s next to the standalone model's, and the worker's 
 
     .venv/bin/python bench/index_benchmark.py                 # django (full text) + click (embeddings)
     .venv/bin/python bench/index_benchmark.py --corpus flask==3.0.3 --embed
+    .venv/bin/python bench/index_benchmark.py --corpus DIR --embed    # a local directory
 
 Django's source (about 3,000 files) is measured to "searchable by full text" only: embedding its
 ~30,000 chunks on 2 CPU cores takes far longer than the benchmark should. The embedding stage is
@@ -107,7 +108,8 @@ def run_corpus(requirement: str, embed: bool, workdir: Path, worker_pid: int) ->
     from indexing.services.repositories import add_repository, delete_repository
     from tests.indexing.git_server import GitHttpServer
 
-    source = fetch_sdist(requirement)
+    # A directory is indexed as it is (its top folder stripped, like an sdist's): smoke runs.
+    source = Path(requirement) if Path(requirement).is_dir() else fetch_sdist(requirement)
     repo, file_count, total_bytes = build_repository(source, workdir / f"{requirement}.git")
     memory = PeakMemory(worker_pid)
     with GitHttpServer({"bench/repo.git": repo}) as server:
@@ -183,7 +185,9 @@ def standalone_embedding_rate(repository) -> float:  # type: ignore[no-untyped-d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", action="append", help="requirement, e.g. django==5.2.8")
+    parser.add_argument(
+        "--corpus", action="append", help="requirement (django==5.2.8) or a local directory"
+    )
     parser.add_argument("--embed", action="store_true", help="wait for the embedding stage too")
     args = parser.parse_args()
     plan = (

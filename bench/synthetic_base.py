@@ -24,8 +24,8 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def base_files() -> list[Any]:
-    """Django's source files, chunked like the indexer does."""
+def base_files(limit: int | None = None) -> list[Any]:
+    """Django's source files, chunked like the indexer does (the first ``limit`` with chunks)."""
     import django as django_package
 
     from indexing.chunking import chunk_file
@@ -43,6 +43,8 @@ def base_files() -> list[Any]:
         pieces = chunk_file(text, language or None, rel)
         if not pieces:
             continue
+        if limit is not None and len(files) >= limit:
+            break
         chunks = [
             StoredChunk(
                 p.index, p.start_line, p.end_line, p.symbol or "", p.kind, p.content, tuple(p.calls)

@@ -1,0 +1,114 @@
+"""Every benchmark script runs at a tiny size, so a change that breaks one fails the suite.
+
+Each script runs as its own process, as a person would run it, against a database of its own
+on the test server (``BENCH_DATABASE_URL``) with its manifests and caches in a temporary
+directory (``BENCH_CORPORA_DIR``); the test checks it exits 0 and prints its figures. The sizes
+are far too small for the figures to mean anything: that is what the README's runs are for.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _server_url(database: str) -> str:
+    db = connection.settings_dict
+    host = db["HOST"] or "127.0.0.1"
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgresql://{db['USER']}{password}@{host}{port}/{database}"
+
+
+@pytest.fixture(scope="module")
+def bench_database() -> Iterator[str]:
+    name = f"bench_smoke_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(_server_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _server_url(name)
+    finally:
+        with psycopg.connect(_server_url("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def source_tree(tmp_path: Path) -> Path:
+    """A tiny package to clone and index: its top folder is stripped, as an sdist's is."""
+    package = tmp_path / "source" / "tinypkg-1.0"
+    package.mkdir(parents=True)
+    for number in range(3):
+        (package / f"module{number}.py").write_text(
+            f"def handler_{number}(request):\n    return request.get('value', {number})\n"
+        )
+    (package / "README.md").write_text("# tinypkg\n\nA package for smoke runs.\n")
+    return package.parent
+
+
+def _run(script: str, *args: str, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"{script} exited {result.returncode}:\n{output[-4000:]}"
+    return output
+
+
+@pytest.mark.django_db
+def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path) -> None:
+    env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
+    built = _run(
+        "build_synthetic_corpus.py",
+        *("--chunks", "300", "--real-vectors", "16", "--base-files", "10"),
+        env=env,
+    )
+    assert "base: 10 Django files" in built
+    assert (tmp_path / "synthetic.json").exists()
+    latency = _run(
+        "search_latency.py",
+        *("--corpus", "synthetic", "--repeats", "1"),
+        *("--json", str(tmp_path / "latency.json"), "--plans", str(tmp_path / "plans.txt")),
+        env=env,
+    )
+    for mode in ("fulltext", "vector", "hybrid"):
+        assert f"  {mode:9s} p50" in latency, f"no {mode} figures"
+    assert "WARNING" not in latency, "a required stage did not run"
+    assert (tmp_path / "latency.json").stat().st_size > 0
+
+
+def test_embedding_runtime() -> None:
+    output = _run("embedding_runtime.py", "--repeats", "1", "--chunks", "4")
+    assert "numpy + tokenizers" in output and "chunks/s" in output
+
+
+def test_clone_benchmark(source_tree: Path) -> None:
+    output = _run(
+        "clone_benchmark.py",
+        *("--source", str(source_tree / "tinypkg-1.0"), "--branches", "1", "--runs", "1"),
+        "--no-vendor-branch",
+    )
+    assert "reposearch fetch_branch (depth 1)" in output
+    assert "git clone --depth 1 --bare" in output
+    assert "list_tree: 4 entries" in output
+
+
+def test_index_benchmark(source_tree: Path) -> None:
+    output = _run("index_benchmark.py", "--corpus", str(source_tree), "--embed")
+    assert "indexed: 4 files" in output
+    assert "searchable by full text" in output
+    assert "embedding stage" in output and "standalone model" in output
