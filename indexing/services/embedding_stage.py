@@ -63,7 +63,7 @@ def is_transient_model_error(error: Exception) -> bool:
     return isinstance(error, ModelUnavailable)
 
 
-def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
+def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> None:
     """Embed the live generation's missing vectors; end the job.
 
     Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
@@ -78,7 +78,9 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
     if job.state == JobState.STORING or (
         job.state == JobState.QUEUED and job.kind == JobKind.REEMBED
     ):
-        job = jobs.transition(job, JobState.EMBEDDING)
+        job = jobs.transition(
+            job, JobState.EMBEDDING, **({"celery_task_id": task_id} if task_id else {})
+        )
     elif job.state != JobState.EMBEDDING:
         fail_job(job, f"embed stage reached in state {job.state}")
         return
@@ -129,7 +131,10 @@ def run_embed(job_id: int, *, final_attempt: bool = True) -> None:
     if missing > 0 and not any(f.get("stage") == "embedding" for f in failures):
         failures.append({"stage": "embedding", "reason": f"{missing} chunks have no vector"})
     final = JobState.COMPLETED_WITH_ERRORS if failures else JobState.DONE
-    jobs.transition(
-        job, final, chunks_embedded=embedded, failures=failures,
-        stage_timings=record_timing(job, "embedding", started),
-    )  # fmt: skip
+    try:
+        jobs.transition(
+            job, final, chunks_embedded=embedded, failures=failures,
+            stage_timings=record_timing(job, "embedding", started),
+        )  # fmt: skip
+    except jobs.IllegalTransition as error:  # it ended meanwhile (reaped, cancelled): keep that
+        raise JobCancelled(str(error)) from error

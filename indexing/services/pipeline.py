@@ -31,6 +31,7 @@ from indexing.services.runs import (
     check_alive,
     fail_job,
     load_run,
+    lock_if_alive,
     record_timing,
 )
 from indexing.services.storing import (
@@ -168,7 +169,12 @@ def _changed_paths(
     return {entry.path for entry in entries if previous.get(entry.path) != entry.sha}
 
 
-def run_index(job_id: int) -> bool:
+def _still_running(job_id: int) -> None:
+    check_alive(job_id)
+    jobs.heartbeat(job_id)
+
+
+def run_index(job_id: int, *, task_id: str = "") -> bool:
     """Walk, chunk and store the fetched commit as a new generation, then swap it in."""
     context = load_run(job_id)
     if context is None:
@@ -182,7 +188,8 @@ def run_index(job_id: int) -> bool:
         logger.warning("job=%s index stage restarts after an interrupted run", job.pk)
     discard_unfinished_generations(repository)
     generation = repository.active_generation + 1
-    job = jobs.transition(job, JobState.WALKING, generation=generation)
+    task = {"celery_task_id": task_id} if task_id else {}
+    job = jobs.transition(job, JobState.WALKING, generation=generation, **task)
     started = time.monotonic()
     previous: dict[str, str] = {}
     if repository.active_generation:
@@ -231,9 +238,11 @@ def run_index(job_id: int) -> bool:
         stage_timings=record_timing(job, "chunking", started),
     )  # fmt: skip
     started = time.monotonic()
-    store_files(repository.pk, generation, to_store)
-    check_alive(job_id)
-    repository = swap_generation(repository.pk, generation, carried, job.commit)
+    store_files(repository.pk, generation, to_store, on_batch=lambda _: _still_running(job_id))
+    repository = swap_generation(
+        repository.pk, generation, carried, job.commit, before_swap=lambda: lock_if_alive(job_id)
+    )
+    jobs.heartbeat(job_id)
     try:
         refresh_search_stats(repository.pk)
     except Exception:

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.repositories import repository_dir
 
 
 class JobCancelled(Exception):
-    """The job was cancelled or its repository deleted while it ran."""
+    """The job ended while a stage ran (cancelled, failed by the reaper, its repository deleted):
+    the stage stops without writing anything more."""
 
 
 class TransientFailure(Exception):
@@ -36,9 +37,23 @@ def load_run(job_id: int) -> RunContext | None:
 
 
 def check_alive(job_id: int) -> None:
+    """Raise ``JobCancelled`` when the job is gone or in any final state."""
     state = IndexJob.objects.filter(pk=job_id).values_list("state", flat=True).first()
-    if state is None or state == JobState.CANCELLED:
-        raise JobCancelled(f"job {job_id} was cancelled")
+    if state is None or state in FINISHED_JOB_STATES:
+        raise JobCancelled(f"job {job_id} is {state or 'gone'}; the stage stops")
+
+
+def lock_if_alive(job_id: int) -> None:
+    """Inside a transaction: lock the job row and raise ``JobCancelled`` when it has ended.
+
+    The reaper and cancellation change the job under the same row lock, so whatever commits
+    under this lock (the generation swap) cannot follow a job that was already failed.
+    """
+    state = (
+        IndexJob.objects.select_for_update().filter(pk=job_id).values_list("state", flat=True)
+    ).first()
+    if state is None or state in FINISHED_JOB_STATES:
+        raise JobCancelled(f"job {job_id} is {state or 'gone'}; its generation is not swapped in")
 
 
 def fail_job(job: IndexJob, message: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -79,11 +79,41 @@ def _path_text(path: str) -> str:
     return searchable_text(path.replace("/", " ").replace(".", " "))
 
 
-def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStore]) -> int:
-    """Insert files and their chunks for ``generation``; return the number of chunks written."""
+def store_files(
+    repository_id: UUID,
+    generation: int,
+    files: Iterable[FileToStore],
+    *,
+    on_batch: Callable[[int], None] | None = None,
+) -> int:
+    """Insert files and their chunks for ``generation``; return the number of chunks written.
+
+    Each batch of about ``INSERT_BATCH`` chunks commits on its own and then calls
+    ``on_batch(chunks written so far)``, so a long store keeps reporting that it is alive (and can
+    notice that its job ended). Rows of a generation that is not live yet are invisible to search,
+    and a run that stops half-way leaves rows the next run discards before writing its own.
+    """
     written = 0
+    pending: list[FileToStore] = []
+    pending_chunks = 0
+    for stored in files:
+        pending.append(stored)
+        pending_chunks += len(stored.chunks)
+        if pending_chunks >= INSERT_BATCH:
+            written += _store_batch(repository_id, generation, pending)
+            pending, pending_chunks = [], 0
+            if on_batch is not None:
+                on_batch(written)
+    if pending:
+        written += _store_batch(repository_id, generation, pending)
+        if on_batch is not None:
+            on_batch(written)
+    return written
+
+
+def _store_batch(repository_id: UUID, generation: int, files: Sequence[FileToStore]) -> int:
+    rows: list[tuple[Any, ...]] = []
     with transaction.atomic(), connection.cursor() as cursor:
-        rows: list[tuple[Any, ...]] = []
         for stored in files:
             cursor.execute(
                 _INSERT_FILE,
@@ -102,14 +132,9 @@ def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStor
                      json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
                      searchable_text(chunk.symbol), path_text, body)
                 )  # fmt: skip
-            if len(rows) >= INSERT_BATCH:
-                cursor.executemany(_INSERT_CHUNK, rows)
-                written += len(rows)
-                rows = []
         if rows:
             cursor.executemany(_INSERT_CHUNK, rows)
-            written += len(rows)
-    return written
+    return len(rows)
 
 
 _DELETE_OLDER = (
@@ -133,9 +158,17 @@ def _run_deletes(statements: Sequence[str], repository_id: UUID, generation: int
 
 
 def swap_generation(
-    repository_id: UUID, new_generation: int, carried_paths: Sequence[str], commit_sha: str
+    repository_id: UUID,
+    new_generation: int,
+    carried_paths: Sequence[str],
+    commit_sha: str,
+    *,
+    before_swap: Callable[[], None] | None = None,
 ) -> Repository:
     """Make ``new_generation`` live in one transaction.
+
+    ``before_swap`` runs first inside that transaction (the index stage locks its job row there
+    and refuses to swap when the job has ended: a job the reaper failed never goes live).
 
     Files in ``carried_paths`` did not change since the live generation: their rows (and their
     chunks' vectors) move to the new generation instead of being re-chunked and re-embedded.
@@ -145,6 +178,8 @@ def swap_generation(
     from django.utils import timezone
 
     with transaction.atomic():
+        if before_swap is not None:
+            before_swap()
         repository = Repository.objects.select_for_update().get(pk=repository_id)
         old = repository.active_generation
         with connection.cursor() as cursor:

@@ -30,7 +30,7 @@ def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     final = self.request.retries >= self.max_retries
     try:
         with repository_lock(repository_id, job_id):
-            run_embed(job_id, final_attempt=final)
+            run_embed(job_id, final_attempt=final, task_id=self.request.id or "")
     except LockBusy as error:
         raise self.retry(exc=error, countdown=15, max_retries=self.max_retries + 20) from error
     except TransientFailure as error:

@@ -30,7 +30,7 @@ def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         return
     try:
         with repository_lock(repository_id, job_id):
-            proceed = pipeline.run_index(job_id)
+            proceed = pipeline.run_index(job_id, task_id=self.request.id or "")
     except LockBusy as error:
         raise self.retry(exc=error, countdown=15) from error
     except JobCancelled:
