@@ -29,6 +29,32 @@ def test_health_ok_with_database_broker_and_a_live_worker(celery_worker_process)
 
 
 @pytest.mark.django_db
+def test_one_worker_ping_answers_health_for_a_few_seconds(celery_worker_process) -> None:
+    from reposearch import health
+
+    health.forget_worker_ping()
+    first = APIClient().get("/api/health").json()["workers"]
+    second = APIClient().get("/api/health").json()["workers"]
+    assert first["ok"] and second["ok"], (first, second)
+    assert second["checked_at"] == first["checked_at"]  # the same ping, not a new 1 s wait
+    assert second["count"] == first["count"]
+
+
+@pytest.mark.django_db
+def test_an_expired_worker_ping_is_redone(celery_worker_process, monkeypatch) -> None:
+    from reposearch import health
+
+    health.forget_worker_ping()
+    monkeypatch.setattr(health, "WORKER_PING_CACHE_SECS", 0.0)
+    first = APIClient().get("/api/health").json()["workers"]
+    second = APIClient().get("/api/health").json()["workers"]
+    assert second["checked_at"] != first["checked_at"]
+    assert second["age_s"] == 0.0
+
+
+# These two change the Celery app's broker at run time; the app keeps pools of the last
+# broker it used, so they run after the tests that need the real one.
+@pytest.mark.django_db
 def test_health_503_names_the_broker_when_it_is_down(settings, monkeypatch) -> None:
     dead = f"redis://127.0.0.1:{closed_port()}/0"
     settings.CELERY_BROKER_URL = dead
