@@ -53,3 +53,13 @@ def fill_missing_vectors() -> list[int]:
     from indexing.services.repositories import queue_missing_embeddings
 
     return [job.pk for job in queue_missing_embeddings()]
+
+
+@shared_task(name="indexing.tasks.maintenance.repair_drift", acks_late=True, ignore_result=True)
+def repair_drift() -> list[dict[str, object]]:
+    """``manage.py doctor`` on a schedule: find drift between the database and the data
+    directory and, unless ``REPO_SEARCH_DOCTOR_REPAIR=0``, repair it (findings are logged)."""
+    from indexing.services.doctor import examine
+
+    report = examine(repair=settings.REPO_SEARCH_DOCTOR_REPAIR)
+    return report.as_dict()["findings"]

@@ -49,6 +49,9 @@ REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
 REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
     "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
 )
+# The periodic drift check (manage.py doctor's findings): how often, and whether it repairs.
+REPO_SEARCH_DOCTOR_INTERVAL_SECS = env.positive_int("REPO_SEARCH_DOCTOR_INTERVAL_SECS", 900)
+REPO_SEARCH_DOCTOR_REPAIR = env.flag("REPO_SEARCH_DOCTOR_REPAIR", True)
 
 # --- Models (SPEC §6) --------------------------------------------------------------------------
 LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)
@@ -191,6 +194,10 @@ CELERY_BEAT_SCHEDULE = {
     "fill-missing-vectors": {
         "task": "indexing.tasks.maintenance.fill_missing_vectors",
         "schedule": 300.0,
+    },
+    "repair-drift": {
+        "task": "indexing.tasks.maintenance.repair_drift",
+        "schedule": float(REPO_SEARCH_DOCTOR_INTERVAL_SECS),
     },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

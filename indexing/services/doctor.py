@@ -1,0 +1,283 @@
+"""Drift between the database and the data directory: find it, and repair it when asked.
+
+``manage.py doctor [--repair]`` and a periodic task call ``examine``. What it looks for:
+
+* ``orphan_clone``: a clone directory under ``<data>/repos/`` with no repository row (a
+  delete that could not remove it, a restore of an older database) — repair: remove it;
+* ``missing_clone``: an indexed repository whose clone is gone (search still answers from the
+  rows, but the file view and incremental updates need the clone) — repair: queue a re-index,
+  which clones afresh;
+* ``stale_generation``: rows of generations other than the live one, with no job running for
+  the repository (a run that stopped between its store and its swap) — repair: delete them
+  (their vectors first);
+* ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
+  to ready (it has a live generation) or failed (it never had one);
+* ``orphan_job``: a job in a running state whose task no live worker holds (active, reserved or
+  scheduled) and whose heartbeat is older than ``job_grace`` — repair: fail it with a message
+  and revoke its task. Skipped, and said so, when no worker answers.
+
+Repairs never touch a repository with a job in flight, except ``orphan_job`` itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
+
+logger = logging.getLogger(__name__)
+
+RUNNING_STATES = [
+    JobState.CLONING,
+    JobState.WALKING,
+    JobState.CHUNKING,
+    JobState.STORING,
+    JobState.EMBEDDING,
+]
+DEFAULT_JOB_GRACE = timedelta(minutes=2)
+
+
+@dataclass
+class Finding:
+    kind: str
+    detail: str
+    repository_id: str = ""
+    repository: str = ""
+    repaired: bool = False
+    action: str = ""
+
+
+@dataclass
+class DoctorReport:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"findings": [asdict(f) for f in self.findings], "notes": list(self.notes)}
+
+
+def clones_root() -> Path:
+    return Path(settings.REPO_SEARCH_DATA_DIR) / "repos"
+
+
+def _busy_repositories() -> set[Any]:
+    return set(
+        IndexJob.objects.exclude(state__in=FINISHED_JOB_STATES).values_list(
+            "repository_id", flat=True
+        )
+    )
+
+
+def _orphan_clones(report: DoctorReport, repair: bool) -> None:
+    root = clones_root()
+    if not root.is_dir():
+        return
+    known = {str(pk) for pk in Repository.objects.values_list("pk", flat=True)}
+    for entry in sorted(root.iterdir()):
+        try:
+            uuid.UUID(entry.name)
+        except ValueError:
+            continue  # not ours (a clone directory is always named by its repository's id)
+        if entry.name in known or not entry.is_dir():
+            continue
+        finding = Finding("orphan_clone", f"{entry} belongs to no repository")
+        if repair:
+            shutil.rmtree(entry, ignore_errors=True)
+            finding.repaired, finding.action = not entry.exists(), "removed the directory"
+        report.findings.append(finding)
+
+
+def _missing_clones(
+    report: DoctorReport, repair: bool, busy: set[Any], requeue: Callable[[Repository], None]
+) -> None:
+    root = clones_root()
+    for repository in Repository.objects.filter(active_generation__gt=0).order_by("name"):
+        if (root / str(repository.pk) / "HEAD").exists():
+            continue
+        finding = Finding(
+            "missing_clone",
+            "indexed, but its clone is gone (file view and incremental updates need it)",
+            str(repository.pk),
+            repository.name,
+        )
+        if repair and repository.pk not in busy:
+            requeue(repository)
+            finding.repaired, finding.action = True, "queued a re-index (a fresh clone)"
+        report.findings.append(finding)
+
+
+def _stale_generations(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.repository_id, count(*) FROM indexing_chunk c"
+            " JOIN indexing_repository r ON r.id = c.repository_id"
+            " WHERE c.generation <> r.active_generation GROUP BY c.repository_id"
+            " UNION ALL"
+            " SELECT f.repository_id, 0 FROM indexing_sourcefile f"
+            " JOIN indexing_repository r ON r.id = f.repository_id"
+            " WHERE f.generation <> r.active_generation GROUP BY f.repository_id"
+        )
+        counts: dict[Any, int] = {}
+        for repository_id, chunks in cursor.fetchall():
+            counts[repository_id] = counts.get(repository_id, 0) + chunks
+    names = dict(Repository.objects.filter(pk__in=counts).values_list("pk", "name"))
+    for repository_id, chunks in sorted(counts.items(), key=lambda item: names[item[0]]):
+        if repository_id in busy:
+            continue  # a running job writes its next generation: that is not drift
+        finding = Finding(
+            "stale_generation",
+            f"{chunks} chunks (and their files) of generations that are not live",
+            str(repository_id),
+            names[repository_id],
+        )
+        if repair:
+            _delete_other_generations(repository_id)
+            finding.repaired, finding.action = True, "deleted the rows and their vectors"
+        report.findings.append(finding)
+
+
+def _delete_other_generations(repository_id: Any) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        live = (
+            Repository.objects.select_for_update()
+            .filter(pk=repository_id)
+            .values_list("active_generation", flat=True)
+            .first()
+        )
+        if live is None:
+            return
+        cursor.execute(
+            "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
+            " WHERE repository_id = %s AND generation <> %s)",
+            [repository_id, live],
+        )
+        cursor.execute(
+            "DELETE FROM indexing_chunk WHERE repository_id = %s AND generation <> %s",
+            [repository_id, live],
+        )
+        cursor.execute(
+            "DELETE FROM indexing_sourcefile WHERE repository_id = %s AND generation <> %s",
+            [repository_id, live],
+        )
+
+
+def _stuck_statuses(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
+    stuck = Repository.objects.filter(status=RepositoryStatus.INDEXING).exclude(pk__in=busy)
+    for repository in stuck.order_by("name"):
+        finding = Finding(
+            "stuck_status",
+            "says it is indexing, but no job is",
+            str(repository.pk),
+            repository.name,
+        )
+        if repair:
+            if repository.active_generation:
+                repository.status = RepositoryStatus.READY
+            else:
+                repository.status = RepositoryStatus.FAILED
+                repository.error = "indexing stopped without finishing; re-index to try again"
+            repository.save(update_fields=["status", "error", "updated_at"])
+            finding.repaired, finding.action = True, f"status set to {repository.status}"
+        report.findings.append(finding)
+
+
+def live_task_ids(timeout: float = 1.0) -> set[str] | None:
+    """Task ids the live workers hold (running, prefetched, scheduled); None if none answers."""
+    from reposearch.celery import app
+
+    try:
+        inspector = app.control.inspect(timeout=timeout)
+        answers: list[Any] = [inspector.active(), inspector.reserved(), inspector.scheduled()]
+    except Exception:  # the broker is down: nothing can be said about tasks
+        logger.warning("doctor: could not ask the workers", exc_info=True)
+        return None
+    if not any(answers):
+        return None
+    ids: set[str] = set()
+    for answer in answers:
+        for tasks in (answer or {}).values():
+            for task in tasks:
+                request = task.get("request", task)
+                if request.get("id"):
+                    ids.add(request["id"])
+    return ids
+
+
+def _orphan_jobs(
+    report: DoctorReport,
+    repair: bool,
+    job_grace: timedelta,
+    task_ids: Callable[[], set[str] | None],
+) -> None:
+    candidates = list(
+        IndexJob.objects.filter(
+            state__in=RUNNING_STATES, heartbeat_at__lt=timezone.now() - job_grace
+        ).select_related("repository")
+    )
+    if not candidates:
+        return
+    held = task_ids()
+    if held is None:
+        report.notes.append("no worker answered; jobs were not checked against live tasks")
+        return
+    from indexing.services.runs import fail_job
+    from indexing.tasks.maintenance import revoke_tasks_of
+
+    for job in candidates:
+        if job.celery_task_id and job.celery_task_id in held:
+            continue
+        finding = Finding(
+            "orphan_job",
+            f"job {job.pk} is {job.state} but no live worker holds its task",
+            str(job.repository_id),
+            job.repository.name,
+        )
+        if repair:
+            fail_job(job, "no worker was running this job any more (found by manage.py doctor)")
+            revoke_tasks_of([job.pk])
+            finding.repaired, finding.action = True, "failed the job and revoked its task"
+        report.findings.append(finding)
+
+
+def _queue_reindex(repository: Repository) -> None:
+    from indexing.services.repositories import reindex_repository
+
+    reindex_repository(repository)
+
+
+def examine(
+    *,
+    repair: bool = False,
+    job_grace: timedelta = DEFAULT_JOB_GRACE,
+    task_ids: Callable[[], set[str] | None] = live_task_ids,
+    requeue: Callable[[Repository], None] = _queue_reindex,
+) -> DoctorReport:
+    """Find drift (and repair it with ``repair``); the report lists what was found and done."""
+    report = DoctorReport()
+    busy = _busy_repositories()
+    _orphan_jobs(report, repair, job_grace, task_ids)
+    busy = _busy_repositories()  # failed orphan jobs no longer keep their repository busy
+    _orphan_clones(report, repair)
+    _missing_clones(report, repair, busy, requeue)
+    _stale_generations(report, repair, busy)
+    _stuck_statuses(report, repair, busy)
+    for finding in report.findings:
+        logger.warning(
+            "doctor: %s repository=%s %s%s",
+            finding.kind,
+            finding.repository or "-",
+            finding.detail,
+            f" -> {finding.action}" if finding.repaired else "",
+        )
+    return report
