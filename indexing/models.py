@@ -112,6 +112,9 @@ class IndexJob(models.Model):
     )
     celery_task_id = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    resumes = models.PositiveIntegerField(
+        default=0, help_text="Times the stage's task was sent again after its worker lost it."
+    )
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

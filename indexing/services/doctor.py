@@ -12,9 +12,10 @@
   (their vectors first);
 * ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
   to ready (it has a live generation) or failed (it never had one);
-* ``orphan_job``: a job in a running state whose task no live worker holds (active, reserved or
-  scheduled) and whose heartbeat is older than ``job_grace`` — repair: fail it with a message
-  and revoke its task. Skipped, and said so, when no worker answers.
+* ``orphan_job``: an unfinished job silent for ``job_grace`` whose task neither a live worker
+  (running, prefetched, scheduled) nor a broker queue holds — repair: resume it (its stage's
+  task is sent again), or fail it once it was lost ``MAX_RESUMES`` times. Skipped, and said so,
+  when no worker answers.
 
 Repairs never touch a repository with a job in flight, except ``orphan_job`` itself.
 """
@@ -32,19 +33,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
-from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import FINISHED_JOB_STATES, IndexJob, Repository, RepositoryStatus
+from indexing.services.recovery import MAX_RESUMES, TaskCensus, census, resume, silent_jobs
 
 logger = logging.getLogger(__name__)
 
-RUNNING_STATES = [
-    JobState.CLONING,
-    JobState.WALKING,
-    JobState.CHUNKING,
-    JobState.STORING,
-    JobState.EMBEDDING,
-]
 DEFAULT_JOB_GRACE = timedelta(minutes=2)
 
 
@@ -192,61 +186,36 @@ def _stuck_statuses(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
         report.findings.append(finding)
 
 
-def live_task_ids(timeout: float = 1.0) -> set[str] | None:
-    """Task ids the live workers hold (running, prefetched, scheduled); None if none answers."""
-    from reposearch.celery import app
-
-    try:
-        inspector = app.control.inspect(timeout=timeout)
-        answers: list[Any] = [inspector.active(), inspector.reserved(), inspector.scheduled()]
-    except Exception:  # the broker is down: nothing can be said about tasks
-        logger.warning("doctor: could not ask the workers", exc_info=True)
-        return None
-    if not any(answers):
-        return None
-    ids: set[str] = set()
-    for answer in answers:
-        for tasks in (answer or {}).values():
-            for task in tasks:
-                request = task.get("request", task)
-                if request.get("id"):
-                    ids.add(request["id"])
-    return ids
-
-
 def _orphan_jobs(
     report: DoctorReport,
     repair: bool,
     job_grace: timedelta,
-    task_ids: Callable[[], set[str] | None],
+    take_census: Callable[[], TaskCensus | None],
 ) -> None:
-    candidates = list(
-        IndexJob.objects.filter(
-            state__in=RUNNING_STATES, heartbeat_at__lt=timezone.now() - job_grace
-        ).select_related("repository")
-    )
+    candidates = silent_jobs(job_grace)
     if not candidates:
         return
-    held = task_ids()
-    if held is None:
+    tasks = take_census()
+    if tasks is None:
         report.notes.append("no worker answered; jobs were not checked against live tasks")
         return
-    from indexing.services.runs import fail_job
-    from indexing.tasks.maintenance import revoke_tasks_of
+    from indexing.services.jobs import reap_stale_jobs
 
     for job in candidates:
-        if job.celery_task_id and job.celery_task_id in held:
+        if tasks.holds(job.pk):
             continue
         finding = Finding(
             "orphan_job",
-            f"job {job.pk} is {job.state} but no live worker holds its task",
+            f"job {job.pk} is {job.state} but no worker or queue holds its task",
             str(job.repository_id),
             job.repository.name,
         )
-        if repair:
-            fail_job(job, "no worker was running this job any more (found by manage.py doctor)")
-            revoke_tasks_of([job.pk])
-            finding.repaired, finding.action = True, "failed the job and revoked its task"
+        if repair and job.resumes < MAX_RESUMES:
+            task = resume(job)
+            finding.repaired, finding.action = True, f"resumed ({task} sent again)"
+        elif repair:
+            reap_stale_jobs(timedelta(0), only=[job.pk], message="its task was lost too often")
+            finding.repaired, finding.action = True, "failed the job (lost too often)"
         report.findings.append(finding)
 
 
@@ -260,13 +229,13 @@ def examine(
     *,
     repair: bool = False,
     job_grace: timedelta = DEFAULT_JOB_GRACE,
-    task_ids: Callable[[], set[str] | None] = live_task_ids,
+    take_census: Callable[[], TaskCensus | None] = census,
     requeue: Callable[[Repository], None] = _queue_reindex,
 ) -> DoctorReport:
     """Find drift (and repair it with ``repair``); the report lists what was found and done."""
     report = DoctorReport()
     busy = _busy_repositories()
-    _orphan_jobs(report, repair, job_grace, task_ids)
+    _orphan_jobs(report, repair, job_grace, take_census)
     busy = _busy_repositories()  # failed orphan jobs no longer keep their repository busy
     _orphan_clones(report, repair)
     _missing_clones(report, repair, busy, requeue)

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
@@ -88,20 +88,29 @@ def add_to_counters(job_id: int, **increments: int) -> None:
     IndexJob.objects.filter(pk=job_id).update(heartbeat_at=timezone.now(), **updates)
 
 
-def reap_stale_jobs(stale_after: timedelta) -> list[int]:
-    """Fail running jobs whose heartbeat is older than ``stale_after``; return their ids.
+def reap_stale_jobs(
+    stale_after: timedelta, *, only: list[int] | None = None, message: str = ""
+) -> list[int]:
+    """Fail running jobs whose heartbeat is older than ``stale_after`` (among ``only``, when
+    given); return their ids.
 
     A job whose worker died mid-run never reaches a finished state by itself. Its repository
     keeps serving the previous complete generation; if it has none, it is marked failed.
     """
     cutoff = timezone.now() - stale_after
     reaped: list[int] = []
-    stale = IndexJob.objects.filter(state__in=[JobState.QUEUED, *_RUNNING]).filter(
-        heartbeat_at__lt=cutoff
+    stale = IndexJob.objects.filter(state__in=[JobState.QUEUED, *_RUNNING])
+    if only is None:
+        stale = stale.filter(heartbeat_at__lt=cutoff)
+    else:  # chosen by the caller: a job that never started has no heartbeat at all
+        stale = stale.filter(pk__in=only).filter(
+            Q(heartbeat_at__lte=cutoff) | Q(heartbeat_at__isnull=True)
+        )
+    minutes = int(stale_after.total_seconds() // 60) or 1
+    message = message or (
+        f"the worker stopped reporting progress for over {minutes} min; job abandoned"
     )
     for job in stale.select_related("repository"):
-        minutes = int(stale_after.total_seconds() // 60) or 1
-        message = f"the worker stopped reporting progress for over {minutes} min; job abandoned"
         with transaction.atomic():  # the job and its repository change together
             try:
                 transition(job, JobState.FAILED, error=message)

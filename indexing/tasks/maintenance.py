@@ -6,21 +6,46 @@ import logging
 from datetime import timedelta
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from indexing.services.jobs import reap_stale_jobs as reap
+from indexing.services.recovery import recover
 
 logger = logging.getLogger(__name__)
 
 
+# After a worker (re)starts, jobs silent this long whose task nobody holds were lost with it.
+RESUME_AFTER_START_QUIET_SECS = 10
+RESUME_AFTER_START_DELAY_SECS = 15  # let the other workers come up and answer the census
+
+
 @shared_task(name="indexing.tasks.maintenance.reap_stale_jobs", acks_late=True, ignore_result=True)
 def reap_stale_jobs() -> list[int]:
-    """Fail jobs whose heartbeat went stale (their worker died or hung) and revoke their tasks,
-    so a hung task that wakes up, or a redelivered one, does not carry on with an ended job."""
-    reaped = reap(timedelta(seconds=settings.REPO_SEARCH_JOB_STALE_SECS))
-    if reaped:
-        revoke_tasks_of(reaped)
-    return reaped
+    """Jobs silent for ``REPO_SEARCH_JOB_STALE_SECS``: resume those whose task was lost, fail
+    (and revoke) those whose task runs but hangs; jobs waiting in a queue are left alone."""
+    report = recover(timedelta(seconds=settings.REPO_SEARCH_JOB_STALE_SECS))
+    if not report.judged:  # no worker answered the census: the plain heartbeat rule
+        report.failed = reap(timedelta(seconds=settings.REPO_SEARCH_JOB_STALE_SECS))
+    if report.failed:
+        revoke_tasks_of(report.failed)
+    return report.failed
+
+
+@shared_task(name="indexing.tasks.maintenance.resume_lost_jobs", acks_late=True, ignore_result=True)
+def resume_lost_jobs() -> list[int]:
+    """Run once after a worker starts: a worker killed with its tasks (SIGKILL, a power cut)
+    leaves jobs no live worker holds; they are resumed now instead of after the stale delay."""
+    report = recover(
+        timedelta(seconds=RESUME_AFTER_START_QUIET_SECS),
+        hung_after=timedelta(seconds=settings.REPO_SEARCH_JOB_STALE_SECS),
+    )
+    return report.resumed
+
+
+@worker_ready.connect
+def _resume_lost_jobs_after_start(**_: object) -> None:
+    resume_lost_jobs.apply_async(countdown=RESUME_AFTER_START_DELAY_SECS)
 
 
 def revoke_tasks_of(job_ids: list[int]) -> list[str]:

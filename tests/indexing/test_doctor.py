@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from indexing.models import Chunk, IndexJob, JobKind, JobState, Repository, RepositoryStatus
 from indexing.services.doctor import examine
+from indexing.services.recovery import TaskCensus
 from indexing.services.storing import FileToStore, StoredChunk, store_files
 from search.pipeline import SearchExecutor, SearchRequest
 from tests import factories
@@ -116,23 +117,32 @@ def test_a_repository_stuck_indexing_with_no_job_is_set_back(data_dir: Path) -> 
     assert never.status == RepositoryStatus.FAILED and "re-index" in never.error
 
 
-def test_a_running_job_no_worker_holds_is_failed(data_dir: Path) -> None:
+def test_a_job_whose_task_nobody_holds_is_resumed(data_dir: Path) -> None:
     repository = _healthy("d/j", data_dir)
     long_ago = timezone.now() - timedelta(minutes=5)
-    orphan = IndexJob.objects.create(
-        repository=repository, state=JobState.EMBEDDING, heartbeat_at=long_ago,
-        celery_task_id="gone-task",
-    )  # fmt: skip
-    held = IndexJob.objects.create(
-        repository=repository, state=JobState.EMBEDDING, heartbeat_at=long_ago,
-        celery_task_id="held-task",
-    )  # fmt: skip
+    lost = IndexJob.objects.create(
+        repository=repository, state=JobState.EMBEDDING, heartbeat_at=long_ago
+    )
+    queued = IndexJob.objects.create(
+        repository=repository, state=JobState.EMBEDDING, heartbeat_at=long_ago
+    )
+    census = TaskCensus(waiting={queued.pk})  # e.g. still in the embed queue behind others
 
-    report = examine(repair=True, task_ids=lambda: {"held-task"})
-    assert _kinds(report) == ["orphan_job"]
-    orphan.refresh_from_db()
-    assert orphan.state == JobState.FAILED and "doctor" in orphan.error
-    assert IndexJob.objects.get(pk=held.pk).state == JobState.EMBEDDING
+    report = examine(repair=True, take_census=lambda: census)
+    assert _kinds(report) == ["orphan_job"] and "embed_repository" in report.findings[0].action
+    assert IndexJob.objects.get(pk=lost.pk).resumes == 1
+    assert IndexJob.objects.get(pk=queued.pk).resumes == 0
+
+
+def test_a_job_lost_too_often_is_failed(data_dir: Path) -> None:
+    repository = _healthy("d/k", data_dir)
+    job = IndexJob.objects.create(
+        repository=repository, state=JobState.CHUNKING, resumes=3,
+        heartbeat_at=timezone.now() - timedelta(minutes=5),
+    )  # fmt: skip
+    examine(repair=True, take_census=TaskCensus)
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED and "lost too often" in job.error
 
 
 def test_jobs_are_not_judged_when_no_worker_answers(data_dir: Path) -> None:
@@ -141,7 +151,7 @@ def test_jobs_are_not_judged_when_no_worker_answers(data_dir: Path) -> None:
         repository=repository, state=JobState.CHUNKING,
         heartbeat_at=timezone.now() - timedelta(minutes=5),
     )  # fmt: skip
-    report = examine(repair=True, task_ids=lambda: None)
+    report = examine(repair=True, take_census=lambda: None)
     assert _kinds(report) == [] and "no worker answered" in report.notes[0]
     assert IndexJob.objects.get(pk=job.pk).state == JobState.CHUNKING
 
@@ -165,9 +175,9 @@ def test_live_workers_are_asked_which_tasks_they_hold(
 ) -> None:
     repository = _healthy("d/live", data_dir)
     job = IndexJob.objects.create(
-        repository=repository, state=JobState.STORING, celery_task_id=str(uuid.uuid4()),
+        repository=repository, state=JobState.STORING,
         heartbeat_at=timezone.now() - timedelta(minutes=5),
     )  # fmt: skip
-    report = examine(repair=True)  # the real worker answers: it holds no such task
+    report = examine()  # the real worker answers the census: it holds no such task
     assert _kinds(report) == ["orphan_job"] and not report.notes
-    assert IndexJob.objects.get(pk=job.pk).state == JobState.FAILED
+    assert IndexJob.objects.get(pk=job.pk).resumes == 0  # found, not repaired

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.services.recovery import MAX_RESUMES
 from indexing.tasks.maintenance import reap_stale_jobs
 
 
@@ -29,6 +30,7 @@ def test_reaper_task_runs_on_a_real_worker_and_fails_a_stale_job(celery_worker_p
         state=JobState.CHUNKING,
         heartbeat_at=timezone.now() - timedelta(hours=2),
         started_at=timezone.now() - timedelta(hours=2),
+        resumes=MAX_RESUMES,  # its task was lost (no worker holds it) once too often
     )
     fresh = IndexJob.objects.create(
         repository=repository, state=JobState.EMBEDDING, heartbeat_at=timezone.now()
@@ -38,7 +40,7 @@ def test_reaper_task_runs_on_a_real_worker_and_fails_a_stale_job(celery_worker_p
 
     assert wait_for(lambda: IndexJob.objects.get(pk=stale.pk).state == JobState.FAILED)
     stale.refresh_from_db()
-    assert "stopped reporting progress" in stale.error
+    assert "task was lost 4 times" in stale.error
     assert stale.finished_at is not None
     assert IndexJob.objects.get(pk=fresh.pk).state == JobState.EMBEDDING
     # The repository never had a complete generation, so it is failed, not "ready".
@@ -56,6 +58,7 @@ def test_the_reaper_revokes_the_task_of_a_job_it_fails(celery_worker_process) ->
         state=JobState.STORING,
         celery_task_id="5f0c1f8e-0000-4000-8000-00000000beef",
         heartbeat_at=timezone.now() - timedelta(hours=2),
+        resumes=MAX_RESUMES,
     )
 
     reap_stale_jobs.delay()
