@@ -7,6 +7,7 @@ import logging
 import time
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from indexing.models import IndexJob, JobKind, JobState, Repository
 from indexing.services import jobs
@@ -20,6 +21,7 @@ from indexing.services.runs import (
 )
 
 logger = logging.getLogger(__name__)
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
 def _write_summaries(job: IndexJob, repository: Repository) -> list[dict[str, str]]:
@@ -117,8 +119,8 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
                 }
             )
 
-    except JobCancelled:
-        raise
+    except (JobCancelled, *DATABASE_ERRORS):
+        raise  # a database outage is the task's to retry, not a model failure to report
     except Exception as error:
         logger.warning("job=%s embedding failed: %s", job_id, error)
         if is_transient_model_error(error) and not final_attempt:

@@ -8,6 +8,7 @@ from django.conf import settings
 from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.runs import JobCancelled, TransientFailure
+from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 
 RETRY_BACKOFF_SECS = (10, 30, 90, 270)
 
@@ -29,18 +30,25 @@ def repository_id_of(job_id: int) -> object | None:
 )
 def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Fetch the job's repository, then hand over to the index queue."""
+    try:
+        _fetch(self, job_id)
+    except DATABASE_ERRORS as error:
+        retry_after_database_outage(self, job_id, error)
+
+
+def _fetch(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     from indexing.tasks.index import index_repository
 
     repository_id = repository_id_of(job_id)
     if repository_id is None:
         return
-    final = self.request.retries >= self.max_retries
+    final = task.request.retries >= task.max_retries
     try:
         with repository_lock(repository_id, job_id):
-            proceed = pipeline.run_fetch(job_id, task_id=self.request.id or "", final_attempt=final)
+            proceed = pipeline.run_fetch(job_id, task_id=task.request.id or "", final_attempt=final)
     except (TransientFailure, LockBusy) as error:
-        raise self.retry(
-            exc=error, countdown=RETRY_BACKOFF_SECS[min(self.request.retries, 3)]
+        raise task.retry(
+            exc=error, countdown=RETRY_BACKOFF_SECS[min(task.request.retries, 3)]
         ) from error
     except JobCancelled:
         return

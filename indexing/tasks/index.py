@@ -7,6 +7,7 @@ from celery import shared_task
 from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.runs import JobCancelled
+from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 from indexing.tasks.git import repository_id_of
 
 INDEX_TIME_LIMIT_SECS = 2 * 3600
@@ -23,6 +24,13 @@ INDEX_TIME_LIMIT_SECS = 2 * 3600
 )
 def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Store the fetched commit as a new generation and swap it in, then queue embedding."""
+    try:
+        _index(self, job_id)
+    except DATABASE_ERRORS as error:
+        retry_after_database_outage(self, job_id, error)
+
+
+def _index(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     from indexing.tasks.embed import embed_repository
 
     repository_id = repository_id_of(job_id)
@@ -30,9 +38,9 @@ def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         return
     try:
         with repository_lock(repository_id, job_id):
-            proceed = pipeline.run_index(job_id, task_id=self.request.id or "")
+            proceed = pipeline.run_index(job_id, task_id=task.request.id or "")
     except LockBusy as error:
-        raise self.retry(exc=error, countdown=15) from error
+        raise task.retry(exc=error, countdown=15) from error
     except JobCancelled:
         return
     if proceed:

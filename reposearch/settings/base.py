@@ -173,6 +173,8 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery (CONVENTIONS: queues by resource profile, explicit policy) ----------------------------
 CELERY_BROKER_URL = REDIS_URL
+# kombu's Redis transport, minus a crash when Redis goes away mid-task (reposearch/broker.py).
+CELERY_BROKER_TRANSPORT = "reposearch.broker:Transport"
 CELERY_RESULT_BACKEND = None  # progress lives on IndexJob rows, not in a result backend
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -1,0 +1,141 @@
+"""A whole reposearch stack of its own for fault tests: PostgreSQL, Redis and a Celery worker
+that the test may stop, restart or kill without disturbing the session's servers.
+
+The test process drives it as an operator would, from outside: ``manage.py`` commands in
+subprocesses (with the stack's environment) to add repositories, and plain SQL to watch jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from celery import Celery
+
+from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
+
+
+class FaultStack:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.postgres = EmbeddedPostgres(root / "pg", free_port())
+        self.redis = EmbeddedRedis(root / "redis", free_port())
+        self.env = dict(os.environ)
+        self.env.update(
+            DATABASE_URL=self.postgres.url(),
+            REDIS_URL=self.redis.url(),
+            DJANGO_SETTINGS_MODULE="reposearch.settings.test",
+            REPO_SEARCH_DATA_DIR=str(root / "data"),
+            REPO_SEARCH_ALLOW_LOCAL_PATHS="1",
+            REPO_SEARCH_ALLOW_PRIVATE_HOSTS="1",
+        )
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.log_path = root / "worker.log"
+
+    # --- the servers -------------------------------------------------------------------------
+    def start(self) -> None:
+        self.postgres.start()
+        self.redis.start()
+        self.manage("migrate", "-v0")
+        self.start_worker()
+
+    def stop(self) -> None:
+        self.kill_worker()
+        self.redis.stop()
+        self.postgres.stop()
+
+    def start_worker(self) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child process owns it
+        self.worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "reposearch", "worker", "-Q",
+             "git,index,embed,default", "--concurrency", "2", "--without-gossip",
+             "--without-mingle", "--loglevel", "INFO"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        app = Celery(broker=self.redis.url())
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                if self.worker.poll() is not None:
+                    raise RuntimeError(f"worker exited: {self.log_tail()}")
+                if app.control.ping(timeout=1.0):
+                    return
+            raise RuntimeError(f"worker did not answer a ping: {self.log_tail()}")
+        finally:
+            app.close()
+
+    def kill_worker(self) -> None:
+        if self.worker is not None and self.worker.poll() is None:
+            os.killpg(self.worker.pid, 9)
+            self.worker.wait(30)
+
+    def worker_alive(self) -> bool:
+        return self.worker is not None and self.worker.poll() is None
+
+    def log_tail(self, characters: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-characters:]
+
+    # --- driving it --------------------------------------------------------------------------
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    def add_repository(self, url: str) -> int:
+        code = (
+            "from indexing.services.repositories import add_repository\n"
+            f"print(add_repository({url!r}).pk)"
+        )
+        return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
+            cursor = conn.execute("SELECT * FROM indexing_indexjob WHERE id = %s", (job_id,))
+            names = [column.name for column in cursor.description or []]
+            row = cursor.fetchone()
+        assert row is not None, f"job {job_id} is gone"
+        return dict(zip(names, row, strict=True))
+
+    def wait_for(self, job_id: int, predicate: Any, seconds: float) -> dict[str, Any]:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                job = self.job(job_id)
+            except psycopg.OperationalError:
+                job = None  # the database is down right now
+            if job is not None and predicate(job):
+                return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_id}: {job}\nworker log:\n{self.log_tail()}")
+            time.sleep(0.1)
+
+    def wait_until_finished(self, job_id: int, seconds: float = 240) -> dict[str, Any]:
+        return self.wait_for(job_id, lambda job: job["state"] in FINISHED, seconds)
+
+
+@contextmanager
+def fault_stack(root: Path) -> Iterator[FaultStack]:
+    stack = FaultStack(root)
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
