@@ -223,21 +223,10 @@ def main() -> None:
 
 def run_plan(plan: list[tuple[str, bool]]) -> None:
     workdir = Path(os.environ["REPOSEARCH_BENCH_WORKDIR"])
+    from reposearch.processes import worker_command
+
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "reposearch",
-            "worker",
-            "-Q",
-            "git,index,embed,default",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "WARNING",
-        ],
+        worker_command(concurrency=2, loglevel="WARNING", program=(sys.executable, "-m", "celery")),
         cwd=ROOT,
         start_new_session=True,
     )
