@@ -93,7 +93,7 @@ REPO_SEARCH_WEB_WORKERS = env.positive_int("REPO_SEARCH_WEB_WORKERS", default_we
 REPO_SEARCH_WORKER_CONCURRENCY = env.positive_int("REPO_SEARCH_WORKER_CONCURRENCY", 2)
 # A pool child whose peak memory passed this is replaced after its task: the embedding model
 # (and a big repository's chunks) are held only while a task needs them, not while idle.
-REPO_SEARCH_WORKER_MAX_MEMORY_MB = env.positive_int("REPO_SEARCH_WORKER_MAX_MEMORY_MB", 300)
+REPO_SEARCH_WORKER_MAX_MEMORY_MB = env.positive_int("REPO_SEARCH_WORKER_MAX_MEMORY_MB", 200)
 
 # --- Database and broker -----------------------------------------------------------------------
 # Both default to the embedded servers of `make up` (REPO_SEARCH_PG_PORT / REPO_SEARCH_REDIS_PORT),
