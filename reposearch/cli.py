@@ -44,13 +44,13 @@ def unreachable_server_message(error: BaseException) -> str | None:
             return None  # the server answers: a real database error, keep its traceback
         return (
             f"cannot reach the database at {redact_url(settings.DATABASE_URL)} ({reason}); "
-            "is `make up` running with the same REPO_SEARCH_PG_PORT / DATABASE_URL?"
+            "is make up running with the same REPO_SEARCH_PG_PORT / DATABASE_URL?"
         )
     if isinstance(error, BrokerError | RedisConnectionError):
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return (
             f"cannot reach the broker at {redact_url(settings.REDIS_URL)} ({reason}); "
-            "is `make up` running with the same REPO_SEARCH_REDIS_PORT / REDIS_URL?"
+            "is make up running with the same REPO_SEARCH_REDIS_PORT / REDIS_URL?"
         )
     return None
 
