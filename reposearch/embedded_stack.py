@@ -41,6 +41,7 @@ from reposearch.processes import web_command, worker_command
 
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
 
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 200 yet
 
 
@@ -207,6 +208,15 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
         f"create the first user: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
         "press Ctrl-C to stop everything",
     ]
+    if _browsable_host(settings.REPO_SEARCH_BIND_HOST) != settings.REPO_SEARCH_BIND_HOST.strip(
+        "[]"
+    ):
+        lines.insert(
+            -2,
+            "other machines may use: "
+            + (", ".join(h for h in settings.ALLOWED_HOSTS if h not in LOOPBACK_NAMES) or "none")
+            + " (ALLOWED_HOSTS lists the names or addresses they may type)",
+        )
     return lines
 
 
