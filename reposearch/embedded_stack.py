@@ -15,18 +15,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from reposearch.embedded_services import (
-    DEFAULT_PG_PORT,
-    DEFAULT_REDIS_PORT,
     EmbeddedPostgres,
     EmbeddedRedis,
     free_port,
@@ -35,8 +37,12 @@ from reposearch.embedded_services import (
     say,
     wait_until,
 )
+from reposearch.processes import web_command, worker_command
 
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 200 yet
 
 
 @contextlib.contextmanager
@@ -99,8 +105,6 @@ def command_up(args: argparse.Namespace) -> int:
     run_dir = root / "run"
     run_dir.mkdir(exist_ok=True)
     _stop_leftover_children(run_dir)
-    pg_port = int(os.environ.get("REPO_SEARCH_PG_PORT", DEFAULT_PG_PORT))
-    redis_port = int(os.environ.get("REPO_SEARCH_REDIS_PORT", DEFAULT_REDIS_PORT))
     children: list[subprocess.Popen[bytes]] = []
     stopping = False
 
@@ -110,57 +114,47 @@ def command_up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    with services(root, pg_port, redis_port) as extra:
+    with services(root, settings.REPO_SEARCH_PG_PORT, settings.REPO_SEARCH_REDIS_PORT) as extra:
         env = _child_env(extra)
         manage = [sys.executable, "manage.py"]
         say("applying migrations")
         subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
-        worker = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "reposearch",
-            "worker",
-            "-B",
-            "-Q",
-            "git,index,embed,default",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "INFO",
-            "-s",
-            str(run_dir / "celerybeat-schedule"),
-        ]
-        web = [  # ASGI: the site plus the MCP server's streamable HTTP endpoint at /mcp
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "reposearch.asgi:application",
-            "--host",
+        python = (sys.executable, "-m")
+        worker = worker_command(
+            beat_schedule=str(run_dir / "celerybeat-schedule"), program=(*python, "celery")
+        )
+        web = web_command(  # ASGI: the site plus the MCP server's streamable HTTP endpoint
             settings.REPO_SEARCH_BIND_HOST.strip("[]"),
-            "--port",
-            str(settings.REPO_SEARCH_BIND_PORT),
-            "--workers",
-            "2",
-            "--lifespan",
-            "on",
-        ]
+            settings.REPO_SEARCH_BIND_PORT,
+            settings.REPO_SEARCH_WEB_WORKERS,
+            program=(*python, "uvicorn"),
+        )
         for name, command in (("worker", worker), ("web", web)):
             process = subprocess.Popen(command, env=env, start_new_session=True)
             (run_dir / f"{name}.pid").write_text(str(process.pid))
             children.append(process)
-        url = f"http://{settings.REPO_SEARCH_BIND_ADDR}"
-        say(f"reposearch is starting at {url}  (health: {url}/api/health, admin: {url}/admin/)")
-        say("create an admin user with: .venv/bin/python manage.py createsuperuser")
-        say("press Ctrl-C to stop everything")
+        say(
+            f"starting {settings.REPO_SEARCH_WEB_WORKERS} web worker(s) and a Celery worker"
+            f" with {settings.REPO_SEARCH_WORKER_CONCURRENCY} processes"
+            + (" (DEBUG is on)" if settings.DEBUG else "")
+        )
+        announced = False
+        started = time.monotonic()
         try:
             while not stopping:
                 dead = [child for child in children if child.poll() is not None]
                 if dead:
                     say(f"a process exited (code {dead[0].returncode}); stopping everything")
                     break
+                if not announced:
+                    health = _health_status(
+                        settings.REPO_SEARCH_BIND_HOST, settings.REPO_SEARCH_BIND_PORT
+                    )
+                    if health == 200 or time.monotonic() - started > READY_WAIT_SECS:
+                        for line in ready_lines(settings, health == 200):
+                            say(line)
+                        announced = True
                 time.sleep(0.5)
         finally:
             say("stopping")
@@ -177,6 +171,84 @@ def command_up(args: argparse.Namespace) -> int:
                 pidfile.unlink(missing_ok=True)
     say("stopped")
     return 0
+
+
+def _browsable_host(host: str) -> str:
+    host = host.strip("[]")
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - recognising it, not binding
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def _health_status(host: str, port: int) -> int:
+    """HTTP status of ``/api/health`` (0 while the web server does not answer)."""
+    url = f"http://{_browsable_host(host)}:{port}/api/health"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except (OSError, ValueError):
+        return 0
+
+
+def ready_lines(settings: Any, healthy: bool) -> list[str]:
+    """What ``make up`` prints once the site answers: the URLs to open, how to add a user."""
+    base = (
+        f"http://{_browsable_host(settings.REPO_SEARCH_BIND_HOST)}:{settings.REPO_SEARCH_BIND_PORT}"
+    )
+    state = "ready" if healthy else "started, but /api/health does not answer 200 yet"
+    lines = [
+        f"reposearch is {state}:",
+        f"  web UI    {base}/",
+        f"  API docs  {base}/api/docs",
+        f"  admin     {base}/admin/",
+        f"  health    {base}/api/health",
+        f"  MCP       {base}/mcp",
+        f"create the first user: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
+        "press Ctrl-C to stop everything",
+    ]
+    if _browsable_host(settings.REPO_SEARCH_BIND_HOST) != settings.REPO_SEARCH_BIND_HOST.strip(
+        "[]"
+    ):
+        lines.insert(
+            -2,
+            "other machines may use: "
+            + (", ".join(h for h in settings.ALLOWED_HOSTS if h not in LOOPBACK_NAMES) or "none")
+            + " (ALLOWED_HOSTS lists the names or addresses they may type)",
+        )
+    return lines
+
+
+SAME_SERVER_VARIABLES = (
+    "DJANGO_SETTINGS_MODULE",
+    "REPO_SEARCH_DATA_DIR",
+    "REPO_SEARCH_PG_PORT",
+    "REPO_SEARCH_REDIS_PORT",
+)
+
+
+def command_prefix() -> str:
+    """The variables a command needs to reach the same servers, as ``NAME=value `` words."""
+    from reposearch.startup import GIVEN_SETTINGS_MODULE
+
+    words = []
+    for name in SAME_SERVER_VARIABLES:
+        value = GIVEN_SETTINGS_MODULE if name == "DJANGO_SETTINGS_MODULE" else os.environ.get(name)
+        if value:
+            words.append(f"{name}={shlex.quote(value)} ")
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        if os.environ.get(name):
+            words.append(f"{name}=<the same {name}> ")
+    return "".join(words)
+
+
+def _relative(path: str) -> str:
+    with contextlib.suppress(ValueError):
+        relative = os.path.relpath(path)
+        if not relative.startswith(".."):
+            return relative
+    return path
 
 
 def _stop_leftover_children(run_dir: Path) -> None:

@@ -42,14 +42,19 @@ class WorkerProcess:
 
     def start(self) -> None:
         from reposearch.celery import app
+        from reposearch.processes import worker_command
 
         name = f"test-{uuid.uuid4().hex[:8]}@%h"
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child process owns it
+        command = worker_command(
+            concurrency=2,
+            name=name,
+            program=(sys.executable, "-m", "celery"),
+            extra=("--without-gossip", "--without-mingle"),
+        )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "reposearch", "worker", "-Q",
-             "git,index,embed,default", "--concurrency", "2", "-n", name, "--without-gossip",
-             "--without-mingle", "--loglevel", "INFO"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + 90

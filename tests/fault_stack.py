@@ -20,6 +20,7 @@ import psycopg
 from celery import Celery
 
 from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
+from reposearch.processes import worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
@@ -56,11 +57,10 @@ class FaultStack:
 
     def start_worker(self) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child process owns it
+        command = worker_command(concurrency=2, program=(sys.executable, "-m", "celery"))
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "reposearch", "worker", "-Q",
-             "git,index,embed,default", "--concurrency", "2", "--without-gossip",
-             "--without-mingle", "--loglevel", "INFO"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )  # fmt: skip
         log.close()
         app = Celery(broker=self.redis.url())

@@ -19,13 +19,13 @@ from typing import Any
 from django.conf import settings
 
 from indexing.chunking import chunk_file
+from indexing.clone_paths import repository_dir
 from indexing.git.errors import GitFetchError
 from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.locks import clone_slot
-from indexing.services.repositories import repository_dir
 from indexing.services.runs import (
     TransientFailure,
     check_alive,

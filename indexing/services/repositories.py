@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import shutil
 import socket
-from functools import partial
-from pathlib import Path
 
 import redis
 from django.conf import settings
 from django.db import connection, transaction
 from rest_framework import status
 
+from indexing.clone_paths import repository_dir
+from indexing.enqueue import enqueue_embed, enqueue_fetch
 from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
 from indexing.services.locks import LockBusy, repository_lock
@@ -22,10 +22,6 @@ logger = logging.getLogger(__name__)
 
 BRANCH_MAX_LENGTH = 255
 DELETE_WAIT_SECS = 30.0
-
-
-def repository_dir(repository_id: object) -> Path:
-    return Path(settings.REPO_SEARCH_DATA_DIR) / "repos" / str(repository_id)
 
 
 def _clean_branch(branch: str | None) -> str:
@@ -49,12 +45,6 @@ def _clean_branch(branch: str | None) -> str:
 
 def active_job(repository: Repository) -> IndexJob | None:
     return repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
-
-
-def _enqueue(job: IndexJob) -> None:
-    from indexing.tasks.git import fetch_repository
-
-    transaction.on_commit(lambda: fetch_repository.delay(job.pk))
 
 
 def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str]:
@@ -119,7 +109,7 @@ def add_repository(
             contextual_summaries=contextual_summaries,
         )
         job = IndexJob.objects.create(repository=repository, kind=JobKind.FULL)
-        _enqueue(job)
+        enqueue_fetch(job.pk)
     logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, clean_url)
     return job
 
@@ -147,7 +137,7 @@ def reindex_repository(repository: Repository) -> tuple[IndexJob, bool]:
             return running, False
         kind = JobKind.INCREMENTAL if locked.active_generation else JobKind.FULL
         job = IndexJob.objects.create(repository=locked, kind=kind)
-        _enqueue(job)
+        enqueue_fetch(job.pk)
     return job, True
 
 
@@ -157,7 +147,6 @@ def queue_missing_embeddings() -> list[IndexJob]:
     Until those jobs finish, search keeps using the vectors the repository has."""
     from indexing.models import ChunkEmbedding, RepositoryStatus
     from indexing.services.embedding import space_for
-    from indexing.tasks.embed import embed_repository
     from llm import get_embedder
 
     space = space_for(get_embedder())
@@ -180,7 +169,7 @@ def queue_missing_embeddings() -> list[IndexJob]:
                 generation=repository.active_generation,
                 chunks_total=repository.chunk_count,
             )
-            transaction.on_commit(partial(embed_repository.delay, job.pk))
+            enqueue_embed(job.pk)
         queued.append(job)
     return queued
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from indexing.clone_paths import repository_dir
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
-from indexing.services.repositories import repository_dir
 
 
 class JobCancelled(Exception):

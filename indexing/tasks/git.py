@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from indexing.enqueue import enqueue_index
 from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.runs import JobCancelled, TransientFailure
@@ -37,8 +38,6 @@ def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
 
 
 def _fetch(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
-    from indexing.tasks.index import index_repository
-
     repository_id = repository_id_of(job_id)
     if repository_id is None:
         return
@@ -53,4 +52,4 @@ def _fetch(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     except JobCancelled:
         return
     if proceed:
-        index_repository.delay(job_id)
+        enqueue_index(job_id)

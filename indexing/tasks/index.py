@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from indexing.enqueue import enqueue_embed
 from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.runs import JobCancelled
@@ -31,8 +32,6 @@ def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
 
 
 def _index(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
-    from indexing.tasks.embed import embed_repository
-
     repository_id = repository_id_of(job_id)
     if repository_id is None:
         return
@@ -44,4 +43,4 @@ def _index(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     except JobCancelled:
         return
     if proceed:
-        embed_repository.delay(job_id)
+        enqueue_embed(job_id)

@@ -5,27 +5,35 @@ Development defaults are safe and local. ``production.py`` tightens them.
 
 from __future__ import annotations
 
+from reposearch.processes import QUEUES, default_web_workers
+
 from .env import (
+    DEFAULT_PG_PORT,
+    DEFAULT_REDIS_PORT,
     LOCAL_EMBEDDING_DIM,
     LOCAL_EMBEDDING_MODEL,
     PROVIDERS_CHAT,
     PROVIDERS_EMBEDDING,
     ConfigError,
+    allowed_hosts,
     data_dir,
     database_config,
+    database_url,
     reader,
+    redis_url,
 )
 
 env = reader()
 
 # --- Core --------------------------------------------------------------------------------------
-DEBUG = env.flag("DEBUG", True)
+# Off unless asked for (DEBUG=1): Django's debug pages show settings and tracebacks.
+DEBUG = env.flag("DEBUG", False)
 SECRET_KEY = env.text("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
-ALLOWED_HOSTS = env.csv("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 REPO_SEARCH_DATA_DIR = data_dir(env)
 REPO_SEARCH_BIND_HOST, REPO_SEARCH_BIND_PORT = env.bind_addr(
     "REPO_SEARCH_BIND_ADDR", "127.0.0.1:9000"
 )
+ALLOWED_HOSTS = allowed_hosts(env, REPO_SEARCH_BIND_HOST)
 REPO_SEARCH_BIND_ADDR = f"{REPO_SEARCH_BIND_HOST}:{REPO_SEARCH_BIND_PORT}"
 CSRF_TRUSTED_ORIGINS = env.csv("CSRF_TRUSTED_ORIGINS", "")
 
@@ -83,12 +91,21 @@ LLM_EMBED_LONG_TEXT = env.choice("LLM_EMBED_LONG_TEXT", "head", ("head", "window
 LLM_EMBED_MAX_WINDOWS = env.positive_int("LLM_EMBED_MAX_WINDOWS", 8)
 REPO_SEARCH_ASK_TIMEOUT_SECS = env.positive_float("REPO_SEARCH_ASK_TIMEOUT_SECS", 60.0)
 
+# --- Processes `make up` runs -----------------------------------------------------------------
+REPO_SEARCH_WEB_WORKERS = env.positive_int("REPO_SEARCH_WEB_WORKERS", default_web_workers())
+REPO_SEARCH_WORKER_CONCURRENCY = env.positive_int("REPO_SEARCH_WORKER_CONCURRENCY", 2)
+# A pool child whose peak memory passed this is replaced after its task: the embedding model
+# (and a big repository's chunks) are held only while a task needs them, not while idle.
+REPO_SEARCH_WORKER_MAX_MEMORY_MB = env.positive_int("REPO_SEARCH_WORKER_MAX_MEMORY_MB", 200)
+
 # --- Database and broker -----------------------------------------------------------------------
-DATABASE_URL = env.url(
-    "DATABASE_URL", "postgresql://postgres@127.0.0.1:54329/reposearch", ("postgres", "postgresql")
-)
+# Both default to the embedded servers of `make up` (REPO_SEARCH_PG_PORT / REPO_SEARCH_REDIS_PORT),
+# so every manage.py command reaches the servers `make up` started with the same environment.
+REPO_SEARCH_PG_PORT = env.port("REPO_SEARCH_PG_PORT", DEFAULT_PG_PORT)
+REPO_SEARCH_REDIS_PORT = env.port("REPO_SEARCH_REDIS_PORT", DEFAULT_REDIS_PORT)
+DATABASE_URL = database_url(env)
 DATABASES = {"default": database_config(DATABASE_URL)}
-REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:63799/0", ("redis", "rediss", "unix"))
+REDIS_URL = redis_url(env)
 
 # --- Django ------------------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -185,7 +202,9 @@ CELERY_TASK_TIME_LIMIT = 3 * 3600 + 300
 # Longer than the longest task, or Redis redelivers a running task to a second worker.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_QUEUES_NAMES = ("git", "index", "embed", "default")
+CELERY_TASK_QUEUES_NAMES = QUEUES
+CELERY_WORKER_CONCURRENCY = REPO_SEARCH_WORKER_CONCURRENCY
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = REPO_SEARCH_WORKER_MAX_MEMORY_MB * 1024  # KB
 CELERY_TASK_ROUTES = {
     "indexing.tasks.git.*": {"queue": "git"},
     "indexing.tasks.index.*": {"queue": "index"},

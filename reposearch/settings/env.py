@@ -19,6 +19,12 @@ PROVIDERS_CHAT = ("ollama", "openai", "none")
 PROVIDERS_EMBEDDING = ("local", "ollama", "openai")
 LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 LOCAL_EMBEDDING_DIM = 384
+# Ports of the embedded servers ``make up`` starts; DATABASE_URL / REDIS_URL default to them.
+DEFAULT_PG_PORT = 54329
+DEFAULT_REDIS_PORT = 63799
+# A source checkout (manage.py beside the packages) keeps its data in <checkout>/data whatever
+# the working directory, so `manage.py mcp` started by an editor finds the clones `make up` made.
+CHECKOUT_DIR = Path(__file__).resolve().parents[2]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -116,6 +122,14 @@ class EnvReader:
             raise ConfigError(f"{name}={_redact(value)!r} has an invalid port") from None
         return value
 
+    def port(self, name: str, default: int) -> int:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if not value.isdigit() or not 0 < int(value) < 65536:
+            raise ConfigError(f"{name}={value!r} is not a TCP port (1-65535)")
+        return int(value)
+
     def bind_addr(self, name: str, default: str) -> tuple[str, int]:
         value = self.text(name, default)
         host, sep, port_text = value.rpartition(":")
@@ -154,7 +168,44 @@ def database_config(url: str) -> dict[str, object]:
 
 
 def data_dir(env: EnvReader) -> Path:
-    return Path(env.text("REPO_SEARCH_DATA_DIR", "./data")).expanduser().resolve()
+    value = env.raw("REPO_SEARCH_DATA_DIR")
+    if value is None:
+        in_checkout = (CHECKOUT_DIR / "manage.py").is_file()
+        return CHECKOUT_DIR / "data" if in_checkout else Path("data").resolve()
+    return Path(value).expanduser().resolve()
+
+
+def allowed_hosts(env: EnvReader, bind_host: str) -> list[str]:
+    """``ALLOWED_HOSTS``; by default the loopback names plus the address ``make up`` binds
+    (and this machine's names when it binds every interface)."""
+    if env.raw("ALLOWED_HOSTS") is not None:
+        return env.csv("ALLOWED_HOSTS", "")
+    hosts = ["localhost", "127.0.0.1", "[::1]"]
+    if bind_host in ("0.0.0.0", "::", ""):  # noqa: S104 - recognising it, not binding
+        import socket
+
+        hosts += [socket.gethostname(), socket.getfqdn()]
+    else:
+        hosts.append(f"[{bind_host}]" if ":" in bind_host else bind_host)
+    return list(dict.fromkeys(host for host in hosts if host))
+
+
+def database_url(env: EnvReader) -> str:
+    """``DATABASE_URL``, by default the embedded PostgreSQL on ``REPO_SEARCH_PG_PORT``."""
+    port = env.port("REPO_SEARCH_PG_PORT", DEFAULT_PG_PORT)
+    default = f"postgresql://postgres@127.0.0.1:{port}/reposearch"
+    return env.url("DATABASE_URL", default, ("postgres", "postgresql"))
+
+
+def redis_url(env: EnvReader) -> str:
+    """``REDIS_URL``, by default the embedded Redis on ``REPO_SEARCH_REDIS_PORT``."""
+    port = env.port("REPO_SEARCH_REDIS_PORT", DEFAULT_REDIS_PORT)
+    return env.url("REDIS_URL", f"redis://127.0.0.1:{port}/0", ("redis", "rediss", "unix"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    return _redact(url)
 
 
 def reader(environ: Mapping[str, str] | None = None) -> EnvReader:

@@ -15,8 +15,8 @@ from uuid import UUID
 
 from django.db.models import F
 
-from frontend.upstream import upstream_file_url
 from indexing.models import Chunk, RepositoryStatus
+from indexing.upstream_urls import upstream_file_url
 
 Origin = Literal["search", "hyde", "callee", "caller"]
 

@@ -167,8 +167,8 @@ def get_file(
     repo: str, path: str, start_line: int | None = None, end_line: int | None = None
 ) -> dict[str, Any]:
     """Lines ``start_line..end_line`` (1-based, at most 400) of an indexed file at its commit."""
+    from indexing.clone_paths import repository_dir
     from indexing.git.tree import GitTreeReader
-    from indexing.services.repositories import repository_dir
 
     repository = resolve_repository(repo)
     if not repository.active_generation:

@@ -16,9 +16,9 @@ from dulwich.objects import Blob
 
 import llm
 import llm.config
+from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 from indexing.services.embedding import embed_repository, space_for
-from indexing.services.repositories import repository_dir
 from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
 from search.stats import refresh_search_stats
 from tests.indexing.git_server import commit_files, init_bare_repo

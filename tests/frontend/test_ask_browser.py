@@ -24,8 +24,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
 import llm.config  # noqa: F401 - corpus.chat_model calls llm.config.invalidate()
+from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
-from indexing.services.repositories import repository_dir
 from tests.ask import corpus
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
 

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from dulwich.objects import Blob
 
+from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository, SourceFile
-from indexing.services.repositories import repository_dir
 from tests.indexing.git_server import commit_files, init_bare_repo
 
 pytestmark = pytest.mark.django_db

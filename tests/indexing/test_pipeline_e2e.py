@@ -97,8 +97,8 @@ def add(url: str) -> dict:
 
 
 def blob_lines(repository: Repository, chunk: Chunk) -> str:
+    from indexing.clone_paths import repository_dir
     from indexing.git.tree import GitTreeReader
-    from indexing.services.repositories import repository_dir
 
     with GitTreeReader(repository_dir(repository.pk)) as reader:
         text = reader.read_blob(chunk.file.blob_sha).decode()

@@ -21,8 +21,8 @@ import uvicorn
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
-from indexing.services.repositories import repository_dir
 from tests.ask.corpus import FILES, build_repository, file_text
 from tests.conftest import _test_database_url
 

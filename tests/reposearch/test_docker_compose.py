@@ -52,3 +52,21 @@ def test_every_environment_name_is_one_the_settings_read() -> None:
     unknown = set(env) - read
     assert not unknown, f"compose sets variables the settings never read: {unknown}"
     assert env["DJANGO_SETTINGS_MODULE"] == "reposearch.settings.production"
+
+
+def test_commands_are_the_ones_processes_py_builds() -> None:
+    from reposearch.processes import compose_commands
+
+    for service, command in compose_commands().items():
+        assert COMPOSE["services"][service]["command"] == command, service
+
+
+def test_dockerfile_default_command_is_the_web_command() -> None:
+    import json
+
+    from reposearch.processes import web_command
+
+    cmd = next(
+        line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("CMD")
+    )
+    assert json.loads(cmd.removeprefix("CMD").strip()) == web_command("0.0.0.0", 9000, 2)

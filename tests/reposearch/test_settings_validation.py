@@ -49,6 +49,9 @@ def run_manage(env_overrides: dict[str, str], settings_module: str = "reposearch
         ("REPO_SEARCH_BIND_ADDR", "9000", "REPO_SEARCH_BIND_ADDR='9000' is not host:port"),
         ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
         ("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", "sure", "REPO_SEARCH_ALLOW_PRIVATE_HOSTS='sure'"),
+        ("REPO_SEARCH_PG_PORT", "99999", "REPO_SEARCH_PG_PORT='99999' is not a TCP port"),
+        ("REPO_SEARCH_REDIS_PORT", "redis", "REPO_SEARCH_REDIS_PORT='redis' is not a TCP port"),
+        ("REPO_SEARCH_WEB_WORKERS", "0", "REPO_SEARCH_WEB_WORKERS='0' is not a positive integer"),
     ],
 )
 def test_invalid_value_stops_startup_with_one_line(name: str, value: str, expected: str) -> None:
@@ -107,3 +110,47 @@ def test_a_git_token_without_the_hosts_that_may_receive_it_is_refused() -> None:
         {"REPO_SEARCH_GIT_TOKEN": "ghp_secretvalue", "REPO_SEARCH_GIT_TOKEN_HOSTS": "github.com"}
     )
     assert ok.returncode == 0, ok.stderr
+
+
+def run_shell(code: str, env_overrides: dict[str, str], cwd: Path = ROOT) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "REPO_SEARCH_"))}
+    for name in ("DATABASE_URL", "REDIS_URL", "DEBUG", "ALLOWED_HOSTS"):
+        env.pop(name, None)
+    env["DJANGO_SETTINGS_MODULE"] = "reposearch.settings.base"
+    env.update(env_overrides)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_commands_reach_the_servers_of_make_up_on_the_same_ports() -> None:
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.DATABASES['default']['PORT'], s.CELERY_BROKER_URL, s.DEBUG)"
+    )
+    ports = {"REPO_SEARCH_PG_PORT": "55432", "REPO_SEARCH_REDIS_PORT": "56379"}
+    assert run_shell(code, ports) == "55432 redis://127.0.0.1:56379/0 False"
+    given = dict(ports, DATABASE_URL="postgresql://u@db.example:5433/x", DEBUG="1")
+    assert run_shell(code, given).split()[0::2] == ["5433", "True"]
+
+
+def test_a_command_started_elsewhere_uses_the_checkouts_data_directory(tmp_path: Path) -> None:
+    # An editor starts `manage.py mcp` in the user's project: it must find make up's clones.
+    code = "from django.conf import settings as s; print(s.REPO_SEARCH_DATA_DIR)"
+    assert run_shell(code, {}, cwd=tmp_path) == str(ROOT / "data")
+    assert run_shell(code, {"REPO_SEARCH_DATA_DIR": "mine"}, cwd=tmp_path) == str(tmp_path / "mine")
+
+
+def test_allowed_hosts_cover_the_bind_address() -> None:
+    code = "from django.conf import settings as s; print(','.join(s.ALLOWED_HOSTS))"
+    hosts = run_shell(code, {"REPO_SEARCH_BIND_ADDR": "10.1.2.3:9000"}).split(",")
+    assert {"localhost", "127.0.0.1", "[::1]", "10.1.2.3"} <= set(hosts)
+    given = run_shell(code, {"ALLOWED_HOSTS": "search.example.com"})
+    assert given == "search.example.com"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frontend.upstream import upstream_file_url
+from indexing.upstream_urls import upstream_file_url
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

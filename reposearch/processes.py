@@ -1,0 +1,95 @@
+"""The commands of reposearch's long-running processes: the web server and the Celery worker.
+
+The one place that spells them out. ``make up`` (``embedded_stack``), the test suite's worker,
+the benchmarks and the Dockerfile's default use these functions; ``docker-compose.yml`` is YAML
+and cannot import them, so a test checks its commands against ``web_command`` /
+``worker_command``. Nothing here imports Django: the settings module imports ``QUEUES``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+# Queues by resource profile (CONVENTIONS): git = network, index = CPU + database,
+# embed = model inference, default = maintenance.
+QUEUES: tuple[str, ...] = ("git", "index", "embed", "default")
+# docker compose runs fetches in their own worker so a slow clone never delays embedding.
+COMPOSE_WORKER_QUEUES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("git", ("git",)),
+    ("index", ("index", "embed", "default")),
+)
+WEB_APP = "reposearch.asgi:application"
+
+
+def default_web_workers(cores: int | None = None) -> int:
+    """One uvicorn process per two cores, 1 to 4: each serves Django from a thread pool."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(4, cores // 2))
+
+
+def web_command(
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    program: Sequence[str] = ("uvicorn",),
+) -> list[str]:
+    """uvicorn serving the site and the MCP endpoint; 1 worker runs in-process (no supervisor)."""
+    return [
+        *program,
+        WEB_APP,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--lifespan",
+        "on",
+    ]
+
+
+def worker_command(
+    queues: Sequence[str] = QUEUES,
+    *,
+    concurrency: int | None = None,
+    name: str | None = None,
+    beat_schedule: str | None = None,
+    loglevel: str = "INFO",
+    program: Sequence[str] = ("celery",),
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """A Celery worker consuming ``queues``; with ``beat_schedule`` it also runs the scheduler.
+
+    Its concurrency and memory cap per pool child come from the settings
+    (``REPO_SEARCH_WORKER_CONCURRENCY``, ``REPO_SEARCH_WORKER_MAX_MEMORY_MB``) unless
+    ``concurrency`` is given.
+    """
+    command = [*program, "-A", "reposearch", "worker", "-Q", ",".join(queues)]
+    if concurrency is not None:
+        command += ["--concurrency", str(concurrency)]
+    if name:
+        command += ["-n", name]
+    if beat_schedule:
+        command += ["-B", "-s", beat_schedule]
+    command += ["--loglevel", loglevel, *extra]
+    return command
+
+
+def beat_command(
+    schedule: str, *, loglevel: str = "INFO", program: Sequence[str] = ("celery",)
+) -> list[str]:
+    """The periodic scheduler on its own (``make up`` runs it inside the worker instead)."""
+    return [*program, "-A", "reposearch", "beat", "--loglevel", loglevel, "-s", schedule]
+
+
+# What docker-compose.yml runs (checked by tests/reposearch/test_docker_compose.py).
+def compose_commands() -> dict[str, list[str]]:
+    commands = {"web": web_command("0.0.0.0", 9000, 2)}  # noqa: S104 - inside a container
+    for service, (name, queues) in zip(
+        ("worker-git", "worker"), COMPOSE_WORKER_QUEUES, strict=True
+    ):
+        commands[service] = worker_command(queues, name=f"{name}@%h")
+    commands["beat"] = beat_command("/tmp/celerybeat-schedule")  # noqa: S108 - container tmp
+    return commands
