@@ -20,5 +20,7 @@ urlpatterns = [
     path("", include("frontend.urls")),
 ]
 
+handler400 = "reposearch.views.bad_request"
+handler403 = "reposearch.views.permission_denied"
 handler404 = "reposearch.views.not_found"
 handler500 = "reposearch.views.server_error"

@@ -9,15 +9,12 @@ never an error: the search answers without that stage and the trace says why.
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reposearch.api_errors import ApiError
 from reposearch.api_serializers import refuse_too_long
 from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import InvalidGlob, UnknownRepositories
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,
@@ -58,17 +55,8 @@ class SearchView(APIView):
             include_tests=data.get("include_tests"),
             include_docs=data.get("include_docs"),
         )
-        try:
-            result = SearchExecutor().run(search_request)
-        except UnknownRepositories as exc:
-            raise ApiError(
-                str(exc),
-                code="unknown_repository",
-                status_code=status.HTTP_404_NOT_FOUND,
-                details={"repo_ids": [str(i) for i in exc.ids]},
-            ) from None
-        except InvalidGlob as exc:
-            raise ApiError(f"paths: {exc}", code="invalid") from None
+        # UnknownRepositories (404) and InvalidGlob (400) are answered by reposearch.api_errors.
+        result = SearchExecutor().run(search_request)
         body = {
             "query": search_request.query,
             "queries": result.queries,

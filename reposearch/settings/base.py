@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from here, not a CDN
     "indexing",
     "search",
     "llm",
@@ -109,6 +110,9 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF reads a form body; inside CommonMiddleware so APPEND_SLASH still redirects.
+    "reposearch.request_guards.RequestGuardMiddleware",
+    "reposearch.request_guards.FriendlyNotFoundMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -166,6 +170,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "reposearch API",
     "DESCRIPTION": "Index git repositories and search them with hybrid full-text + vector search.",
     "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery (CONVENTIONS: queues by resource profile, explicit policy) ----------------------------
