@@ -171,6 +171,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Index git repositories and search them with hybrid full-text + vector search.",
     "VERSION": "0.1.0",
     "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no call to swagger.io
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
