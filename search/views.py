@@ -8,11 +8,12 @@ never an error: the search answers without that stage and the trace says why.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.pipeline import SearchExecutor, SearchRequest
 from search.serializers import (
@@ -20,8 +21,6 @@ from search.serializers import (
     SearchRequestSerializer,
     SearchResponseSerializer,
 )
-
-ERROR = OpenApiResponse(description='{"error": {"code", "message", "details"}}')
 
 
 class SearchView(APIView):
@@ -32,9 +31,13 @@ class SearchView(APIView):
         request=SearchRequestSerializer,
         responses={
             200: SearchResponseSerializer,
-            400: ERROR,
-            404: OpenApiResponse(description="Unknown repository id(s)."),
-            413: OpenApiResponse(description=f"Query over {MAX_QUERY_CHARS} characters."),
+            **error_responses(
+                400,
+                404,
+                413,
+                s404="Unknown repository id(s); `details.repo_ids` lists them.",
+                s413=f"Query over {MAX_QUERY_CHARS} characters, or a body over the limit.",
+            ),
         },
     )
     def post(self, request: Request) -> Response:

@@ -174,6 +174,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no call to swagger.io
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "reposearch.api_schema.declare_common_errors",  # 400/404/413 of the request guards
+    ],
 }
 
 # --- Celery (CONVENTIONS: queues by resource profile, explicit policy) ----------------------------

@@ -8,16 +8,15 @@ with the retrieved sources in ``error.details`` so the caller still learns where
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
 from search.ask.service import AskRequest, answer_question
-
-ERROR = OpenApiResponse(description='{"error": {"code", "message", "details"}}')
 
 
 class AskView(APIView):
@@ -28,11 +27,18 @@ class AskView(APIView):
         request=AskRequestSerializer,
         responses={
             200: AskResponseSerializer,
-            400: ERROR,
-            404: OpenApiResponse(description="Unknown repository id(s)."),
-            413: OpenApiResponse(description=f"Question over {MAX_QUESTION_CHARS} characters."),
-            502: OpenApiResponse(description="The chat model answered with something unusable."),
-            503: OpenApiResponse(description="No chat model reachable; details hold the sources."),
+            **error_responses(
+                400,
+                404,
+                413,
+                502,
+                503,
+                s404="Unknown repository id(s); `details.repo_ids` lists them.",
+                s413=f"Question over {MAX_QUESTION_CHARS} characters, or a body over the limit.",
+                s502="The chat model answered with something unusable; `details.sources` holds "
+                "what was retrieved.",
+                s503="No chat model reachable; `details.sources` holds what was retrieved.",
+            ),
         },
     )
     def post(self, request: Request) -> Response:
