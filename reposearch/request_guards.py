@@ -7,7 +7,8 @@ elsewhere:
   byte is read; Django's own ``RequestDataTooBig`` would surface as a 500 from inside DRF);
 - 400 for JSON nested deeper than ``MAX_JSON_DEPTH`` (Python's parser would recurse until a
   ``RecursionError``; no API body of ours nests more than a few levels);
-- 400 for a NUL character in a query parameter (PostgreSQL text cannot hold one).
+- 400 for a NUL character in a query parameter (PostgreSQL text cannot hold one), or for more
+  query parameters than ``DATA_UPLOAD_MAX_NUMBER_FIELDS``.
 
 NUL characters in JSON strings are refused by the serializers' ``CharField`` (DRF checks them).
 
@@ -79,7 +80,16 @@ class RequestGuardMiddleware:
                 f"the request body is {length:,} bytes; the limit is {limit:,}",
                 {"limit_bytes": limit},
             )
-        for name, values in request.GET.lists():
+        try:
+            parameters = list(request.GET.lists())
+        except TooManyFieldsSent:
+            return error_response(
+                request,
+                400,
+                "invalid",
+                f"too many query parameters (over {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS})",
+            )
+        for name, values in parameters:
             if "\x00" in name or any("\x00" in value for value in values):
                 return error_response(
                     request,

@@ -33,7 +33,9 @@ def _get_repository(repository_id: str) -> Repository:
         uuid.UUID(str(repository_id))
     except ValueError:
         raise ApiError(
-            f"{repository_id!r} is not a repository id (a UUID)", code="not_found", status_code=404
+            f"{repository_id[:80]!r} is not a repository id (a UUID)",
+            code="not_found",
+            status_code=404,
         ) from None
     repository = Repository.objects.filter(pk=repository_id).first()
     if repository is None:

@@ -155,6 +155,13 @@ def test_a_nul_in_an_api_query_parameter_is_a_400_in_the_error_shape() -> None:
 
 
 @pytest.mark.django_db
+def test_more_query_parameters_than_django_takes_is_a_400_not_a_crash() -> None:
+    response = Client().get("/api/repos?" + "a=1&" * 1500)
+    assert response.status_code == 400
+    assert error_of(response)["message"] == "too many query parameters (over 1000)"
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("request_part", "fragment"),
     [
