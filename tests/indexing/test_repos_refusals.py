@@ -173,3 +173,17 @@ def test_renaming_to_a_nul_or_non_string_name_is_400(api, public_dns) -> None:
         assert response.status_code == 400, (name, response.json())
         assert error_of(response)["message"].startswith("name")
     assert Repository.objects.get(pk=job.repository.pk).name == "team/app"
+
+
+@pytest.mark.django_db
+def test_a_temporary_dns_failure_is_a_503_worth_retrying(api, monkeypatch) -> None:
+    def failing_getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", failing_getaddrinfo)
+    response = api.post("/api/repos", {"url": "https://example.org/team/app.git"}, format="json")
+    assert response.status_code == 503
+    error = error_of(response)
+    assert error["code"] == "url_refused"
+    assert "try again later" in error["message"]
+    assert Repository.objects.count() == 0
