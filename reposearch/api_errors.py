@@ -56,6 +56,7 @@ class DomainError:
     status_by_code: Mapping[str, int] = field(default_factory=dict)
     code: str | None = None
     details: Callable[[Any], dict[str, Any]] | None = None
+    message_prefix: str = ""
 
 
 def _ask_failure_details(exc: AskFailed) -> dict[str, Any]:
@@ -75,7 +76,10 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
         details=lambda exc: {"repo_ids": [str(i) for i in exc.ids]},
     ),
     InvalidGlob: DomainError(
-        status.HTTP_400_BAD_REQUEST, code="invalid", details=lambda exc: {"field": "paths"}
+        status.HTTP_400_BAD_REQUEST,
+        code="invalid",
+        details=lambda exc: {"field": "paths"},
+        message_prefix="paths: ",
     ),
     AskFailed: DomainError(
         status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -94,9 +98,7 @@ def domain_error_response(exc: Exception) -> Response | None:
     if mapping is None:
         return None
     code = mapping.code or str(getattr(exc, "code", "invalid"))
-    message = str(getattr(exc, "message", None) or exc)
-    if isinstance(exc, InvalidGlob):
-        message = f"paths: {message}"
+    message = mapping.message_prefix + str(getattr(exc, "message", None) or exc)
     details = mapping.details(exc) if mapping.details else dict(getattr(exc, "details", {}))
     return Response(
         error_body(code, message, details), mapping.status_by_code.get(code, mapping.status)
