@@ -3,7 +3,8 @@
 Views declare their own refusals with ``error_responses(404, 409, ...)``; the postprocessing
 hook ``declare_common_errors`` marks request bodies closed (unknown fields are a 400) and adds
 what ``reposearch.request_guards`` answers for any route
-(400 for a NUL in a query parameter or too-deep JSON, 413 for a body over the limit) and the
+(400 for a NUL in a query parameter or too-deep JSON, 411 for a chunked body, 413 for a body
+over the limit) and the
 404 of an unknown id in the path, so the schema lists every status the API gives.
 """
 
@@ -20,6 +21,7 @@ DESCRIPTIONS = {
     400: "Invalid input: the message says what and where (`error.details.fields` per field).",
     404: "Not found: an unknown id in the path or in the body.",
     409: "Conflict with the current state (e.g. a duplicate, or a limit reached).",
+    411: "A chunked body without Content-Length (it would not be read).",
     413: "The body or a text field is over its limit.",
     502: "The chat model answered with something unusable.",
     503: "A dependency is unavailable right now; worth retrying.",
@@ -79,7 +81,7 @@ def declare_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, An
             responses = operation.setdefault("responses", {})
             wanted = [400]
             if method in ("post", "put", "patch", "delete"):
-                wanted.append(413)
+                wanted += [411, 413]
             if "{" in path:
                 wanted.append(404)
             for status in wanted:

@@ -5,6 +5,7 @@ elsewhere:
 
 - 413 for a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (judged by ``Content-Length``, before a
   byte is read; Django's own ``RequestDataTooBig`` would surface as a 500 from inside DRF);
+- 411 for a chunked body without ``Content-Length`` (Django would read it as empty);
 - 400 for JSON nested deeper than ``MAX_JSON_DEPTH`` (Python's parser would recurse until a
   ``RecursionError``; no API body of ours nests more than a few levels);
 - 400 for a NUL character in a query parameter (PostgreSQL text cannot hold one), or for more
@@ -79,6 +80,15 @@ class RequestGuardMiddleware:
                 "body_too_large",
                 f"the request body is {length:,} bytes; the limit is {limit:,}",
                 {"limit_bytes": limit},
+            )
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not request.META.get("CONTENT_LENGTH"):
+            # Django reads no body without a length: the view would see an empty one.
+            return error_response(
+                request,
+                411,
+                "length_required",
+                "send the body with a Content-Length header (chunked bodies are not read)",
             )
         try:
             parameters = list(request.GET.lists())

@@ -20,6 +20,7 @@ TITLES = {
     400: "Bad request",
     403: "Not allowed",
     404: "Not found",
+    411: "Length required",
     413: "Request too large",
     500: "Something went wrong",
 }

@@ -98,6 +98,7 @@ def test_call_sequences_along_the_schemas_links(api_server) -> None:  # type: ig
     assert machine.bundles, "the schema's links give the state machine nothing to chain"
 
     seen: Counter[tuple[str, int]] = Counter()
+    failures: list[str] = []
 
     class Checked(machine):  # type: ignore[misc, valid-type]
         def get_call_kwargs(self, case):  # type: ignore[no-untyped-def]
@@ -118,10 +119,20 @@ def test_call_sequences_along_the_schemas_links(api_server) -> None:  # type: ig
             seen[(f"{case.method} {case.operation.path}", response.status_code)] += 1
 
         def validate_response(self, response, case, additional_checks=None, **kwargs):  # type: ignore[no-untyped-def]
-            case.validate_response(response, checks=CHECKS, recorder=self.recorder)
+            try:
+                case.validate_response(response, checks=CHECKS, recorder=self.recorder)
+            except Exception as failure:
+                failures.append(f"{case.method} {case.formatted_path} -> {failure!r}"[:2000])
+                raise
 
     assert issubclass(Checked, APIStateMachine)
-    Checked.run(settings=hypothesis.settings(SETTINGS, max_examples=15, stateful_step_count=8))
+    try:
+        Checked.run(settings=hypothesis.settings(SETTINGS, max_examples=15, stateful_step_count=8))
+    except hypothesis.errors.Flaky:
+        # The server's state steers which links can be followed, so Hypothesis may find a replay
+        # drawing differently (schemathesis' own runner counts that as a pass). A failure a
+        # replay could not reproduce is still a failure:
+        assert not failures, failures
     print(f"stateful: {sum(seen.values())} calls", dict(seen))
     # The links were followed: a repository was added and then read through its id.
     assert seen[("POST /api/repos", 202)] > 0, seen
@@ -141,7 +152,7 @@ def test_every_operation_declares_its_errors_in_the_one_shape() -> None:
                 continue
             assert 400 in declared, (method, path)
             if method in ("post", "put", "patch", "delete"):
-                assert 413 in declared, (method, path)
+                assert {411, 413} <= declared, (method, path)
             if "{" in path:
                 assert 404 in declared, (method, path)
             for code, response in operation["responses"].items():

@@ -155,6 +155,21 @@ def test_a_nul_in_an_api_query_parameter_is_a_400_in_the_error_shape() -> None:
 
 
 @pytest.mark.django_db
+def test_a_chunked_body_without_a_length_is_411_not_read_as_empty(repository) -> None:
+    response = Client().generic(
+        "POST",
+        "/api/repos",
+        b'{"url": "https://example.org/a.git"}',
+        content_type="application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+        CONTENT_LENGTH="",
+    )
+    assert response.status_code == 411
+    assert "Content-Length" in error_of(response)["message"]
+    nothing_changed(repository)
+
+
+@pytest.mark.django_db
 def test_more_query_parameters_than_django_takes_is_a_400_not_a_crash() -> None:
     response = Client().get("/api/repos?" + "a=1&" * 1500)
     assert response.status_code == 400
