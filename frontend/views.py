@@ -69,6 +69,9 @@ def render_results(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest('expected {"request": {...}, "response": {...}}')
     raw_request = body.get("request")
     search_request: dict[str, Any] = raw_request if isinstance(raw_request, dict) else {}
+    wrong = _wrongly_typed(search_request)
+    if wrong:
+        return HttpResponseBadRequest(wrong)
     response: dict[str, Any] = body["response"]
     query = str(response.get("query") or search_request.get("query") or "")
     repo_ids = [str(rid) for rid in search_request.get("repo_ids") or [] if _is_uuid(str(rid))]
@@ -114,6 +117,21 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     )
 
 
+REQUEST_LISTS = ("repo_ids", "languages", "paths")
+
+
+def _wrongly_typed(search_request: dict[str, Any]) -> str:
+    """What is mistyped in the search request echoed to ``/ui/results``, or ""."""
+    for key in REQUEST_LISTS:
+        value = search_request.get(key)
+        if value is not None and not isinstance(value, list):
+            return f"request.{key} must be a list or null"
+    query = search_request.get("query")
+    if query is not None and not isinstance(query, str):
+        return "request.query must be a string"
+    return ""
+
+
 def _is_uuid(value: str) -> bool:
     try:
         uuid.UUID(value)
@@ -151,7 +169,7 @@ def file_view(request: HttpRequest, repository_id: uuid.UUID) -> HttpResponse:
         return _not_found(
             request, "There is no repository with this id (it may have been deleted)."
         )
-    path = request.GET.get("path", "")
+    path = request.GET.get("path", "")  # a NUL in it is a 400 (reposearch.request_guards)
     if not path:
         return _not_found(request, f"Which file? Add ?path=… to the address ({repository.name}).")
     if not repository.active_generation:

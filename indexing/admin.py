@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from indexing.exceptions import RepositoryRefused
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
 from indexing.services.repositories import (
     add_repository,
@@ -19,7 +20,6 @@ from indexing.services.repositories import (
     reindex_repository,
     validate_new_repository,
 )
-from reposearch.api_errors import ApiError
 
 
 def _file_view_url(repository_id: Any, path: str, start: int = 0, end: int = 0) -> str:
@@ -70,8 +70,8 @@ class RepositoryAddForm(forms.ModelForm):
         if data.get("url"):
             try:
                 validate_new_repository(data["url"], data.get("branch"))
-            except ApiError as error:
-                raise forms.ValidationError(str(error.detail)) from None
+            except RepositoryRefused as error:
+                raise forms.ValidationError(error.message) from None
         return data
 
 
@@ -110,8 +110,8 @@ class RepositoryAdmin(admin.ModelAdmin):
             return
         try:
             job = add_repository(obj.url, obj.branch, obj.name, obj.contextual_summaries)
-        except ApiError as error:  # a race with another add since the form was validated
-            self.message_user(request, str(error.detail), messages.ERROR)
+        except RepositoryRefused as error:  # a race with another add since the form was validated
+            self.message_user(request, error.message, messages.ERROR)
             raise
         obj.pk = job.repository.pk
         obj.refresh_from_db()

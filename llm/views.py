@@ -10,16 +10,19 @@ from rest_framework.views import APIView
 
 from llm import services
 from llm.serializers import ConfigUpdateSerializer
+from reposearch.api_schema import error_responses
 
 
 class ConfigView(APIView):
     """Which models are in use. The base URL and API key are set in the environment only."""
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, **error_responses(400)})
     def get(self, request: Request) -> Response:
         return Response(services.config_payload())
 
-    @extend_schema(request=ConfigUpdateSerializer, responses={200: dict, 400: dict})
+    @extend_schema(
+        request=ConfigUpdateSerializer, responses={200: dict, **error_responses(400, 413)}
+    )
     def put(self, request: Request) -> Response:
         current = services.config_payload()
         serializer = ConfigUpdateSerializer(data=request.data, current=current)

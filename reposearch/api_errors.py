@@ -1,12 +1,15 @@
 """One error shape for the whole API: ``{"error": {"code", "message", "details"}}``.
 
 DRF's validation errors, 404s, parse errors and throttling all come out in this shape with the
-right status; anything unexpected becomes a 500 in the same shape with no internals leaked.
+right status; services raise domain exceptions, which ``DOMAIN_ERRORS`` maps to statuses;
+anything unexpected becomes a 500 in the same shape with no internals leaked.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -14,6 +17,15 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+from indexing.exceptions import (
+    DuplicateRepository,
+    RepositoryCheckUnavailable,
+    RepositoryLimitReached,
+    RepositoryRefused,
+)
+from search.ask.service import AskFailed
+from search.scope import InvalidGlob, UnknownRepositories
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +47,64 @@ class ApiError(exceptions.APIException):
         self.details = details or {}
 
 
+@dataclass(frozen=True)
+class DomainError:
+    """How one domain exception is answered: its status (per ``code`` when it varies), and the
+    code and details when the exception does not carry them itself."""
+
+    status: int
+    status_by_code: Mapping[str, int] = field(default_factory=dict)
+    code: str | None = None
+    details: Callable[[Any], dict[str, Any]] | None = None
+    message_prefix: str = ""
+
+
+def _ask_failure_details(exc: AskFailed) -> dict[str, Any]:
+    body = exc.result.as_dict()
+    return {"sources": exc.result.retrieved, "trace": body["trace"], "timings": body["timings"]}
+
+
+# The one table from domain exceptions to HTTP statuses; the most specific class wins.
+DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
+    RepositoryRefused: DomainError(status.HTTP_400_BAD_REQUEST),
+    DuplicateRepository: DomainError(status.HTTP_409_CONFLICT),
+    RepositoryLimitReached: DomainError(status.HTTP_409_CONFLICT),
+    RepositoryCheckUnavailable: DomainError(status.HTTP_503_SERVICE_UNAVAILABLE),
+    UnknownRepositories: DomainError(
+        status.HTTP_404_NOT_FOUND,
+        code="unknown_repository",
+        details=lambda exc: {"repo_ids": [str(i) for i in exc.ids]},
+    ),
+    InvalidGlob: DomainError(
+        status.HTTP_400_BAD_REQUEST,
+        code="invalid",
+        details=lambda exc: {"field": "paths"},
+        message_prefix="paths: ",
+    ),
+    AskFailed: DomainError(
+        status.HTTP_503_SERVICE_UNAVAILABLE,
+        status_by_code={
+            "model_unavailable": status.HTTP_503_SERVICE_UNAVAILABLE,
+            "model_bad_response": status.HTTP_502_BAD_GATEWAY,
+        },
+        details=_ask_failure_details,
+    ),
+}
+
+
+def domain_error_response(exc: Exception) -> Response | None:
+    """The API's answer to a domain exception, or None when the table does not know it."""
+    mapping = next((DOMAIN_ERRORS[cls] for cls in type(exc).__mro__ if cls in DOMAIN_ERRORS), None)
+    if mapping is None:
+        return None
+    code = mapping.code or str(getattr(exc, "code", "invalid"))
+    message = mapping.message_prefix + str(getattr(exc, "message", None) or exc)
+    details = mapping.details(exc) if mapping.details else dict(getattr(exc, "details", {}))
+    return Response(
+        error_body(code, message, details), mapping.status_by_code.get(code, mapping.status)
+    )
+
+
 def _first_message(detail: Any) -> str:
     """A readable one-line summary of DRF's nested error details."""
     if isinstance(detail, dict):
@@ -54,6 +124,9 @@ def error_body(code: str, message: str, details: dict[str, Any] | None = None) -
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ApiError):
         return Response(error_body(exc.error_code, str(exc.detail), exc.details), exc.status_code)
+    domain = domain_error_response(exc)
+    if domain is not None:
+        return domain
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

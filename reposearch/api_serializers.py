@@ -7,6 +7,33 @@ from typing import Any
 from rest_framework import serializers
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """Only ``true``/``false``: ``"yes"`` or ``1`` is a 400, not a guess."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "A whole number is required."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """Only a JSON string: ``1`` is a 400, not ``"1"``. NUL characters are refused (DRF)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictSerializer(serializers.Serializer):
     """A request body may only hold the fields the serializer declares (typos get a 400)."""
 

@@ -7,37 +7,17 @@ Types are strict, as a JSON API's should be: ``"limit": "10"``, ``"use_bm25": "y
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
-from reposearch.api_serializers import StrictSerializer
+from reposearch.api_serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
-
-
-class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "A whole number is required."}
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictCharField(serializers.CharField):
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class SearchRequestSerializer(StrictSerializer):

@@ -8,23 +8,19 @@ never an error: the search answers without that stage and the trace says why.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reposearch.api_errors import ApiError
+from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import InvalidGlob, UnknownRepositories
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,
     SearchResponseSerializer,
 )
-
-ERROR = OpenApiResponse(description='{"error": {"code", "message", "details"}}')
 
 
 class SearchView(APIView):
@@ -35,9 +31,13 @@ class SearchView(APIView):
         request=SearchRequestSerializer,
         responses={
             200: SearchResponseSerializer,
-            400: ERROR,
-            404: OpenApiResponse(description="Unknown repository id(s)."),
-            413: OpenApiResponse(description=f"Query over {MAX_QUERY_CHARS} characters."),
+            **error_responses(
+                400,
+                404,
+                413,
+                s404="Unknown repository id(s); `details.repo_ids` lists them.",
+                s413=f"Query over {MAX_QUERY_CHARS} characters, or a body over the limit.",
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -58,17 +58,8 @@ class SearchView(APIView):
             include_tests=data.get("include_tests"),
             include_docs=data.get("include_docs"),
         )
-        try:
-            result = SearchExecutor().run(search_request)
-        except UnknownRepositories as exc:
-            raise ApiError(
-                str(exc),
-                code="unknown_repository",
-                status_code=status.HTTP_404_NOT_FOUND,
-                details={"repo_ids": [str(i) for i in exc.ids]},
-            ) from None
-        except InvalidGlob as exc:
-            raise ApiError(f"paths: {exc}", code="invalid") from None
+        # UnknownRepositories (404) and InvalidGlob (400) are answered by reposearch.api_errors.
+        result = SearchExecutor().run(search_request)
         body = {
             "query": search_request.query,
             "queries": result.queries,

@@ -10,14 +10,25 @@ from indexing.models import IndexJob, Repository
 from indexing.selectors import vectors_in_current_space
 from indexing.services.repositories import active_job
 from indexing.services.summaries import summary_cost
-from reposearch.api_serializers import StrictSerializer
+from reposearch.api_serializers import StrictBooleanField, StrictCharField, StrictSerializer
 
 
 class RepositoryCreateSerializer(StrictSerializer):
-    url = serializers.CharField(max_length=2048, trim_whitespace=True)
-    branch = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    contextual_summaries = serializers.BooleanField(
+    url = StrictCharField(
+        max_length=2048,
+        trim_whitespace=True,
+        help_text="https://, http:// or git:// URL, or an absolute local path / file:// URL "
+        "when REPO_SEARCH_ALLOW_LOCAL_PATHS is on.",
+    )
+    branch = StrictCharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Empty: the remote's default branch. Checked with git's branch-name rules.",
+    )
+    name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    contextual_summaries = StrictBooleanField(
         required=False,
         default=False,
         help_text="Opt-in contextual retrieval: one chat-model call per chunk at index time.",
@@ -25,8 +36,8 @@ class RepositoryCreateSerializer(StrictSerializer):
 
 
 class RepositoryUpdateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200, required=False)
-    contextual_summaries = serializers.BooleanField(required=False)
+    name = StrictCharField(max_length=200, required=False)
+    contextual_summaries = StrictBooleanField(required=False)
 
 
 class IndexJobSerializer(serializers.ModelSerializer):

@@ -25,6 +25,7 @@ from indexing.services.repositories import (
     update_repository,
 )
 from reposearch.api_errors import ApiError
+from reposearch.api_schema import error_responses
 
 
 def _get_repository(repository_id: str) -> Repository:
@@ -32,7 +33,9 @@ def _get_repository(repository_id: str) -> Repository:
         uuid.UUID(str(repository_id))
     except ValueError:
         raise ApiError(
-            f"{repository_id!r} is not a repository id (a UUID)", code="not_found", status_code=404
+            f"{repository_id[:80]!r} is not a repository id (a UUID)",
+            code="not_found",
+            status_code=404,
         ) from None
     repository = Repository.objects.filter(pk=repository_id).first()
     if repository is None:
@@ -41,12 +44,28 @@ def _get_repository(repository_id: str) -> Repository:
 
 
 class RepositoryListView(APIView):
-    @extend_schema(responses=RepositorySerializer(many=True))
+    @extend_schema(responses={200: RepositorySerializer(many=True), **error_responses(400)})
     def get(self, request: Request) -> Response:
         repositories = Repository.objects.all()
         return Response(RepositorySerializer(repositories, many=True).data)
 
-    @extend_schema(request=RepositoryCreateSerializer, responses={202: RepositorySerializer})
+    @extend_schema(
+        request=RepositoryCreateSerializer,
+        responses={
+            202: RepositorySerializer,
+            **error_responses(
+                400,
+                409,
+                413,
+                503,
+                s400="Invalid input: a URL that is refused (private address, relative path, "
+                "ssh ...), a branch name git refuses, wrong types, unknown fields.",
+                s409="The same repository and branch is indexed already (`details.repository_id`)"
+                ", or the repository limit is reached (`details.limit`).",
+                s503="The URL's host could not be looked up right now; try again.",
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
             raise ApiError("the body must be a JSON object", code="invalid")
@@ -59,11 +78,14 @@ class RepositoryListView(APIView):
 
 
 class RepositoryDetailView(APIView):
-    @extend_schema(responses=RepositorySerializer)
+    @extend_schema(responses={200: RepositorySerializer, **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
         return Response(RepositorySerializer(_get_repository(repository_id)).data)
 
-    @extend_schema(request=RepositoryUpdateSerializer, responses=RepositorySerializer)
+    @extend_schema(
+        request=RepositoryUpdateSerializer,
+        responses={200: RepositorySerializer, **error_responses(400, 404, 413)},
+    )
     def patch(self, request: Request, repository_id: str) -> Response:
         """Rename, or opt in to contextual summaries; the response shows their cost in calls."""
         repository = _get_repository(repository_id)
@@ -74,14 +96,14 @@ class RepositoryDetailView(APIView):
         update_repository(repository, **serializer.validated_data)
         return Response(RepositorySerializer(repository).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **error_responses(404)})
     def delete(self, request: Request, repository_id: str) -> Response:
         delete_repository(_get_repository(repository_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RepositoryReindexView(APIView):
-    @extend_schema(request=None, responses={202: IndexJobSerializer})
+    @extend_schema(request=None, responses={202: IndexJobSerializer, **error_responses(404)})
     def post(self, request: Request, repository_id: str) -> Response:
         job, created = reindex_repository(_get_repository(repository_id))
         body = IndexJobSerializer(job).data
@@ -90,13 +112,13 @@ class RepositoryReindexView(APIView):
 
 
 class JobDetailView(APIView):
-    @extend_schema(responses=IndexJobSerializer)
+    @extend_schema(responses={200: IndexJobSerializer, **error_responses(404)})
     def get(self, request: Request, job_id: int) -> Response:
         return Response(IndexJobSerializer(get_object_or_404(IndexJob, pk=job_id)).data)
 
 
 class RepositoryJobsView(APIView):
-    @extend_schema(responses=IndexJobSerializer(many=True))
+    @extend_schema(responses={200: IndexJobSerializer(many=True), **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
         repository = _get_repository(repository_id)
         return Response(IndexJobSerializer(repository.jobs.all()[:50], many=True).data)

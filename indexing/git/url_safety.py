@@ -282,11 +282,18 @@ def _display_name(path: str) -> str:
 
 
 def _check_local_path(path: str, allow_local_paths: bool) -> CheckedUrl:
+    if not os.path.isabs(path):
+        # A relative path (or "~") would resolve against the server's working directory or
+        # home, which says nothing to the person who typed it.
+        raise UnsafeRepositoryUrl(
+            f"{path[:80]!r} is not a URL or absolute path; use https://, http://, git:// "
+            "or an absolute local path such as /srv/git/project.git"
+        )
     if not allow_local_paths:
         raise UnsafeRepositoryUrl(
             "local paths are not allowed (set REPO_SEARCH_ALLOW_LOCAL_PATHS=1 for local mirrors)"
         )
-    absolute = os.path.realpath(os.path.expanduser(path))
+    absolute = os.path.realpath(path)
     if not os.path.isdir(absolute):
         raise UnsafeRepositoryUrl(f"local path does not exist: {absolute}")
     is_bare = os.path.isfile(os.path.join(absolute, "HEAD")) and os.path.isdir(

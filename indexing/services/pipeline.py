@@ -26,6 +26,7 @@ from indexing.git.tree import GitTreeReader
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.locks import clone_slot
+from indexing.services.repositories import default_branch_taken
 from indexing.services.runs import (
     TransientFailure,
     check_alive,
@@ -120,6 +121,10 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
         return False
     check_alive(job_id)
     if not repository.branch:
+        taken = default_branch_taken(repository, result.branch)
+        if taken:  # another copy was added with this branch while this one was queued
+            fail_job(job, taken)
+            return False
         Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
     Repository.objects.filter(pk=repository.pk).update(size_bytes=directory_size(target))
     IndexJob.objects.filter(pk=job.pk).update(

@@ -1,4 +1,7 @@
-"""Adding, re-indexing and deleting repositories — the one path the API and the admin share."""
+"""Adding, re-indexing and deleting repositories — the one path the API and the admin share.
+
+Refusals are ``indexing.exceptions.RepositoryRefused`` subclasses, never HTTP errors.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +12,19 @@ import socket
 import redis
 from django.conf import settings
 from django.db import connection, transaction
-from rest_framework import status
 
 from indexing.clone_paths import repository_dir
 from indexing.enqueue import enqueue_embed, enqueue_fetch
+from indexing.exceptions import (
+    DuplicateRepository,
+    InvalidRepositoryInput,
+    RepositoryCheckUnavailable,
+    RepositoryLimitReached,
+)
+from indexing.git.branch_names import branch_name_problem
 from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
 from indexing.services.locks import LockBusy, repository_lock
-from reposearch.api_errors import ApiError
 
 logger = logging.getLogger(__name__)
 
@@ -28,19 +36,63 @@ def _clean_branch(branch: str | None) -> str:
     branch = (branch or "").strip()
     if branch.startswith("refs/heads/"):
         branch = branch.removeprefix("refs/heads/")
-    invalid = (
-        len(branch) > BRANCH_MAX_LENGTH
-        or any(ch in branch for ch in " ~^:?*[\\\x7f")
-        or any(ord(ch) < 32 for ch in branch)
-        or ".." in branch
-        or branch.startswith(("-", "/", "."))
-        or branch.endswith(("/", ".lock", "."))
-        or "//" in branch
-        or "@{" in branch
+    if not branch:
+        return ""
+    problem = (
+        f"it is longer than {BRANCH_MAX_LENGTH} characters"
+        if len(branch) > BRANCH_MAX_LENGTH
+        else branch_name_problem(branch)
     )
-    if branch and invalid:
-        raise ApiError(f"{branch[:80]!r} is not a valid branch name", code="invalid_branch")
+    if problem:
+        raise InvalidRepositoryInput(
+            "invalid_branch",
+            f"{branch[:80]!r} is not a valid branch name: {problem}",
+            {"field": "branch"},
+        )
     return branch
+
+
+def _same_repository_urls(url: str) -> list[str]:
+    """Spellings of ``url`` that name the same remote repository.
+
+    ``check_repository_url`` already lower-cased the host, dropped the default port, the
+    trailing slash and credentials; hosts serve ``x`` and ``x.git`` as one repository, so both
+    count as the same. Local paths are resolved real paths and compared as they are.
+    """
+    if url.startswith("file:"):
+        return [url]
+    base = url.removesuffix(".git")
+    return [base, f"{base}.git"]
+
+
+def _find_duplicate(url: str, branch: str) -> Repository | None:
+    """An existing copy of the same URL and branch, or one that may turn out to be it.
+
+    Without a branch, the remote's default branch is meant; any copy of that URL may be it
+    (its branch was resolved from the default, or is not known yet), so any copy counts: name a
+    branch to index a second one. With a branch, a copy with that branch counts. (A copy still
+    learning its default branch may resolve to one added meanwhile; its fetch then fails with
+    a message naming the other copy, see ``default_branch_taken``.)
+    """
+    copies = Repository.objects.filter(url__in=_same_repository_urls(url)).order_by("created_at")
+    if not branch:
+        return copies.first()
+    return copies.filter(branch=branch).first()
+
+
+def default_branch_taken(repository: Repository, branch: str) -> str:
+    """Why ``repository`` cannot take ``branch`` (its resolved default), or "" when it can."""
+    other = (
+        Repository.objects.filter(url__in=_same_repository_urls(repository.url), branch=branch)
+        .exclude(pk=repository.pk)
+        .first()
+    )
+    if other is None:
+        return ""
+    return (
+        f"the default branch {branch} of this URL is already indexed as '{other.name}' "
+        f"({other.pk}); delete this copy"
+    )
 
 
 def active_job(repository: Repository) -> IndexJob | None:
@@ -50,7 +102,7 @@ def active_job(repository: Repository) -> IndexJob | None:
 def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str]:
     """Check a repository to add: URL policy, branch name, duplicate, limit.
 
-    Returns (normalized url, branch, display name); raises ``ApiError`` with the reason.
+    Returns (normalized url, branch, display name); raises ``RepositoryRefused`` with the reason.
     """
     branch = _clean_branch(branch)
     try:
@@ -61,28 +113,23 @@ def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str
             resolve=socket.getaddrinfo,  # looked up per call, so tests can stand in for DNS
         )
     except UnsafeRepositoryUrl as error:
-        raise ApiError(
-            error.message,
-            code="url_refused",
-            status_code=status.HTTP_503_SERVICE_UNAVAILABLE
-            if error.transient
-            else status.HTTP_400_BAD_REQUEST,
-        ) from None
-    existing = Repository.objects.filter(url=checked.url, branch=branch).first()
+        refused = RepositoryCheckUnavailable if error.transient else InvalidRepositoryInput
+        raise refused("url_refused", error.message, {"field": "url"}) from None
+    existing = _find_duplicate(checked.url, branch)
     if existing is not None:
-        raise ApiError(
-            f"this URL and branch are already indexed as '{existing.name}' ({existing.pk})",
-            code="duplicate",
-            status_code=status.HTTP_409_CONFLICT,
-            details={"repository_id": str(existing.pk)},
+        shown = f"branch {existing.branch}" if existing.branch else "its default branch"
+        raise DuplicateRepository(
+            "duplicate",
+            f"this repository is already indexed as '{existing.name}' ({shown}, id {existing.pk})"
+            + ("" if branch else "; name a branch to index another one"),
+            {"repository_id": str(existing.pk), "branch": existing.branch},
         )
     limit = settings.REPO_SEARCH_MAX_REPOS
     if Repository.objects.count() >= limit:
-        raise ApiError(
+        raise RepositoryLimitReached(
+            "limit_reached",
             f"the repository limit is reached ({limit}; REPO_SEARCH_MAX_REPOS)",
-            code="limit_reached",
-            status_code=status.HTTP_409_CONFLICT,
-            details={"limit": limit},
+            {"limit": limit},
         )
     return checked.url, branch, checked.display_name
 
@@ -96,7 +143,9 @@ def add_repository(
     """Validate, create the repository and its first job, and enqueue it after commit."""
     display = (name or "").strip()
     if len(display) > 200:
-        raise ApiError("name is longer than 200 characters", code="invalid_name")
+        raise InvalidRepositoryInput(
+            "invalid_name", "name is longer than 200 characters", {"field": "name"}
+        )
     with transaction.atomic():
         # Serialise adds so the limit and the duplicate checks cannot race.
         with connection.cursor() as cursor:
@@ -120,7 +169,9 @@ def update_repository(repository: Repository, **changes: object) -> Repository:
     if name is not None:
         name = str(name).strip()
         if not name:
-            raise ApiError("name must not be empty", code="invalid_name")
+            raise InvalidRepositoryInput(
+                "invalid_name", "name must not be empty", {"field": "name"}
+            )
         repository.name = name
     if "contextual_summaries" in changes:
         repository.contextual_summaries = bool(changes["contextual_summaries"])

@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from here, not a CDN
     "indexing",
     "search",
     "llm",
@@ -129,6 +130,9 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF reads a form body; inside CommonMiddleware so APPEND_SLASH still redirects.
+    "reposearch.request_guards.RequestGuardMiddleware",
+    "reposearch.request_guards.FriendlyNotFoundMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -186,6 +190,14 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "reposearch API",
     "DESCRIPTION": "Index git repositories and search them with hybrid full-text + vector search.",
     "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no call to swagger.io
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "reposearch.api_schema.declare_common_errors",  # 400/404/413 of the request guards
+    ],
 }
 
 # --- Celery (CONVENTIONS: queues by resource profile, explicit policy) ----------------------------

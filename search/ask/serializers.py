@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from reposearch.api_serializers import StrictSerializer
-from search.serializers import StrictBooleanField, StrictCharField, StrictIntegerField
+from reposearch.api_serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 20

@@ -8,23 +8,15 @@ with the retrieved sources in ``error.details`` so the caller still learns where
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reposearch.api_errors import ApiError
+from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
-from search.ask.service import AskFailed, AskRequest, answer_question
-from search.scope import UnknownRepositories
-
-ERROR = OpenApiResponse(description='{"error": {"code", "message", "details"}}')
-FAILURE_STATUS = {
-    "model_unavailable": status.HTTP_503_SERVICE_UNAVAILABLE,
-    "model_bad_response": status.HTTP_502_BAD_GATEWAY,
-}
+from search.ask.service import AskRequest, answer_question
 
 
 class AskView(APIView):
@@ -35,11 +27,18 @@ class AskView(APIView):
         request=AskRequestSerializer,
         responses={
             200: AskResponseSerializer,
-            400: ERROR,
-            404: OpenApiResponse(description="Unknown repository id(s)."),
-            413: OpenApiResponse(description=f"Question over {MAX_QUESTION_CHARS} characters."),
-            502: OpenApiResponse(description="The chat model answered with something unusable."),
-            503: OpenApiResponse(description="No chat model reachable; details hold the sources."),
+            **error_responses(
+                400,
+                404,
+                413,
+                502,
+                503,
+                s404="Unknown repository id(s); `details.repo_ids` lists them.",
+                s413=f"Question over {MAX_QUESTION_CHARS} characters, or a body over the limit.",
+                s502="The chat model answered with something unusable; `details.sources` holds "
+                "what was retrieved.",
+                s503="No chat model reachable; `details.sources` holds what was retrieved.",
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -57,25 +56,7 @@ class AskView(APIView):
             include_tests=data.get("include_tests"),
             include_docs=data.get("include_docs"),
         )
-        try:
-            result = answer_question(ask)
-        except UnknownRepositories as exc:
-            raise ApiError(
-                str(exc),
-                code="unknown_repository",
-                status_code=status.HTTP_404_NOT_FOUND,
-                details={"repo_ids": [str(i) for i in exc.ids]},
-            ) from None
-        except AskFailed as exc:
-            body = exc.result.as_dict()
-            raise ApiError(
-                exc.message,
-                code=exc.code,
-                status_code=FAILURE_STATUS[exc.code],
-                details={
-                    "sources": exc.result.retrieved,
-                    "trace": body["trace"],
-                    "timings": body["timings"],
-                },
-            ) from None
+        # UnknownRepositories (404) and AskFailed (502/503, with the sources in details) are
+        # answered by reposearch.api_errors.
+        result = answer_question(ask)
         return Response(result.as_dict())

@@ -95,7 +95,8 @@ def test_the_repository_limit_is_409_with_the_limit(api, public_dns, settings) -
     [
         ({}, "url"),
         ({"url": ""}, "url"),
-        ({"url": 42, "branch": ["x"]}, "branch"),
+        ({"url": 42}, "url: Not a valid string"),
+        ({"url": "https://example.org/a.git", "branch": ["x"]}, "branch"),
         ({"url": "ftp://example.org/a.git"}, "scheme"),
         ({"url": "not a url at all"}, ""),
         ({"url": "https://example.org/a.git", "branch": "bad..name"}, "not a valid branch name"),

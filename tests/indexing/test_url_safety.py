@@ -198,9 +198,16 @@ def test_safe_display_url_strips_userinfo():
 
 
 def test_local_paths_refused_unless_allowed(tmp_path: Path):
-    for location in (str(tmp_path), f"file://{tmp_path}", "./repo", "/etc"):
+    for location in (str(tmp_path), f"file://{tmp_path}", "/etc"):
         with pytest.raises(UnsafeRepositoryUrl, match="REPO_SEARCH_ALLOW_LOCAL_PATHS=1"):
             check(location)
+
+
+@pytest.mark.parametrize("location", ["./repo", "repo", "1", "~/repo", "../x", "a/b.git"])
+def test_relative_paths_are_not_resolved_against_the_servers_directory(location: str) -> None:
+    for local in (False, True):
+        with pytest.raises(UnsafeRepositoryUrl, match="is not a URL or absolute path"):
+            check(location, local=local)
 
 
 def test_local_path_must_be_an_existing_git_repository(tmp_path: Path):

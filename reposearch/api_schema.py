@@ -1,0 +1,109 @@
+"""The error shape in the OpenAPI schema, and the errors every operation can give.
+
+Views declare their own refusals with ``error_responses(404, 409, ...)``; the postprocessing
+hook ``declare_common_errors`` marks request bodies closed (unknown fields are a 400) and adds
+what ``reposearch.request_guards`` answers for any route
+(400 for a NUL in a query parameter or too-deep JSON, 411 for a chunked body, 413 for a body
+over the limit) and the
+404 of an unknown id in the path, so the schema lists every status the API gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+DESCRIPTIONS = {
+    400: "Invalid input: the message says what and where (`error.details.fields` per field).",
+    404: "Not found: an unknown id in the path or in the body.",
+    409: "Conflict with the current state (e.g. a duplicate, or a limit reached).",
+    411: "A chunked body without Content-Length (it would not be read).",
+    413: "The body or a text field is over its limit.",
+    502: "The chat model answered with something unusable.",
+    503: "A dependency is unavailable right now; worth retrying.",
+}
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable, for programs: invalid, not_found, duplicate…")
+    message = serializers.CharField(help_text="One sentence for people.")
+    details = serializers.DictField(help_text="Ids, limits or per-field errors.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """``{"error": {"code", "message", "details"}}``: every 4xx/5xx answer of the API."""
+
+    error = ErrorDetailSerializer()
+
+
+def error_responses(*statuses: int, **descriptions: str) -> dict[int, OpenApiResponse]:
+    """``{status: OpenApiResponse(Error)}`` for ``extend_schema(responses=...)``.
+
+    A description for status ``n`` may be given as ``s<n>="..."``.
+    """
+    return {
+        status: OpenApiResponse(
+            ErrorSerializer, description=descriptions.get(f"s{status}", DESCRIPTIONS[status])
+        )
+        for status in statuses
+    }
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    return {
+        "description": DESCRIPTIONS[status],
+        "content": {"application/json": {"schema": ERROR_REF}},
+    }
+
+
+def _request_components(result: dict[str, Any]) -> set[str]:
+    names = set()
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            content = operation.get("requestBody", {}).get("content", {})
+            for media in content.values():
+                ref = media.get("schema", {}).get("$ref", "")
+                if ref.startswith("#/components/schemas/"):
+                    names.add(ref.rsplit("/", 1)[1])
+    return names
+
+
+def declare_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: the errors any /api/ operation can give."""
+    for path, operations in result.get("paths", {}).items():
+        if not path.startswith("/api/") or path in ("/api/schema", "/api/health"):
+            continue
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            wanted = [400]
+            if method in ("post", "put", "patch", "delete"):
+                wanted += [411, 413]
+            if "{" in path:
+                wanted.append(404)
+            for status in wanted:
+                responses.setdefault(str(status), _error_response(status))
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    # Request bodies refuse fields they do not declare (StrictSerializer, the config's own).
+    for name in _request_components(result):
+        schemas.get(name, {}).setdefault("additionalProperties", False)
+    if "Error" not in schemas:
+        schemas["Error"] = {
+            "type": "object",
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "properties": {
+                        "code": {"type": "string"},
+                        "message": {"type": "string"},
+                        "details": {"type": "object", "additionalProperties": {}},
+                    },
+                    "required": ["code", "message", "details"],
+                }
+            },
+            "required": ["error"],
+        }
+    return result

@@ -1,0 +1,33 @@
+"""``/api/docs`` works without internet: Swagger UI comes from this server's static files."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+
+
+def fetch(url: str) -> tuple[int, bytes, str]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.status, response.read(), response.headers.get("Content-Type", "")
+
+
+@pytest.mark.django_db
+def test_the_docs_page_loads_only_local_assets_and_they_are_served(live_server) -> None:
+    status, body, _ = fetch(f"{live_server.url}/api/docs")
+    assert status == 200
+    page = body.decode()
+    assert 'id="swagger-ui"' in page
+    assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", page), "an external URL"
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert any(asset.endswith("swagger-ui-bundle.js") for asset in assets)
+    assert any(asset.endswith("swagger-ui.css") for asset in assets)
+    for asset in assets:
+        assert asset.startswith("/static/drf_spectacular_sidecar/"), asset
+        asset_status, content, _type = fetch(f"{live_server.url}{asset}")
+        assert asset_status == 200 and len(content) > 500, asset
+    bundle = next(asset for asset in assets if asset.endswith("swagger-ui-bundle.js"))
+    assert b"SwaggerUIBundle" in fetch(f"{live_server.url}{bundle}")[1]
+    # The schema it loads is served here too.
+    assert b"openapi" in fetch(f"{live_server.url}/api/schema")[1]
