@@ -134,8 +134,9 @@
     pollTimer = setTimeout(refresh, delay);
   }
 
-  function confirmAction(text, label) {
+  function confirmAction(title, text, label) {
     return new Promise(function (resolve) {
+      document.getElementById("confirm-title").textContent = title;
       document.getElementById("confirm-text").textContent = text;
       document.getElementById("confirm-ok").textContent = label;
       dialog.returnValue = "";
@@ -172,11 +173,16 @@
     const name = row.querySelector(".repo-name").textContent;
     const id = button.dataset.id;
     if (button.dataset.action === "reindex") {
-      if (!(await confirmAction("Fetch " + name + " again and re-index what changed? Searches keep using the current index until the new one is complete.", "Re-index"))) return;
+      // Harmless: searches keep using the current index until the new one is complete.
+      button.disabled = true;
       const answer = await api("POST", "/api/repos/" + id + "/reindex");
-      statusLine.textContent = answer.ok ? (answer.data.coalesced ? name + " is already being indexed." : "Re-indexing " + name + ".") : "Not re-indexed: " + answer.message;
+      button.disabled = false;
+      statusLine.textContent = answer.ok
+        ? (answer.data.coalesced ? name + " is already being indexed; the running job picks up the change."
+          : "Re-indexing " + name + ": only what changed is read again, and searches use the current index until then.")
+        : "Not re-indexed: " + answer.message;
     } else {
-      if (!(await confirmAction("Delete " + name + "? Its clone, files, chunks and vectors are removed; running jobs are cancelled.", "Delete"))) return;
+      if (!(await confirmAction("Delete " + name + "?", "Its clone, files, chunks and vectors are removed; running jobs are cancelled. This cannot be undone.", "Delete"))) return;
       const answer = await api("DELETE", "/api/repos/" + id);
       statusLine.textContent = answer.ok ? "Deleted " + name + "." : "Not deleted: " + answer.message;
     }
