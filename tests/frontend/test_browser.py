@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.urls import Resolver404, resolve
 from django.utils import timezone
 from rest_framework.test import APIClient
 from selenium.webdriver.common.action_chains import ActionChains
@@ -143,6 +142,11 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
     assert "src/app/parser.py:" in first.text
     assert first.find_elements(By.CSS_SELECTOR, "mark")  # the query's words are marked
     assert first.find_elements(By.CSS_SELECTOR, ".scores dd")
+    # The pipeline is one line above the results; opening it draws every stage.
+    line = browser.find_element(By.CSS_SELECTOR, ".pipeline summary")
+    assert "full-text" in line.text
+    if browser.find_element(By.CSS_SELECTOR, ".pipeline").get_attribute("open") is None:
+        line.click()
     stages = browser.find_elements(By.CSS_SELECTOR, ".pipeline .stage")
     assert len(stages) >= 3
     statuses = {stage.get_attribute("data-status") for stage in stages}
@@ -174,7 +178,10 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
     assert "src/app/util.js" in text_of(browser, "#results .result-title")
     assert "src/app/parser.py" not in text_of(browser, "#results .result-title")
     assert browser.find_element(By.CSS_SELECTOR, "input[name=lang][value=javascript]").is_selected()
-    assert browser.find_element(By.CSS_SELECTOR, "input[name=rerank]").is_selected()
+    # No chat model answers in this test: the link's rerank waits, disabled, saying why.
+    rerank = browser.find_element(By.CSS_SELECTOR, "input[name=rerank]")
+    assert rerank.get_attribute("disabled") is not None and not rerank.is_selected()
+    assert "Rerank and query expansion are off" in browser.find_element(By.ID, "llm-hint").text
     browser.set_window_size(*NARROW)
     screenshot(browser, f"{shots}-narrow", NARROW)
     browser.set_window_size(*WIDE)
@@ -185,32 +192,9 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
     assert "No results for" in browser.find_element(By.CSS_SELECTOR, ".no-results").text
 
 
-def test_the_search_page_against_the_search_api_contract(
-    live_server: Any,
-    celery_worker_process: Any,
-    browser: WebDriver,
-    served: GitHttpServer,
-    settings: Any,
-) -> None:
-    """The page with a stand-in API that answers in the documented shape (contract_urls)."""
-    settings.ROOT_URLCONF = "tests.frontend.contract_urls"
-    add_and_index(served)
-    search_flow(browser, live_server.url, "search-contract")
-    # With rerank on, the stand-in's rerank fails: the diagram says so, and why.
-    browser.get(f"{live_server.url}/?q=parse&rerank=1")
-    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".stage[data-status=failed]"))
-    failed = browser.find_element(By.CSS_SELECTOR, ".stage[data-status=failed]")
-    assert failed.get_attribute("data-stage") == "rerank"
-    assert "chat model unreachable" in failed.text
-
-
 def test_search_with_the_real_search_api(
     live_server: Any, celery_worker_process: Any, browser: WebDriver, served: GitHttpServer
 ) -> None:
-    try:
-        resolve("/api/search")
-    except Resolver404:
-        pytest.xfail("POST /api/search has not landed yet (search/urls.py routes nothing)")
     add_and_index(served)
     search_flow(browser, live_server.url, "search")
 
@@ -283,6 +267,61 @@ def test_a_refused_url_is_explained_in_plain_words(
     assert "host refused: resolves to a private address 10.0.0.1" in error.text
     assert not Repository.objects.exists()
     screenshot(browser, "repositories-refused")
+
+
+def test_a_local_path_is_added_from_the_form_when_the_server_allows_it(
+    live_server: Any,
+    celery_worker_process: Any,
+    browser: WebDriver,
+    settings: Any,
+    tmp_path: Path,
+) -> None:
+    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True  # the test worker allows them too
+    mirror = tmp_path / "mirrors" / "demo.git"
+    mirror.parent.mkdir()
+    commit_files(init_bare_repo(str(mirror)), FILES, message="first")
+    browser.get(f"{live_server.url}/repos/")
+    url_box = browser.find_element(By.ID, "repo-url")
+    assert url_box.get_attribute("type") == "text"  # not type=url: a path must be typeable
+    hint = browser.find_element(By.ID, "add-hint").text
+    assert "https://" in hint and "file://" in hint and "local path" in hint
+    url_box.send_keys(str(mirror))
+    browser.find_element(By.CSS_SELECTOR, "#add-form button[type=submit]").click()
+    wait_until(browser, lambda d: "Added" in d.find_element(By.ID, "repo-status").text)
+    assert not browser.find_element(By.ID, "add-error").is_displayed()
+    repository = Repository.objects.get()
+    assert repository.url == mirror.as_uri()  # the path, as the API normalises it
+    wait_for_ready(str(repository.pk))
+    wait_until(browser, lambda d: "done" in text_of(d, "#repo-rows td.job"), seconds=30)
+
+    # A file:// URL is typed as easily.
+    other = tmp_path / "mirrors" / "other.git"
+    commit_files(init_bare_repo(str(other)), {"a.py": "A = 1\n"}, message="first")
+    url_box.send_keys(other.as_uri())
+    browser.find_element(By.CSS_SELECTOR, "#add-form button[type=submit]").click()
+    wait_until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#repo-rows tr")) == 2)
+    assert not browser.find_element(By.ID, "add-error").is_displayed()
+    assert Repository.objects.count() == 2
+
+
+def test_without_local_paths_the_hint_names_the_switch(
+    live_server: Any, browser: WebDriver, settings: Any, tmp_path: Path
+) -> None:
+    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = False
+    browser.get(f"{live_server.url}/repos/")
+    assert "REPO_SEARCH_ALLOW_LOCAL_PATHS=1" in browser.find_element(By.ID, "add-hint").text
+    browser.find_element(By.ID, "repo-url").send_keys(str(tmp_path))
+    browser.find_element(By.CSS_SELECTOR, "#add-form button[type=submit]").click()
+    error = wait_until(
+        browser,
+        lambda d: (
+            d.find_element(By.ID, "add-error")
+            if d.find_element(By.ID, "add-error").is_displayed()
+            else None
+        ),
+    )
+    assert "local paths are not allowed" in error.text  # the API's refusal, not the browser's
+    assert not Repository.objects.exists()
 
 
 def test_settings_show_the_model_configuration_and_save_changes(
