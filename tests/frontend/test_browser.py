@@ -24,6 +24,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from indexing.models import IndexJob, JobState, Repository
+from indexing.services import jobs
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 from tests.indexing.test_pipeline_e2e import PARSER, UTIL_JS
@@ -205,20 +206,34 @@ def test_a_running_job_shows_stage_counters_progress_and_time_left(
     repository = Repository.objects.create(
         url="https://github.com/acme/big.git", name="acme/big", status="indexing"
     )
-    job = IndexJob.objects.create(
-        repository=repository,
-        state=JobState.EMBEDDING,
-        files_total=40,
-        files_done=40,
-        chunks_total=200,
-        chunks_embedded=20,
-        started_at=timezone.now() - timedelta(seconds=30),
+    job = IndexJob.objects.create(repository=repository, files_total=40, files_done=40)
+    for state in (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING):
+        job = jobs.transition(job, state)
+    job = jobs.transition(job, JobState.EMBEDDING, chunks_total=200, chunks_embedded=20)
+    thirty_seconds_ago = timezone.now() - timedelta(seconds=30)
+    IndexJob.objects.filter(pk=job.pk).update(
+        started_at=thirty_seconds_ago, stage_started_at=thirty_seconds_ago
     )
+    # A second repository is stored and waits for the embed queue behind the first.
+    behind = Repository.objects.create(
+        url="https://github.com/acme/small.git", name="acme/small", status="ready"
+    )
+    waiting = IndexJob.objects.create(repository=behind, files_total=3, files_done=3)
+    for state in (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING):
+        waiting = jobs.transition(waiting, state)
+    IndexJob.objects.filter(pk=waiting.pk).update(chunks_total=9, stage_timings={"storing": 0.1})
     browser.get(f"{live_server.url}/repos/")
     bar = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo-rows progress"))[0]
     first_value = int(bar.get_attribute("value"))
-    job_text = browser.find_element(By.CSS_SELECTOR, "td.job").text
-    assert "embedding" in job_text and "20/200 embedded" in job_text and "left" in job_text
+    job_text = browser.find_element(By.CSS_SELECTOR, f"tr[data-id='{repository.pk}'] td.job").text
+    assert "embedding" in job_text and "20/200 embedded" in job_text
+    # 180 chunks at the stage's own pace blended with the default rate: about 15 s.
+    eta = APIClient().get(f"/api/repos/{repository.pk}").json()["current_job"]["eta_seconds"]
+    assert 5 < eta < 60
+    assert re.search(r"about \d+ s left", job_text), job_text
+    behind_text = browser.find_element(By.CSS_SELECTOR, f"tr[data-id='{behind.pk}'] td.job").text
+    assert "waiting" in behind_text
+    assert "1 job ahead in the embed queue (1 embedding now)" in behind_text
 
     browser.execute_script("window.notReloaded = true")
     IndexJob.objects.filter(pk=job.pk).update(chunks_embedded=150)
@@ -236,6 +251,15 @@ def test_a_running_job_shows_stage_counters_progress_and_time_left(
     screenshot(browser, "repositories-narrow", NARROW)
     browser.set_window_size(*WIDE)
 
+    # Re-index is harmless: it asks nothing (here the running job takes the request over).
+    browser.find_element(
+        By.CSS_SELECTOR, f"button[data-action=reindex][data-id='{behind.pk}']"
+    ).click()
+    wait_until(
+        browser, lambda d: "already being indexed" in d.find_element(By.ID, "repo-status").text
+    )
+    assert not browser.find_element(By.ID, "confirm").is_displayed()
+
     # Delete asks first; cancelling keeps the repository.
     browser.find_element(By.CSS_SELECTOR, "button[data-action=delete]").click()
     dialog = wait_until(browser, lambda d: d.find_element(By.ID, "confirm"))
@@ -245,7 +269,7 @@ def test_a_running_job_shows_stage_counters_progress_and_time_left(
     browser.find_element(By.CSS_SELECTOR, "button[data-action=delete]").click()
     wait_until(browser, lambda d: d.find_element(By.ID, "confirm-ok").is_displayed())
     browser.find_element(By.ID, "confirm-ok").click()
-    wait_until(browser, lambda d: d.find_element(By.ID, "repo-empty").is_displayed())
+    wait_until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#repo-rows tr")) == 1)
     assert not Repository.objects.filter(pk=repository.pk).exists()
 
 
