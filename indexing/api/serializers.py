@@ -60,7 +60,7 @@ class IndexJobSerializer(serializers.ModelSerializer):
             "id", "repository_id", "kind", "state", "generation", "commit", "files_total",
             "files_done", "files_skipped", "chunks_total", "chunks_embedded", "summaries_total",
             "summaries_done", "bytes_fetched",
-            "stage_timings", "failures", "attempts", "error", "heartbeat_at", "created_at",
+            "stage_timings", "failures", "skipped_files", "attempts", "error", "heartbeat_at", "created_at",
             "started_at", "finished_at", "duration_seconds", "progress",
             "eta_seconds", "stage_eta_seconds", "waiting",
         ]  # fmt: skip
