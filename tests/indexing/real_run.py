@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from indexing.models import IndexJob
+from indexing.models import IndexJob, Repository
 from indexing.services import pipeline
-from indexing.services.repositories import add_repository
+from indexing.services.embedding_stage import run_embed
+from indexing.services.repositories import add_repository, reindex_repository
 from tests.indexing.git_server import Symlink, commit_files, init_bare_repo
 
 # Indexed, and skipped for a reason each: vendored, ignored, binary, too large, symlink.
@@ -42,3 +43,27 @@ def fetch_and_index(path: Path, name: str = "acme/demo") -> IndexJob:
     assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
     assert pipeline.run_index(job.pk)
     return IndexJob.objects.select_related("repository").get(pk=job.pk)
+
+
+def run_job(job: IndexJob) -> IndexJob:
+    """Fetch, index and embed (the bundled local model) a queued job; return it finished."""
+    assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
+    assert pipeline.run_index(job.pk)
+    run_embed(job.pk)
+    return IndexJob.objects.select_related("repository").get(pk=job.pk)
+
+
+def index(path: Path, name: str = "acme/demo") -> Repository:
+    """Add the mirror as the API does and run every stage: a ready, searchable repository."""
+    job = run_job(add_repository(str(path), "", name, False))
+    assert job.state == "done", (job.state, job.error, job.failures)
+    return job.repository
+
+
+def reindex(repository: Repository) -> Repository:
+    """An incremental re-index as the API queues it, run to the end."""
+    job, created = reindex_repository(repository)
+    assert created
+    job = run_job(job)
+    assert job.state == "done", (job.state, job.error, job.failures)
+    return Repository.objects.get(pk=repository.pk)
