@@ -172,8 +172,8 @@ JOB_JSON_FIELDS = ("stage_timings", "failures", "skipped_files")  # drawn as tab
 
 @admin.register(IndexJob)
 class IndexJobAdmin(admin.ModelAdmin):
-    list_display = ("title", "repository_name", "kind", "state", "files_done", "files_skipped",
-                    "chunks_total", "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
+    list_display = ("title", "kind", "state", "files_done", "files_skipped", "chunks_total",
+                    "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
     list_display_links = ("title",)
     list_filter = ("state", "kind", ("repository", admin.RelatedOnlyFieldListFilter))
     search_fields = ("repository__name", "repository__url", "celery_task_id", "error")
@@ -198,13 +198,9 @@ class IndexJobAdmin(admin.ModelAdmin):
         "skipped_files_table",
     ]
 
-    @admin.display(description="job", ordering="-created_at")
+    @admin.display(description="job", ordering="repository__name")
     def title(self, job: IndexJob) -> str:
-        return f"#{job.pk} {job.get_kind_display()}"
-
-    @admin.display(description="repository", ordering="repository__name")
-    def repository_name(self, job: IndexJob) -> str:
-        return job.repository.name
+        return f"{job.repository.name} #{job.pk}"
 
     @admin.display(description="duration (s)")
     def duration(self, job: IndexJob) -> str:
@@ -247,6 +243,9 @@ class IndexJobAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # read-only: the worker writes it (the page is a view, without Save)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a job row is the worker's progress record; delete the repository instead

@@ -49,11 +49,12 @@ def test_job_pages_name_the_repository_and_draw_timings_and_skips_as_tables(
     admin_client: Client, job: IndexJob
 ) -> None:
     listing = admin_client.get("/admin/indexing/indexjob/").content.decode()
-    assert "acme/demo" in listing
+    assert f"acme/demo #{job.pk}</a>" in listing
     assert str(job.repository_id) not in listing  # no UUIDs where a name will do
 
     page = admin_client.get(f"/admin/indexing/indexjob/{job.pk}/change/").content.decode()
     assert f"acme/demo: full job #{job.pk} (Storing)" in page  # the title
+    assert 'name="_save"' not in page  # a record of the worker's, to read
     assert "<th>stage</th><th>seconds</th>" in page
     for stage in ("cloning", "walking", "chunking", "storing"):
         seconds = f"{job.stage_timings[stage]:.2f}"
