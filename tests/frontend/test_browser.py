@@ -144,8 +144,10 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
     assert first.find_elements(By.CSS_SELECTOR, "mark")  # the query's words are marked
     assert first.find_elements(By.CSS_SELECTOR, ".scores dd")
     # The pipeline is one line above the results; opening it draws every stage.
+    browser.execute_script("localStorage.removeItem('reposearch.pipeline')")
     line = browser.find_element(By.CSS_SELECTOR, ".pipeline summary")
     assert "full-text" in line.text
+    screenshot(browser, shots)
     if browser.find_element(By.CSS_SELECTOR, ".pipeline").get_attribute("open") is None:
         line.click()
     stages = browser.find_elements(By.CSS_SELECTOR, ".pipeline .stage")
@@ -158,7 +160,7 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
         )
         if stage.get_attribute("data-status") == "skipped":
             assert stage.find_element(By.CSS_SELECTOR, ".stage-reason").text  # says why
-    screenshot(browser, shots)
+    line.click()  # closed again: the pages below show the one line
 
     # Arrow keys move through results; Enter opens the file view at the hit.
     browser.find_element(By.ID, "q").send_keys(Keys.ARROW_DOWN)

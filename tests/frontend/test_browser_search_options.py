@@ -141,7 +141,6 @@ def test_the_pipeline_is_one_line_until_opened_and_stays_open_after_a_reload(
     assert not drawing.find_element(By.CSS_SELECTOR, ".stage").is_displayed()
     first_result = browser.find_element(By.CSS_SELECTOR, "#results .result")
     assert first_result.location["y"] - line.location["y"] < 120  # results start right below
-    screenshot(browser, "search-pipeline-collapsed")
 
     line.click()
     wait_until(browser, lambda d: drawing.find_element(By.CSS_SELECTOR, ".stage").is_displayed())
@@ -170,6 +169,5 @@ def test_the_pipeline_is_one_line_until_opened_and_stays_open_after_a_reload(
         assert drawing.location["y"] > last.location["y"]
         first = browser.find_element(By.CSS_SELECTOR, "#results .result")
         assert first.location["y"] < NARROW[1]  # the first result is above the fold
-        screenshot(browser, "search-pipeline-narrow", NARROW)
     finally:
         browser.set_window_size(*WIDE)
