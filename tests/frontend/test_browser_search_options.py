@@ -113,6 +113,14 @@ def test_llm_toggles_are_disabled_with_the_reason_while_the_chat_model_is_down(
         By.XPATH, ".."
     ).get_attribute("title") in ("", None)
 
+    # No chat model configured at all: the same, saying so.
+    settings.LLM_PROVIDER = "none"
+    llm.config.invalidate()
+    llm.health.clear_cache()
+    browser.get(f"{live_server.url}/")
+    wait_until(browser, lambda d: rerank_disabled(d))
+    assert "LLM_PROVIDER=none" in browser.find_element(By.ID, "llm-hint").text
+
 
 def rerank_disabled(driver: WebDriver) -> bool:
     rerank = driver.find_element(By.CSS_SELECTOR, "input[name=rerank]")
