@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from indexing import progress
 from indexing.models import IndexJob, JobKind, JobState
-from indexing.services import jobs
+from indexing.services import jobs, pipeline
 from indexing.services.repositories import add_repository
 from tests.indexing.real_run import fetch_and_index, mirror
 
@@ -181,3 +181,25 @@ def test_near_the_end_of_chunking_the_time_left_counts_the_embedding_to_come(loc
     stored = jobs.transition(job, JobState.STORING, files_done=100, chunks_total=int(chunks))
     after = progress.estimate(stored, rates)
     assert after.total_seconds == pytest.approx(left.total_seconds, rel=0.05)
+
+
+def test_a_fetching_job_past_the_clone_slots_waits_for_one(local: Path, settings: Any) -> None:
+    settings.REPO_SEARCH_MAX_CONCURRENT_CLONES = 1
+    first, second = (add_repository(str(p)) for p in mirrors(local, 2))
+    first = jobs.transition(first, JobState.CLONING)
+    second = jobs.transition(second, JobState.CLONING)  # its task waits in clone_slot()
+    assert progress.waiting(first) is None  # it holds the slot
+    assert progress.waiting(second) == progress.Waiting(
+        "clone slot", 1, "waiting for a clone slot: 1 of 1 fetches running"
+    )
+
+
+def test_a_fetched_job_waits_in_the_index_queue(local: Path) -> None:
+    busy, fetched = (add_repository(str(p)) for p in mirrors(local, 2))
+    for state in (JobState.CLONING, JobState.WALKING):
+        busy = jobs.transition(busy, state)
+    assert pipeline.run_fetch(fetched.pk)  # the index task is not run: it waits in its queue
+    fetched.refresh_from_db()
+    assert progress.waiting(fetched) == progress.Waiting(
+        "index", 1, "waiting: 1 job ahead in the index queue (1 indexing now)"
+    )
