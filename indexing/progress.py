@@ -22,10 +22,9 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
-from indexing.models import IndexJob, JobKind, JobState
+from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState
 
 # Units per second, measured on 2 cores with the local MiniLM model (README, "Indexing figures").
 DEFAULT_RATES: dict[str, float] = {
@@ -64,18 +63,6 @@ class Waiting:
 
     def as_dict(self) -> dict[str, Any]:
         return {"queue": self.queue, "jobs_ahead": self.jobs_ahead, "reason": self.reason}
-
-
-# Which rows are where; a stage's timing is written when it ends, before the next task starts.
-FETCHING = Q(state=JobState.CLONING) & ~Q(stage_timings__has_key="cloning")
-WAITING_FOR_INDEX = Q(state=JobState.CLONING, stage_timings__has_key="cloning")
-INDEXING_NOW = Q(state__in=[JobState.WALKING, JobState.CHUNKING]) | (
-    Q(state=JobState.STORING) & ~Q(stage_timings__has_key="storing")
-)
-WAITING_FOR_EMBED = Q(state=JobState.STORING, stage_timings__has_key="storing") | Q(
-    state=JobState.QUEUED, kind=JobKind.REEMBED
-)
-EMBEDDING_NOW = Q(state=JobState.EMBEDDING)
 
 
 def fraction(job: IndexJob) -> float:
@@ -168,12 +155,84 @@ def _jobs(count: int) -> str:
     return f"{count} job{'s' if count != 1 else ''}"
 
 
-def _waiting_for_git(job: IndexJob) -> Waiting:
-    earlier = Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk)
-    queued_ahead = (
-        IndexJob.objects.filter(earlier, state=JobState.QUEUED).exclude(kind=JobKind.REEMBED)
-    ).count()
-    fetching = IndexJob.objects.filter(FETCHING).exclude(pk=job.pk).count()
+@dataclass(frozen=True)
+class QueuedRow:
+    """What ``waiting`` needs of one unfinished job."""
+
+    pk: int
+    state: str
+    kind: str
+    created_at: datetime
+    stage_started_at: datetime | None
+    done: frozenset[str]  # stages with a timing: finished, waiting for the next task
+
+    @classmethod
+    def of(cls, job: IndexJob) -> QueuedRow:
+        return cls(job.pk, job.state, job.kind, job.created_at, job.stage_started_at,
+                   frozenset(job.stage_timings or {}))  # fmt: skip
+
+    # Where the job is; a stage's timing is written when it ends, before the next task starts.
+    @property
+    def queued_for_git(self) -> bool:
+        return self.state == JobState.QUEUED and self.kind != JobKind.REEMBED
+
+    @property
+    def fetching(self) -> bool:
+        return self.state == JobState.CLONING and "cloning" not in self.done
+
+    @property
+    def waiting_for_index(self) -> bool:
+        return self.state == JobState.CLONING and "cloning" in self.done
+
+    @property
+    def indexing(self) -> bool:
+        return self.state in (JobState.WALKING, JobState.CHUNKING) or (
+            self.state == JobState.STORING and "storing" not in self.done
+        )
+
+    @property
+    def waiting_for_embed(self) -> bool:
+        if self.state == JobState.QUEUED:
+            return self.kind == JobKind.REEMBED
+        return self.state == JobState.STORING and "storing" in self.done
+
+    @property
+    def embedding(self) -> bool:
+        return self.state == JobState.EMBEDDING
+
+    def before(self, other: QueuedRow) -> bool:
+        """Created (and so queued) before ``other``."""
+        return (self.created_at, self.pk) < (other.created_at, other.pk)
+
+
+def unfinished_jobs() -> list[QueuedRow]:
+    """Every job not finished yet, in one query (what ``waiting`` compares a job with)."""
+    rows = IndexJob.objects.exclude(state__in=FINISHED_JOB_STATES).only(
+        "pk", "state", "kind", "created_at", "stage_started_at", "stage_timings"
+    )
+    return [QueuedRow.of(job) for job in rows]
+
+
+def _in_queue(row: QueuedRow, others: list[QueuedRow], queue: str) -> Waiting:
+    """Jobs ahead in the index or embed queue: the ones working there, and those queued first."""
+    if queue == "embed":
+        busy = sum(1 for other in others if other.embedding)
+        queued = sum(1 for other in others if other.waiting_for_embed and other.before(row))
+        doing = "embedding"
+    else:
+        busy = sum(1 for other in others if other.indexing)
+        queued = sum(1 for other in others if other.waiting_for_index and other.before(row))
+        doing = "indexing"
+    ahead = busy + queued
+    if not ahead:
+        return Waiting(queue, 0, f"waiting for a worker on the {queue} queue")
+    now = f" ({busy} {doing} now)" if busy else ""
+    return Waiting(queue, ahead, f"waiting: {_jobs(ahead)} ahead in the {queue} queue{now}")
+
+
+def _for_git(job: IndexJob, row: QueuedRow, others: list[QueuedRow]) -> Waiting:
+    queued_ahead = sum(1 for other in others if other.queued_for_git and other.before(row))
+    fetching = sum(1 for other in others if other.fetching)
     slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
     ahead = queued_ahead + fetching
     if job.error.startswith("retrying:"):
@@ -187,39 +246,37 @@ def _waiting_for_git(job: IndexJob) -> Waiting:
     return Waiting("git", 0, "waiting for a worker on the git queue")
 
 
-def _slot_holders_ahead(job: IndexJob) -> int | None:
-    """For a fetching job, how many started fetching before it when that fills every slot."""
-    began = job.stage_started_at or job.created_at
-    before = (
-        IndexJob.objects.filter(FETCHING, stage_started_at__lt=began).exclude(pk=job.pk).count()
+def _for_clone_slot(row: QueuedRow, others: list[QueuedRow]) -> Waiting | None:
+    """A fetching job whose task waits in ``clone_slot()``: more fetches began before it than
+    there are slots (the earliest ones hold them)."""
+    began = row.stage_started_at or row.created_at
+    slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
+    earlier = sum(
+        1
+        for other in others
+        if other.fetching and (other.stage_started_at or other.created_at) < began
     )
-    return before if before >= settings.REPO_SEARCH_MAX_CONCURRENT_CLONES else None
+    if earlier < slots:
+        return None
+    reason = f"waiting for a clone slot: {slots} of {slots} fetches running"
+    return Waiting("clone slot", earlier - slots + 1, reason)
 
 
-def _waiting_in_queue(job: IndexJob, queue: str, running: Q, waiting: Q, doing: str) -> Waiting:
-    earlier = Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk)
-    busy = IndexJob.objects.filter(running).exclude(pk=job.pk).count()
-    queued = IndexJob.objects.filter(waiting & earlier).exclude(pk=job.pk).count()
-    ahead = busy + queued
-    if not ahead:
-        return Waiting(queue, 0, f"waiting for a worker on the {queue} queue")
-    now = f" ({busy} {doing} now)" if busy else ""
-    return Waiting(queue, ahead, f"waiting: {_jobs(ahead)} ahead in the {queue} queue{now}")
+def waiting(job: IndexJob, unfinished: list[QueuedRow] | None = None) -> Waiting | None:
+    """Why a job that is not working waits, and how many jobs are ahead of it; else None.
 
-
-def waiting(job: IndexJob) -> Waiting | None:
-    """Why a job that is not working waits, and how many jobs are ahead of it; else None."""
-    timings = job.stage_timings or {}
-    if job.state == JobState.QUEUED and job.kind != JobKind.REEMBED:
-        return _waiting_for_git(job)
-    if job.state == JobState.QUEUED or (job.state == JobState.STORING and "storing" in timings):
-        return _waiting_in_queue(job, "embed", EMBEDDING_NOW, WAITING_FOR_EMBED, "embedding")
-    if job.state == JobState.CLONING and "cloning" in timings:
-        return _waiting_in_queue(job, "index", INDEXING_NOW, WAITING_FOR_INDEX, "indexing")
-    if job.state == JobState.CLONING:
-        before = _slot_holders_ahead(job)
-        if before is not None:
-            slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
-            reason = f"waiting for a clone slot: {slots} of {slots} fetches running"
-            return Waiting("clone slot", before - slots + 1, reason)
-    return None
+    ``unfinished`` (from ``unfinished_jobs``) lets a list of jobs share one query."""
+    if job.is_finished:
+        return None
+    row = QueuedRow.of(job)
+    if not (row.queued_for_git or row.waiting_for_embed or row.state == JobState.CLONING):
+        return None  # working
+    rows = unfinished if unfinished is not None else unfinished_jobs()
+    others = [other for other in rows if other.pk != job.pk]
+    if row.queued_for_git:
+        return _for_git(job, row, others)
+    if row.waiting_for_embed:
+        return _in_queue(row, others, "embed")
+    if row.waiting_for_index:
+        return _in_queue(row, others, "index")
+    return _for_clone_slot(row, others)

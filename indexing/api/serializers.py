@@ -88,7 +88,12 @@ class IndexJobSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(WaitingSerializer(allow_null=True))
     def get_waiting(self, job: IndexJob) -> dict[str, Any] | None:
-        found = None if job.is_finished else job_progress.waiting(job)
+        if job.is_finished:
+            return None
+        context = cast(dict[str, Any], self.context)
+        if "unfinished_jobs" not in context:  # one query per response
+            context["unfinished_jobs"] = job_progress.unfinished_jobs()
+        found = job_progress.waiting(job, context["unfinished_jobs"])
         return None if found is None else found.as_dict()
 
 
