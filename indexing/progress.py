@@ -28,7 +28,6 @@ from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState
 
 # Units per second, measured on 2 cores with the local MiniLM model (README, "Indexing figures").
 DEFAULT_RATES: dict[str, float] = {
-    "walking": 9000.0,  # files
     "chunking": 1150.0,  # files
     "storing": 2200.0,  # chunks
     "embedding": 23.7,  # chunks
@@ -37,7 +36,7 @@ DEFAULT_CHUNKS_PER_FILE = 9.0  # Django 5.2: 8.8, click 8.1: 9.6
 PRIOR_WEIGHT_SECS = 10.0
 HISTORY_JOBS = 20
 STAGES = ("queued", "cloning", "walking", "chunking", "storing", "embedding")
-# Share of the bar each stage ends at (queued, cloning, walking, chunking, storing, embedding).
+# Where each of STAGES starts on the bar (0..1); the last one ends at 1.0.
 STAGE_ENDS = (0.0, 0.05, 0.15, 0.2, 0.45, 0.55, 1.0)
 
 
@@ -91,7 +90,6 @@ def recent_rates(limit: int = HISTORY_JOBS) -> Rates:
     for row in rows:
         timings = row["stage_timings"] or {}
         units = {
-            "walking": row["files_total"],
             "chunking": row["files_total"],
             "storing": row["chunks_total"],
             "embedding": row["chunks_embedded"],
