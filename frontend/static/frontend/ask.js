@@ -16,10 +16,16 @@
   const el = window.reposearch.el;
   // Checkboxes and their default state; only values that differ from it go in the URL.
   const FLAGS = { expand: false, hyde: false, tests: false, docs: false };
-  const LLM_FLAGS = ["hyde"];
   const llmHint = document.getElementById("llm-hint");
   const modelWarning = document.getElementById("model-warning");
-  let chatChecked = null;  // resolves once health has said whether the chat model answers
+  const modelOptions = window.reposearch.modelOptions(form, ["hyde"], function (state) {
+    llmHint.hidden = state.available;
+    llmHint.textContent = state.available ? "" : "HyDE is off: " + state.reason + ". It comes back by itself when the model answers.";
+    modelWarning.hidden = state.available;
+    modelWarning.textContent = state.available ? "" : "No answers for now: " + state.reason +
+      ". Asking still lists the snippets retrieval finds; see Settings.";
+    updateOptionCount();
+  });
   const emptyState = answer.innerHTML;
   let askCounter = 0;
   let ticker = null;
@@ -54,37 +60,8 @@
     });
     Object.keys(FLAGS).forEach(function (name) {
       const value = params.get(name);
-      setFlag(name, value === null ? FLAGS[name] : value === "1");
+      modelOptions.set(name, value === null ? FLAGS[name] : value === "1");
     });
-    updateOptionCount();
-  }
-
-  /** A disabled LLM option keeps what the reader wanted, and gets it back when the model does. */
-  function setFlag(name, on) {
-    const input = form.elements[name];
-    if (input.disabled) input.dataset.wanted = on ? "1" : "";
-    else input.checked = on;
-  }
-
-  function setChatModel(state) {
-    LLM_FLAGS.forEach(function (name) {
-      const input = form.elements[name];
-      if (!state.available && !input.disabled) {
-        input.dataset.wanted = input.checked ? "1" : "";
-        input.checked = false;
-        input.disabled = true;
-      } else if (state.available && input.disabled) {
-        input.disabled = false;
-        input.checked = input.dataset.wanted === "1";
-      }
-      input.closest("label").classList.toggle("unavailable", !state.available);
-      input.closest("label").title = state.available ? "" : "Unavailable: " + state.reason;
-    });
-    llmHint.hidden = state.available;
-    llmHint.textContent = state.available ? "" : "HyDE is off: " + state.reason + ". It comes back by itself when the model answers.";
-    modelWarning.hidden = state.available;
-    modelWarning.textContent = state.available ? "" : "No answers for now: " + state.reason +
-      ". Asking still lists the snippets retrieval finds; see Settings.";
     updateOptionCount();
   }
 
@@ -230,12 +207,9 @@
   }
 
   window.addEventListener("popstate", function (event) { load(event.state); });
-  chatChecked = new Promise(function (resolve) {
-    window.reposearch.watchChatModel(function (state) { setChatModel(state); resolve(); });
-  });
   if (location.search || history.state) {
     // A shared link asking for HyDE waits for health first, so it never waits on a dead model.
     const wantsModel = new URLSearchParams(location.search).get("hyde") === "1" && !(history.state && history.state.ask);
-    (wantsModel ? chatChecked : Promise.resolve()).then(function () { load(history.state); });
+    (wantsModel ? modelOptions.checked : Promise.resolve()).then(function () { load(history.state); });
   }
 })();

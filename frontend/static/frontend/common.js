@@ -106,6 +106,39 @@ window.reposearch = (function () {
     check();
   }
 
+  /** The LLM checkboxes `names` of `form`: disabled (with the reason as their title) while the
+      chat model is down, keeping what the reader wanted to give it back when the model answers.
+      `onChange(state)` says so on the page. `set(name, on)` sets a checkbox, disabled or not;
+      `checked` resolves once health has answered the first time. */
+  function modelOptions(form, names, onChange) {
+    function set(name, on) {
+      const input = form.elements[name];
+      if (input.disabled) input.dataset.wanted = on ? "1" : "";
+      else input.checked = on;
+    }
+    const checked = new Promise(function (resolve) {
+      watchChatModel(function (state) {
+        names.forEach(function (name) {
+          const input = form.elements[name];
+          if (!state.available && !input.disabled) {
+            input.dataset.wanted = input.checked ? "1" : "";
+            input.checked = false;
+            input.disabled = true;
+          } else if (state.available && input.disabled) {
+            input.disabled = false;
+            input.checked = input.dataset.wanted === "1";
+          }
+          const label = input.closest("label");
+          label.classList.toggle("unavailable", !state.available);
+          label.title = state.available ? "" : "Unavailable: " + state.reason;
+        });
+        onChange(state);
+        resolve();
+      });
+    });
+    return { set: set, checked: checked };
+  }
+
   return { api: api, el: el, formatBytes: formatBytes, formatDuration: formatDuration,
-    rememberPipeline: rememberPipeline, watchChatModel: watchChatModel };
+    rememberPipeline: rememberPipeline, modelOptions: modelOptions };
 })();

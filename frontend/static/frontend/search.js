@@ -13,8 +13,12 @@
   const FLAGS = { bm25: true, vector: true, rerank: false, expand: false, tests: false, docs: false };
   const LLM_FLAGS = ["rerank", "expand"];
   const llmHint = document.getElementById("llm-hint");
+  const modelOptions = window.reposearch.modelOptions(form, LLM_FLAGS, function (state) {
+    llmHint.hidden = state.available;
+    llmHint.textContent = state.available ? "" : "Rerank and query expansion are off: " + state.reason +
+      ". They come back by themselves when the model answers (see Settings).";
+  });
   let searchCounter = 0;
-  let chatChecked = null;  // resolves once health has said whether the chat model answers
 
   function readForm() {
     const data = new FormData(form);
@@ -45,36 +49,9 @@
     form.querySelectorAll("input[name=lang]").forEach(function (input) { input.checked = langs.includes(input.value); });
     Object.keys(FLAGS).forEach(function (name) {
       const value = params.get(name);
-      setFlag(name, value === null ? FLAGS[name] : value === "1");
+      modelOptions.set(name, value === null ? FLAGS[name] : value === "1");
     });
     updateFilterCount();
-  }
-
-  /** A disabled LLM toggle keeps what the reader wanted, and gets it back when the model does. */
-  function setFlag(name, on) {
-    const input = form.elements[name];
-    if (input.disabled) input.dataset.wanted = on ? "1" : "";
-    else input.checked = on;
-  }
-
-  function setChatModel(state) {
-    LLM_FLAGS.forEach(function (name) {
-      const input = form.elements[name];
-      const label = input.closest("label");
-      if (!state.available && !input.disabled) {
-        input.dataset.wanted = input.checked ? "1" : "";
-        input.checked = false;
-        input.disabled = true;
-      } else if (state.available && input.disabled) {
-        input.disabled = false;
-        input.checked = input.dataset.wanted === "1";
-      }
-      label.classList.toggle("unavailable", !state.available);
-      label.title = state.available ? "" : "Unavailable: " + state.reason;
-    });
-    llmHint.hidden = state.available;
-    llmHint.textContent = state.available ? "" : "Rerank and query expansion are off: " + state.reason +
-      ". They come back by themselves when the model answers (see Settings).";
   }
 
   function updateFilterCount() {
@@ -194,16 +171,12 @@
     search(readForm());
   });
 
-  chatChecked = new Promise(function (resolve) {
-    window.reposearch.watchChatModel(function (state) { setChatModel(state); resolve(); });
-  });
-
   const initial = new URLSearchParams(location.search);
   if (initial.toString()) {
     fillForm(initial);
     document.title = (initial.get("q") || "Search") + " · reposearch";
     // A shared link asking for an LLM stage waits for health first, so it never waits on a dead model.
     const wantsModel = LLM_FLAGS.some(function (name) { return initial.get(name) === "1"; });
-    (wantsModel ? chatChecked : Promise.resolve()).then(function () { search(readForm()); });
+    (wantsModel ? modelOptions.checked : Promise.resolve()).then(function () { search(readForm()); });
   }
 })();
