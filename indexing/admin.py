@@ -49,6 +49,9 @@ class IndexJobInline(admin.TabularInline):
     readonly_fields = fields
     show_change_link = True
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[IndexJob]:
+        return super().get_queryset(request).select_related("repository")  # for each job's title
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
