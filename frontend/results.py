@@ -30,8 +30,9 @@ SCORE_FIELDS = (
     ("combined_score", "combined"),
     ("rerank_score", "rerank"),
 )
-RETRIEVAL_NAME = re.compile(r"bm25|full.?text|lexical|vector|semantic|retriev", re.IGNORECASE)
-STAGE_LABELS = {"bm25": "full-text", "fulltext": "full-text", "fts": "full-text", "rrf": "fusion"}
+# The stages ``search.pipeline`` records; the two retrievals run side by side (one column).
+RETRIEVAL_STAGES = frozenset({"fulltext", "vector"})
+STAGE_LABELS = {"fulltext": "full-text"}
 
 
 @dataclass
@@ -146,19 +147,12 @@ def file_view_url(repo_id: str, path: str, start: int, end: int) -> str:
     return f"{reverse('frontend:file', args=[repo_id])}?{query}#L{start}"
 
 
-def _first(result: Mapping[str, Any], *names: str) -> Any:
-    for name in names:
-        if result.get(name) is not None:
-            return result[name]
-    return None
-
-
 def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
     raw_results = response.get("results")
     if not isinstance(raw_results, list):
         return []
     raw_results = [item for item in raw_results[:MAX_RESULTS] if isinstance(item, Mapping)]
-    repo_ids = {_text(_first(item, "repo_id", "repository_id")) for item in raw_results}
+    repo_ids = {_text(item.get("repo_id")) for item in raw_results}
     repositories = {
         str(repo.pk): repo
         for repo in Repository.objects.filter(pk__in=[rid for rid in repo_ids if _is_uuid(rid)])
@@ -167,9 +161,9 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
     terms = query_terms(query)
     views: list[ResultView] = []
     for position, item in enumerate(raw_results, start=1):
-        repo_id = _text(_first(item, "repo_id", "repository_id"))
+        repo_id = _text(item.get("repo_id"))
         repository = repositories.get(repo_id)
-        path = _text(_first(item, "file_path", "path"))
+        path = _text(item.get("file_path"))
         start = max(_int(item.get("start_line"), 1), 1)
         end = max(_int(item.get("end_line"), start), start)
         commit = _text(item.get("commit")) or (repository.last_indexed_commit if repository else "")
@@ -189,7 +183,7 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
             ResultView(
                 position=position,
                 repo_id=repo_id,
-                repo_name=_text(_first(item, "repo_name", "repository_name"))
+                repo_name=_text(item.get("repo_name"))
                 or (repository.name if repository else repo_id[:8]),
                 path=path,
                 start_line=start,
@@ -224,12 +218,12 @@ def stored_contents(
     request small), read from the generation searches see."""
     wanted = Q()
     for item in results:
-        repository = repositories.get(_text(_first(item, "repo_id", "repository_id")))
+        repository = repositories.get(_text(item.get("repo_id")))
         if item.get("content") is None and repository is not None:
             wanted |= Q(
                 repository=repository,
                 generation=repository.active_generation,
-                path=_text(_first(item, "file_path", "path")),
+                path=_text(item.get("file_path")),
                 index=_int(item.get("chunk_index"), -1),
             )
     if not wanted:
@@ -243,10 +237,7 @@ def _is_uuid(value: str) -> bool:
 
 
 def stage_label(name: str) -> str:
-    base = re.split(r"[\[:#(]", name, maxsplit=1)[0].strip().lower()
-    label = STAGE_LABELS.get(base, base.replace("_", " "))
-    suffix = name[len(base) :].strip(" :#")
-    return f"{label} {suffix.strip('[]()')}".strip() if suffix else label
+    return STAGE_LABELS.get(name, name.replace("_", " "))
 
 
 def build_pipeline(trace: Any) -> list[PipelineColumn]:
@@ -269,7 +260,7 @@ def build_pipeline(trace: Any) -> list[PipelineColumn]:
             detail=format_detail(entry.get("detail")),
             lists=per_query_lists(entry.get("detail")),
         )
-        is_retrieval = bool(RETRIEVAL_NAME.search(name))
+        is_retrieval = name in RETRIEVAL_STAGES
         if not (is_retrieval and previous_was_retrieval):
             columns.append(PipelineColumn())
         columns[-1].stages.append(stage)

@@ -100,6 +100,8 @@ def repositories_page(request: HttpRequest) -> HttpResponse:
             "page": "repositories",
             "max_repos": settings.REPO_SEARCH_MAX_REPOS,
             "max_size_mb": settings.REPO_SEARCH_MAX_REPO_SIZE_MB,
+            "allow_local_paths": settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+            "allow_private_hosts": settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
         },
     )
 

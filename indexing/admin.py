@@ -10,7 +10,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString
 
 from indexing.exceptions import RepositoryRefused
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
@@ -46,6 +48,9 @@ class IndexJobInline(admin.TabularInline):
     )
     readonly_fields = fields
     show_change_link = True
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[IndexJob]:
+        return super().get_queryset(request).select_related("repository")  # for each job's title
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -86,7 +91,7 @@ class RepositoryAdmin(admin.ModelAdmin):
                        "embedded_count", "size_bytes", "indexed_bytes", "created_at",
                        "updated_at")  # fmt: skip
     inlines = [IndexJobInline]
-    actions = ["reindex_selected", "delete_selected_repositories"]
+    actions = ["reindex_selected"]  # with Django's own "Delete selected", through the service
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]
         if obj is None:
@@ -124,6 +129,23 @@ class RepositoryAdmin(admin.ModelAdmin):
         for repository in queryset:
             delete_repository(repository)
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """The confirmation page in a few lines: Django's default would list every chunk, and
+        ask for delete permissions on files and chunks, which the service removes itself."""
+        repositories = list(objs)
+        summary = [
+            f"{repository.name} ({repository.url}): its clone, {repository.file_count} files, "
+            f"{repository.chunk_count} chunks and their vectors; a running job is cancelled"
+            for repository in repositories
+        ]
+        counts = {
+            "repositories": len(repositories),
+            "index jobs": IndexJob.objects.filter(repository__in=repositories).count(),
+            "files": sum(repository.file_count for repository in repositories),
+            "chunks": sum(repository.chunk_count for repository in repositories),
+        }
+        return summary, counts, set(), []
+
     @admin.action(description="Re-index selected repositories")
     def reindex_selected(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
         created = sum(1 for repository in queryset if reindex_repository(repository)[1])
@@ -134,24 +156,54 @@ class RepositoryAdmin(admin.ModelAdmin):
             messages.SUCCESS,
         )
 
-    @admin.action(description="Delete selected repositories (cancels jobs, removes files)")
-    def delete_selected_repositories(
-        self, request: HttpRequest, queryset: QuerySet[Repository]
-    ) -> None:
-        count = queryset.count()
-        self.delete_queryset(request, queryset)
-        self.message_user(request, f"Deleted {count} repositories.", messages.SUCCESS)
+
+def _table(headers: tuple[str, ...], rows: list[tuple[Any, ...]], empty: str) -> SafeString:
+    if not rows:
+        return format_html('<span class="quiet">{}</span>', empty)
+    head = format_html_join("", "<th>{}</th>", ((header,) for header in headers))
+    body = format_html_join(
+        "",
+        "<tr>{}</tr>",
+        ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows),
+    )
+    return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, body)
+
+
+STAGE_ORDER = ("cloning", "walking", "chunking", "storing", "embedding")
+JOB_JSON_FIELDS = ("stage_timings", "failures", "skipped_files")  # drawn as tables instead
 
 
 @admin.register(IndexJob)
 class IndexJobAdmin(admin.ModelAdmin):
-    list_display = ("id", "repository", "kind", "state", "files_done", "chunks_total",
+    list_display = ("title", "kind", "state", "files_done", "files_skipped", "chunks_total",
                     "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
+    list_display_links = ("title",)
     list_filter = ("state", "kind", ("repository", admin.RelatedOnlyFieldListFilter))
     search_fields = ("repository__name", "repository__url", "celery_task_id", "error")
     list_select_related = ("repository",)
     date_hierarchy = "created_at"
-    readonly_fields = [field.name for field in IndexJob._meta.fields]
+    fieldsets = (
+        (None, {"fields": ("repository", "kind", "state", "error", "commit", "generation",
+                           "duration", "created_at", "started_at", "stage_started_at",
+                           "finished_at", "heartbeat_at", "attempts", "celery_task_id")}),
+        ("Counters", {"fields": ("files_total", "files_done", "files_skipped", "chunks_total",
+                                 "chunks_embedded", "summaries_total", "summaries_done",
+                                 "bytes_fetched")}),
+        ("Stage timings", {"fields": ("stage_timings_table",)}),
+        ("Failures", {"fields": ("failures_table",)}),
+        ("Skipped files", {"fields": ("skipped_files_table",)}),
+    )  # fmt: skip
+    readonly_fields = [
+        *(field.name for field in IndexJob._meta.fields if field.name not in JOB_JSON_FIELDS),
+        "duration",
+        "stage_timings_table",
+        "failures_table",
+        "skipped_files_table",
+    ]
+
+    @admin.display(description="job", ordering="repository__name")
+    def title(self, job: IndexJob) -> str:
+        return f"{job.repository.name} #{job.pk}"
 
     @admin.display(description="duration (s)")
     def duration(self, job: IndexJob) -> str:
@@ -162,8 +214,41 @@ class IndexJobAdmin(admin.ModelAdmin):
     def error_summary(self, job: IndexJob) -> str:
         return job.error[:120]
 
+    @admin.display(description="seconds per stage")
+    def stage_timings_table(self, job: IndexJob) -> SafeString:
+        timings = dict(job.stage_timings or {})
+        names = [name for name in STAGE_ORDER if name in timings]
+        names += sorted(name for name in timings if name not in STAGE_ORDER)
+        rows = [(name, f"{float(timings[name]):.2f}") for name in names]
+        if rows:
+            rows.append(("total", f"{sum(float(timings[name]) for name in names):.2f}"))
+        return _table(("stage", "seconds"), rows, "no stage finished yet")
+
+    @admin.display(description="failures")
+    def failures_table(self, job: IndexJob) -> SafeString:
+        rows = [
+            (item.get("path") or item.get("stage") or "", item.get("reason", ""))
+            for item in job.failures or []
+        ]
+        return _table(("file or stage", "reason"), rows, "none")
+
+    @admin.display(description="skipped files")
+    def skipped_files_table(self, job: IndexJob) -> SafeString:
+        listed = job.skipped_files or []
+        rows = [(item.get("path", ""), item.get("reason", "")) for item in listed]
+        table = _table(
+            ("path", "reason"), rows, "none" if not job.files_skipped else "not recorded"
+        )
+        if job.files_skipped > len(listed) and listed:
+            more = job.files_skipped - len(listed)
+            return format_html("{}<p>… and {} more, not listed.</p>", table, more)
+        return table
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # read-only: the worker writes it (the page is a view, without Save)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a job row is the worker's progress record; delete the repository instead

@@ -110,6 +110,14 @@ class IndexJob(models.Model):
     failures = models.JSONField(
         default=list, blank=True, help_text="Files or batches that failed, with the reason."
     )
+    skipped_files = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Paths the walk left out, with the reason (the first 200; files_skipped counts all).",
+    )
+    stage_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the job entered its current state (time estimates)."
+    )
     celery_task_id = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     resumes = models.PositiveIntegerField(
@@ -126,7 +134,7 @@ class IndexJob(models.Model):
         indexes = [models.Index(fields=["state", "heartbeat_at"], name="indexjob_state_heartbeat")]
 
     def __str__(self) -> str:
-        return f"{self.kind} job {self.pk} for {self.repository_id} ({self.state})"
+        return f"{self.repository.name}: {self.kind} job #{self.pk} ({self.get_state_display()})"
 
     @property
     def is_finished(self) -> bool:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from indexing import progress as job_progress
 from indexing.models import IndexJob, Repository
 from indexing.selectors import vectors_in_current_space
 from indexing.services.repositories import active_job
@@ -40,10 +42,28 @@ class RepositoryUpdateSerializer(StrictSerializer):
     contextual_summaries = StrictBooleanField(required=False)
 
 
+class WaitingSerializer(serializers.Serializer):
+    queue = serializers.CharField(help_text='"git", "index", "embed" or "clone slot".')
+    jobs_ahead = serializers.IntegerField(help_text="Jobs running or queued before this one.")
+    reason = serializers.CharField(help_text='e.g. "waiting: 2 jobs ahead in the embed queue".')
+
+
 class IndexJobSerializer(serializers.ModelSerializer):
+    """``progress``, ``eta_seconds``, ``stage_eta_seconds`` and ``waiting`` come from
+    ``indexing.progress`` (rates measured per stage; see there)."""
+
     repository_id = serializers.UUIDField(read_only=True)
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     progress = serializers.SerializerMethodField()
+    eta_seconds = serializers.SerializerMethodField(
+        help_text="Seconds left in the whole job; null while unknown (before the walk) or done."
+    )
+    stage_eta_seconds = serializers.SerializerMethodField(
+        help_text="Seconds left in the current stage; null while unknown."
+    )
+    waiting = serializers.SerializerMethodField(
+        help_text="Why a job that is not working waits, and how many jobs are ahead; else null."
+    )
 
     class Meta:
         model = IndexJob
@@ -51,24 +71,41 @@ class IndexJobSerializer(serializers.ModelSerializer):
             "id", "repository_id", "kind", "state", "generation", "commit", "files_total",
             "files_done", "files_skipped", "chunks_total", "chunks_embedded", "summaries_total",
             "summaries_done", "bytes_fetched",
-            "stage_timings", "failures", "attempts", "error", "heartbeat_at", "created_at",
+            "stage_timings", "failures", "skipped_files", "attempts", "error", "heartbeat_at", "created_at",
             "started_at", "finished_at", "duration_seconds", "progress",
+            "eta_seconds", "stage_eta_seconds", "waiting",
         ]  # fmt: skip
         read_only_fields = fields
 
     def get_progress(self, job: IndexJob) -> float:
         """A 0..1 estimate across stages, for progress bars."""
-        order = ["queued", "cloning", "walking", "chunking", "storing", "embedding"]
+        return job_progress.fraction(job)
+
+    def _estimate(self, job: IndexJob) -> job_progress.Estimate:
         if job.is_finished:
-            return 1.0
-        stage = order.index(job.state) if job.state in order else 0
-        within = 0.0
-        if job.state == "chunking" and job.files_total:
-            within = job.files_done / job.files_total
-        elif job.state == "embedding" and job.chunks_total:
-            within = job.chunks_embedded / job.chunks_total
-        weights = [0.0, 0.05, 0.15, 0.2, 0.45, 0.55, 1.0]
-        return round(weights[stage] + (weights[stage + 1] - weights[stage]) * within, 3)
+            return job_progress.Estimate(None, None)
+        context = cast(dict[str, Any], self.context)
+        if "rates" not in context:  # one history query per response
+            context["rates"] = job_progress.recent_rates()
+        return job_progress.estimate(job, context["rates"])
+
+    def get_eta_seconds(self, job: IndexJob) -> float | None:
+        seconds = self._estimate(job).total_seconds
+        return None if seconds is None else round(seconds, 1)
+
+    def get_stage_eta_seconds(self, job: IndexJob) -> float | None:
+        seconds = self._estimate(job).stage_seconds
+        return None if seconds is None else round(seconds, 1)
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, job: IndexJob) -> dict[str, Any] | None:
+        if job.is_finished:
+            return None
+        context = cast(dict[str, Any], self.context)
+        if "unfinished_jobs" not in context:  # one query per response
+            context["unfinished_jobs"] = job_progress.unfinished_jobs()
+        found = job_progress.waiting(job, context["unfinished_jobs"])
+        return None if found is None else found.as_dict()
 
 
 class RepositorySerializer(serializers.ModelSerializer):
@@ -117,4 +154,4 @@ class RepositorySerializer(serializers.ModelSerializer):
 
     def get_current_job(self, repository: Repository) -> dict[str, Any] | None:
         job = active_job(repository) or repository.jobs.order_by("-created_at").first()
-        return IndexJobSerializer(job).data if job is not None else None
+        return IndexJobSerializer(job, context=self.context).data if job is not None else None

@@ -63,6 +63,8 @@ def transition(job: IndexJob, new_state: str, *, error: str = "", **fields: Any)
                 f"job {locked.pk}: {locked.state} -> {new_state} is not allowed"
             )
         now = timezone.now()
+        if new_state != locked.state or new_state == JobState.WALKING:  # WALKING: a restart
+            locked.stage_started_at = now
         locked.state = new_state
         locked.heartbeat_at = now
         if new_state in _RUNNING and locked.started_at is None:

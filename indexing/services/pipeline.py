@@ -48,6 +48,7 @@ from search.stats import refresh_search_stats
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_FILES = 50
+MAX_SKIPPED_LISTED = 200  # skipped paths kept on the job with their reason (all are counted)
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,9 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
     job = jobs.transition(
         job, JobState.CHUNKING, files_total=len(changed) + len(carried),
         files_skipped=len(walked.skipped), files_done=len(carried),
+        skipped_files=[
+            {"path": s.path, "reason": s.reason} for s in walked.skipped[:MAX_SKIPPED_LISTED]
+        ],
         stage_timings=record_timing(job, "walking", started), failures=failures,
     )  # fmt: skip
     started = time.monotonic()

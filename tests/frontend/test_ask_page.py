@@ -60,7 +60,8 @@ def answer_response(text: str, sources: list[dict[str, Any]], **extra: Any) -> d
         "snippets": [{**s, "number": None, "cited": True} for s in sources],
         "warnings": [],
         "trace": [
-            {"name": "bm25", "status": "ran", "reason": "", "ms": 3.2, "detail": {"hits": 4}},
+            {"name": "scope", "status": "ran", "reason": "", "ms": 0.4, "detail": {}},
+            {"name": "fulltext", "status": "ran", "reason": "", "ms": 3.2, "detail": {"hits": 4}},
             {"name": "callgraph", "status": "ran", "reason": "", "ms": 2, "detail": {"depth": 2}},
             {
                 "name": "answer",
@@ -124,7 +125,7 @@ def test_model_text_is_escaped_and_citations_link_to_the_file_view_at_the_lines(
     assert f'title="{COMMIT}">{COMMIT[:7]}</code>' in html
     assert f'href="https://github.com/acme/shop/blob/{COMMIT}/src/pool.py#L4-L8"' in html
     # Pipeline and timings.
-    assert 'data-stage="bm25" data-status="ran"' in html
+    assert 'data-stage="fulltext" data-status="ran"' in html
     assert '<span class="stage-name">call graph</span>' in html
     assert "cited 2 of 2 snippets; removed [9]" in html  # counts, not the prompt's numbers
     assert "retrieval 12 ms · model 812 ms · total 830 ms" in html
@@ -192,3 +193,9 @@ def test_a_real_answer_renders_with_citations_to_the_cited_chunk(
     )
     assert f'<a class="cite" href="{href}"' in html
     assert f"src/pool.py:{chunk.start_line}-{chunk.end_line}" in html
+    # The pipeline of the real run: one line with the ask's timings, then the drawing.
+    start = html.index('<summary class="pipeline-line">')
+    line = html[start : html.index("</summary>", start)]
+    assert "total" in line and "ms" in line
+    for stage in api.json()["trace"]:
+        assert f'data-stage="{stage["name"]}" data-status="{stage["status"]}"' in html

@@ -10,13 +10,19 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from dulwich.objects import Blob
+from django.utils.html import escape
+from rest_framework.test import APIClient
 
+import llm.config  # noqa: F401 - the chat_model fixture calls llm.config.invalidate()
+from frontend.results import format_ms
 from indexing.clone_paths import repository_dir
-from indexing.models import Chunk, Repository, SourceFile
+from indexing.models import Repository
+from tests.ask import corpus
 from tests.indexing.git_server import commit_files, init_bare_repo
+from tests.indexing.real_run import index, reindex
 
 pytestmark = pytest.mark.django_db
+chat_model = corpus.chat_model  # the app's chat model pointed at the test model server
 
 PARSER = '''"""HTTP header parsing."""
 
@@ -30,69 +36,28 @@ def parse_http_header(line):
 
 @pytest.fixture
 def indexed(settings: Any, tmp_path: Path) -> Iterator[Repository]:
-    """A repository as the pipeline leaves it: a bare clone and file rows of generation 2."""
-    settings.REPO_SEARCH_DATA_DIR = tmp_path
-    repository = Repository.objects.create(
-        url="https://github.com/acme/demo.git",
-        name="acme/demo",
-        status="ready",
-        active_generation=2,
-    )
-    directory = repository_dir(repository.pk)
-    directory.parent.mkdir(parents=True)
-    repo = init_bare_repo(str(directory))
-    commit = commit_files(repo, {"src/parser.py": PARSER, "old.py": "OLD = 1\n"}).decode()
-    repository.last_indexed_commit = commit
-    repository.save()
-    sha = Blob.from_string(PARSER.encode()).id.decode()
-    SourceFile.objects.create(
-        repository=repository,
-        generation=2,
-        path="src/parser.py",
-        language="python",
-        blob_sha=sha,
-        size_bytes=len(PARSER),
-        line_count=7,
-    )
-    old_sha = Blob.from_string(b"OLD = 1\n").id.decode()
-    SourceFile.objects.create(repository=repository, generation=1, path="old.py", blob_sha=old_sha)
+    """acme/demo indexed by the real pipeline (fetch, walk, chunk, store, embed), then re-indexed
+    after a commit that removes old.py: generation 2 is live, and old.py is in no live row."""
+    settings.REPO_SEARCH_DATA_DIR = tmp_path / "data"
+    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+    source = init_bare_repo(str(tmp_path / "demo.git"))
+    first = commit_files(source, {"src/parser.py": PARSER, "old.py": "OLD = 1\n"})
+    repository = index(tmp_path / "demo.git")
+    commit_files(source, {"src/parser.py": PARSER}, parent=first, message="drop old.py")
+    repository = reindex(repository)
+    assert repository.active_generation == 2
+    # Shown as the GitHub repository it mirrors, for the upstream links.
+    Repository.objects.filter(pk=repository.pk).update(url="https://github.com/acme/demo.git")
+    repository.refresh_from_db()
     yield repository
-    shutil.rmtree(directory, ignore_errors=True)
+    shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
 
 
-def search_response(repository: Repository, **overrides: object) -> dict[str, object]:
-    hit = {
-        "repo_id": str(repository.pk),
-        "repo_name": repository.name,
-        "file_path": "src/parser.py",
-        "chunk_index": 0,
-        "content": PARSER.split("\n\n\n", 1)[1],
-        "language": "python",
-        "start_line": 4,
-        "end_line": 7,
-        "symbol": "parse_http_header",
-        "commit": repository.last_indexed_commit,
-        "bm25_score": 3.25,
-        "vector_score": 0.71,
-        "combined_score": 0.0492,
-        "rerank_score": None,
-    }
-    response: dict[str, object] = {
-        "results": [hit],
-        "total_bm25_hits": 1,
-        "total_vector_hits": 3,
-        "query": "parse http header",
-        "trace": [
-            {"name": "expansion", "status": "skipped", "reason": "use_expansion is off", "ms": 0},
-            {"name": "bm25", "status": "ran", "reason": "", "ms": 4.2, "detail": {"hits": 1}},
-            {"name": "vector", "status": "ran", "reason": "", "ms": 12.5, "detail": {}},
-            {"name": "fusion", "status": "ran", "reason": "", "ms": 0.3, "detail": {}},
-            {"name": "rerank", "status": "failed", "reason": "chat model unreachable", "ms": 3},
-            {"name": "blend", "status": "skipped", "reason": "no rerank scores", "ms": 0},
-        ],
-    }
-    response.update(overrides)
-    return response
+def search(**request: Any) -> dict[str, Any]:
+    """What ``POST /api/search`` answers: the real executor's results and trace."""
+    response = APIClient().post("/api/search", request, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()
 
 
 def render(body: object) -> tuple[int, str]:
@@ -102,40 +67,57 @@ def render(body: object) -> tuple[int, str]:
 
 def test_results_show_location_symbol_scores_and_marked_terms(indexed: Repository) -> None:
     request = {"query": "parse http header", "use_bm25": True, "use_vector": True}
-    status, html = render({"request": request, "response": search_response(indexed)})
+    response = search(**request)
+    hit = response["results"][0]
+    assert (hit["file_path"], hit["symbol"]) == ("src/parser.py", "parse_http_header")
+    start, end = hit["start_line"], hit["end_line"]
+    status, html = render({"request": request, "response": response})
     assert status == 200
-    assert "src/parser.py:4-7" in html
+    assert f"src/parser.py:{start}-{end}" in html
     assert "parse_http_header" in html
-    assert '<td class="ln">4</td>' in html  # real line numbers, not 1..n
+    assert f'<td class="ln">{start}</td>' in html  # real line numbers, not 1..n
     assert "<mark>http</mark>" in html
-    assert "3.2500" in html and "0.7100" in html and "—" in html  # rerank did not score it
-    assert f"/repos/{indexed.pk}/file?path=src%2Fparser.py&amp;start=4&amp;end=7#L4" in html
-    assert (
-        f"https://github.com/acme/demo/blob/{indexed.last_indexed_commit}/src/parser.py#L4-L7"
-        in html
-    )
+    assert f"{hit['bm25_score']:.4f}" in html and f"{hit['vector_score']:.4f}" in html
+    assert "—" in html  # rerank did not score it
+    file_url = f"/repos/{indexed.pk}/file?path=src%2Fparser.py&amp;start={start}&amp;end={end}"
+    assert f"{file_url}#L{start}" in html
+    upstream = f"https://github.com/acme/demo/blob/{indexed.last_indexed_commit}/src/parser.py"
+    assert f"{upstream}#L{start}-L{end}" in html
 
 
-def test_the_pipeline_is_drawn_with_status_time_and_reason(indexed: Repository) -> None:
-    status, html = render({"request": {}, "response": search_response(indexed)})
+def test_the_pipeline_is_one_line_and_a_drawing_with_status_time_and_reason(
+    indexed: Repository, chat_model: Any
+) -> None:
+    chat_model.chat_handler = lambda messages: "banana bread"  # no yes/no verdict in it
+    request = {"query": "parse http header", "use_rerank": True}
+    response = search(**request)
+    trace = {stage["name"]: stage for stage in response["trace"]}
+    assert trace["rerank"]["status"] == "failed" and trace["expansion"]["status"] == "skipped"
+    status, html = render({"request": request, "response": response})
     assert status == 200
-    assert html.count('class="pipeline-column"') == 5  # full-text and vector share a column
-    assert 'data-stage="rerank" data-status="failed"' in html
-    assert "chat model unreachable" in html
-    assert "use_expansion is off" in html
-    assert "4.2 ms" in html and "12 ms" in html
+    assert '<details class="pipeline" data-pipeline' in html  # closed until the reader opens it
+    start = html.index('<summary class="pipeline-line">')
+    line = html[start : html.index("</summary>", start)]
+    assert 'data-stage="rerank" data-status="failed"' in line
+    assert "full-text " + format_ms(trace["fulltext"]["ms"]) in line
+    # The drawing: full-text and vector share a column.
+    assert html.count('class="pipeline-column"') == len(trace) - 1
+    assert (
+        escape(trace["rerank"]["reason"]) in html and escape(trace["expansion"]["reason"]) in html
+    )
 
 
 def test_no_results_says_what_was_searched(indexed: Repository) -> None:
     request = {
         "query": "zebra",
         "use_bm25": True,
+        "use_vector": False,
         "repo_ids": [str(indexed.pk)],
         "languages": ["go"],
     }
-    status, html = render(
-        {"request": request, "response": search_response(indexed, results=[], query="zebra")}
-    )
+    response = search(**request)
+    assert response["results"] == []
+    status, html = render({"request": request, "response": response})
     assert status == 200
     assert "No results for <q>zebra</q>" in html
     assert "repositories: acme/demo" in html and "languages: go" in html
@@ -207,31 +189,19 @@ def test_repositories_and_settings_pages_render() -> None:
 
 
 def test_results_posted_without_content_are_read_from_the_index(indexed: Repository) -> None:
-    source = SourceFile.objects.get(repository=indexed, generation=2)
-    Chunk.objects.create(
-        repository=indexed,
-        file=source,
-        generation=2,
-        index=0,
-        start_line=4,
-        end_line=7,
-        symbol="parse_http_header",
-        language="python",
-        path="src/parser.py",
-        content="def parse_http_header(line):\n    return line\n",
-        content_hash="h",
-    )
-    response = search_response(indexed)
-    del response["results"][0]["content"]  # type: ignore[index]
+    response = search(query="parse http header")
+    hit = response["results"][0]
+    del hit["content"]  # what the page sends: the server reads the chunk from the index
     status, html = render({"request": {}, "response": response})
     assert status == 200
-    assert "<mark>parse</mark>" in html and '<td class="ln">5</td>' in html
+    assert "<mark>parse</mark>" in html
+    assert f'<td class="ln">{hit["start_line"]}</td>' in html
 
 
 def test_a_huge_minified_chunk_is_cut_for_the_snippet(indexed: Repository) -> None:
     huge = "var a=1;" * 50_000 + "\n" + "x\n" * 5_000
-    response = search_response(indexed)
-    response["results"][0]["content"] = huge  # type: ignore[index]
+    response = search(query="parse http header")
+    response["results"][0]["content"] = huge
     status, html = render({"request": {}, "response": response})
     assert status == 200
     assert len(html) < 100_000 and "…" in html

@@ -74,10 +74,13 @@ def test_reindex_and_delete_actions(admin_client, public_dns, settings, tmp_path
     assert IndexJob.objects.filter(repository=repository, state="queued").count() == 1
 
     (tmp_path / "repos" / str(repository.pk)).mkdir(parents=True)
-    response = admin_client.post(
-        "/admin/indexing/repository/",
-        {"action": "delete_selected_repositories", "_selected_action": [str(repository.pk)]},
-    )
+    selected = {"action": "delete_selected", "_selected_action": [str(repository.pk)]}
+    confirm = admin_client.post("/admin/indexing/repository/", selected)
+    assert confirm.status_code == 200  # Django's confirmation page, in a few lines
+    page = confirm.content.decode()
+    assert "team/app" in page and "chunks and their vectors" in page
+    assert Repository.objects.exists()
+    response = admin_client.post("/admin/indexing/repository/", {**selected, "post": "yes"})
     assert response.status_code == 302
     assert not Repository.objects.exists()
     assert not (tmp_path / "repos" / str(repository.pk)).exists()
@@ -92,3 +95,11 @@ def test_jobs_files_and_chunks_pages_load(admin_client) -> None:
         "/admin/indexing/indexjob/?state__exact=failed",
     ):
         assert admin_client.get(path).status_code == 200, path
+
+
+def test_one_delete_action(admin_client) -> None:
+    Repository.objects.create(url="https://example.org/team/app.git", name="team/app")
+    page = admin_client.get("/admin/indexing/repository/").content.decode()
+    assert page.count('value="delete_selected"') == 1
+    assert "delete_selected_repositories" not in page
+    assert page.lower().count("delete selected") == 1

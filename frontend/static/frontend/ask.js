@@ -16,6 +16,16 @@
   const el = window.reposearch.el;
   // Checkboxes and their default state; only values that differ from it go in the URL.
   const FLAGS = { expand: false, hyde: false, tests: false, docs: false };
+  const llmHint = document.getElementById("llm-hint");
+  const modelWarning = document.getElementById("model-warning");
+  const modelOptions = window.reposearch.modelOptions(form, ["hyde"], function (state) {
+    llmHint.hidden = state.available;
+    llmHint.textContent = state.available ? "" : "HyDE is off: " + state.reason + ". It comes back by itself when the model answers.";
+    modelWarning.hidden = state.available;
+    modelWarning.textContent = state.available ? "" : "No answers for now: " + state.reason +
+      ". Asking still lists the snippets retrieval finds; see Settings.";
+    updateOptionCount();
+  });
   const emptyState = answer.innerHTML;
   let askCounter = 0;
   let ticker = null;
@@ -50,7 +60,7 @@
     });
     Object.keys(FLAGS).forEach(function (name) {
       const value = params.get(name);
-      form.elements[name].checked = value === null ? FLAGS[name] : value === "1";
+      modelOptions.set(name, value === null ? FLAGS[name] : value === "1");
     });
     updateOptionCount();
   }
@@ -100,6 +110,7 @@
 
   function show(html, message) {
     answer.innerHTML = html;
+    window.reposearch.rememberPipeline(answer);
     status.textContent = message;
   }
 
@@ -196,5 +207,9 @@
   }
 
   window.addEventListener("popstate", function (event) { load(event.state); });
-  if (location.search || history.state) load(history.state);
+  if (location.search || history.state) {
+    // A shared link asking for HyDE waits for health first, so it never waits on a dead model.
+    const wantsModel = new URLSearchParams(location.search).get("hyde") === "1" && !(history.state && history.state.ask);
+    (wantsModel ? modelOptions.checked : Promise.resolve()).then(function () { load(history.state); });
+  }
 })();

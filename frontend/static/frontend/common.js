@@ -59,5 +59,86 @@ window.reposearch = (function () {
     return (seconds / 3600).toFixed(1) + " h";
   }
 
-  return { api: api, el: el, formatBytes: formatBytes, formatDuration: formatDuration };
+  const PIPELINE_KEY = "reposearch.pipeline";
+
+  function storedPipeline() {
+    try { return localStorage.getItem(PIPELINE_KEY); } catch (error) { return null; }
+  }
+
+  /** Opens or keeps closed the pipeline drawings in `container` as the reader last left them. */
+  function rememberPipeline(container) {
+    container.querySelectorAll("details[data-pipeline]").forEach(function (drawing) {
+      drawing.open = storedPipeline() === "open";
+      drawing.addEventListener("toggle", function () {
+        try { localStorage.setItem(PIPELINE_KEY, drawing.open ? "open" : "closed"); } catch (error) { /* private mode */ }
+      });
+    });
+  }
+
+  /** What /api/health says about the chat model: {available, reason}; unknown counts as available
+      (a search then reports the failure in its pipeline). */
+  function chatModelState(report) {
+    const chat = report && report.models && report.models.chat;
+    if (!chat) return { available: true, reason: "" };
+    if (chat.provider === "none") {
+      return { available: false, reason: "no chat model is configured (LLM_PROVIDER=none)" };
+    }
+    if (chat.reachable === false) {
+      return { available: false, reason: "the chat model " + (chat.model || "") + " is unreachable" +
+        (chat.error ? " (" + chat.error + ")" : "") };
+    }
+    return { available: true, reason: "" };
+  }
+
+  /** Calls `onChange(state)` with the chat model's state now and whenever health says it changed:
+      re-checked every 10 s while it is down, every minute while it is up. */
+  function watchChatModel(onChange) {
+    let last = null;
+    async function check() {
+      const answer = await api("GET", "/api/health");
+      const state = answer.data ? chatModelState(answer.data) : { available: true, reason: "" };
+      if (!last || last.available !== state.available || last.reason !== state.reason) {
+        last = state;
+        onChange(state);
+      }
+      setTimeout(check, state.available ? 60000 : 10000);
+    }
+    check();
+  }
+
+  /** The LLM checkboxes `names` of `form`: disabled (with the reason as their title) while the
+      chat model is down, keeping what the reader wanted to give it back when the model answers.
+      `onChange(state)` says so on the page. `set(name, on)` sets a checkbox, disabled or not;
+      `checked` resolves once health has answered the first time. */
+  function modelOptions(form, names, onChange) {
+    function set(name, on) {
+      const input = form.elements[name];
+      if (input.disabled) input.dataset.wanted = on ? "1" : "";
+      else input.checked = on;
+    }
+    const checked = new Promise(function (resolve) {
+      watchChatModel(function (state) {
+        names.forEach(function (name) {
+          const input = form.elements[name];
+          if (!state.available && !input.disabled) {
+            input.dataset.wanted = input.checked ? "1" : "";
+            input.checked = false;
+            input.disabled = true;
+          } else if (state.available && input.disabled) {
+            input.disabled = false;
+            input.checked = input.dataset.wanted === "1";
+          }
+          const label = input.closest("label");
+          label.classList.toggle("unavailable", !state.available);
+          label.title = state.available ? "" : "Unavailable: " + state.reason;
+        });
+        onChange(state);
+        resolve();
+      });
+    });
+    return { set: set, checked: checked };
+  }
+
+  return { api: api, el: el, formatBytes: formatBytes, formatDuration: formatDuration,
+    rememberPipeline: rememberPipeline, modelOptions: modelOptions };
 })();

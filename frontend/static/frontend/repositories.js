@@ -11,27 +11,24 @@
   const dialog = document.getElementById("confirm");
   const FAST_POLL_MS = 1000;
   const SLOW_POLL_MS = 8000;
-  const samples = {};  // job id -> [{t, progress}] seen by this page, for the time-left estimate
   let pollTimer = null;
 
   function isActive(job) {
     return job && !["done", "completed_with_errors", "failed", "cancelled"].includes(job.state);
   }
 
-  /** Seconds left for a job: from the progress rate over the last half minute, else since start. */
+  /** "about 2 min left" from the server's estimate (measured rates per stage), else "". */
   function timeLeft(job) {
-    const now = Date.now() / 1000;
-    const seen = (samples[job.id] = (samples[job.id] || []).concat([{ t: now, progress: job.progress }]))
-      .filter(function (sample) { return now - sample.t <= 30; });
-    samples[job.id] = seen;
-    const first = seen[0];
-    if (seen.length > 1 && job.progress > first.progress && now - first.t >= 2) {
-      return (1 - job.progress) * (now - first.t) / (job.progress - first.progress);
+    if (job.waiting) {  // the estimate leaves out the wait itself
+      return job.eta_seconds >= 1 ? "then about " + formatDuration(job.eta_seconds) : "";
     }
-    if (job.progress >= 0.05 && job.duration_seconds) {
-      return job.duration_seconds * (1 - job.progress) / job.progress;
+    if (job.eta_seconds !== null && job.eta_seconds !== undefined) {
+      return job.eta_seconds < 1 ? "finishing" : "about " + formatDuration(job.eta_seconds) + " left";
     }
-    return NaN;
+    if (job.stage_eta_seconds !== null && job.stage_eta_seconds !== undefined && job.stage_eta_seconds >= 1) {
+      return "about " + formatDuration(job.stage_eta_seconds) + " left in this stage";
+    }
+    return "";
   }
 
   function jobCell(repo) {
@@ -51,10 +48,13 @@
     if (job.chunks_total) counters.push(job.chunks_embedded + "/" + job.chunks_total + " embedded");
     if (job.bytes_fetched) counters.push(formatBytes(job.bytes_fetched) + " fetched");
     const left = timeLeft(job);
+    if (left) counters.push(left);
+    const waiting = job.waiting ? job.waiting.reason : "";
     return [
-      el("div", { className: "job-stage" }, [el("strong", { text: job.state }), " ", el("span", { className: "muted", text: percent + "%" })]),
+      el("div", { className: "job-stage" }, [el("strong", { text: waiting ? "waiting" : job.state }), " ", el("span", { className: "muted", text: percent + "%" })]),
       el("progress", { max: "100", value: String(percent), "aria-label": repo.name + " indexing progress" }),
-      el("div", { className: "muted small", text: counters.join(" · ") + (isFinite(left) ? (counters.length ? " · " : "") + "about " + formatDuration(left) + " left" : "") }),
+      waiting ? el("div", { className: "waiting small", text: waiting.replace(/^waiting: /, "") }) : null,
+      el("div", { className: "muted small", text: counters.join(" · ") }),
     ];
   }
 
@@ -134,8 +134,9 @@
     pollTimer = setTimeout(refresh, delay);
   }
 
-  function confirmAction(text, label) {
+  function confirmAction(title, text, label) {
     return new Promise(function (resolve) {
+      document.getElementById("confirm-title").textContent = title;
       document.getElementById("confirm-text").textContent = text;
       document.getElementById("confirm-ok").textContent = label;
       dialog.returnValue = "";
@@ -172,11 +173,16 @@
     const name = row.querySelector(".repo-name").textContent;
     const id = button.dataset.id;
     if (button.dataset.action === "reindex") {
-      if (!(await confirmAction("Fetch " + name + " again and re-index what changed? Searches keep using the current index until the new one is complete.", "Re-index"))) return;
+      // Harmless: searches keep using the current index until the new one is complete.
+      button.disabled = true;
       const answer = await api("POST", "/api/repos/" + id + "/reindex");
-      statusLine.textContent = answer.ok ? (answer.data.coalesced ? name + " is already being indexed." : "Re-indexing " + name + ".") : "Not re-indexed: " + answer.message;
+      button.disabled = false;
+      statusLine.textContent = answer.ok
+        ? (answer.data.coalesced ? name + " is already being indexed; the running job picks up the change."
+          : "Re-indexing " + name + ": only what changed is read again, and searches use the current index until then.")
+        : "Not re-indexed: " + answer.message;
     } else {
-      if (!(await confirmAction("Delete " + name + "? Its clone, files, chunks and vectors are removed; running jobs are cancelled.", "Delete"))) return;
+      if (!(await confirmAction("Delete " + name + "?", "Its clone, files, chunks and vectors are removed; running jobs are cancelled. This cannot be undone.", "Delete"))) return;
       const answer = await api("DELETE", "/api/repos/" + id);
       statusLine.textContent = answer.ok ? "Deleted " + name + "." : "Not deleted: " + answer.message;
     }

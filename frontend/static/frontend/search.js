@@ -11,6 +11,13 @@
   const LIMIT = 20;
   // Checkboxes and their default state; only values that differ from it go in the URL.
   const FLAGS = { bm25: true, vector: true, rerank: false, expand: false, tests: false, docs: false };
+  const LLM_FLAGS = ["rerank", "expand"];
+  const llmHint = document.getElementById("llm-hint");
+  const modelOptions = window.reposearch.modelOptions(form, LLM_FLAGS, function (state) {
+    llmHint.hidden = state.available;
+    llmHint.textContent = state.available ? "" : "Rerank and query expansion are off: " + state.reason +
+      ". They come back by themselves when the model answers (see Settings).";
+  });
   let searchCounter = 0;
 
   function readForm() {
@@ -42,7 +49,7 @@
     form.querySelectorAll("input[name=lang]").forEach(function (input) { input.checked = langs.includes(input.value); });
     Object.keys(FLAGS).forEach(function (name) {
       const value = params.get(name);
-      form.elements[name].checked = value === null ? FLAGS[name] : value === "1";
+      modelOptions.set(name, value === null ? FLAGS[name] : value === "1");
     });
     updateFilterCount();
   }
@@ -106,6 +113,7 @@
     results.removeAttribute("aria-busy");
     if (!rendered.ok) { status.textContent = ""; showError(await rendered.text()); return; }
     results.innerHTML = await rendered.text();
+    window.reposearch.rememberPipeline(results);
     const count = results.querySelectorAll(".result").length;
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     status.textContent = count ? count + " result" + (count === 1 ? "" : "s") + " in " + seconds + " s" : "No results for “" + state.q + "”";
@@ -167,6 +175,8 @@
   if (initial.toString()) {
     fillForm(initial);
     document.title = (initial.get("q") || "Search") + " · reposearch";
-    search(readForm());
+    // A shared link asking for an LLM stage waits for health first, so it never waits on a dead model.
+    const wantsModel = LLM_FLAGS.some(function (name) { return initial.get(name) === "1"; });
+    (wantsModel ? modelOptions.checked : Promise.resolve()).then(function () { search(readForm()); });
   }
 })();

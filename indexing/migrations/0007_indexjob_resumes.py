@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('indexing', '0005_contextual_summaries'),
+        ('indexing', '0006_job_skipped_files_and_stage_start'),
     ]
 
     operations = [
