@@ -309,7 +309,16 @@ def test_run_split_pools_corpora_and_compares() -> None:
     (difference,) = report.comparisons
     assert difference.difference == pytest.approx(0.75)
     assert difference.pairs == 8 and difference.decided
+    by_kind = report.comparisons_by_kind[0]
+    assert sorted(by_kind) == ["docs", "locate"]
+    # locate: every pair gains 2/3; docs: x gains 2/3 twice, y gains 1 twice -> 5/6, and the
+    # corpus strata make every resample draw two of each, so the intervals are single points.
+    assert by_kind["locate"].difference == pytest.approx(2 / 3)
+    assert by_kind["docs"].difference == pytest.approx(5 / 6)
+    assert by_kind["docs"].low == pytest.approx(5 / 6) == by_kind["docs"].high
+    assert by_kind["docs"].pairs == 4
     text = format_split_report(report)
+    assert "| docs | 4 | 0.167 | 1.000 | +0.833 | [+0.833, +0.833] |" in text
     assert "Split all: 2 corpora (one-1.0, two-2.0), 8 queries, k=10" in text
     assert "| good | 1.000 |" in text
     assert "| bad | 0.333 | 0.167 |" in text  # the per-corpus table
