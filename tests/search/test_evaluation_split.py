@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from search.evaluation import Configuration
+from search.evaluation_compare import ReportMismatch, compare_reports, format_comparison
 from search.evaluation_corpora import (
     Corpus,
     ManifestError,
@@ -377,3 +378,43 @@ def test_go_ranges_must_start_at_the_named_definition(tmp_path: Path) -> None:
 def test_corpus_type_is_plain_data() -> None:
     corpus = Corpus("n", "go", "npm", "p", "1", SHA, "tune", "q.json")
     assert corpus.include == ()
+
+
+# --- comparing saved reports ----------------------------------------------------------------
+
+
+def _saved(configurations: tuple[Configuration, ...], k: int = 10) -> dict:
+    report = run_split(_runs(), split="all", k=k, configurations=configurations, search=_search)
+    return json.loads(json.dumps(report.as_dict()))
+
+
+def test_saved_reports_pair_question_by_question() -> None:
+    before = _saved((BAD_CONFIG,))
+    after = _saved((GOOD_CONFIG,))
+    overall, by_kind = compare_reports(before, after, "bad", after_configuration="good")
+    assert overall.difference == pytest.approx(0.75) and overall.pairs == 8
+    assert by_kind["docs"].difference == pytest.approx(5 / 6)
+    same, _ = compare_reports(before, before, "bad")
+    assert (same.difference, same.low, same.high) == (0.0, 0.0, 0.0)
+    text = format_comparison(overall, by_kind)
+    assert "| docs | 4 | 0.167 | 1.000 | +0.833 | [+0.833, +0.833] |" in text
+
+
+def test_saved_reports_that_cannot_be_paired_say_why() -> None:
+    before = _saved((BAD_CONFIG,))
+    with pytest.raises(ReportMismatch, match="different k: 10 vs 2"):
+        compare_reports(before, _saved((BAD_CONFIG,), k=2), "bad")
+    fewer = copy.deepcopy(before)
+    del fewer["per_corpus"]["two-2.0"]
+    with pytest.raises(ReportMismatch, match="4 only before, 0 only after"):
+        compare_reports(before, fewer, "bad")
+    with pytest.raises(ReportMismatch, match=r"good did not run on one-1\.0: not in the report"):
+        compare_reports(before, before, "good")
+    unranked = copy.deepcopy(before)
+    for ablation in unranked["per_corpus"].values():
+        for query in ablation["configurations"][0]["queries"]:
+            query.pop("rank")
+    with pytest.raises(ReportMismatch, match="no per-question ranks"):
+        compare_reports(unranked, before, "bad")
+    with pytest.raises(ReportMismatch, match="not a split report"):
+        compare_reports({"k": 10}, before, "bad")
