@@ -90,6 +90,25 @@ def compare_reports(
     return run(keys), by_kind
 
 
+def changed_questions(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    configuration: str,
+    *,
+    after_configuration: str | None = None,
+) -> list[tuple[str, str, str, float, float]]:
+    """(corpus, id, kind, rr before, rr after) of every question whose reciprocal rank moved,
+    the largest losses first."""
+    old = reciprocal_ranks(before, configuration)
+    new = reciprocal_ranks(after, after_configuration or configuration)
+    moved = [
+        (key[0], key[1], old[key][0], old[key][1], new[key][1])
+        for key in sorted(set(old) & set(new))
+        if old[key][1] != new[key][1]
+    ]
+    return sorted(moved, key=lambda row: row[4] - row[3])
+
+
 def format_comparison(overall: PairedDifference, by_kind: dict[str, PairedDifference]) -> str:
     lines = [f"- {overall.describe()}", ""]
     lines.append("| kind | queries | before | after | difference | CI |")

@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 
 from search.evaluation import Configuration
-from search.evaluation_compare import ReportMismatch, compare_reports, format_comparison
+from search.evaluation_compare import (
+    ReportMismatch,
+    changed_questions,
+    compare_reports,
+    format_comparison,
+)
 from search.evaluation_corpora import (
     Corpus,
     ManifestError,
@@ -398,6 +403,12 @@ def test_saved_reports_pair_question_by_question() -> None:
     assert (same.difference, same.low, same.high) == (0.0, 0.0, 0.0)
     text = format_comparison(overall, by_kind)
     assert "| docs | 4 | 0.167 | 1.000 | +0.833 | [+0.833, +0.833] |" in text
+    moved = changed_questions(before, after, "bad", after_configuration="good")
+    assert len(moved) == 8
+    # every question gains; the largest gains (a miss turned into rank 1) come last
+    assert moved[-1] == ("two-2.0", "y3", "docs", 0.0, 1.0)
+    assert moved[0][4] - moved[0][3] == pytest.approx(2 / 3)
+    assert changed_questions(before, before, "bad") == []
 
 
 def test_saved_reports_that_cannot_be_paired_say_why() -> None:
