@@ -70,6 +70,11 @@ DOC_WORDS = frozenset(
 # Words that bring tests / docs into scope but do not say the question wants them first: a
 # docstring or a mock is as often the code's own business ("where are docstrings parsed").
 NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocking"})
+# A question asked in the first person ("how do I install it", "can I change the error page")
+# or "how to ..." is a usage question: documentation may answer it, so it is searched too --
+# included, not preferred (code still answers most of them).
+USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
+_TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 MAX_GLOBS = 20
 MAX_GLOB_LENGTH = 300
 
@@ -99,6 +104,17 @@ def query_intent(query: str, vocabulary: frozenset[str]) -> str | None:
     return query_mentions(query, vocabulary - NOT_INTENT_WORDS)
 
 
+def usage_question(query: str) -> str | None:
+    """What makes ``query`` a usage question (first person, "how to"), or None."""
+    lowered = query.lower()
+    if re.search(r"\bhow to\b", lowered):
+        return "how to"
+    for token in _TOKEN_SPLIT.split(lowered):
+        if token in USAGE_WORDS:
+            return token
+    return None
+
+
 def resolve_scope(request: SearchRequest) -> ScopeApplied:
     """The filters a request means, with the automatic test/doc decisions explained."""
 
@@ -108,6 +124,10 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
         word = query_mentions(request.query, vocabulary)
         if word:
             return True, f"query mentions {word!r}"
+        if vocabulary is DOC_WORDS and request.docs_for_usage_questions:
+            usage = usage_question(request.query)
+            if usage:
+                return True, f"usage question ({usage!r})"
         return False, "left out by default"
 
     include_tests, tests_reason = decide(request.include_tests, TEST_WORDS)

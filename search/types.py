@@ -25,6 +25,7 @@ class SearchRequest:
     path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
     include_tests: bool | None = None  # None: automatic (included when the query is about tests)
     include_docs: bool | None = None  # None: automatic (included when the query is about docs)
+    docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
 
     # Retrieval
     fulltext_ranking: FulltextRanking = "bm25"
@@ -41,7 +42,7 @@ class SearchRequest:
     fusion_top: int = 30  # candidates kept after fusion and the ranking signals
 
     # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking)
-    intent_boost: float = 0.0  # tests/docs questions: their kind gains this x the best score
+    intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
     file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
 
     # Expansion and rerank

@@ -51,9 +51,12 @@ def _weights(symbol: float, path: float, body: float = 1.0) -> dict[str, float]:
 # name -> (SearchRequest overrides, search.fulltext constants)
 LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "defaults": ({}, {}),
+    "no intent": ({"intent_boost": 0.0}, {}),
     "intent 0.25": ({"intent_boost": 0.25}, {}),
     "intent 0.5": ({"intent_boost": 0.5}, {}),
     "intent 1 (kind first)": ({"intent_boost": 1.0}, {}),
+    "no usage docs": ({"docs_for_usage_questions": False}, {}),
+    "neither (before)": ({"intent_boost": 0.0, "docs_for_usage_questions": False}, {}),
     "file 0.1": ({"file_evidence": 0.1}, {}),
     "file 0.2": ({"file_evidence": 0.2}, {}),
     "rrf k 20": ({"rrf_k": 20}, {}),
