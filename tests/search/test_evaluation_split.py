@@ -26,6 +26,7 @@ from search.evaluation_corpora import (
 from search.evaluation_queries import (
     ExpectedRange,
     check_expected_range,
+    check_query_set,
     load_query_set,
     parse_query_set,
 )
@@ -148,9 +149,20 @@ def test_shipped_manifest_is_valid_and_split_by_corpus() -> None:
     assert {c.split for c in corpora} == {"tune", "report"}
     assert len({c.language for c in corpora}) >= 2
     for corpus in corpora:
-        if (ROOT / corpus.queries).is_file():  # a corpus's questions may land after its entry
-            assert load_query_set(ROOT / corpus.queries).queries
-    assert (ROOT / flask.queries).is_file()
+        assert (ROOT / corpus.queries).is_file(), corpus.queries
+        assert load_query_set(ROOT / corpus.queries).queries
+
+
+def test_shipped_query_sets_hold_in_every_fetched_corpus() -> None:
+    checked = 0
+    for corpus in load_manifest(ROOT / "bench" / "eval" / "corpora.json"):
+        tree = corpus.directory(ROOT)
+        if not (tree / ".git").exists():
+            continue
+        assert check_query_set(tree, load_query_set(ROOT / corpus.queries)) == [], corpus.name
+        checked += 1
+    if not checked:
+        pytest.skip("no corpus fetched: run bench/eval/fetch_corpus.py --all")
 
 
 # --- paired bootstrap -------------------------------------------------------------------------
