@@ -30,7 +30,7 @@ from search.expansion import expand_query
 from search.fulltext import fulltext_search
 from search.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
 from search.parallel import run_beside
-from search.query import parse_query
+from search.query import identifier_query, parse_query
 from search.ranking import apply_signals, chunk_facts
 from search.rerank import RerankCandidate, rerank_candidates
 from search.scope import (
@@ -174,6 +174,8 @@ class SearchExecutor:
                 prefer_docs=scope.prefer_docs,
                 intent_boost=request.intent_boost,
                 file_evidence=request.file_evidence,
+                identifier=identifier_query(request.query),
+                exact_symbol_boost=request.exact_symbol_boost,
                 top=request.fusion_top,
             )
             stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)

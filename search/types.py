@@ -43,6 +43,7 @@ class SearchRequest:
 
     # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking)
     intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
+    exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
     file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
 
     # Expansion and rerank

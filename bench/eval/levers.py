@@ -56,7 +56,11 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "intent 0.5": ({"intent_boost": 0.5}, {}),
     "intent 1 (kind first)": ({"intent_boost": 1.0}, {}),
     "no usage docs": ({"docs_for_usage_questions": False}, {}),
-    "neither (before)": ({"intent_boost": 0.0, "docs_for_usage_questions": False}, {}),
+    "none (before)": (
+        {"intent_boost": 0.0, "docs_for_usage_questions": False, "exact_symbol_boost": 0.0},
+        {},
+    ),
+    "no exact name": ({"exact_symbol_boost": 0.0}, {}),
     "file 0.1": ({"file_evidence": 0.1}, {}),
     "file 0.2": ({"file_evidence": 0.2}, {}),
     "rrf k 20": ({"rrf_k": 20}, {}),

@@ -10,6 +10,7 @@ from django.test import Client
 
 from search.fusion import FusedCandidate
 from search.pipeline import SearchExecutor, SearchRequest
+from search.query import identifier_query
 from search.ranking import ChunkFacts, apply_signals
 from search.scope import resolve_scope, usage_question
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
@@ -180,3 +181,54 @@ def test_file_evidence_lifts_a_chunk_whose_file_has_other_strong_chunks() -> Non
     )
     assert [c.chunk_id for c in ordered] == [2, 1, 3]  # 4 is not live, the cut keeps 3
     assert touched["file_lifted"] == 2
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("take_while_m_n", "take_while_m_n"),
+        ("ScriptInfo.load_app", "scriptinfo.load_app"),
+        ("Needed::Size", "needed.size"),
+        ("`from_pyfile()`", "from_pyfile"),
+        ("where is take_while_m_n", None),
+        ("tests for parse", None),
+    ],
+)
+def test_identifier_query(query: str, name: str | None) -> None:
+    assert identifier_query(query) == name
+
+
+BODY = "".join(f"    step_{i} = raw.strip()  # plain work\n" for i in range(40))
+
+
+@pytest.mark.django_db
+def test_a_name_query_gets_its_definition_first(client: Client) -> None:
+    indexed_repository(
+        "names",
+        [
+            SourceDoc(
+                "hdr.py",
+                [
+                    Piece("def parse_header(raw):\n" + BODY + "    return raw\n", "parse_header"),
+                    Piece(
+                        "def parse_header_line(raw):\n    return parse_header(raw)\n",
+                        "parse_header_line",
+                    ),
+                    Piece(
+                        "def read_all(lines):\n"
+                        "    first = parse_header(lines[0])\n"
+                        "    return [parse_header(line) for line in lines] + [first]\n",
+                        "read_all",
+                    ),
+                ],
+            )
+        ],
+    )
+    plain = SearchExecutor().run(
+        SearchRequest(query="parse_header", use_vector=False, exact_symbol_boost=0.0)
+    )
+    assert plain.hits[0].symbol != "parse_header"  # the long definition loses on BM25 alone
+    body = search(client, query="parse_header")
+    assert body["results"][0]["symbol"] == "parse_header"
+    fusion = next(s for s in body["trace"] if s["name"] == "fusion")
+    assert fusion["detail"]["signals"]["exact_name"] == 1
