@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if "defaults" not in chosen:
         chosen.insert(0, "defaults")
     out: Callable[[str], None] = print
+    pooled: dict[str, list[float]] = {lever: [] for lever in chosen}
     for spec in args.corpus:
         name, _, queries_path = spec.partition("=")
         query_set = load_query_set(Path(queries_path))
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         for lever in chosen:
             overrides, constants = LEVERS[lever]
             rr = reciprocal_ranks(query_set, repo_id, overrides, constants)
+            pooled[lever] += rr
             if lever == "defaults":
                 base = rr
                 diff = ""
@@ -159,6 +161,17 @@ def main(argv: list[str] | None = None) -> int:
             ]
             cells = " | ".join(f"{value:.3f}" for value in per_kind)
             out(f"| {lever} | {_mean(rr):.3f} | {diff} | {cells} |")
+    if len(args.corpus) > 1:
+        total = len(pooled["defaults"])
+        out(f"\npooled over {len(args.corpus)} corpora ({total} queries), MRR@{K}")
+        out("| lever | MRR | diff [95 % CI] |\n|---|---|---|")
+        for lever in chosen:
+            rr = pooled[lever]
+            diff = ""
+            if lever != "defaults":
+                mean, low, high = paired_interval(pooled["defaults"], rr)
+                diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+            out(f"| {lever} | {_mean(rr):.3f} | {diff} |")
     return 0
 
 
