@@ -7,8 +7,8 @@ Every lever is a set of ``SearchRequest`` overrides and/or module constants of t
 ranking (``search.fulltext.K1`` / ``B`` / ``FIELD_WEIGHTS``), run through the same
 ``SearchExecutor`` as ``POST /api/search`` with the default (automatic) scope and k = 10. For
 each corpus it prints MRR@10 overall and per query kind, and the paired difference against
-the defaults with a 95 % bootstrap interval over the corpus's queries (2,000 resamples, fixed
-seed). Tune only on tuning-split corpora (``docs/evaluation.md``).
+the defaults with a 95 % paired bootstrap interval (``search.evaluation_stats``, 2,000
+resamples, seed 16; pooled over several corpora, resampled within each corpus). Tune only on tuning-split corpora (``docs/evaluation.md``).
 
 The corpora must be indexed and embedded already (``bench/eval/index_corpus.py``).
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,7 +53,6 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "no intent": ({"intent_boost": 0.0}, {}),
     "intent 0.25": ({"intent_boost": 0.25}, {}),
     "intent 0.5": ({"intent_boost": 0.5}, {}),
-    "intent 1 (kind first)": ({"intent_boost": 1.0}, {}),
     "no usage docs": ({"docs_for_usage_questions": False}, {}),
     "none (before)": (
         {"intent_boost": 0.0, "docs_for_usage_questions": False, "exact_symbol_boost": 0.0},
@@ -102,14 +100,14 @@ def reciprocal_ranks(
 
 
 def paired_interval(
-    base: list[float], other: list[float], resamples: int = 2000, seed: int = 16
+    base: list[float], other: list[float], strata: list[str] | None = None
 ) -> tuple[float, float, float]:
-    """Mean difference (other - base) and its 95 % percentile bootstrap interval."""
-    diffs = [b - a for a, b in zip(base, other, strict=True)]
-    rng = random.Random(seed)
-    n = len(diffs)
-    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
-    return sum(diffs) / n, means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+    """Mean difference (other - base) and its 95 % interval: the harness's paired bootstrap
+    (``search.evaluation_stats``; within each corpus when pooled), 2,000 resamples, seed 16."""
+    from search.evaluation_stats import paired_bootstrap
+
+    found = paired_bootstrap(base, other, strata=strata, resamples=2000, seed=16)
+    return found.difference, found.low, found.high
 
 
 def _mean(values: list[float]) -> float:
@@ -139,11 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         chosen.insert(0, "defaults")
     out: Callable[[str], None] = print
     pooled: dict[str, list[float]] = {lever: [] for lever in chosen}
+    strata: list[str] = []
     for spec in args.corpus:
         name, _, queries_path = spec.partition("=")
         query_set = load_query_set(Path(queries_path))
         repo_id = Repository.objects.get(name=name).pk
         kinds = sorted({q.kind for q in query_set.queries})
+        strata += [name] * len(query_set.queries)
         out(f"\n{name}: {len(query_set.queries)} queries, MRR@{K}")
         out("| lever | MRR | diff [95 % CI] | " + " | ".join(kinds) + " |")
         out("|" + "---|" * (len(kinds) + 3))
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             rr = pooled[lever]
             diff = ""
             if lever != "defaults":
-                mean, low, high = paired_interval(pooled["defaults"], rr)
+                mean, low, high = paired_interval(pooled["defaults"], rr, strata)
                 diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
             out(f"| {lever} | {_mean(rr):.3f} | {diff} |")
     return 0
