@@ -44,9 +44,9 @@ def fuse_ranked_lists(
     k: int = 60,
     original_weight: float = 2.0,
     first_rank_bonus: float = 0.05,
-    top: int = 30,
+    top: int | None = 30,
 ) -> list[FusedCandidate]:
-    """Weighted RRF over ``lists``; the best ``top`` candidates, best first."""
+    """Weighted RRF over ``lists``; the best ``top`` candidates (None: all), best first."""
     fused: dict[int, FusedCandidate] = {}
     for ranked_list in lists:
         weight = ranked_list.weight(original_weight)
@@ -62,7 +62,9 @@ def fuse_ranked_lists(
     for candidate in fused.values():
         if candidate.best_rank == 1:
             candidate.score += first_rank_bonus
-    ordered = sorted(fused.values(), key=lambda c: (-c.score, c.best_rank, c.chunk_id))[:top]
+    ordered = sorted(fused.values(), key=lambda c: (-c.score, c.best_rank, c.chunk_id))
+    if top is not None:
+        ordered = ordered[:top]
     for rank, candidate in enumerate(ordered, start=1):
         candidate.rank = rank
     return ordered

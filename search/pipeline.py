@@ -30,7 +30,8 @@ from search.expansion import expand_query
 from search.fulltext import fulltext_search
 from search.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
 from search.parallel import run_beside
-from search.query import parse_query
+from search.query import identifier_query, parse_query
+from search.ranking import apply_signals, chunk_facts
 from search.rerank import RerankCandidate, rerank_candidates
 from search.scope import (
     LIVE_CHUNKS_SQL,
@@ -143,6 +144,8 @@ class SearchExecutor:
                     "tests": scope.tests_reason,
                     "include_docs": scope.include_docs,
                     "docs": scope.docs_reason,
+                    "prefer_tests": scope.prefer_tests,
+                    "prefer_docs": scope.prefer_docs,
                 },
             )
         )
@@ -155,15 +158,27 @@ class SearchExecutor:
                 {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
             )
 
+        candidates: list[FusedCandidate] = []
         with record_stage(trace, "fusion") as stage:
-            candidates = fuse_ranked_lists(
+            fused = fuse_ranked_lists(
                 lists,
                 k=request.rrf_k,
                 original_weight=request.original_weight,
                 first_rank_bonus=request.first_rank_bonus,
+                top=None,
+            )
+            candidates, touched = apply_signals(
+                fused,
+                chunk_facts([c.chunk_id for c in fused]),
+                prefer_tests=scope.prefer_tests,
+                prefer_docs=scope.prefer_docs,
+                intent_boost=request.intent_boost,
+                file_evidence=request.file_evidence,
+                identifier=identifier_query(request.query),
+                exact_symbol_boost=request.exact_symbol_boost,
                 top=request.fusion_top,
             )
-            stage.set("ran", lists=len(lists), candidates=len(candidates))
+            stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)
             if not lists:
                 stage.set("skipped", "no retrieval list to fuse")
         hits = _hydrate(candidates)

@@ -20,6 +20,8 @@ MAX_TERMS = 32
 MAX_PHRASE_TOKENS = 16
 MAX_PHRASES = 4
 _PHRASE = re.compile(r'"([^"]*)"')
+_IDENTIFIER_QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
+_SEPARATORS = re.compile(r"::|#|->")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,20 @@ def parse_query(text: str) -> ParsedQuery:
     split_words = {word for chunk in plain.split() for word in split_identifier(chunk)}
     words = tuple(term for term in terms if term in split_words) or tuple(terms)
     return ParsedQuery(text=text, terms=tuple(terms), words=words, phrases=tuple(phrases))
+
+
+def normalise_symbol(symbol: str) -> str:
+    """``Needed::Size``, ``Foo#bar``, ``a->b`` -> dotted and lower-case, as symbols compare."""
+    return _SEPARATORS.sub(".", symbol).lower()
+
+
+def identifier_query(text: str) -> str | None:
+    """The normalised name when the whole query is one identifier (``take_while_m_n``,
+    ``ScriptInfo.load_app``, ``Needed::Size``), else None."""
+    stripped = text.strip().strip("`").removesuffix("()")
+    if not _IDENTIFIER_QUERY.fullmatch(stripped):
+        return None
+    return normalise_symbol(stripped)
 
 
 def lexeme(token: str) -> str:

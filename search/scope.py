@@ -67,6 +67,14 @@ DOC_WORDS = frozenset(
         "faq",
     }
 )
+# Words that bring tests / docs into scope but do not say the question wants them first: a
+# docstring or a mock is as often the code's own business ("where are docstrings parsed").
+NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocking"})
+# A question asked in the first person ("how do I install it", "can I change the error page")
+# or "how to ..." is a usage question: documentation may answer it, so it is searched too --
+# included, not preferred (code still answers most of them).
+USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
+_TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 MAX_GLOBS = 20
 MAX_GLOB_LENGTH = 300
 
@@ -91,6 +99,22 @@ def query_mentions(query: str, vocabulary: frozenset[str]) -> str | None:
     return None
 
 
+def query_intent(query: str, vocabulary: frozenset[str]) -> str | None:
+    """The first word of ``query`` that says it wants that kind of chunk first, or None."""
+    return query_mentions(query, vocabulary - NOT_INTENT_WORDS)
+
+
+def usage_question(query: str) -> str | None:
+    """What makes ``query`` a usage question (first person, "how to"), or None."""
+    lowered = query.lower()
+    if re.search(r"\bhow to\b", lowered):
+        return "how to"
+    for token in _TOKEN_SPLIT.split(lowered):
+        if token in USAGE_WORDS:
+            return token
+    return None
+
+
 def resolve_scope(request: SearchRequest) -> ScopeApplied:
     """The filters a request means, with the automatic test/doc decisions explained."""
 
@@ -100,10 +124,16 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
         word = query_mentions(request.query, vocabulary)
         if word:
             return True, f"query mentions {word!r}"
+        if vocabulary is DOC_WORDS and request.docs_for_usage_questions:
+            usage = usage_question(request.query)
+            if usage:
+                return True, f"usage question ({usage!r})"
         return False, "left out by default"
 
     include_tests, tests_reason = decide(request.include_tests, TEST_WORDS)
     include_docs, docs_reason = decide(request.include_docs, DOC_WORDS)
+    # Preference follows the question's words only: the explicit flags (the UI's checkboxes)
+    # include tests or docs, they do not put them first.
     return ScopeApplied(
         repo_ids=list(request.repo_ids) if request.repo_ids else None,
         languages=[lang.lower() for lang in request.languages] if request.languages else None,
@@ -112,6 +142,8 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
         include_docs=include_docs,
         tests_reason=tests_reason,
         docs_reason=docs_reason,
+        prefer_tests=include_tests and query_intent(request.query, TEST_WORDS) is not None,
+        prefer_docs=include_docs and query_intent(request.query, DOC_WORDS) is not None,
     )
 
 

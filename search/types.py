@@ -25,6 +25,7 @@ class SearchRequest:
     path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
     include_tests: bool | None = None  # None: automatic (included when the query is about tests)
     include_docs: bool | None = None  # None: automatic (included when the query is about docs)
+    docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
 
     # Retrieval
     fulltext_ranking: FulltextRanking = "bm25"
@@ -38,7 +39,12 @@ class SearchRequest:
     rrf_k: int = 60
     original_weight: float = 2.0  # lists of the original query weigh this much
     first_rank_bonus: float = 0.05  # added once when a chunk ranks first in any list
-    fusion_top: int = 30  # candidates kept after fusion
+    fusion_top: int = 30  # candidates kept after fusion and the ranking signals
+
+    # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking)
+    intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
+    exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
+    file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
 
     # Expansion and rerank
     expansion_count: int = 2
@@ -102,6 +108,8 @@ class ScopeApplied:
     include_docs: bool
     tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
     docs_reason: str = ""
+    prefer_tests: bool = False  # the query's words ask for tests: they rank first (search.ranking)
+    prefer_docs: bool = False
 
 
 @dataclass

@@ -1,0 +1,182 @@
+"""Ranking levers, each measured against the current defaults on indexed evaluation corpora.
+
+    .venv/bin/python bench/eval/levers.py --corpus flask-3.0.3=bench/eval/flask-queries.json \\
+        --corpus gorilla-mux-1.8.0=bench/eval/gorilla-mux-queries.json [--levers intent,k1]
+
+Every lever is a set of ``SearchRequest`` overrides and/or module constants of the full-text
+ranking (``search.fulltext.K1`` / ``B`` / ``FIELD_WEIGHTS``), run through the same
+``SearchExecutor`` as ``POST /api/search`` with the default (automatic) scope and k = 10. For
+each corpus it prints MRR@10 overall and per query kind, and the paired difference against
+the defaults with a 95 % paired bootstrap interval (``search.evaluation_stats``, 2,000
+resamples, seed 16; pooled over several corpora, resampled within each corpus). Tune only on tuning-split corpora (``docs/evaluation.md``).
+
+The corpora must be indexed and embedded already (``bench/eval/index_corpus.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+K = 10
+
+
+@contextmanager
+def fulltext_constants(**values: Any) -> Iterator[None]:
+    from search import fulltext
+
+    saved = {name: getattr(fulltext, name) for name in values}
+    for name, value in values.items():
+        setattr(fulltext, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(fulltext, name, value)
+
+
+def _weights(symbol: float, path: float, body: float = 1.0) -> dict[str, float]:
+    return {"A": symbol, "B": path, "C": 1.0, "D": body}
+
+
+# name -> (SearchRequest overrides, search.fulltext constants)
+LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "defaults": ({}, {}),
+    "no intent": ({"intent_boost": 0.0}, {}),
+    "intent 0.25": ({"intent_boost": 0.25}, {}),
+    "intent 0.5": ({"intent_boost": 0.5}, {}),
+    "no usage docs": ({"docs_for_usage_questions": False}, {}),
+    "none (before)": (
+        {"intent_boost": 0.0, "docs_for_usage_questions": False, "exact_symbol_boost": 0.0},
+        {},
+    ),
+    "no exact name": ({"exact_symbol_boost": 0.0}, {}),
+    "file 0.1": ({"file_evidence": 0.1}, {}),
+    "file 0.2": ({"file_evidence": 0.2}, {}),
+    "rrf k 20": ({"rrf_k": 20}, {}),
+    "rrf k 100": ({"rrf_k": 100}, {}),
+    "first bonus 0": ({"first_rank_bonus": 0.0}, {}),
+    "first bonus 0.02": ({"first_rank_bonus": 0.02}, {}),
+    "depth 30": ({"list_depth": 30}, {}),
+    "depth 100": ({"list_depth": 100}, {}),
+    "all-words boost 0": ({"all_terms_boost": 0.0}, {}),
+    "all-words boost 0.5": ({"all_terms_boost": 0.5}, {}),
+    "all-words boost 1.0": ({"all_terms_boost": 1.0}, {}),
+    "k1 0.9": ({}, {"K1": 0.9}),
+    "k1 1.5": ({}, {"K1": 1.5}),
+    "b 0.5": ({}, {"B": 0.5}),
+    "b 0.9": ({}, {"B": 0.9}),
+    "symbol x2": ({}, {"FIELD_WEIGHTS": _weights(2.0, 1.5)}),
+    "symbol x5": ({}, {"FIELD_WEIGHTS": _weights(5.0, 1.5)}),
+    "path x1": ({}, {"FIELD_WEIGHTS": _weights(3.0, 1.0)}),
+    "path x3": ({}, {"FIELD_WEIGHTS": _weights(3.0, 3.0)}),
+}
+
+
+def reciprocal_ranks(
+    query_set: Any, repo_id: Any, overrides: dict[str, Any], constants: dict[str, Any]
+) -> list[float]:
+    from search.evaluation import Configuration, run_configuration
+    from search.evaluation_metrics import first_hit_rank
+    from search.pipeline import SearchExecutor
+
+    configuration = Configuration(
+        "lever", {"include_tests": None, "include_docs": None, **overrides}
+    )
+    with fulltext_constants(**constants):
+        report = run_configuration(
+            configuration, query_set, k=K, repo_ids=[repo_id], search=SearchExecutor().run
+        )
+    ranks = [first_hit_rank(outcome, K) for outcome in report.outcomes]
+    return [1.0 / rank if rank else 0.0 for rank in ranks]
+
+
+def paired_interval(
+    base: list[float], other: list[float], strata: list[str] | None = None
+) -> tuple[float, float, float]:
+    """Mean difference (other - base) and its 95 % interval: the harness's paired bootstrap
+    (``search.evaluation_stats``; within each corpus when pooled), 2,000 resamples, seed 16."""
+    from search.evaluation_stats import paired_bootstrap
+
+    found = paired_bootstrap(base, other, strata=strata, resamples=2000, seed=16)
+    return found.difference, found.low, found.high
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", action="append", required=True, help="NAME=QUERIES.json")
+    parser.add_argument("--levers", default="", help="comma-separated subset (default: all)")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)
+    from reposearch.startup import load_settings_or_exit
+
+    load_settings_or_exit()
+    import django
+
+    django.setup()
+    from indexing.models import Repository
+    from search.evaluation_queries import load_query_set
+
+    chosen = [name.strip() for name in args.levers.split(",") if name.strip()] or list(LEVERS)
+    unknown = [name for name in chosen if name not in LEVERS]
+    if unknown:
+        parser.error(f"unknown lever(s) {unknown}; known: {', '.join(LEVERS)}")
+    if "defaults" not in chosen:
+        chosen.insert(0, "defaults")
+    out: Callable[[str], None] = print
+    pooled: dict[str, list[float]] = {lever: [] for lever in chosen}
+    strata: list[str] = []
+    for spec in args.corpus:
+        name, _, queries_path = spec.partition("=")
+        query_set = load_query_set(Path(queries_path))
+        repo_id = Repository.objects.get(name=name).pk
+        kinds = sorted({q.kind for q in query_set.queries})
+        strata += [name] * len(query_set.queries)
+        out(f"\n{name}: {len(query_set.queries)} queries, MRR@{K}")
+        out("| lever | MRR | diff [95 % CI] | " + " | ".join(kinds) + " |")
+        out("|" + "---|" * (len(kinds) + 3))
+        base: list[float] = []
+        for lever in chosen:
+            overrides, constants = LEVERS[lever]
+            rr = reciprocal_ranks(query_set, repo_id, overrides, constants)
+            pooled[lever] += rr
+            if lever == "defaults":
+                base = rr
+                diff = ""
+            else:
+                mean, low, high = paired_interval(base, rr)
+                diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+            per_kind = [
+                _mean([r for r, q in zip(rr, query_set.queries, strict=True) if q.kind == kind])
+                for kind in kinds
+            ]
+            cells = " | ".join(f"{value:.3f}" for value in per_kind)
+            out(f"| {lever} | {_mean(rr):.3f} | {diff} | {cells} |")
+    if len(args.corpus) > 1:
+        total = len(pooled["defaults"])
+        out(f"\npooled over {len(args.corpus)} corpora ({total} queries), MRR@{K}")
+        out("| lever | MRR | diff [95 % CI] |\n|---|---|---|")
+        for lever in chosen:
+            rr = pooled[lever]
+            diff = ""
+            if lever != "defaults":
+                mean, low, high = paired_interval(pooled["defaults"], rr, strata)
+                diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+            out(f"| {lever} | {_mean(rr):.3f} | {diff} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
