@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -81,6 +82,19 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
         details=lambda exc: {"field": "paths"},
         message_prefix="paths: ",
     ),
+    # The database is down or unreachable (a restart, a network cut): nothing the caller did.
+    OperationalError: DomainError(
+        status.HTTP_503_SERVICE_UNAVAILABLE,
+        code="database_unavailable",
+        details=lambda exc: {},
+        message_prefix="the database is unavailable right now; try again shortly",
+    ),
+    InterfaceError: DomainError(
+        status.HTTP_503_SERVICE_UNAVAILABLE,
+        code="database_unavailable",
+        details=lambda exc: {},
+        message_prefix="the database is unavailable right now; try again shortly",
+    ),
     AskFailed: DomainError(
         status.HTTP_503_SERVICE_UNAVAILABLE,
         status_by_code={
@@ -98,7 +112,11 @@ def domain_error_response(exc: Exception) -> Response | None:
     if mapping is None:
         return None
     code = mapping.code or str(getattr(exc, "code", "invalid"))
-    message = mapping.message_prefix + str(getattr(exc, "message", None) or exc)
+    if isinstance(exc, OperationalError | InterfaceError):
+        logger.warning("database unavailable: %s", exc)
+        message = mapping.message_prefix  # the driver's text names hosts and ports: not for callers
+    else:
+        message = mapping.message_prefix + str(getattr(exc, "message", None) or exc)
     details = mapping.details(exc) if mapping.details else dict(getattr(exc, "details", {}))
     return Response(
         error_body(code, message, details), mapping.status_by_code.get(code, mapping.status)

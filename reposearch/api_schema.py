@@ -79,7 +79,7 @@ def declare_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, An
             continue
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
-            wanted = [400]
+            wanted = [400, 503]  # 503: the database is unavailable (reposearch/api_errors.py)
             if method in ("post", "put", "patch", "delete"):
                 wanted += [411, 413]
             if "{" in path:
