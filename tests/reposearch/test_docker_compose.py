@@ -70,3 +70,50 @@ def test_dockerfile_default_command_is_the_web_command() -> None:
         line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("CMD")
     )
     assert json.loads(cmd.removeprefix("CMD").strip()) == web_command("0.0.0.0", 9000, 2)
+
+
+APP_SERVICES = ("migrate", "web", "worker-git", "worker", "beat")
+
+
+def _read_names() -> set[str]:
+    text = ENV_MODULE + (ROOT / "reposearch/settings/production.py").read_text()
+    return set(re.findall(r'env\.\w+\(\s*"([A-Z_]+)"', text))
+
+
+def test_the_file_validates_against_the_compose_specification() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
+         str(ROOT / "docker-compose.yml")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_setting_reaches_the_containers_through_env_example() -> None:
+    example = (ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", example, flags=re.MULTILINE))
+    missing = _read_names() - listed
+    assert not missing, f".env.example does not list {sorted(missing)}"
+    compose_only = {"POSTGRES_PASSWORD", "REPO_SEARCH_PORT"}
+    unknown = listed - _read_names() - compose_only
+    assert not unknown, f".env.example lists variables nothing reads: {sorted(unknown)}"
+    for name in APP_SERVICES:
+        service = COMPOSE["services"][name]
+        assert service["env_file"] == [{"path": ".env", "required": False}], name
+
+
+def test_services_restart_and_report_their_health() -> None:
+    for name, service in COMPOSE["services"].items():
+        if name == "migrate":
+            assert service["restart"] == "no"  # it runs once, before the others start
+            continue
+        assert service["restart"] == "unless-stopped", name
+        assert "healthcheck" in service, name
+    web = COMPOSE["services"]["web"]["healthcheck"]["test"]
+    assert web[1:4] == ["python", "-m", "reposearch.healthcheck"]
+    assert "--appendonly" in COMPOSE["services"]["redis"]["command"]
+    assert COMPOSE["services"]["redis"]["command"][2] == "yes"
+    assert "host.docker.internal:host-gateway" in COMPOSE["services"]["worker"]["extra_hosts"]
