@@ -26,6 +26,7 @@ from indexing.exceptions import (
     RepositoryRefused,
 )
 from search.ask.service import AskFailed
+from search.exact.errors import QueryRejected
 from search.scope import InvalidGlob, UnknownRepositories
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
         code="invalid",
         details=lambda exc: {"field": "paths"},
         message_prefix="paths: ",
+    ),
+    QueryRejected: DomainError(
+        status.HTTP_400_BAD_REQUEST,
+        status_by_code={"unknown_repository": status.HTTP_404_NOT_FOUND},
     ),
     # The database is down or unreachable (a restart, a network cut): nothing the caller did.
     OperationalError: DomainError(

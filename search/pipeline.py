@@ -132,7 +132,12 @@ class SearchExecutor:
         # Bad input (unknown repositories, unusable globs) raises: it is the caller's error.
         scope_started = time.perf_counter()
         scope = resolve_scope(request)
-        scope_filter = build_scope_filter(scope, scope_repositories(request.repo_ids))
+        scope_filter = build_scope_filter(
+            scope,
+            scope_repositories(request.repo_ids),
+            request.exclude_path_globs,
+            request.exclude_languages,
+        )
         trace.append(
             StageTrace(
                 name="scope",

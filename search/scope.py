@@ -252,7 +252,12 @@ class ScopeFilter:
         return [r.id for r in self.repositories]
 
 
-def build_scope_filter(scope: ScopeApplied, repositories: list[ScopeRepository]) -> ScopeFilter:
+def build_scope_filter(
+    scope: ScopeApplied,
+    repositories: list[ScopeRepository],
+    exclude_path_globs: Sequence[str] | None = None,
+    exclude_languages: Sequence[str] | None = None,
+) -> ScopeFilter:
     clauses: list[str] = []
     params: list[Any] = []
     if not scope.include_tests:
@@ -266,6 +271,13 @@ def build_scope_filter(scope: ScopeApplied, repositories: list[ScopeRepository])
     if regex:
         clauses.append("c.path ~ %s")
         params.append(regex)
+    if exclude_languages:
+        clauses.append("NOT lower(c.language) = ANY(%s)")
+        params.append([lang.lower() for lang in exclude_languages])
+    excluded = paths_regex(exclude_path_globs)
+    if excluded:
+        clauses.append("c.path !~ %s")
+        params.append(excluded)
     return ScopeFilter(
         repositories=repositories,
         sql=" AND ".join(clauses) or "TRUE",

@@ -61,10 +61,38 @@ class SearchRequestSerializer(StrictSerializer):
         help_text="null: automatic (included when the query is about docs).",
     )
 
+    mode = serializers.ChoiceField(
+        choices=["auto", "semantic", "exact", "regex"],
+        default="auto",
+        help_text="auto: the query language decides (plain text is hybrid search).",
+    )
+    cursor = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=4000,
+        help_text="An exact/regex answer's next_cursor, with the same query.",
+    )
+    context_lines = StrictIntegerField(min_value=0, max_value=10, default=2)
+
     def validate_query(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError("must not be empty or only whitespace")
         return value.strip()
+
+
+class LineMatchSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    text = serializers.CharField(trim_whitespace=False)
+    ranges = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="[start, end) character offsets in text.",
+    )
+
+
+class SnippetSerializer(serializers.Serializer):
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    content = serializers.CharField(trim_whitespace=False)
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -85,6 +113,14 @@ class SearchHitSerializer(serializers.Serializer):
     vector_score = serializers.FloatField(allow_null=True)
     combined_score = serializers.FloatField()
     rerank_score = serializers.FloatField(allow_null=True)
+    semantic = serializers.BooleanField(
+        required=False, help_text="Found by the vector lists alone (similar, not the words)."
+    )
+    url = serializers.CharField(required=False, help_text="The file view at the hit's lines.")
+    upstream_url = serializers.CharField(required=False, allow_null=True)
+    match_count = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
+    matches = LineMatchSerializer(many=True, required=False)
+    snippets = SnippetSerializer(many=True, required=False)
 
 
 class StageTraceSerializer(serializers.Serializer):
@@ -110,7 +146,18 @@ class SearchResponseSerializer(serializers.Serializer):
     queries = serializers.ListField(
         child=serializers.CharField(), help_text="The query, then the expansions used."
     )
+    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex"])
     results = SearchHitSerializer(many=True)
+    total = serializers.IntegerField(help_text="Results (files for exact/regex) in all pages.")
+    total_is_lower_bound = serializers.BooleanField()
+    match_total = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
+    truncated = serializers.BooleanField(help_text="More results than this page.")
+    next_cursor = serializers.CharField(allow_null=True)
+    timed_out = serializers.BooleanField()
+    exact_matches = serializers.IntegerField(
+        allow_null=True, help_text="Lines holding the query exactly (identifier queries)."
+    )
+    exact_matches_is_lower_bound = serializers.BooleanField()
     total_bm25_hits = serializers.IntegerField()
     total_vector_hits = serializers.IntegerField()
     scope = ScopeSerializer()

@@ -23,6 +23,8 @@ class SearchRequest:
     repo_ids: list[UUID] | None = None  # None: every ready repository
     languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
     path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
+    exclude_path_globs: list[str] | None = None  # "-file:" of the query language
+    exclude_languages: list[str] | None = None  # "-lang:" of the query language
     include_tests: bool | None = None  # None: automatic (included when the query is about tests)
     include_docs: bool | None = None  # None: automatic (included when the query is about docs)
     docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions

@@ -1,4 +1,7 @@
-"""``POST /api/search``: serializer -> ``SearchExecutor`` -> serializer.
+"""``POST /api/search``: serializer -> ``search.exact.dispatch.run_search`` -> serializer.
+
+The query language (``search.exact.query_language``) picks the mode: plain text is hybrid
+search, ``"literals"`` exact search, ``/regex/`` regex search; ``mode`` overrides.
 
 Errors: 400 for invalid input (empty query, bad types, limit outside 1..100, unknown fields,
 malformed JSON, bad path globs), 413 for a query over 1,000 characters, 404 for repository ids
@@ -15,7 +18,9 @@ from rest_framework.views import APIView
 
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
-from search.pipeline import SearchExecutor, SearchRequest
+from search.exact.dispatch import SearchCall, run_search
+from search.exact.response import search_body
+from search.pipeline import SearchRequest
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,
@@ -35,7 +40,7 @@ class SearchView(APIView):
                 400,
                 404,
                 413,
-                s404="Unknown repository id(s); `details.repo_ids` lists them.",
+                s404="Unknown repository id(s) (`details.repo_ids`) or a `repo:` matching none.",
                 s413=f"Query over {MAX_QUERY_CHARS} characters, or a body over the limit.",
             ),
         },
@@ -58,16 +63,15 @@ class SearchView(APIView):
             include_tests=data.get("include_tests"),
             include_docs=data.get("include_docs"),
         )
-        # UnknownRepositories (404) and InvalidGlob (400) are answered by reposearch.api_errors.
-        result = SearchExecutor().run(search_request)
-        body = {
-            "query": search_request.query,
-            "queries": result.queries,
-            "results": result.hits,
-            "total_bm25_hits": result.total_bm25_hits,
-            "total_vector_hits": result.total_vector_hits,
-            "scope": result.scope,
-            "trace": result.trace,
-            "ms": result.ms,
-        }
+        # QueryRejected (400/404), UnknownRepositories (404) and InvalidGlob (400) are answered
+        # by reposearch.api_errors. Text without query syntax runs exactly this hybrid request.
+        outcome = run_search(
+            SearchCall(
+                request=search_request,
+                mode=data["mode"],
+                cursor=data.get("cursor") or None,
+                context_lines=data["context_lines"],
+            )
+        )
+        body = search_body(outcome, search_request.limit)
         return Response(SearchResponseSerializer(body).data)

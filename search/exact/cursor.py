@@ -1,0 +1,66 @@
+"""The opaque page cursor of exact and regex search: a keyset position plus what came before.
+
+``next_cursor`` is URL-safe base64 of ``{"k": [repo name, path, file id], "f": files before,
+"m": matches before, "q": query fingerprint}``. A cursor from another query, or one that does
+not decode, is a 400 -- continuing someone else's position would silently skip results.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+
+from search.exact.candidates import SortKey
+from search.exact.errors import QueryRejected
+
+MAX_CURSOR_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class PagePosition:
+    after: SortKey | None = None
+    files_before: int = 0
+    matches_before: int = 0
+
+
+def query_fingerprint(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+
+
+def encode_cursor(position: PagePosition, fingerprint: str) -> str:
+    assert position.after is not None
+    body = {
+        "k": list(position.after),
+        "f": position.files_before,
+        "m": position.matches_before,
+        "q": fingerprint,
+    }
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, fingerprint: str) -> PagePosition:
+    if not cursor:
+        return PagePosition()
+    bad = QueryRejected(
+        "invalid_cursor",
+        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
+        {"field": "cursor"},
+    )
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise bad
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        body = json.loads(raw)
+        name, path, file_id = body["k"]
+        files, matches = int(body["f"]), int(body["m"])
+        if not (isinstance(name, str) and isinstance(path, str) and isinstance(file_id, int)):
+            raise ValueError("bad key")
+        if "\x00" in name + path or not 0 <= file_id < 2**63:
+            raise ValueError("bad key")
+    except (ValueError, KeyError, TypeError):
+        raise bad from None
+    if body.get("q") != fingerprint or files < 0 or matches < 0:
+        raise bad
+    return PagePosition(after=(name, path, file_id), files_before=files, matches_before=matches)

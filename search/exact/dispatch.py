@@ -1,0 +1,269 @@
+"""Which search runs for a query, and the one response document every caller gets.
+
+``run_search`` parses the query language once and runs:
+
+* **hybrid** (``SearchExecutor``) for text without syntax -- the request is exactly the one the
+  API built before the query language existed, so natural-language questions rank as they did --
+  and for filters plus words (``repo:httpx timeout``: the words, inside the filters);
+* **exact** for ``"quoted literals"`` (free words beside them are literals too, all required in
+  a file), **regex** when a ``/regex/`` is among them;
+* ``mode`` (``auto|semantic|exact|regex``) overrides: ``exact`` / ``regex`` take the free text as
+  one literal / pattern, ``semantic`` always runs hybrid.
+
+The body is built here for the API view and the MCP tool alike (``search.exact.response``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+from uuid import UUID
+
+from indexing.models import Repository, RepositoryStatus
+from search.exact.candidates import CandidateScope, PatternCondition
+from search.exact.cursor import query_fingerprint
+from search.exact.engine import ExactRequest, ExactResult, run_exact
+from search.exact.errors import QueryRejected
+from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
+from search.exact.query_language import SearchQuery, Term, parse_search_query
+from search.pipeline import SearchExecutor, SearchRequest, SearchResult
+from search.scope import InvalidGlob, paths_regex
+
+Mode = Literal["auto", "semantic", "exact", "regex"]
+RanMode = Literal["hybrid", "exact", "regex"]
+MODES = ("auto", "semantic", "exact", "regex")
+
+
+@dataclass
+class SearchCall:
+    """One search as a caller asks for it: the query text plus the panel's structured filters."""
+
+    request: SearchRequest  # the hybrid request the caller would have run (query included)
+    mode: Mode = "auto"
+    cursor: str | None = None
+    context_lines: int = 2
+    count_exact_matches: bool = True
+    executor: SearchExecutor | None = None
+
+
+@dataclass
+class SearchOutcome:
+    mode: RanMode
+    parsed: SearchQuery
+    hybrid: SearchResult | None = None
+    hybrid_request: SearchRequest | None = None
+    exact: ExactResult | None = None
+    exact_scope: dict[str, Any] = field(default_factory=dict)
+    exact_matches: int | None = None
+    exact_matches_is_lower_bound: bool = False
+
+
+def _ready_repositories() -> list[tuple[UUID, str, str]]:
+    return list(
+        Repository.objects.filter(status=RepositoryStatus.READY, active_generation__gt=0)
+        .order_by("name")
+        .values_list("pk", "name", "branch")
+    )
+
+
+def _matching(pattern: str, repositories: list[tuple[UUID, str, str]]) -> set[UUID]:
+    lowered = pattern.lower()
+    return {
+        pk
+        for pk, name, _ in repositories
+        if fnmatch.fnmatchcase(name.lower(), lowered) or str(pk) == lowered
+    }
+
+
+def resolve_repositories(parsed: SearchQuery, base_ids: list[UUID] | None) -> list[UUID] | None:
+    """Repository ids the query's ``repo:``/``-repo:``/``branch:`` filters leave (None: all).
+    A ``repo:`` or ``branch:`` that matches no ready repository is a 404 naming it."""
+    if not (parsed.repos or parsed.exclude_repos or parsed.branches):
+        return base_ids
+    repositories = _ready_repositories()
+    if base_ids is not None:
+        allowed = set(base_ids)
+        repositories = [r for r in repositories if r[0] in allowed]
+    chosen = {pk for pk, _, _ in repositories}
+    if parsed.repos:
+        wanted: set[UUID] = set()
+        for pattern in parsed.repos:
+            found = _matching(pattern, repositories)
+            if not found:
+                raise QueryRejected(
+                    "unknown_repository",
+                    f"no indexed repository matches repo:{pattern}",
+                    {"repo": pattern},
+                )
+            wanted |= found
+        chosen &= wanted
+    for pattern in parsed.exclude_repos:
+        chosen -= _matching(pattern, repositories)
+    if parsed.branches:
+        on_branch = {pk for pk, _, branch in repositories if branch in parsed.branches}
+        if not on_branch:
+            raise QueryRejected(
+                "unknown_repository",
+                f"no indexed repository is on branch:{parsed.branches[0]}",
+                {"branch": parsed.branches[0]},
+            )
+        chosen &= on_branch
+    # Keep the order stable and never widen to "all" when the filters leave nothing.
+    return [pk for pk, _, _ in repositories if pk in chosen] or [UUID(int=0)]
+
+
+def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
+    """The mode that runs and the patterns an exact/regex search looks for."""
+    if mode not in MODES:
+        raise QueryRejected("invalid_mode", f"mode must be one of {', '.join(MODES)}")
+    free = parsed.free_text
+    if mode == "semantic" or parsed.type == "semantic":
+        return "hybrid", []
+    if mode == "exact":
+        terms = parsed.terms + ([Term("literal", free, 0)] if free else [])
+        return ("regex" if any(t.kind == "regex" for t in terms) else "exact"), terms
+    if mode == "regex":
+        terms = parsed.terms + ([Term("regex", free, 0)] if free else [])
+        return "regex", terms
+    if parsed.type in ("symbol", "file") or parsed.symbols:
+        raise QueryRejected(
+            "unsupported_filter",
+            "sym: and type:symbol|file are not available yet; search for the name as text",
+            {"filter": "sym:" if parsed.symbols else f"type:{parsed.type}"},
+        )
+    if not parsed.terms:
+        return "hybrid", []
+    words = [Term("literal", word, 0) for word in parsed.words]
+    terms = parsed.terms + words
+    return ("regex" if parsed.has_regex else "exact"), terms
+
+
+def hybrid_request(parsed: SearchQuery, base: SearchRequest) -> SearchRequest:
+    """``base`` untouched for text without syntax; else the free text inside the filters."""
+    if not parsed.has_syntax:
+        return base
+    text = " ".join([parsed.free_text, *(f'"{t.text}"' for t in parsed.terms)]).strip()
+    if not text:
+        raise QueryRejected(
+            "empty_query",
+            'nothing to search for: add words, a "quoted literal" or a /regex/ to the filters',
+        )
+    languages = (base.languages or []) + parsed.languages or None
+    globs = (base.path_globs or []) + parsed.files or None
+    return replace(
+        base,
+        query=text,
+        repo_ids=resolve_repositories(parsed, base.repo_ids),
+        languages=languages,
+        path_globs=globs,
+        exclude_path_globs=parsed.exclude_files or None,
+        exclude_languages=parsed.exclude_languages or None,
+    )
+
+
+def _path_regex(globs: list[str] | None) -> str | None:
+    try:
+        return paths_regex(globs)
+    except InvalidGlob as exc:
+        raise QueryRejected("invalid_filter", f"file: {exc}", {"filter": "file:"}) from None
+
+
+def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> ExactRequest:
+    base = call.request
+    case = bool(parsed.case_sensitive)
+    matchers: list[LineMatcher] = [compile_term(t, case) for t in terms]
+    conditions = [
+        PatternCondition([t.text], case)
+        if t.kind == "literal"
+        else PatternCondition(regex_required_literals(t.text))
+        for t in terms
+    ]
+    repo_ids = resolve_repositories(parsed, base.repo_ids)
+    if repo_ids is None:
+        repo_ids = [pk for pk, _, _ in _ready_repositories()]
+    languages = [lang.lower() for lang in (base.languages or [])] + parsed.languages
+    globs = (base.path_globs or []) + parsed.files
+    scope = CandidateScope(
+        repo_ids=repo_ids,
+        languages=languages or None,
+        exclude_languages=parsed.exclude_languages or None,
+        path_regex=_path_regex(globs or None),
+        exclude_path_regex=_path_regex(parsed.exclude_files or None),
+    )
+    fingerprint = query_fingerprint(
+        [(t.kind, t.text) for t in terms],
+        case,
+        sorted(str(r) for r in repo_ids),
+        scope.languages,
+        scope.exclude_languages,
+        scope.path_regex,
+        scope.exclude_path_regex,
+    )
+    return ExactRequest(
+        matchers=matchers,
+        conditions=conditions,
+        scope=scope,
+        fingerprint=fingerprint,
+        limit=base.limit,
+        cursor=call.cursor,
+        context_lines=call.context_lines,
+    )
+
+
+def count_exact_matches(text: str, repo_ids: list[UUID] | None) -> tuple[int, bool]:
+    """How many files hold ``text`` exactly (case-insensitive), with a short budget."""
+    if repo_ids is None:
+        repo_ids = [pk for pk, _, _ in _ready_repositories()]
+    term = Term("literal", text, 0)
+    result = run_exact(
+        ExactRequest(
+            matchers=[compile_term(term, False)],
+            conditions=[PatternCondition([text])],
+            scope=CandidateScope(repo_ids=repo_ids),
+            fingerprint="count",
+            limit=1,
+            budget_ms=300,
+            count_budget_ms=300,
+            count_max_files=500,
+        )
+    )
+    return result.match_total, result.total_is_lower_bound
+
+
+def run_search(call: SearchCall) -> SearchOutcome:
+    """Parse, choose the mode, run. Raises ``QueryRejected`` (and the hybrid executor's
+    ``UnknownRepositories`` / ``InvalidGlob``) for bad input."""
+    from search.query import identifier_query
+
+    parsed = parse_search_query(call.request.query)
+    ran, terms = choose_mode(parsed, call.mode)
+    if ran == "hybrid":
+        if call.cursor:
+            raise QueryRejected(
+                "invalid_cursor", "semantic (hybrid) results have no further pages", {}
+            )
+        request = hybrid_request(parsed, call.request)
+        result = (call.executor or SearchExecutor()).run(request)
+        outcome = SearchOutcome("hybrid", parsed, hybrid=result, hybrid_request=request)
+        identifier = identifier_query(request.query)
+        if call.count_exact_matches and identifier and request.query.isascii():
+            stripped = request.query.strip().strip("`").removesuffix("()")
+            outcome.exact_matches, outcome.exact_matches_is_lower_bound = count_exact_matches(
+                stripped, request.repo_ids
+            )
+        return outcome
+    exact = exact_request(parsed, terms, call)
+    return SearchOutcome(ran, parsed, exact=run_exact(exact), exact_scope=_scope_doc(exact))
+
+
+def _scope_doc(request: ExactRequest) -> dict[str, Any]:
+    return {
+        "repo_ids": request.scope.repo_ids,
+        "languages": request.scope.languages,
+        "path_globs": None,
+        "include_tests": True,
+        "include_docs": True,
+        "tests_reason": "exact and regex search cover every indexed file",
+        "docs_reason": "exact and regex search cover every indexed file",
+    }

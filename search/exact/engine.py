@@ -1,0 +1,222 @@
+"""Exact and regex search: candidates from the trigram index, verified line by line, paged by file.
+
+One hit per file, in (repository name, path) order, with every matching line (up to
+``max_matches_per_file``; ``match_count`` is the file's true count) and its ranges, and snippets
+of ``context_lines`` around them. Several patterns must all match somewhere in a file (as
+``git grep --all-match``) and a line is reported when any matches.
+
+Totals: after the page is full the engine keeps verifying candidates to count them until
+``count_budget_ms`` or ``count_max_files``; when it stops early ``total`` is a lower bound
+(``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
+what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import OperationalError
+
+from search.exact.candidates import (
+    CandidateFile,
+    CandidateScope,
+    PatternCondition,
+    candidate_files,
+    file_lines,
+)
+from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
+from search.exact.patterns import LineMatcher
+
+BATCH_FILES = 100
+QUERY_CANCELED = "57014"
+
+
+@dataclass
+class ExactRequest:
+    matchers: list[LineMatcher]
+    conditions: list[PatternCondition]
+    scope: CandidateScope
+    fingerprint: str
+    limit: int = 10
+    cursor: str | None = None
+    context_lines: int = 2
+    max_matches_per_file: int = 100
+    budget_ms: int = 4000
+    count_budget_ms: int = 1000
+    count_max_files: int = 2000
+
+
+@dataclass
+class LineMatch:
+    line: int
+    text: str
+    ranges: list[tuple[int, int]]
+
+
+@dataclass
+class FileHit:
+    file: CandidateFile
+    match_count: int
+    matches: list[LineMatch]
+    snippets: list[tuple[int, int, str]]  # (start_line, end_line, text)
+
+
+@dataclass
+class ExactResult:
+    hits: list[FileHit]
+    total: int
+    total_is_lower_bound: bool
+    match_total: int
+    truncated: bool
+    next_cursor: str | None
+    timed_out: bool
+    candidates_checked: int
+    ms: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def match_file(
+    lines: dict[int, str],
+    matchers: list[LineMatcher],
+    *,
+    max_matches: int,
+    context_lines: int,
+) -> tuple[int, list[LineMatch], list[tuple[int, int, str]]] | None:
+    """(match count, kept matches, snippets) of one file, or None when it does not match."""
+    matched_patterns = [False] * len(matchers)
+    count = 0
+    kept: list[LineMatch] = []
+    for number in sorted(lines):
+        text = lines[number]
+        ranges: list[tuple[int, int]] = []
+        for index, matcher in enumerate(matchers):
+            found = matcher.ranges(text)
+            if found:
+                matched_patterns[index] = True
+                ranges.extend(found)
+        if ranges:
+            count += 1
+            if len(kept) < max_matches:
+                kept.append(LineMatch(number, text, _merge(ranges)))
+    if not count or not all(matched_patterns):
+        return None
+    return count, kept, _snippets(lines, [m.line for m in kept], context_lines)
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1] and end > start:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        elif not merged or (start, end) != merged[-1]:
+            merged.append((start, end))
+    return merged
+
+
+def _snippets(
+    lines: dict[int, str], numbers: list[int], context: int
+) -> list[tuple[int, int, str]]:
+    spans: list[list[int]] = []
+    last_line = max(lines) if lines else 0
+    for number in numbers:
+        start, end = max(1, number - context), min(last_line, number + context)
+        if spans and start <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return [
+        (start, end, "\n".join(lines.get(n, "") for n in range(start, end + 1)))
+        for start, end in spans
+    ]
+
+
+def _canceled(exc: OperationalError) -> bool:
+    return getattr(getattr(exc, "__cause__", None), "sqlstate", None) == QUERY_CANCELED
+
+
+def run_exact(request: ExactRequest) -> ExactResult:
+    started = time.perf_counter()
+    position = decode_cursor(request.cursor, request.fingerprint)
+
+    def elapsed_ms() -> float:
+        return (time.perf_counter() - started) * 1000
+
+    hits: list[FileHit] = []
+    after = position.after
+    page_end: PagePosition | None = None  # where the next page starts once this one is full
+    extra_files = extra_matches = checked = 0
+    exhausted = timed_out = counting_stopped = False
+    while not (exhausted or timed_out or counting_stopped):
+        remaining = request.budget_ms - elapsed_ms()
+        if remaining <= 0:
+            timed_out = True
+            break
+        try:
+            batch = candidate_files(
+                request.scope,
+                request.conditions,
+                after=after,
+                limit=BATCH_FILES,
+                timeout_ms=max(1, int(remaining)),
+            )
+            texts = file_lines([c.file_id for c in batch], max(1, int(remaining)))
+        except OperationalError as exc:
+            if not _canceled(exc):
+                raise
+            timed_out = True
+            break
+        exhausted = len(batch) < BATCH_FILES
+        for candidate in batch:
+            page_full = len(hits) >= request.limit
+            if page_full and (
+                elapsed_ms() > request.count_budget_ms or extra_files >= request.count_max_files
+            ):
+                counting_stopped, exhausted = True, False
+                break
+            if elapsed_ms() > request.budget_ms:
+                timed_out, exhausted = True, False
+                break
+            checked += 1
+            after = candidate.key
+            found = match_file(
+                texts[candidate.file_id],
+                request.matchers,
+                max_matches=request.max_matches_per_file,
+                context_lines=request.context_lines,
+            )
+            if found is None:
+                continue
+            count, kept, snippets = found
+            if page_full:
+                extra_files += 1
+                extra_matches += count
+                continue
+            hits.append(FileHit(candidate, count, kept, snippets))
+            if len(hits) == request.limit:
+                page_end = PagePosition(
+                    after=candidate.key,
+                    files_before=position.files_before + len(hits),
+                    matches_before=position.matches_before + sum(h.match_count for h in hits),
+                )
+    if page_end is None and (timed_out or counting_stopped) and after is not None:
+        # Stopped before the page filled: continue from the last file looked at.
+        page_end = PagePosition(
+            after=after,
+            files_before=position.files_before + len(hits),
+            matches_before=position.matches_before + sum(h.match_count for h in hits),
+        )
+    more = page_end is not None and (extra_files > 0 or not exhausted)
+    page_matches = sum(h.match_count for h in hits)
+    return ExactResult(
+        hits=hits,
+        total=position.files_before + len(hits) + extra_files,
+        total_is_lower_bound=not exhausted,
+        match_total=position.matches_before + page_matches + extra_matches,
+        truncated=more,
+        next_cursor=encode_cursor(page_end, request.fingerprint) if more and page_end else None,
+        timed_out=timed_out,
+        candidates_checked=checked,
+        ms=round(elapsed_ms(), 1),
+    )

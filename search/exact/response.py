@@ -1,0 +1,137 @@
+"""The response document of a search, for every mode, built once for the API and MCP alike.
+
+Hybrid hits are the executor's ``SearchHit`` fields plus ``url`` (the file view at the hit's
+lines), ``upstream_url`` and ``semantic`` (found by the vector lists alone: similar, not
+containing the words). Exact and regex hits are one per file: the same fields (``content`` /
+``start_line`` / ``end_line`` are its first snippet) plus ``match_count``, ``matches``
+(``[{"line", "text", "ranges"}]``, ranges ``[start, end)`` in characters) and ``snippets``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from indexing.models import Repository
+from indexing.upstream_urls import upstream_file_url
+from search.exact.dispatch import SearchOutcome
+from search.exact.engine import FileHit
+
+
+def file_url(repo_id: object, path: str, start: int, end: int) -> str:
+    query = urlencode({"path": path, "start": start, "end": end})
+    return f"{reverse('frontend:file', args=[str(repo_id)])}?{query}#L{start}"
+
+
+def _exact_hit(hit: FileHit) -> dict[str, Any]:
+    file = hit.file
+    first_start, first_end, first_text = hit.snippets[0] if hit.snippets else (1, 1, "")
+    first_line = hit.matches[0].line if hit.matches else first_start
+    return {
+        "repo_id": file.repo_id,
+        "repo_name": file.repo_name,
+        "file_path": file.path,
+        "chunk_index": 0,
+        "content": first_text,
+        "language": file.language,
+        "start_line": first_start,
+        "end_line": first_end,
+        "symbol": "",
+        "kind": "file",
+        "commit": file.commit,
+        "is_test": file.is_test,
+        "is_doc": file.is_doc,
+        "bm25_score": None,
+        "vector_score": None,
+        "combined_score": 0.0,
+        "rerank_score": None,
+        "semantic": False,
+        "match_count": hit.match_count,
+        "matches": [
+            {"line": m.line, "text": m.text, "ranges": [list(r) for r in m.ranges]}
+            for m in hit.matches
+        ],
+        "snippets": [
+            {"start_line": start, "end_line": end, "content": text}
+            for start, end, text in hit.snippets
+        ],
+        "url": file_url(file.repo_id, file.path, first_line, first_line),
+        "upstream_url": upstream_file_url(file.repo_url, file.commit, file.path, first_line),
+    }
+
+
+def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
+    assert outcome.hybrid is not None
+    hits = outcome.hybrid.hits
+    urls = dict(
+        Repository.objects.filter(pk__in={h.repo_id for h in hits}).values_list("pk", "url")
+    )
+    body = []
+    for hit in hits:
+        row = dataclasses.asdict(hit)
+        row["semantic"] = hit.bm25_score is None and hit.vector_score is not None
+        row["url"] = file_url(hit.repo_id, hit.file_path, hit.start_line, hit.end_line)
+        row["upstream_url"] = upstream_file_url(
+            urls.get(hit.repo_id, ""), hit.commit, hit.file_path, hit.start_line, hit.end_line
+        )
+        body.append(row)
+    return body
+
+
+def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
+    """The ``POST /api/search`` document of ``outcome`` (before serialisation)."""
+    if outcome.hybrid is not None:
+        result = outcome.hybrid
+        request = outcome.hybrid_request
+        assert request is not None
+        hits = _hybrid_hits(outcome)
+        return {
+            "query": request.query,
+            "mode": "hybrid",
+            "queries": result.queries,
+            "results": hits,
+            "total": len(hits),
+            "total_is_lower_bound": len(hits) >= limit,
+            "truncated": len(hits) >= limit,
+            "next_cursor": None,
+            "timed_out": False,
+            "exact_matches": outcome.exact_matches,
+            "exact_matches_is_lower_bound": outcome.exact_matches_is_lower_bound,
+            "total_bm25_hits": result.total_bm25_hits,
+            "total_vector_hits": result.total_vector_hits,
+            "scope": result.scope,
+            "trace": result.trace,
+            "ms": result.ms,
+        }
+    exact = outcome.exact
+    assert exact is not None
+    return {
+        "query": outcome.parsed.text,
+        "mode": outcome.mode,
+        "queries": [outcome.parsed.text],
+        "results": [_exact_hit(h) for h in exact.hits],
+        "total": exact.total,
+        "total_is_lower_bound": exact.total_is_lower_bound,
+        "match_total": exact.match_total,
+        "truncated": exact.truncated,
+        "next_cursor": exact.next_cursor,
+        "timed_out": exact.timed_out,
+        "exact_matches": exact.match_total,
+        "exact_matches_is_lower_bound": exact.total_is_lower_bound,
+        "total_bm25_hits": 0,
+        "total_vector_hits": 0,
+        "scope": outcome.exact_scope,
+        "trace": [
+            {
+                "name": outcome.mode,
+                "status": "ran",
+                "reason": "time budget reached" if exact.timed_out else "",
+                "ms": exact.ms,
+                "detail": {"candidate_files_checked": exact.candidates_checked},
+            }
+        ],
+        "ms": exact.ms,
+    }

@@ -1,0 +1,228 @@
+"""Exact and regex search over a real indexed git repository agree with ``git grep``.
+
+The repository is committed with dulwich, fetched and indexed by the real pipeline (walk, chunk,
+store, embed); every answer is collected page by page through ``POST /api/search`` and compared
+with ``git grep -n -I`` (``-F`` / ``-E``, with and without ``-i``) at the same commit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from indexing.models import Repository, SourceFile
+from tests.indexing.real_run import index, mirror
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/search"
+
+
+def _long_text() -> str:
+    lines = []
+    for n in range(1, 321):
+        if n % 37 == 0:
+            lines.append(f"line {n}: the Client sends follow_redirects=True here")
+        elif n % 50 == 0:
+            lines.append(f"line {n}: return value {n}")
+        else:
+            lines.append(f"line {n}: filler text number {n}")
+    return "\n".join(lines) + "\n"
+
+
+FILES: dict[str, object] = {
+    "src/httpclient/client.py": (
+        "import os\n"
+        "\n"
+        "class Client:\n"
+        '    """An HTTP client; see HTTP_PROXY / HTTPS_PROXY."""\n'
+        "\n"
+        "    def __init__(self, follow_redirects=True):\n"
+        "        self.follow_redirects = follow_redirects\n"
+        "\n"
+        "    def send(self, request):\n"
+        "        return self._transport.send(request)\n"
+        "\n"
+        "\n"
+        "def make_auth(user):\n"
+        "    return user\n"
+        "\n"
+        "def token_auth(token):\n"
+        '    return {"Authorization": f"Bearer {token}"}\n'
+        "\n"
+        "CLIENT_DEFAULT = Client()\n"
+    ),
+    "src/httpclient/util.js": (
+        "export function pick(obj) {\n"
+        "  return obj.foo.bar[baz]();\n"
+        "}\n"
+        "const arrow = (x) => x -> y;\n"
+        "let walrus := 1; // not js, but text\n"
+    ),
+    "src/native/vec.cpp": (
+        "#include <vector>\n"
+        "std::vector<int> v;\n"
+        "int client_count = 0;\n"
+        "void push() { v.push_back(client_count); }\n"
+    ),
+    "tests/test_client.py": (
+        "from httpclient.client import Client\n"
+        "\n"
+        "def test_client_follows():\n"
+        "    assert Client(follow_redirects=True).follow_redirects\n"
+    ),
+    "docs/guide.md": "# Guide\n\nCreate a `Client` and call `send`.\nUnicode: café naïve\n",
+    "notes/long.txt": _long_text(),
+}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return mirror(tmp_path_factory.mktemp("exact"), FILES)
+
+
+@pytest.fixture
+def indexed(source: Path) -> tuple[Path, Repository]:
+    # Indexed inside the test's transaction, so the jobs' queued tasks are never sent.
+    return source, index(source, "acme/httpclient")
+
+
+def post(client: Client, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    response = client.post(URL, data=json.dumps(body), content_type="application/json")
+    return response.status_code, response.json()
+
+
+def all_pages(client: Client, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict]]:
+    """Every hit of every page, and every page's body."""
+    hits: list[dict[str, Any]] = []
+    pages: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        status, page = post(client, {**body, **({"cursor": cursor} if cursor else {})})
+        assert status == 200, page
+        pages.append(page)
+        hits += page["results"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return hits, pages
+        assert len(pages) < 50
+
+
+def git_grep(path: Path, commit: str, flags: list[str], pattern: str) -> set[tuple[str, int, str]]:
+    done = subprocess.run(
+        ["git", f"--git-dir={path}", "grep", "-n", "-I", *flags, "-e", pattern, commit, "--"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    found = set()
+    for line in done.stdout.splitlines():
+        _, file_path, number, text = line.split(":", 3)
+        found.add((file_path, int(number), text))
+    return found
+
+
+def ours(hits: list[dict[str, Any]]) -> set[tuple[str, int, str]]:
+    return {(h["file_path"], m["line"], m["text"]) for h in hits for m in h["matches"]}
+
+
+def test_every_file_of_the_commit_is_indexed(indexed) -> None:  # type: ignore[no-untyped-def]
+    _, repository = indexed
+    paths = set(
+        SourceFile.objects.filter(
+            repository=repository, generation=repository.active_generation
+        ).values_list("path", flat=True)
+    )
+    assert paths == set(FILES)
+
+
+CASES = [
+    # (query, git grep flags, git grep pattern)
+    ('"follow_redirects=True"', ["-F", "-i"], "follow_redirects=True"),
+    ('"Client" case:yes', ["-F"], "Client"),
+    ('"client"', ["-F", "-i"], "client"),
+    ('"obj.foo.bar[baz]()"', ["-F", "-i"], "obj.foo.bar[baz]()"),
+    ('"std::vector"', ["-F", "-i"], "std::vector"),
+    ('"x -> y"', ["-F", "-i"], "x -> y"),
+    ('":="', ["-F", "-i"], ":="),
+    ('"\\"Authorization\\""', ["-F", "-i"], '"Authorization"'),
+    ('"café"', ["-F", "-i"], "café"),
+    ('"return"', ["-F", "-i"], "return"),
+    ('"nowhere_to_be_found_xyz"', ["-F", "-i"], "nowhere_to_be_found_xyz"),
+    (r"/def [a-z_]+_auth\(/", ["-E", "-i"], r"def [a-z_]+_auth\("),
+    (r"/^line [0-9]+: the/ case:yes", ["-E"], r"^line [0-9]+: the"),
+    ("/(make|token)_auth/", ["-E", "-i"], "(make|token)_auth"),
+    ("/x{2,3}/", ["-E", "-i"], "x{2,3}"),
+    ("/return +[a-z]/ case:yes", ["-E"], "return +[a-z]"),
+]
+
+
+@pytest.mark.parametrize(("query", "flags", "pattern"), CASES)
+def test_exact_and_regex_answers_equal_git_grep(
+    indexed, client: Client, query, flags, pattern
+) -> None:  # type: ignore[no-untyped-def]
+    path, repository = indexed
+    hits, pages = all_pages(client, {"query": query, "limit": 2})
+    expected = git_grep(path, repository.last_indexed_commit, flags, pattern)
+    assert ours(hits) == expected
+    files = {p for p, _, _ in expected}
+    assert [h["file_path"] for h in hits] == sorted(files)  # one hit per file, path order
+    assert all(p["total"] == len(files) and not p["total_is_lower_bound"] for p in pages)
+    assert all(p["match_total"] == len(expected) for p in pages)
+    assert pages[0]["mode"] == ("regex" if query.startswith("/") else "exact")
+    assert all(h["match_count"] == len(h["matches"]) for h in hits)
+    for page in pages[:-1]:
+        assert page["truncated"] and len(page["results"]) == 2
+    assert not pages[-1]["truncated"] and pages[-1]["next_cursor"] is None
+
+
+def test_ranges_context_and_links(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    _, repository = indexed
+    status, body = post(client, {"query": '"follow_redirects" file:src/**/*.py', "limit": 10})
+    assert status == 200
+    [hit] = body["results"]
+    assert hit["file_path"] == "src/httpclient/client.py"
+    assert [m["line"] for m in hit["matches"]] == [6, 7]
+    line7 = hit["matches"][1]
+    assert [line7["text"][a:b] for a, b in line7["ranges"]] == ["follow_redirects"] * 2
+    # Two context lines each side, merged into one snippet: lines 4..9.
+    assert [(s["start_line"], s["end_line"]) for s in hit["snippets"]] == [(4, 9)]
+    assert hit["content"].split("\n")[2] == "    def __init__(self, follow_redirects=True):"
+    assert hit["commit"] == repository.last_indexed_commit
+    assert hit["url"].startswith(f"/repos/{repository.pk}/file?") and hit["url"].endswith("#L6")
+
+
+def test_filters_narrow_exact_search(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    def files(query: str) -> set[str]:
+        status, body = post(client, {"query": query, "limit": 50})
+        assert status == 200, body
+        return {h["file_path"] for h in body["results"]}
+
+    everywhere = files('"client"')
+    assert "tests/test_client.py" in everywhere and "docs/guide.md" in everywhere
+    assert files('"client" lang:python') == {"src/httpclient/client.py", "tests/test_client.py"}
+    assert files('"client" -file:tests/ -file:*.md -file:notes/') == {
+        "src/httpclient/client.py",
+        "src/native/vec.cpp",
+    }
+    assert files('"client" repo:acme/http*') == everywhere
+    assert files('"client" -repo:acme/*') == set()
+    assert files('"Client" case:yes file:*.cpp') == set()
+    # Several patterns: all in the same file (as git grep --all-match).
+    assert files('"std::vector" "push_back"') == {"src/native/vec.cpp"}
+    assert files('"std::vector" "follow_redirects"') == set()
+
+
+def test_repo_filter_with_words_keeps_hybrid_inside_the_repository(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    status, body = post(client, {"query": "repo:acme/httpclient send request", "use_vector": False})
+    assert status == 200 and body["mode"] == "hybrid" and body["query"] == "send request"
+    assert body["results"] and {h["repo_name"] for h in body["results"]} == {"acme/httpclient"}
+    status, body = post(client, {"query": "repo:nothing-like-this send"})
+    assert status == 404 and body["error"]["code"] == "unknown_repository"
+    assert "repo:nothing-like-this" in body["error"]["message"]
