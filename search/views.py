@@ -20,7 +20,7 @@ from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.exact.dispatch import SearchCall, run_search
 from search.exact.response import search_body
-from search.pipeline import SearchRequest
+from search.executor import SearchRequest
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from search.db import search_cursor
-from search.scope import LIVE_CHUNKS_SQL
+from search.retrieval.db import search_cursor
+from search.retrieval.scope import LIVE_CHUNKS_SQL
 
 SortKey = tuple[str, str, int]
 

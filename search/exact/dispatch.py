@@ -27,8 +27,8 @@ from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
-from search.pipeline import SearchExecutor, SearchRequest, SearchResult
-from search.scope import InvalidGlob, paths_regex
+from search.executor import SearchExecutor, SearchRequest, SearchResult
+from search.retrieval.scope import InvalidGlob, paths_regex
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex"]
@@ -234,7 +234,7 @@ def count_exact_matches(text: str, repo_ids: list[UUID] | None) -> tuple[int, bo
 def run_search(call: SearchCall) -> SearchOutcome:
     """Parse, choose the mode, run. Raises ``QueryRejected`` (and the hybrid executor's
     ``UnknownRepositories`` / ``InvalidGlob``) for bad input."""
-    from search.query import identifier_query
+    from search.retrieval.query import identifier_query
 
     parsed = parse_search_query(call.request.query)
     ran, terms = choose_mode(parsed, call.mode)

@@ -16,7 +16,7 @@ from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.engine import ExactRequest, run_exact
 from search.exact.patterns import compile_term
 from search.exact.query_language import Term
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from tests.search.test_query_language import ORDINARY_QUESTIONS
 
 pytestmark = pytest.mark.django_db
