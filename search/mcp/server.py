@@ -39,7 +39,13 @@ def _run(fn: Callable[..., T], *args: Any) -> T:
 
 
 def search_code(
-    query: Annotated[str, Field(description="What to look for: words, an identifier or code.")],
+    query: Annotated[
+        str,
+        Field(
+            description='Words, an identifier, "exact text" or /regex/, with filters such as '
+            "repo:NAME lang:python file:src/**/*.py -file:*_test.go case:yes."
+        ),
+    ],
     k: Annotated[int | None, Field(description="Hits to return, 1..30 (default 8).")] = None,
     rerank: Annotated[
         bool | None, Field(description="Re-rank with the chat model (default false; slower).")
@@ -59,10 +65,23 @@ def search_code(
     repo: Annotated[
         str | None, Field(description="Only this repository (name or id; default: all).")
     ] = None,
+    mode: Annotated[
+        str | None,
+        Field(
+            description="auto (default: plain text is semantic+full-text, quotes exact, "
+            "/.../ regex), semantic, exact (the whole text literally) or regex."
+        ),
+    ] = None,
+    cursor: Annotated[
+        str | None, Field(description="next_cursor of an exact/regex answer: the next page.")
+    ] = None,
 ) -> dict[str, Any]:
-    """Search the indexed code (full-text + semantic). Returns hits with location
-    (path:start-end), repository, symbol, snippet and commit, best first."""
-    return _run(tools.search_code, query, k, rerank, expand, include_tests, include_docs, repo)
+    """Search the indexed code. Hybrid (plain text): hits with location (path:start-end),
+    symbol, snippet, commit, best first, 'semantic' when similar but without the words.
+    Exact/regex: files in path order with every matching line, true totals and a cursor."""
+    return _run(
+        tools.search_code, query, k, rerank, expand, include_tests, include_docs, repo, mode, cursor
+    )
 
 
 def list_repositories() -> dict[str, Any]:

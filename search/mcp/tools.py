@@ -15,7 +15,10 @@ from typing import Any
 from indexing.models import Repository, RepositoryStatus, SourceFile
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
-from search.executor import SearchExecutor, SearchRequest
+from search.exact.dispatch import MODES, SearchCall, run_search
+from search.exact.errors import QueryRejected
+from search.executor import SearchRequest
+from search.mcp.exact_answer import SYNTAX_HINT, exact_answer
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
@@ -102,8 +105,11 @@ def search_code(
     include_tests: bool | None = None,
     include_docs: bool | None = None,
     repo: str | None = None,
+    mode: str | None = None,
+    cursor: str | None = None,
 ) -> dict[str, Any]:
-    """Hybrid search; with ``expand``, definitions the hits call and a few callers follow."""
+    """The query language (``search.exact.query_language``) in ``mode``; hybrid answers gain,
+    with ``expand``, definitions the hits call and a few callers."""
     if not isinstance(query, str) or not query.strip():
         raise ToolInputError(
             "invalid_query", "query must not be empty", "words or code, e.g. 'pool size'"
@@ -117,6 +123,9 @@ def search_code(
     k = _choose("k", k)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ToolInputError("invalid_k", f"k={k!r} is out of range", f"an integer 1..{MAX_K}")
+    mode = mode or "auto"
+    if mode not in MODES:
+        raise ToolInputError("invalid_mode", f"mode={mode!r} is unknown", " | ".join(MODES))
     repo_ids = [resolve_repository(repo).pk] if repo is not None else None
     request = SearchRequest(
         query=query.strip(),
@@ -127,16 +136,24 @@ def search_code(
         include_docs=_choose("include_docs", include_docs),
     )
     try:
-        result = SearchExecutor().run(request)
+        outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
+    except QueryRejected as exc:
+        raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint()) from None
+    if outcome.hybrid is None:
+        return exact_answer(outcome)
+    result = outcome.hybrid
+    semantic = {h.chunk_id for h in result.hits if h.bm25_score is None}
     scores = {h.chunk_id: h.combined_score for h in result.hits}
     snippets = load_snippets([h.chunk_id for h in result.hits], scores=scores)
-    hits = [_hit(s, s.score) for s in snippets]
+    hits = [_hit(s, s.score) | {"semantic": s.chunk_id in semantic} for s in snippets]
     if _choose("expand", expand):
         hits += [_hit(s, None) for s in expand_call_graph(snippets, ExpansionLimits())]
     return {
-        "query": request.query,
+        "query": (outcome.hybrid_request or request).query,
+        "mode": "hybrid",
+        "exact_matches": outcome.exact_matches,
         "hits": hits,
         "stages": {t.name: t.status + (f" ({t.reason})" if t.reason else "") for t in result.trace},
     }
