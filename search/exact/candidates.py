@@ -90,11 +90,15 @@ def escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+# The trigram condition is evaluated first, on its own (a materialised CTE): with the repository
+# filter beside it the planner may prefer the repository's b-tree and ILIKE every chunk of it
+# (measured: 200 ms instead of 2 ms for a selective literal over 17 k chunks).
 _CANDIDATES_SQL = """
+    {narrow}
     SELECT c.file_id, r.id, r.name, r.url, r.last_indexed_commit, c.path,
            min(c.language), bool_or(c.is_test), bool_or(c.is_doc)
-    FROM indexing_chunk c {live}
-    WHERE {scope} AND ({any_pattern}) {after}
+    FROM indexing_chunk c {join_narrowed} {live}
+    WHERE {scope} {after}
     GROUP BY c.file_id, r.id, r.name, r.url, r.last_indexed_commit, c.path
     {having}
     ORDER BY r.name, c.path, c.file_id
@@ -124,15 +128,25 @@ def candidate_files(
     if len(conditions) > 1:
         having_sql = "HAVING " + " AND ".join(f"bool_or({cond.sql()})" for cond in conditions)
         having_params = any_params
+    narrow_sql = join_sql = ""
+    narrow_params: list[Any] = []
+    if conditions and all(cond.literals for cond in conditions):
+        any_pattern = " OR ".join(cond.sql() for cond in conditions)
+        narrow_sql = (  # only placeholders and fixed SQL are formatted in
+            f"WITH narrowed AS MATERIALIZED (SELECT c.id FROM indexing_chunk c WHERE {any_pattern})"  # noqa: S608
+        )
+        join_sql = "JOIN narrowed n ON n.id = c.id"
+        narrow_params = any_params
     sql = _CANDIDATES_SQL.format(
+        narrow=narrow_sql,
+        join_narrowed=join_sql,
         live=LIVE_CHUNKS_SQL,
         scope=scope_sql,
-        any_pattern=" OR ".join(cond.sql() for cond in conditions) or "TRUE",
         after=after_sql,
         having=having_sql,
     )
     with search_cursor(timeout_ms) as cursor:
-        cursor.execute(sql, [*params, *any_params, *after_params, *having_params, limit])
+        cursor.execute(sql, [*narrow_params, *params, *after_params, *having_params, limit])
         rows = cursor.fetchall()
     return [CandidateFile(*row) for row in rows]
 

@@ -6,7 +6,7 @@ of ``context_lines`` around them. Several patterns must all match somewhere in a
 ``git grep --all-match``) and a line is reported when any matches.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
-``count_budget_ms`` or ``count_max_files``; when it stops early ``total`` is a lower bound
+``count_budget_ms`` (250 ms from the start) or ``count_max_files``; when it stops early ``total`` is a lower bound
 (``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
 what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
 """
@@ -44,7 +44,7 @@ class ExactRequest:
     context_lines: int = 2
     max_matches_per_file: int = 100
     budget_ms: int = 4000
-    count_budget_ms: int = 1000
+    count_budget_ms: int = 250
     count_max_files: int = 2000
 
 
