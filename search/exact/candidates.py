@@ -128,6 +128,8 @@ def candidate_files(
     if len(conditions) > 1:
         having_sql = "HAVING " + " AND ".join(f"bool_or({cond.sql()})" for cond in conditions)
         having_params = any_params
+    if not any(cond.literals for cond in conditions):
+        return _all_files(scope, after=after, limit=limit, timeout_ms=timeout_ms)
     narrow_sql = join_sql = ""
     narrow_params: list[Any] = []
     if conditions and all(cond.literals for cond in conditions):
@@ -147,6 +149,30 @@ def candidate_files(
     )
     with search_cursor(timeout_ms) as cursor:
         cursor.execute(sql, [*narrow_params, *params, *after_params, *having_params, limit])
+        rows = cursor.fetchall()
+    return [CandidateFile(*row) for row in rows]
+
+
+_FILES_SQL = """
+    SELECT c.id, r.id, r.name, r.url, r.last_indexed_commit, c.path, c.language, c.is_test,
+           c.is_doc
+    FROM indexing_sourcefile c {live}
+    WHERE {scope} {after}
+    ORDER BY r.name, c.path, c.id
+    LIMIT %s
+"""
+
+
+def _all_files(
+    scope: CandidateScope, *, after: SortKey | None, limit: int, timeout_ms: int
+) -> list[CandidateFile]:
+    """Every live file in scope after ``after``: a pattern with nothing to narrow by. Read from
+    the file table (one row per file, the same column names) rather than grouping chunks."""
+    scope_sql, params = scope.sql()
+    after_sql = "AND (r.name, c.path, c.id) > (%s, %s, %s)" if after is not None else ""
+    sql = _FILES_SQL.format(live=LIVE_CHUNKS_SQL, scope=scope_sql, after=after_sql)
+    with search_cursor(timeout_ms) as cursor:
+        cursor.execute(sql, [*params, *(after or ()), limit])
         rows = cursor.fetchall()
     return [CandidateFile(*row) for row in rows]
 
