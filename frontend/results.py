@@ -24,6 +24,7 @@ SNIPPET_MAX_LINES = 14
 SNIPPET_MAX_CHARS = 20_000
 SNIPPET_SCAN_LINES = 200
 MAX_RESULTS = 200
+MAX_FILE_SNIPPETS = 5
 SCORE_FIELDS = (
     ("bm25_score", "full-text"),
     ("vector_score", "vector"),
@@ -51,6 +52,7 @@ class ResultView:
     scores: list[tuple[str, str]]
     file_url: str
     upstream_url: str | None
+    match_count: int | None = None  # exact/regex hits: matching lines in the file
 
     @property
     def location(self) -> str:
@@ -171,13 +173,17 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
         content = item.get("content")
         if content is None:
             content = stored.get((repo_id, path, _int(item.get("chunk_index"), -1)), "")
-        lines = highlight_lines(
-            snippet_source(_text(content)),
-            path=path,
-            language=language,
-            first_line=start,
-            terms=terms,
-        )
+        snippets = item.get("snippets")
+        if isinstance(snippets, list) and snippets:
+            lines = file_match_lines(item, snippets, path=path, language=language, terms=terms)
+        else:
+            lines = highlight_lines(
+                snippet_source(_text(content)),
+                path=path,
+                language=language,
+                first_line=start,
+                terms=terms,
+            )
         shown, omitted = snippet_window(lines, SNIPPET_MAX_LINES)
         views.append(
             ResultView(
@@ -198,9 +204,40 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
                 upstream_url=upstream_file_url(repository.url, commit, path, start, end)
                 if repository
                 else None,
+                match_count=_int(item.get("match_count"), 0) if "match_count" in item else None,
             )
         )
     return views
+
+
+def file_match_lines(
+    item: Mapping[str, Any],
+    snippets: Sequence[Any],
+    *,
+    path: str,
+    language: str,
+    terms: Sequence[str],
+) -> list[Line]:
+    """An exact/regex hit: its file's snippets one after another, the matching lines marked."""
+    raw_matches = item.get("matches")
+    matched = (
+        {_int(m.get("line"), 0) for m in raw_matches or [] if isinstance(m, Mapping)}
+        if isinstance(raw_matches, list)
+        else set()
+    )
+    lines: list[Line] = []
+    for snippet in snippets[:MAX_FILE_SNIPPETS]:
+        if not isinstance(snippet, Mapping):
+            continue
+        for line in highlight_lines(
+            snippet_source(_text(snippet.get("content"))),
+            path=path,
+            language=language,
+            first_line=max(_int(snippet.get("start_line"), 1), 1),
+            terms=terms,
+        ):
+            lines.append(Line(line.number, line.html, line.number in matched))
+    return lines
 
 
 def snippet_source(content: str) -> str:

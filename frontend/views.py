@@ -86,6 +86,10 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "pipeline": build_pipeline(response.get("trace")),
             "total_bm25_hits": response.get("total_bm25_hits"),
             "total_vector_hits": response.get("total_vector_hits"),
+            "total": response.get("total"),
+            "total_is_lower_bound": response.get("total_is_lower_bound"),
+            "match_total": response.get("match_total"),
+            "truncated": response.get("truncated"),
             "searched": describe_filters(search_request, repo_names),
         },
     )

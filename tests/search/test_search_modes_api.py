@@ -145,3 +145,25 @@ def test_invalid_utf8_and_huge_patterns_never_fail(indexed, client: Client) -> N
     got, every_line = post(client, {"query": "/./", "limit": 3})
     assert every_line["truncated"] and len(every_line["results"]) == 3
     assert every_line["total"] == 6 and every_line["match_total"] > 300
+
+
+def test_the_results_page_shows_exact_hits_per_file_with_their_lines(
+    indexed, client: Client
+) -> None:  # type: ignore[no-untyped-def]
+    request = {"query": '"follow_redirects"', "limit": 10}
+    status, answer = post(client, request)
+    assert status == 200
+    for hit in answer["results"]:
+        del hit["content"]  # as the search page sends it
+    page = client.post(
+        "/ui/results",
+        data=json.dumps({"request": request, "response": answer}),
+        content_type="application/json",
+    )
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "3 files, 11 matching lines" in html
+    assert "8 matching lines" in html and "2 matching lines" in html
+    assert html.count('<tr class="hit">') >= 3  # marked lines from the first snippets
+    # Each file shows its snippets (long.txt from line 35), not its first chunk (from line 1).
+    assert '<td class="ln">35</td>' in html and '<td class="ln">1</td>' not in html
