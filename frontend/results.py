@@ -149,7 +149,7 @@ def file_view_url(repo_id: str, path: str, start: int, end: int) -> str:
     return f"{reverse('frontend:file', args=[repo_id])}?{query}#L{start}"
 
 
-def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
+def build_results(response: Mapping[str, Any], query: str, *, offset: int = 0) -> list[ResultView]:
     raw_results = response.get("results")
     if not isinstance(raw_results, list):
         return []
@@ -162,7 +162,7 @@ def build_results(response: Mapping[str, Any], query: str) -> list[ResultView]:
     stored = stored_contents(raw_results, repositories)
     terms = query_terms(query)
     views: list[ResultView] = []
-    for position, item in enumerate(raw_results, start=1):
+    for position, item in enumerate(raw_results, start=offset + 1):
         repo_id = _text(item.get("repo_id"))
         repository = repositories.get(repo_id)
         path = _text(item.get("file_path"))

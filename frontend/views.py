@@ -76,7 +76,9 @@ def render_results(request: HttpRequest) -> HttpResponse:
     query = str(response.get("query") or search_request.get("query") or "")
     repo_ids = [str(rid) for rid in search_request.get("repo_ids") or [] if _is_uuid(str(rid))]
     repo_names = list(Repository.objects.filter(pk__in=repo_ids).values_list("name", flat=True))
-    results = build_results(response, query)
+    offset = body.get("offset")  # a further page ("load more") continues the numbering
+    offset = offset if isinstance(offset, int) and 0 <= offset <= 100_000 else 0
+    results = build_results(response, query, offset=offset)
     return render(
         request,
         "frontend/_results.html",

@@ -63,3 +63,11 @@ def test_no_results() -> None:
 def test_errors(args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run(*args)
+
+
+def test_quoted_text_prints_matching_lines_as_grep_does() -> None:
+    out, err = run('"return call()"')
+    assert out.splitlines() == ["cli:net/retry.py:2:     return call()"]
+    assert "# exact: 1 files" in err
+    with pytest.raises(CommandError, match="did you mean repo:"):
+        run("rpo:cli retry")

@@ -92,6 +92,31 @@
     ]));
   }
 
+  /** Exact and regex answers page by file: "Load more" sends the cursor and appends. */
+  function addLoadMore(request, data) {
+    const list = results.querySelector("ol.results");
+    if (!data.next_cursor || !list) return;
+    const button = window.reposearch.el("button", { type: "button", className: "load-more", text: "Load more files" });
+    list.after(button);
+    button.addEventListener("click", async function () {
+      button.disabled = true;
+      const next = Object.assign({}, request, { cursor: data.next_cursor });
+      const answer = await window.reposearch.api("POST", form.dataset.api, next);
+      if (!answer.ok) { button.disabled = false; button.textContent = "Load more failed: " + answer.message; return; }
+      const offset = results.querySelectorAll(".result").length;
+      const rendered = await fetch(form.dataset.render, { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ request: next, response: withoutContent(answer.data), offset: offset }) });
+      if (!rendered.ok) { button.disabled = false; button.textContent = "Load more failed"; return; }
+      const holder = document.createElement("div");
+      holder.innerHTML = await rendered.text();
+      holder.querySelectorAll("ol.results > li").forEach(function (item) { list.appendChild(item); });
+      button.remove();
+      const count = results.querySelectorAll(".result").length;
+      status.textContent = count + " of " + answer.data.total + (answer.data.total_is_lower_bound ? "+" : "") + " files";
+      addLoadMore(request, answer.data);
+    });
+  }
+
   async function search(state) {
     const ticket = ++searchCounter;
     if (!state.q) { status.textContent = ""; return; }
@@ -114,6 +139,7 @@
     if (!rendered.ok) { status.textContent = ""; showError(await rendered.text()); return; }
     results.innerHTML = await rendered.text();
     window.reposearch.rememberPipeline(results);
+    addLoadMore(request, answer.data);
     const count = results.querySelectorAll(".result").length;
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     status.textContent = count ? count + " result" + (count === 1 ? "" : "s") + " in " + seconds + " s" : "No results for “" + state.q + "”";

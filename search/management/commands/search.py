@@ -12,7 +12,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from search.executor import SearchExecutor, SearchRequest
+from search.exact.dispatch import SearchCall, SearchOutcome, run_search
+from search.exact.errors import QueryRejected
+from search.exact.response import search_body
+from search.executor import SearchRequest
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
@@ -64,22 +67,18 @@ class Command(BaseCommand):
             include_docs=tristate[options["docs"]],
         )
         try:
-            result = SearchExecutor().run(request)
-        except (UnknownRepositories, InvalidGlob) as exc:
+            outcome = run_search(SearchCall(request))
+        except (UnknownRepositories, InvalidGlob, QueryRejected) as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
-            body = {
-                "query": query,
-                "queries": result.queries,
-                "results": result.hits,
-                "total_bm25_hits": result.total_bm25_hits,
-                "total_vector_hits": result.total_vector_hits,
-                "scope": result.scope,
-                "trace": result.trace,
-                "ms": result.ms,
-            }
+            body = search_body(outcome, request.limit)
             self.stdout.write(json.dumps(SearchResponseSerializer(body).data, indent=2))
             return
+        if outcome.exact is not None:
+            self._write_exact(outcome)
+            return
+        result = outcome.hybrid
+        assert result is not None
         if not options["quiet"]:
             for stage in result.trace:
                 why = f" ({stage.reason})" if stage.reason else ""
@@ -95,3 +94,17 @@ class Command(BaseCommand):
             if len(lines) > SNIPPET_LINES:
                 self.stdout.write(f"    ... ({len(lines) - SNIPPET_LINES} more lines)")
             self.stdout.write("")
+
+    def _write_exact(self, outcome: SearchOutcome) -> None:
+        """Exact/regex: ``repo:path:line: text`` per matching line, as grep prints them."""
+        result = outcome.exact
+        assert result is not None
+        if not result.hits:
+            self.stdout.write("no results")
+        for hit in result.hits:
+            for match in hit.matches:
+                self.stdout.write(
+                    f"{hit.file.repo_name}:{hit.file.path}:{match.line}: {match.text}"
+                )
+        more = "+" if result.total_is_lower_bound else ""
+        self.stderr.write(f"# {outcome.mode}: {result.total}{more} files, {result.ms:.0f} ms")
