@@ -184,11 +184,13 @@ def file_lines(file_ids: list[int], timeout_ms: int) -> dict[int, dict[int, str]
         return lines
     with search_cursor(timeout_ms) as cursor:
         cursor.execute(
-            "SELECT file_id, start_line, content FROM indexing_chunk WHERE file_id = ANY(%s)",
+            "SELECT file_id, start_line, end_line, content FROM indexing_chunk"
+            " WHERE file_id = ANY(%s)",
             [file_ids],
         )
-        for file_id, start_line, content in cursor.fetchall():
+        for file_id, start_line, end_line, content in cursor.fetchall():
             target = lines[file_id]
-            for offset, text in enumerate(content.split("\n")):
+            pieces = content.split("\n")[: end_line - start_line + 1]  # no line past end_line
+            for offset, text in enumerate(pieces):
                 target.setdefault(start_line + offset, text)
     return lines
