@@ -223,8 +223,8 @@ def count_exact_matches(text: str, repo_ids: list[UUID] | None) -> tuple[int, bo
             scope=CandidateScope(repo_ids=repo_ids),
             fingerprint="count",
             limit=1,
-            budget_ms=300,
-            count_budget_ms=300,
+            budget_ms=150,  # a count beside the hybrid answer must not slow it much
+            count_budget_ms=150,
             count_max_files=500,
         )
     )

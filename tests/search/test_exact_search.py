@@ -154,6 +154,17 @@ def test_repo_filter_with_words_keeps_hybrid_inside_the_repository(indexed, clie
     status, body = post(client, {"query": "repo:acme/httpclient send request", "use_vector": False})
     assert status == 200 and body["mode"] == "hybrid" and body["query"] == "send request"
     assert body["results"] and {h["repo_name"] for h in body["results"]} == {"acme/httpclient"}
+    status, body = post(
+        client,
+        {
+            "query": "send request -file:src/ -lang:python",
+            "include_tests": True,
+            "include_docs": True,
+        },
+    )
+    assert status == 200 and body["mode"] == "hybrid" and body["results"]
+    assert all(not h["file_path"].startswith("src/") for h in body["results"])
+    assert all(h["language"] != "python" for h in body["results"])
     status, body = post(client, {"query": "repo:nothing-like-this send"})
     assert status == 404 and body["error"]["code"] == "unknown_repository"
     assert "repo:nothing-like-this" in body["error"]["message"]
