@@ -17,6 +17,7 @@ from search.exact.engine import ExactRequest, run_exact
 from search.exact.patterns import compile_term
 from search.exact.query_language import Term
 from search.executor import SearchExecutor, SearchRequest
+from tests.search.exact_corpus import FILES
 from tests.search.test_query_language import ORDINARY_QUESTIONS
 
 pytestmark = pytest.mark.django_db
@@ -167,3 +168,42 @@ def test_the_results_page_shows_exact_hits_per_file_with_their_lines(
     assert html.count('<tr class="hit">') >= 3  # marked lines from the first snippets
     # Each file shows its snippets (long.txt from line 35), not its first chunk (from line 1).
     assert '<td class="ln">35</td>' in html and '<td class="ln">1</td>' not in html
+
+
+class SteppingClock:
+    """Time that passes 0.3 s each time it is read: the search's budget runs out on cue."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 0.3
+        return self.now
+
+
+def test_a_search_out_of_time_returns_what_it_found_and_continues(indexed) -> None:  # type: ignore[no-untyped-def]
+    _, repository = indexed
+    term = Term("regex", ".", 0)
+    found: list[str] = []
+    cursor = None
+    rounds = 0
+    for rounds in range(1, 11):  # noqa: B007 - the count is asserted below
+        result = run_exact(
+            ExactRequest(
+                matchers=[compile_term(term, False)],
+                conditions=[PatternCondition([])],
+                scope=CandidateScope(repo_ids=[repository.pk]),
+                fingerprint="budget",
+                limit=50,
+                cursor=cursor,
+                budget_ms=1000,
+                clock=SteppingClock(),
+            )
+        )
+        found += [h.file.path for h in result.hits]
+        if not result.timed_out:
+            break
+        assert result.hits and result.total_is_lower_bound and result.next_cursor
+        cursor = result.next_cursor
+    assert rounds > 2  # the budget did run out, more than once
+    assert found == sorted(FILES)  # every file once, in order, across the timed-out pages
