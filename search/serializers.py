@@ -119,6 +119,9 @@ class SearchHitSerializer(serializers.Serializer):
     url = serializers.CharField(required=False, help_text="The file view at the hit's lines.")
     upstream_url = serializers.CharField(required=False, allow_null=True)
     match_count = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
+    symbol_match = serializers.ChoiceField(
+        choices=["exact", "prefix", "substring"], required=False, help_text="sym: hits."
+    )
     matches = LineMatchSerializer(many=True, required=False)
     snippets = SnippetSerializer(many=True, required=False)
 
@@ -146,7 +149,7 @@ class SearchResponseSerializer(serializers.Serializer):
     queries = serializers.ListField(
         child=serializers.CharField(), help_text="The query, then the expansions used."
     )
-    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex"])
+    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex", "symbol"])
     results = SearchHitSerializer(many=True)
     total = serializers.IntegerField(help_text="Results (files for exact/regex) in all pages.")
     total_is_lower_bound = serializers.BooleanField()

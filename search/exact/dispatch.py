@@ -27,11 +27,12 @@ from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
+from search.exact.symbols import DefinitionHit, find_definitions
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.retrieval.scope import InvalidGlob, paths_regex
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
-RanMode = Literal["hybrid", "exact", "regex"]
+RanMode = Literal["hybrid", "exact", "regex", "symbol"]
 MODES = ("auto", "semantic", "exact", "regex")
 
 
@@ -57,6 +58,8 @@ class SearchOutcome:
     exact_scope: dict[str, Any] = field(default_factory=dict)
     exact_matches: int | None = None
     exact_matches_is_lower_bound: bool = False
+    definitions: list[DefinitionHit] | None = None
+    definitions_truncated: bool = False
 
 
 def _ready_repositories() -> list[tuple[UUID, str, str]]:
@@ -126,12 +129,21 @@ def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
     if mode == "regex":
         terms = parsed.terms + ([Term("regex", free, 0)] if free else [])
         return "regex", terms
-    if parsed.type in ("symbol", "file") or parsed.symbols:
+    if parsed.type == "file":
         raise QueryRejected(
             "unsupported_filter",
-            "sym: and type:symbol|file are not available yet; search for the name as text",
-            {"filter": "sym:" if parsed.symbols else f"type:{parsed.type}"},
+            "type:file is not available yet; use file:GLOB with a pattern",
+            {"filter": "type:file"},
         )
+    if parsed.type == "symbol" or parsed.symbols:
+        names = parsed.symbols or ([parsed.free_text] if parsed.free_text else [])
+        if len(names) != 1 or parsed.terms or (parsed.symbols and parsed.words):
+            raise QueryRejected(
+                "invalid_filter",
+                "a symbol search takes one name: sym:NAME (or type:symbol NAME), with filters",
+                {"filter": "sym:"},
+            )
+        return "symbol", [Term("literal", names[0], 0)]
     if not parsed.terms:
         return "hybrid", []
     words = [Term("literal", word, 0) for word in parsed.words]
@@ -253,14 +265,26 @@ def run_search(call: SearchCall) -> SearchOutcome:
                 stripped, request.repo_ids
             )
         return outcome
+    if ran == "symbol":
+        if call.cursor:
+            raise QueryRejected("invalid_cursor", "symbol results have no further pages", {})
+        scope = exact_request(parsed, terms, call).scope
+        found, more = find_definitions(terms[0].text, scope, limit=call.request.limit)
+        outcome = SearchOutcome("symbol", parsed, definitions=found, definitions_truncated=more)
+        outcome.exact_scope = {**_scope_doc_for(scope), "path_globs": None}
+        return outcome
     exact = exact_request(parsed, terms, call)
     return SearchOutcome(ran, parsed, exact=run_exact(exact), exact_scope=_scope_doc(exact))
 
 
 def _scope_doc(request: ExactRequest) -> dict[str, Any]:
+    return _scope_doc_for(request.scope)
+
+
+def _scope_doc_for(scope: CandidateScope) -> dict[str, Any]:
     return {
-        "repo_ids": request.scope.repo_ids,
-        "languages": request.scope.languages,
+        "repo_ids": scope.repo_ids,
+        "languages": scope.languages,
         "path_globs": None,
         "include_tests": True,
         "include_docs": True,

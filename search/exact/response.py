@@ -106,6 +106,8 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             "trace": result.trace,
             "ms": result.ms,
         }
+    if outcome.definitions is not None:
+        return _symbol_body(outcome)
     exact = outcome.exact
     assert exact is not None
     return {
@@ -134,4 +136,54 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             }
         ],
         "ms": exact.ms,
+    }
+
+
+def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
+    found = outcome.definitions or []
+    hits = [
+        {
+            "repo_id": d.repo_id,
+            "repo_name": d.repo_name,
+            "file_path": d.path,
+            "chunk_index": d.chunk_index,
+            "content": d.content,
+            "language": d.language,
+            "start_line": d.start_line,
+            "end_line": d.end_line,
+            "symbol": d.symbol,
+            "kind": d.kind,
+            "commit": d.commit,
+            "is_test": d.is_test,
+            "is_doc": d.is_doc,
+            "bm25_score": None,
+            "vector_score": None,
+            "combined_score": 0.0,
+            "rerank_score": None,
+            "semantic": False,
+            "symbol_match": d.tier,
+            "url": file_url(d.repo_id, d.path, d.start_line, d.end_line),
+            "upstream_url": upstream_file_url(
+                d.repo_url, d.commit, d.path, d.start_line, d.end_line
+            ),
+        }
+        for d in found
+    ]
+    return {
+        "query": outcome.parsed.text,
+        "mode": "symbol",
+        "queries": [outcome.parsed.text],
+        "results": hits,
+        "total": len(hits),
+        "total_is_lower_bound": outcome.definitions_truncated,
+        "truncated": outcome.definitions_truncated,
+        "next_cursor": None,
+        "timed_out": False,
+        "exact_matches": None,
+        "exact_matches_is_lower_bound": False,
+        "total_bm25_hits": 0,
+        "total_vector_hits": 0,
+        "scope": outcome.exact_scope,
+        "trace": [{"name": "symbol", "status": "ran", "reason": "", "ms": 0.0, "detail": {}}],
+        "ms": 0.0,
     }

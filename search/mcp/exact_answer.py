@@ -16,7 +16,7 @@ MAX_LINE_CHARS = 300
 
 SYNTAX_HINT = (
     'plain words, or "exact text", /regex/ (RE2), with filters repo:NAME lang:python '
-    "file:GLOB -file:GLOB case:yes; mode auto|semantic|exact|regex"
+    "file:GLOB -file:GLOB case:yes, sym:NAME for definitions; mode auto|semantic|exact|regex"
 )
 
 
@@ -51,4 +51,26 @@ def exact_answer(outcome: SearchOutcome) -> dict[str, Any]:
         "next_cursor": result.next_cursor,
         "timed_out": result.timed_out,
         "commits": commits,
+    }
+
+
+def definitions_answer(outcome: SearchOutcome) -> dict[str, Any]:
+    """``sym:NAME``: each definition's location, symbol, kind and how its name matched."""
+    found = outcome.definitions or []
+    return {
+        "query": outcome.parsed.text,
+        "mode": "symbol",
+        "definitions": [
+            {
+                "location": f"{d.path}:{d.start_line}-{d.end_line}",
+                "repository": d.repo_name,
+                "symbol": d.symbol,
+                "kind": d.kind,
+                "language": d.language,
+                "match": d.tier,
+            }
+            for d in found
+        ],
+        "truncated": outcome.definitions_truncated,
+        "commits": {d.repo_name: d.commit for d in found},
     }

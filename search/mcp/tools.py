@@ -18,7 +18,7 @@ from search.ask.context import ContextSnippet, load_snippets
 from search.exact.dispatch import MODES, SearchCall, run_search
 from search.exact.errors import QueryRejected
 from search.executor import SearchRequest
-from search.mcp.exact_answer import SYNTAX_HINT, exact_answer
+from search.mcp.exact_answer import SYNTAX_HINT, definitions_answer, exact_answer
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
@@ -141,6 +141,8 @@ def search_code(
         raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint()) from None
+    if outcome.definitions is not None:
+        return definitions_answer(outcome)
     if outcome.hybrid is None:
         return exact_answer(outcome)
     result = outcome.hybrid

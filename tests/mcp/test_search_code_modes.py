@@ -52,3 +52,11 @@ def test_bad_queries_are_tool_errors_naming_the_problem(indexed, query, mode, co
         tools.search_code(query, mode=mode)
     error = json.loads(str(caught.value))["error"]
     assert error["code"] == code and error["valid"]
+
+
+def test_sym_lists_definitions(indexed) -> None:  # type: ignore[no-untyped-def]
+    answer = tools.search_code("sym:send")
+    assert answer["mode"] == "symbol"
+    assert answer["definitions"][0]["symbol"].endswith("send")
+    assert answer["definitions"][0]["location"].startswith("src/httpclient/client.py:9")
+    assert answer["definitions"][0]["match"] == "exact"

@@ -122,7 +122,8 @@ def test_counting_stops_at_its_cap_with_a_lower_bound(indexed) -> None:  # type:
         ('"a\u0000b"', 400, "invalid"),
         ("lang:go " * 120, 400, "too_many_filters"),
         ("repo:acme/httpclient", 400, "empty_query"),
-        ("sym:Client", 400, "unsupported_filter"),
+        ("type:file client", 400, "unsupported_filter"),
+        ("sym:a sym:b", 400, "invalid_filter"),
         ("x" * 1001, 413, None),
     ],
 )
@@ -207,3 +208,19 @@ def test_a_search_out_of_time_returns_what_it_found_and_continues(indexed) -> No
         cursor = result.next_cursor
     assert rounds > 2  # the budget did run out, more than once
     assert found == sorted(FILES)  # every file once, in order, across the timed-out pages
+
+
+def test_sym_finds_definitions_exact_then_prefix_then_substring(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    def found(query: str) -> list[tuple[str, str, str]]:
+        status, body = post(client, {"query": query, "limit": 10})
+        assert status == 200 and body["mode"] == "symbol", body
+        return [(h["symbol"], h["file_path"], h["symbol_match"]) for h in body["results"]]
+
+    client_defs = found("sym:client")
+    assert client_defs[0] == ("Client", "src/httpclient/client.py", "exact")
+    assert ("test_client_follows", "tests/test_client.py", "substring") in client_defs
+    assert found("sym:make")[0][::2] == ("make_auth", "prefix")
+    assert {s for s, _, t in found("sym:auth") if t == "substring"} >= {"make_auth", "token_auth"}
+    assert found("type:symbol send") == found("sym:send")
+    assert [p for _, p, _ in found("sym:client -file:tests/")] == ["src/httpclient/client.py"]
+    assert found("sym:nothing_named_so") == []

@@ -77,6 +77,13 @@ class Command(BaseCommand):
         if outcome.exact is not None:
             self._write_exact(outcome)
             return
+        for definition in outcome.definitions or []:
+            self.stdout.write(
+                f"{definition.repo_name}:{definition.path}:{definition.start_line}"
+                f"-{definition.end_line}  {definition.symbol} ({definition.kind}, {definition.tier})"
+            )
+        if outcome.definitions is not None:
+            return
         result = outcome.hybrid
         assert result is not None
         if not options["quiet"]:
