@@ -16,6 +16,12 @@ tokens.
 Dotted and namespaced names (``os.path.join``, ``std::vector``, ``$this->render``) split
 into their parts, and the whole chain is kept too (``ospathjoin``).
 
+English stems (``stem_text``, ``identifier_words(..., stems=True)``): each split word also
+yields its Snowball English stem when that differs (``allocations`` and ``allocate`` both give
+``alloc``, ``configured`` and ``configuration`` give ``configur``), so a question's wording meets
+the code's inflections. Stems are kept apart from the exact tokens (the index stores them in
+their own ``tsvector`` weight), so exact identifiers and phrases are matched as before.
+
 Everything is regex-based and linear; inputs are cut at ``max_chars`` so that a
 pathological chunk (a minified file on one line) cannot stall indexing or a query.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from typing import Any
 
 DEFAULT_MAX_CHARS = 200_000
 MAX_TOKEN_LENGTH = 64  # longer runs are hashes, base64 or minified noise
@@ -79,14 +86,34 @@ def _chain_tokens(chain: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tokens)) if len(tokens) > 1 else tuple(tokens)
 
 
+_STEMMABLE = re.compile(r"[a-z]{3,32}")
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@functools.lru_cache(maxsize=131072)  # words repeat a lot within a repository
+def stem(word: str) -> str:
+    """The Snowball English stem of a lowercase ASCII word (other tokens are returned as is)."""
+    if not _STEMMABLE.fullmatch(word):
+        return word
+    return str(_stemmer().stemWord(word))
+
+
 def identifier_words(
-    text: str, *, unique: bool = False, max_chars: int = DEFAULT_MAX_CHARS
+    text: str, *, unique: bool = False, max_chars: int = DEFAULT_MAX_CHARS, stems: bool = False
 ) -> list[str]:
     """All searchable tokens of ``text``, lowercase, in order of appearance.
 
     Each identifier contributes its words followed by its whole form when it has more
     than one word.  Duplicates are kept by default because term frequency matters for
-    ranking; pass ``unique=True`` for query parsing.
+    ranking; pass ``unique=True`` for query parsing.  With ``stems=True`` each word is
+    followed by its English stem when that differs (for queries: the index keeps stems
+    in a field of their own, see ``stem_text``).
     """
     if len(text) > max_chars:
         text = text[:max_chars]
@@ -95,10 +122,37 @@ def identifier_words(
         chain = match.group()
         # Very long chains (generated or minified code) are split but neither cached
         # nor kept whole.
-        tokens.extend(_chain_tokens(chain) if len(chain) <= 256 else split_identifier(chain))
+        chain_tokens = _chain_tokens(chain) if len(chain) <= 256 else split_identifier(chain)
+        if stems:
+            words = set(split_identifier(chain)) if len(chain_tokens) > 1 else set(chain_tokens)
+            with_stems: list[str] = []
+            for token in chain_tokens:
+                with_stems.append(token)
+                if token in words and (stemmed := stem(token)) != token:
+                    with_stems.append(stemmed)
+            chain_tokens = tuple(with_stems)
+        tokens.extend(chain_tokens)
     if unique:
         return list(dict.fromkeys(tokens))
     return tokens
+
+
+def stem_words(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
+    """The English stems of the split words of ``text`` that differ from the word, in order."""
+    if len(text) > max_chars:
+        text = text[:max_chars]
+    stems: list[str] = []
+    for match in _CHAIN.finditer(text):
+        for word in split_identifier(match.group()):
+            stemmed = stem(word)
+            if stemmed != word:
+                stems.append(stemmed)
+    return stems
+
+
+def stem_text(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """Space-joined ``stem_words`` for the stems field of a chunk's ``tsvector``."""
+    return " ".join(stem_words(text, max_chars=max_chars))
 
 
 def searchable_text(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:

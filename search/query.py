@@ -42,7 +42,7 @@ def parse_query(text: str) -> ParsedQuery:
         if len(tokens) > 1 and len(phrases) < MAX_PHRASES:
             phrases.append(tokens)
     plain = text.replace('"', " ")
-    terms = identifier_words(plain, unique=True)[:MAX_TERMS]
+    terms = identifier_words(plain, unique=True, stems=True)[:MAX_TERMS]
     split_words = {word for chunk in plain.split() for word in split_identifier(chunk)}
     words = tuple(term for term in terms if term in split_words) or tuple(terms)
     return ParsedQuery(text=text, terms=tuple(terms), words=words, phrases=tuple(phrases))
