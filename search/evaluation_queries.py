@@ -8,8 +8,10 @@ A query set is a JSON file::
                                 "end_line": 40, "symbol": "Flask.run"}]}]}
 
 Every expected range must exist in the corpus; a ``symbol`` (the chunker's qualified name) must
-be defined in the range, which starts at the definition; a ``heading`` (prose) must appear in it.
-This module
+be defined in the range, which starts at the definition. Python: the first line that is not a
+comment is a ``def``/``class``/decorator line. Other languages: the first line that is not a
+comment or an attribute names the symbol's last component (``Path`` of ``Route.Path`` in
+``func (r *Route) Path(...)``). A ``heading`` (prose) must appear in the range. This module
 needs neither Django nor a database, so the corpus fetch script and the tests can use it.
 """
 
@@ -142,11 +144,40 @@ def check_expected_range(root: Path, expected: ExpectedRange) -> str | None:
     if file.suffix == ".py":
         if not _definition_pattern(expected.symbol).search(body):
             return f"{expected.path}:{expected.start_line}-{expected.end_line}: no definition of {expected.symbol}"
-        head = lines[expected.start_line - 1].lstrip()
+        body_lines = lines[expected.start_line - 1 : expected.end_line]
+        head = next((x.lstrip() for x in body_lines if not x.lstrip().startswith("#")), "")
         if not head.startswith(("def ", "class ", "async def ", "@")) and "=" not in head:
             return f"{expected.path}:{expected.start_line}: range does not start at a definition"
-    elif expected.symbol.lower() not in body.lower():
-        return f"{expected.path}:{expected.start_line}-{expected.end_line}: {expected.symbol!r} not found"
+    else:
+        line = _first_code_line(lines[expected.start_line - 1 : expected.end_line])
+        name = re.split(r"\.|::", expected.symbol)[-1]
+        if line is None or not re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", line):
+            return (
+                f"{expected.path}:{expected.start_line}: the range does not start at the"
+                f" definition of {expected.symbol!r} (its first code line: {line!r})"
+            )
+    return None
+
+
+_COMMENT_OR_ATTRIBUTE = ("//", "/*", "*", "#[", "#![", "@", "--", ";")
+
+
+def _first_code_line(lines: list[str]) -> str | None:
+    """The first line that is not blank, a comment or an attribute/decorator (non-Python)."""
+    in_block = False
+    for line in lines:
+        text = line.strip()
+        if in_block:
+            in_block = "*/" not in text
+            continue
+        if not text:
+            continue
+        if text.startswith("/*") and "*/" not in text:
+            in_block = True
+            continue
+        if text.startswith(_COMMENT_OR_ATTRIBUTE):
+            continue
+        return text
     return None
 
 

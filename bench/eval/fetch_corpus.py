@@ -1,19 +1,27 @@
-"""Fetch the pinned evaluation corpus from PyPI and turn it into a local git repository.
+"""Fetch the pinned evaluation corpora and turn each into a local one-commit git repository.
 
-    .venv/bin/python bench/eval/fetch_corpus.py                 # flask 3.0.3 -> bench/corpora/flask-3.0.3
+    .venv/bin/python bench/eval/fetch_corpus.py                    # flask 3.0.3 (as before)
+    .venv/bin/python bench/eval/fetch_corpus.py --all              # every corpus of the manifest
+    .venv/bin/python bench/eval/fetch_corpus.py --name gorilla-mux-1.8.0
+    .venv/bin/python bench/eval/fetch_corpus.py --all --check      # fetch, then verify the queries
     .venv/bin/python bench/eval/fetch_corpus.py --check bench/eval/flask-queries.json
 
-The sdist is downloaded with pip (``--no-binary :all:``), its sha256 checked against the pin
-below, unpacked, and committed once with a fixed author and date, so every machine gets the
-same tree and the same commit id. The code itself is never committed to reposearch.
-``--check`` verifies every expected line range of a query file against the tree (the range
-exists and contains the named symbol); it exits non-zero when one does not.
+The corpora are listed in ``bench/eval/corpora.json`` (format: ``search/evaluation_corpora.py``).
+Each archive is downloaded with the registry's ordinary client (``pip download --no-binary
+:all:``, ``npm pack``, ``apt-get download``), its sha256 checked against the manifest, unpacked,
+the manifest's ``include`` paths copied into ``bench/corpora/<name>``, and committed once with a
+fixed author and date, so every machine gets the same tree and the same commit id. The code
+itself is never committed to reposearch. ``--check`` verifies every expected line range of the
+selected corpora's query files (or of one query file) against the tree (the range exists, starts
+at the named definition or contains the named heading); it exits non-zero when one does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -25,11 +33,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from search.evaluation_corpora import (  # noqa: E402
+    Corpus,
+    ManifestError,
+    load_manifest,
+    select_corpora,
+)
 from search.evaluation_queries import check_query_set, load_query_set  # noqa: E402
 
-PINNED = {
-    "flask": ("3.0.3", "ceb27b0af3823ea2737928a4d99d125a06175b8512c445cbd9a9ce200ef76842"),
-}
+MANIFEST = ROOT / "bench" / "eval" / "corpora.json"
 COMMIT_ENV = {
     "GIT_AUTHOR_NAME": "reposearch eval",
     "GIT_AUTHOR_EMAIL": "eval@reposearch.invalid",
@@ -40,9 +52,24 @@ COMMIT_ENV = {
 }
 
 
-def corpus_dir(package: str = "flask") -> Path:
-    version, _sha = PINNED[package]
-    return ROOT / "bench" / "corpora" / f"{package}-{version}"
+def manifest(path: Path = MANIFEST) -> tuple[Corpus, ...]:
+    return load_manifest(path)
+
+
+def find_corpus(ref: str, corpora: tuple[Corpus, ...] | None = None) -> Corpus:
+    """A corpus by name, or by package when only one corpus has it (``flask``)."""
+    corpora = corpora if corpora is not None else manifest()
+    for corpus in corpora:
+        if corpus.name == ref:
+            return corpus
+    by_package = [corpus for corpus in corpora if corpus.package == ref]
+    if len(by_package) == 1:
+        return by_package[0]
+    raise SystemExit(f"no corpus {ref!r} in {MANIFEST.relative_to(ROOT)}")
+
+
+def corpus_dir(ref: str = "flask") -> Path:
+    return find_corpus(ref).directory(ROOT)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -53,74 +80,154 @@ def _git(repo: Path, *args: str) -> str:
     return result.stdout.strip()
 
 
-def download_sdist(package: str, workdir: Path) -> Path:
-    version, sha256 = PINNED[package]
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            f"{package}=={version}",
-            "-d",
-            str(workdir),
-        ],
-        check=True,
-    )
-    archives = list(workdir.glob(f"{package}-{version}.tar.gz"))
-    if len(archives) != 1:
-        raise SystemExit(f"pip did not produce {package}-{version}.tar.gz in {workdir}")
-    digest = hashlib.sha256(archives[0].read_bytes()).hexdigest()
-    if digest != sha256:
-        raise SystemExit(f"sha256 mismatch for {archives[0].name}: {digest} != pinned {sha256}")
-    return archives[0]
+def _only(paths: list[Path], what: str, workdir: Path) -> Path:
+    if len(paths) != 1:
+        raise SystemExit(f"expected one {what} in {workdir}, found {[p.name for p in paths]}")
+    return paths[0]
 
 
-def build_repository(package: str, dest: Path) -> str:
-    """Unpack the pinned sdist into ``dest`` as a one-commit git repository; return the commit."""
+def download(corpus: Corpus, workdir: Path) -> Path:
+    """The corpus's archive, downloaded into ``workdir`` and checked against its sha256."""
+    if corpus.source == "pypi":
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+        command += ["--no-binary", ":all:", f"{corpus.package}=={corpus.version}", "-d", "."]
+        pattern = "*.tar.gz"
+    elif corpus.source == "npm":
+        command = ["npm", "pack", "--silent", f"{corpus.package}@{corpus.version}"]
+        pattern = "*.tgz"
+    else:
+        command = ["apt-get", "download", "-q", f"{corpus.package}={corpus.version}"]
+        pattern = "*.deb"
+    subprocess.run(command, check=True, cwd=workdir, stdout=subprocess.DEVNULL)
+    archive = _only(sorted(workdir.glob(pattern)), pattern, workdir)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if digest != corpus.sha256:
+        raise SystemExit(f"sha256 mismatch for {archive.name}: {digest} != pinned {corpus.sha256}")
+    return archive
+
+
+def unpack(corpus: Corpus, archive: Path, into: Path) -> Path:
+    """Unpack ``archive`` under ``into``; return the directory the ``include`` paths start from."""
+    into.mkdir()
+    if corpus.source == "debian":
+        subprocess.run(["dpkg-deb", "-x", str(archive), str(into)], check=True)
+        return into
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    if corpus.include:
+        return into
+    return _only([p for p in into.iterdir() if p.is_dir()], "top directory", into)
+
+
+def assemble(corpus: Corpus, base: Path, dest: Path) -> None:
+    """Copy the corpus's tree from the unpacked archive at ``base`` to ``dest``."""
+    if not corpus.include:
+        shutil.move(str(base), dest)
+        return
+    dest.mkdir(parents=True)
+    for source, target in corpus.include:
+        origin, goal = base / source, dest / target
+        if origin.is_dir():
+            shutil.copytree(origin, goal, dirs_exist_ok=True, symlinks=True)
+        elif origin.is_file():
+            goal.parent.mkdir(parents=True, exist_ok=True)
+            if origin.suffix == ".gz" and goal.suffix != ".gz":
+                goal.write_bytes(gzip.decompress(origin.read_bytes()))
+            else:
+                shutil.copy2(origin, goal)
+        else:
+            raise SystemExit(f"{corpus.name}: the archive has no {source!r}")
+
+
+def build_repository(corpus: Corpus, dest: Path) -> str:
+    """Fetch ``corpus`` into ``dest`` as a one-commit git repository; return the commit."""
     with tempfile.TemporaryDirectory(prefix="reposearch-corpus-") as tmp:
-        archive = download_sdist(package, Path(tmp))
-        with tarfile.open(archive) as tar:
-            tar.extractall(Path(tmp) / "x", filter="data")
-        (top,) = list((Path(tmp) / "x").iterdir())
+        archive = download(corpus, Path(tmp))
+        base = unpack(corpus, archive, Path(tmp) / "x")
         if dest.exists():
             shutil.rmtree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(top), dest)
+        assemble(corpus, base, dest)
     _git(dest, "init", "--quiet", "--initial-branch=main")
     _git(dest, "add", "--all", "--force")
-    _git(dest, "commit", "--quiet", "--no-gpg-sign", "-m", f"{package} {PINNED[package][0]}")
+    _git(dest, "commit", "--quiet", "--no-gpg-sign", "-m", f"{corpus.package} {corpus.version}")
     return _git(dest, "rev-parse", "HEAD")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--package", default="flask", choices=sorted(PINNED))
-    parser.add_argument("--dest", type=Path, help="default: bench/corpora/<package>-<version>")
-    parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
-    parser.add_argument("--check", type=Path, help="a query file to verify against the tree")
-    args = parser.parse_args(argv)
-    dest = args.dest or corpus_dir(args.package)
-    if args.force or not (dest / ".git").exists():
-        commit = build_repository(args.package, dest)
-        print(f"built {dest} at commit {commit}")
+def ensure_fetched(corpus: Corpus, *, force: bool = False, dest: Path | None = None) -> Path:
+    dest = dest or corpus.directory(ROOT)
+    if force or not (dest / ".git").exists():
+        commit = build_repository(corpus, dest)
+        print(f"built {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest} at {commit}")
     else:
-        print(f"{dest} exists at commit {_git(dest, 'rev-parse', 'HEAD')} (use --force to rebuild)")
-    if args.check:
-        query_set = load_query_set(args.check)
-        problems = check_query_set(dest, query_set)
-        for problem in problems:
-            print(f"BAD  {problem}")
-        total = sum(len(q.expected) for q in query_set.queries)
-        print(
-            f"{len(query_set.queries)} queries, {total} expected ranges, {len(problems)} problems"
-        )
-        return 1 if problems else 0
-    return 0
+        print(f"{dest} exists at commit {_git(dest, 'rev-parse', 'HEAD')} (--force rebuilds)")
+    return dest
+
+
+def check(tree: Path, query_file: Path) -> int:
+    """Print the problems of one query file against ``tree``; return their number."""
+    query_set = load_query_set(query_file)
+    problems = check_query_set(tree, query_set)
+    for problem in problems:
+        print(f"BAD  {problem}")
+    total = sum(len(q.expected) for q in query_set.queries)
+    kinds: dict[str, int] = {}
+    for query in query_set.queries:
+        kinds[query.kind] = kinds.get(query.kind, 0) + 1
+    print(
+        f"{query_file.name}: {len(query_set.queries)} queries"
+        f" ({', '.join(f'{kind} {n}' for kind, n in sorted(kinds.items()))}),"
+        f" {total} expected ranges, {len(problems)} problems"
+    )
+    return len(problems)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--all", action="store_true", help="every corpus of the manifest")
+    parser.add_argument("--name", action="append", default=[], help="a corpus name (repeatable)")
+    parser.add_argument("--split", choices=("tune", "report"), help="the corpora of one split")
+    parser.add_argument("--package", help="a corpus by package name (compatibility: flask)")
+    parser.add_argument("--dest", type=Path, help="with one corpus: where to build it")
+    parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument(
+        "--check",
+        nargs="?",
+        const=True,
+        default=None,
+        help="verify the selected corpora's query files (or the query file given) against the tree",
+    )
+    parser.add_argument("--json", action="store_true", help="print the selected corpora as JSON")
+    args = parser.parse_args(argv)
+    try:
+        corpora = manifest(args.manifest)
+        if args.package:
+            selected: tuple[Corpus, ...] = (find_corpus(args.package, corpora),)
+        elif args.all or args.split or args.name:
+            selected = select_corpora(corpora, split=args.split or "all", names=args.name)
+        else:
+            selected = (find_corpus("flask", corpora),)
+    except ManifestError as error:
+        raise SystemExit(f"fetch_corpus: {error}") from None
+    if args.json:
+        print(json.dumps([corpus.__dict__ for corpus in selected], indent=1, default=list))
+        return 0
+    if args.dest and len(selected) != 1:
+        raise SystemExit("fetch_corpus: --dest needs exactly one corpus")
+    problems = 0
+    for corpus in selected:
+        tree = ensure_fetched(corpus, force=args.force, dest=args.dest)
+        if args.check is True:
+            query_file = ROOT / corpus.queries
+            if not query_file.exists():
+                print(f"{corpus.name}: no query file {corpus.queries} yet")
+                problems += 1
+                continue
+            problems += check(tree, query_file)
+        elif args.check:
+            problems += check(tree, Path(args.check))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

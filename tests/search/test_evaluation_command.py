@@ -275,3 +275,85 @@ def test_with_a_chat_model_hyde_runs_and_ask_citations_are_checked(
     assert citations["rate"] == 1.0  # [1] resolves to a context chunk; the invented [9] is removed
     assert citations["removed"] == 3
     assert "3/3 answers cite only chunks that were in their context (100 %)" in out.getvalue()
+
+
+def _manifest(tmp_path: Path, queries: Path, names: tuple[str, ...] = ("tiny",)) -> Path:
+    corpora = [
+        {
+            "name": name,
+            "language": "python",
+            "source": "pypi",
+            "package": name,
+            "version": "1.0",
+            "sha256": "0" * 64,
+            "split": "report",
+            "queries": str(queries),  # absolute: the harness joins it to the checkout
+        }
+        for name in names
+    ]
+    path = tmp_path / "corpora.json"
+    path.write_text(json.dumps({"corpora": corpora}))
+    return path
+
+
+def test_split_reports_pooled_per_corpus_and_a_paired_interval(
+    indexed_repository: Repository, tmp_path: Path
+) -> None:
+    out = StringIO()
+    report_path = tmp_path / "split.json"
+    call_command(
+        "eval",
+        "--split",
+        "report",
+        "--manifest",
+        str(_manifest(tmp_path, _queries_file(tmp_path))),
+        "--configs",
+        "hybrid,hybrid+scope",
+        "--compare",
+        "hybrid,hybrid+scope",
+        "--json",
+        str(report_path),
+        stdout=out,
+        stderr=StringIO(),
+    )
+    text = out.getvalue()
+    assert "Split report: 1 corpora (tiny), 3 queries, k=10" in text  # k=10 by default
+    assert "| configuration | MRR@10 | hit@1 | hit@10 |" in text
+    assert "MRR@10 per corpus" in text and "| configuration | tiny (3) |" in text
+    assert "hybrid+scope - hybrid: " in text and "(1000 resamples, seed 16)" in text
+    report = json.loads(report_path.read_text())
+    assert report["split"] == "report" and report["k"] == 10
+    assert report["corpora"][0]["commit"] == indexed_repository.last_indexed_commit
+    (comparison,) = report["comparisons"]
+    assert comparison["pairs"] == 3
+    assert comparison["low"] <= comparison["difference"] <= comparison["high"]
+    pooled = report["pooled"]["hybrid+scope"]
+    assert pooled["by_kind"]["identifier"]["mrr"] == 1.0  # the definition ranks first
+
+
+def test_split_errors_are_clear(indexed_repository: Repository, tmp_path: Path) -> None:
+    queries = _queries_file(tmp_path)
+    manifest = str(_manifest(tmp_path, queries, ("tiny", "absent")))
+    with pytest.raises(CommandError, match="corpus absent is not indexed: run bench/eval/index"):
+        call_command("eval", "--split", "all", "--manifest", manifest)
+    with pytest.raises(CommandError, match="no corpus in split 'tune'"):
+        call_command("eval", "--split", "tune", "--manifest", manifest)
+    with pytest.raises(CommandError, match="no corpus named nine"):
+        call_command("eval", "--split", "all", "--manifest", manifest, "--corpus", "nine")
+    with pytest.raises(CommandError, match="not among the configurations run"):
+        call_command(
+            "eval", "--split", "all", "--manifest", manifest, "--corpus", "tiny",
+            "--configs", "hybrid", "--compare", "hybrid,vector",
+        )  # fmt: skip
+    with pytest.raises(CommandError, match="two different configurations"):
+        call_command("eval", "--split", "all", "--manifest", manifest, "--compare", "hybrid")
+    with pytest.raises(CommandError, match="--compare and --corpus need --split"):
+        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--compare", "a,b")
+    with pytest.raises(CommandError, match="leave out --repo"):
+        call_command("eval", "--split", "all", "--manifest", manifest, "--repo", "tiny")
+    with pytest.raises(CommandError, match="give --split, or both"):
+        call_command("eval", "--repo", "tiny")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"corpora": [{"name": "x"}]}')
+    with pytest.raises(CommandError, match="missing or empty string field"):
+        call_command("eval", "--split", "all", "--manifest", str(bad))

@@ -1,7 +1,15 @@
-"""``manage.py eval``: run the evaluation ablation over a labelled query set.
+"""``manage.py eval``: run the evaluation ablation over a labelled query set, or over a split.
 
     manage.py eval --repo <uuid or name> --queries bench/eval/flask-queries.json --k 5 \
         [--json out.json] [--with-llm] [--configs fulltext,vector,hybrid]
+    manage.py eval --split report [--k 10] [--configs hybrid,hybrid+scope] \
+        [--compare hybrid,hybrid+scope] [--corpus NAME] [--json out.json]
+
+With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``report`` or
+``all``; ``--corpus`` picks some by name); each must have been indexed under its name
+(``bench/eval/index_corpus.py``): this command indexes nothing. The report pools the split's
+queries, shows MRR@k per corpus and per kind, and for each ``--compare A,B`` a paired bootstrap
+interval of MRR(B) - MRR(A).
 """
 
 from __future__ import annotations
@@ -15,8 +23,20 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexing.models import Repository
 from search.ask.evaluation import check_citations
-from search.evaluation import ABLATION, chat_unavailable_reason, format_report, run_ablation
+from search.evaluation import (
+    ABLATION,
+    Configuration,
+    chat_unavailable_reason,
+    format_report,
+    run_ablation,
+)
+from search.evaluation_corpora import ManifestError, load_manifest, select_corpora
 from search.evaluation_queries import QuerySetError, load_query_set
+from search.evaluation_split import CorpusRun, format_split_report, run_split
+from search.evaluation_stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+ROOT = Path(__file__).resolve().parents[3]
+MANIFEST = ROOT / "bench" / "eval" / "corpora.json"
 
 
 def find_repository(ref: str) -> Repository:
@@ -35,13 +55,85 @@ def find_repository(ref: str) -> Repository:
     return repository
 
 
+def parse_configurations(value: str | None) -> tuple[Configuration, ...]:
+    """The configurations named in ``--configs`` (all of the ablation when empty)."""
+    if not value:
+        return ABLATION
+    wanted = [name.strip() for name in value.split(",") if name.strip()]
+    known = {c.name: c for c in ABLATION}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise CommandError(f"unknown configuration(s): {', '.join(unknown)}")
+    return tuple(known[name] for name in wanted)
+
+
+def parse_comparisons(
+    values: list[str], configurations: tuple[Configuration, ...]
+) -> list[tuple[str, str]]:
+    """``--compare A,B`` pairs; both must be among the configurations that run."""
+    running = {c.name for c in configurations}
+    pairs = []
+    for value in values:
+        names = [name.strip() for name in value.split(",")]
+        if len(names) != 2 or not all(names) or names[0] == names[1]:
+            raise CommandError(f"--compare takes two different configurations A,B, not {value!r}")
+        missing = [name for name in names if name not in running]
+        if missing:
+            raise CommandError(
+                f"--compare {value}: {', '.join(missing)} not among the configurations run"
+                " (see --configs)"
+            )
+        pairs.append((names[0], names[1]))
+    return pairs
+
+
+def split_runs(manifest: Path, split: str, names: list[str]) -> list[CorpusRun]:
+    """The corpora of the split with their query sets and indexed repositories."""
+    try:
+        corpora = select_corpora(load_manifest(manifest), split=split, names=names)
+    except (OSError, ManifestError) as error:
+        raise CommandError(str(error)) from None
+    runs = []
+    for corpus in corpora:
+        try:
+            query_set = load_query_set(ROOT / corpus.queries)
+        except (OSError, QuerySetError) as error:
+            raise CommandError(f"corpus {corpus.name}: {error}") from None
+        repository = Repository.objects.filter(name=corpus.name).first()
+        if repository is None or not repository.active_generation:
+            raise CommandError(
+                f"corpus {corpus.name} is not indexed: run"
+                f" bench/eval/index_corpus.py --name {corpus.name}"
+            )
+        context = {
+            "repository": str(repository.pk),
+            "commit": repository.last_indexed_commit,
+            "files": repository.file_count,
+            "chunks": repository.chunk_count,
+            "embedded": repository.embedded_count,
+        }
+        runs.append(CorpusRun(corpus, query_set, repository.pk, context))
+    return runs
+
+
 class Command(BaseCommand):
-    help = "Evaluate search configurations (an ablation) on a labelled query set."
+    help = "Evaluate search configurations (an ablation) on a labelled query set or a split."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repo", required=True, help="repository id or unique name")
-        parser.add_argument("--queries", required=True, type=Path, help="query set (JSON)")
-        parser.add_argument("--k", type=int, default=5, help="results per query (default 5)")
+        parser.add_argument("--repo", help="repository id or unique name (without --split)")
+        parser.add_argument("--queries", type=Path, help="query set (JSON; without --split)")
+        parser.add_argument(
+            "--split",
+            choices=("tune", "report", "all"),
+            help="evaluate the manifest's corpora of this split instead of --repo/--queries",
+        )
+        parser.add_argument(
+            "--corpus", action="append", default=[], help="with --split: only this corpus"
+        )
+        parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpora manifest")
+        parser.add_argument(
+            "--k", type=int, help="results per query (default 10 with --split, else 5)"
+        )
         parser.add_argument("--json", type=Path, help="also write the report as JSON here")
         parser.add_argument(
             "--with-llm",
@@ -58,24 +150,33 @@ class Command(BaseCommand):
             "--configs",
             help="comma-separated subset of: " + ", ".join(c.name for c in ABLATION),
         )
+        parser.add_argument(
+            "--compare",
+            action="append",
+            default=[],
+            metavar="A,B",
+            help="with --split: paired bootstrap interval of MRR(B) - MRR(A) (repeatable)",
+        )
+        parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        k = options["k"]
+        k = options["k"] if options["k"] is not None else (10 if options["split"] else 5)
         if not 1 <= k <= 100:
             raise CommandError("--k must be between 1 and 100")
+        configurations = parse_configurations(options["configs"])
+        if options["split"]:
+            self.handle_split(options, k, configurations)
+            return
+        if options["compare"] or options["corpus"]:
+            raise CommandError("--compare and --corpus need --split")
+        if not options["repo"] or not options["queries"]:
+            raise CommandError("give --split, or both --repo and --queries")
         try:
             query_set = load_query_set(options["queries"])
         except (OSError, QuerySetError) as error:
             raise CommandError(str(error)) from None
         repository = find_repository(options["repo"])
-        configurations = ABLATION
-        if options["configs"]:
-            wanted = [name.strip() for name in options["configs"].split(",") if name.strip()]
-            known = {c.name: c for c in ABLATION}
-            unknown = [name for name in wanted if name not in known]
-            if unknown:
-                raise CommandError(f"unknown configuration(s): {', '.join(unknown)}")
-            configurations = tuple(known[name] for name in wanted)
         self.stdout.write(
             f"repository {repository.name} ({repository.pk}) at {repository.last_indexed_commit[:12]}:"
             f" {repository.chunk_count} chunks, {repository.embedded_count} with vectors;"
@@ -111,6 +212,40 @@ class Command(BaseCommand):
                 f" that were in their context ({citations['rate'] * 100:.0f} %);"
                 f" {citations['removed']} invented citations removed"
             )
+        if options["json"]:
+            options["json"].write_text(json.dumps(report.as_dict(), indent=1) + "\n")
+            self.stdout.write(f"wrote {options['json']}")
+
+    def handle_split(
+        self, options: dict[str, Any], k: int, configurations: tuple[Configuration, ...]
+    ) -> None:
+        if options["repo"] or options["queries"]:
+            raise CommandError("--split reads the manifest: leave out --repo and --queries")
+        if options["resamples"] < 1:
+            raise CommandError("--resamples must be at least 1")
+        comparisons = parse_comparisons(options["compare"], configurations)
+        runs = split_runs(options["manifest"], options["split"], options["corpus"])
+        for run in runs:
+            self.stdout.write(
+                f"{run.corpus.name} ({run.corpus.language}, {run.corpus.split}) at"
+                f" {str(run.context['commit'])[:12]}: {run.context['chunks']} chunks,"
+                f" {run.context['embedded']} with vectors; {len(run.query_set.queries)} queries"
+            )
+        try:
+            report = run_split(
+                runs,
+                split=options["split"],
+                k=k,
+                configurations=configurations,
+                with_llm=options["with_llm"],
+                comparisons=comparisons,
+                resamples=options["resamples"],
+                seed=options["seed"],
+                on_progress=lambda name: self.stderr.write(f"running {name} ..."),
+            )
+        except ValueError as error:  # a comparison whose configuration was skipped
+            raise CommandError(str(error)) from None
+        self.stdout.write(format_split_report(report))
         if options["json"]:
             options["json"].write_text(json.dumps(report.as_dict(), indent=1) + "\n")
             self.stdout.write(f"wrote {options['json']}")

@@ -1,0 +1,244 @@
+"""The evaluation over a split of corpora: pooled, per corpus, per kind, with paired intervals.
+
+    runs = [CorpusRun(corpus, query_set, repository_id), ...]
+    report = run_split(runs, split="report", k=10, configurations=..., compare=[("a", "b")])
+    print(format_split_report(report))
+
+Each corpus runs through ``run_ablation`` on its own repository (so a query only ever sees the
+code it was written for); the split's figures pool every query of every corpus (each question
+weighs the same), and a comparison pairs the two configurations' reciprocal ranks query by query
+and bootstraps the difference within each corpus (``evaluation_stats``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from search.evaluation import (
+    ABLATION,
+    AblationReport,
+    Configuration,
+    SearchFunction,
+    _fmt,
+    run_ablation,
+)
+from search.evaluation_corpora import Corpus
+from search.evaluation_metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
+from search.evaluation_queries import QuerySet
+from search.evaluation_stats import DEFAULT_RESAMPLES, PairedDifference, paired_bootstrap
+
+
+@dataclass(frozen=True)
+class CorpusRun:
+    corpus: Corpus
+    query_set: QuerySet
+    repository_id: UUID
+    context: dict[str, Any] = field(default_factory=dict)  # commit, chunks, ... for the report
+
+
+@dataclass
+class SplitReport:
+    split: str
+    k: int
+    corpora: list[CorpusRun]
+    per_corpus: dict[str, AblationReport]  # corpus name -> its ablation
+    pooled: dict[str, Metrics]  # configuration name -> metrics over every query of the split
+    skipped: dict[str, str] = field(default_factory=dict)  # configuration name -> why
+    comparisons: list[PairedDifference] = field(default_factory=list)
+
+    def configuration_names(self) -> list[str]:
+        first = next(iter(self.per_corpus.values()), None)
+        return [c.name for c in first.configurations] if first else []
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "split": self.split,
+            "k": self.k,
+            "corpora": [
+                {
+                    "name": run.corpus.name,
+                    "language": run.corpus.language,
+                    "split": run.corpus.split,
+                    "queries_file": run.corpus.queries,
+                    "queries": len(run.query_set.queries),
+                    **run.context,
+                }
+                for run in self.corpora
+            ],
+            "pooled": {name: metrics.as_dict() for name, metrics in self.pooled.items()},
+            "skipped": self.skipped,
+            "comparisons": [c.as_dict() for c in self.comparisons],
+            "per_corpus": {name: report.as_dict() for name, report in self.per_corpus.items()},
+        }
+
+
+def reciprocal_ranks(outcomes: Sequence[QueryOutcome], k: int) -> list[float]:
+    ranks = [first_hit_rank(outcome, k) for outcome in outcomes]
+    return [1.0 / rank if rank else 0.0 for rank in ranks]
+
+
+def _paired_scores(
+    report: SplitReport, name: str
+) -> tuple[list[tuple[str, str]], list[float]] | None:
+    """(corpus, query id) keys and reciprocal ranks of one configuration over the split."""
+    keys: list[tuple[str, str]] = []
+    scores: list[float] = []
+    for corpus_name, ablation in report.per_corpus.items():
+        found = next((c for c in ablation.configurations if c.name == name), None)
+        if found is None or found.metrics is None:
+            return None
+        keys += [(corpus_name, outcome.query.id) for outcome in found.outcomes]
+        scores += reciprocal_ranks(found.outcomes, report.k)
+    return keys, scores
+
+
+def compare(
+    report: SplitReport,
+    a: str,
+    b: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = None,
+) -> PairedDifference:
+    """Paired bootstrap of MRR(b) - MRR(a) over the split's queries, stratified by corpus."""
+    left, right = _paired_scores(report, a), _paired_scores(report, b)
+    for name, scores in ((a, left), (b, right)):
+        if scores is None:
+            reason = report.skipped.get(name, "it did not run")
+            raise ValueError(f"cannot compare {name}: {reason}")
+    assert left is not None and right is not None
+    if left[0] != right[0]:
+        raise ValueError(f"{a} and {b} did not run the same queries")
+    options: dict[str, Any] = {"resamples": resamples}
+    if seed is not None:
+        options["seed"] = seed
+    return paired_bootstrap(
+        left[1], right[1], strata=[key[0] for key in left[0]], names=(a, b), **options
+    )
+
+
+def _prefixed(report: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    return lambda name: report(f"{prefix}: {name}")
+
+
+def run_split(
+    runs: Sequence[CorpusRun],
+    *,
+    split: str,
+    k: int = 10,
+    configurations: Sequence[Configuration] = ABLATION,
+    with_llm: bool = False,
+    comparisons: Sequence[tuple[str, str]] = (),
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = None,
+    search: SearchFunction | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> SplitReport:
+    """Every configuration over every corpus of the split, pooled, and the asked comparisons."""
+    per_corpus: dict[str, AblationReport] = {}
+    for run in runs:
+        progress: Callable[[str], None] | None = None
+        if on_progress is not None:
+            progress = _prefixed(on_progress, run.corpus.name)
+        per_corpus[run.corpus.name] = run_ablation(
+            run.query_set,
+            repo_ids=[run.repository_id],
+            k=k,
+            with_llm=with_llm,
+            configurations=configurations,
+            search=search,
+            on_progress=progress,
+        )
+    pooled: dict[str, Metrics] = {}
+    skipped: dict[str, str] = {}
+    for configuration in configurations:
+        outcomes: list[QueryOutcome] = []
+        for ablation in per_corpus.values():
+            found = next(c for c in ablation.configurations if c.name == configuration.name)
+            if found.metrics is None:
+                skipped[configuration.name] = found.skipped
+                break
+            outcomes += found.outcomes
+        else:
+            pooled[configuration.name] = compute_metrics(outcomes, k)
+    report = SplitReport(split, k, list(runs), per_corpus, pooled, skipped)
+    for a, b in comparisons:
+        report.comparisons.append(compare(report, a, b, resamples=resamples, seed=seed))
+    return report
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def format_split_report(report: SplitReport) -> str:
+    """Markdown: pooled figures, MRR per corpus, MRR per kind, the comparisons."""
+    k = report.k
+    names = [run.corpus.name for run in report.corpora]
+    total = sum(len(run.query_set.queries) for run in report.corpora)
+    lines = [
+        f"Split {report.split}: {len(names)} corpora ({', '.join(names)}), {total} queries, k={k}",
+        "",
+    ]
+    rows = []
+    for name in report.configuration_names():
+        m = report.pooled.get(name)
+        if m is None:
+            rows.append([name, f"skipped: {report.skipped.get(name, '')}", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                name,
+                _fmt(m.mrr, percent=False),
+                _fmt(m.hit_at_1),
+                _fmt(m.hit_at_k),
+                _fmt(m.recall_at_k),
+                f"{m.p50_ms:.0f} / {m.p95_ms:.0f}",
+            ]
+        )
+    lines += _table(
+        ["configuration", f"MRR@{k}", "hit@1", f"hit@{k}", f"recall@{k}", "p50 / p95 ms"], rows
+    )
+    ran = [name for name in report.configuration_names() if name in report.pooled]
+    counts = {run.corpus.name: len(run.query_set.queries) for run in report.corpora}
+    lines += ["", f"MRR@{k} per corpus (queries in brackets):", ""]
+    rows = []
+    for name in ran:
+        cells = []
+        for corpus in names:
+            found = next(c for c in report.per_corpus[corpus].configurations if c.name == name)
+            cells.append(_fmt(found.metrics.mrr if found.metrics else None, percent=False))
+        rows.append([name, *cells])
+    lines += _table(["configuration", *(f"{c} ({counts[c]})" for c in names)], rows)
+    kinds = sorted({kind for name in ran for kind in report.pooled[name].by_kind})
+    if kinds and ran:
+        first = report.pooled[ran[0]].by_kind
+        lines += ["", f"MRR@{k} per kind, pooled over the split:", ""]
+        rows = [
+            [
+                name,
+                *(
+                    _fmt(report.pooled[name].by_kind.get(kind, {}).get("mrr"), percent=False)
+                    for kind in kinds
+                ),
+            ]
+            for name in ran
+        ]
+        header = [f"{kind} ({int(first.get(kind, {}).get('queries', 0))})" for kind in kinds]
+        lines += _table(["configuration", *header], rows)
+    if report.comparisons:
+        lines += ["", "Paired bootstrap of the MRR difference (stratified by corpus):", ""]
+        lines += [f"- {c.describe()}" for c in report.comparisons]
+    warnings = [
+        f"- {corpus}: {c.name}: {warning}"
+        for corpus, ablation in report.per_corpus.items()
+        for c in ablation.configurations
+        for warning in c.warnings
+    ]
+    if warnings:
+        lines += ["", "Warnings:", *warnings]
+    return "\n".join(lines)
