@@ -16,11 +16,12 @@ tokens.
 Dotted and namespaced names (``os.path.join``, ``std::vector``, ``$this->render``) split
 into their parts, and the whole chain is kept too (``ospathjoin``).
 
-English stems (``stem_text``, ``identifier_words(..., stems=True)``): each split word also
-yields its Snowball English stem when that differs (``allocations`` and ``allocate`` both give
-``alloc``, ``configured`` and ``configuration`` give ``configur``), so a question's wording meets
-the code's inflections. Stems are kept apart from the exact tokens (the index stores them in
-their own ``tsvector`` weight), so exact identifiers and phrases are matched as before.
+English stems (``stem_text``, ``identifier_words(..., stems=True)``): the index also stores
+the Snowball English stem of each split word where it differs from the word (``allocations``
+and ``allocate`` both give ``alloc``, ``configured`` and ``configuration`` give ``configur``),
+and a query's words are looked up by their stems, so a question's wording meets the code's
+inflections. The exact tokens stay, so identifiers' whole forms and quoted phrases match as
+before.
 
 Everything is regex-based and linear; inputs are cut at ``max_chars`` so that a
 pathological chunk (a minified file on one line) cannot stall indexing or a query.
@@ -111,9 +112,10 @@ def identifier_words(
 
     Each identifier contributes its words followed by its whole form when it has more
     than one word.  Duplicates are kept by default because term frequency matters for
-    ranking; pass ``unique=True`` for query parsing.  With ``stems=True`` each word is
-    followed by its English stem when that differs (for queries: the index keeps stems
-    in a field of their own, see ``stem_text``).
+    ranking; pass ``unique=True`` for query parsing.  With ``stems=True`` each split word
+    is replaced by its English stem (whole forms stay exact): a query's words then meet
+    every inflection, because the index holds each word once under its stem -- as the
+    word itself where the stem is the word, in the stems of ``stem_text`` where not.
     """
     if len(text) > max_chars:
         text = text[:max_chars]
@@ -125,12 +127,7 @@ def identifier_words(
         chain_tokens = _chain_tokens(chain) if len(chain) <= 256 else split_identifier(chain)
         if stems:
             words = set(split_identifier(chain)) if len(chain_tokens) > 1 else set(chain_tokens)
-            with_stems: list[str] = []
-            for token in chain_tokens:
-                with_stems.append(token)
-                if token in words and (stemmed := stem(token)) != token:
-                    with_stems.append(stemmed)
-            chain_tokens = tuple(with_stems)
+            chain_tokens = tuple(stem(t) if t in words else t for t in chain_tokens)
         tokens.extend(chain_tokens)
     if unique:
         return list(dict.fromkeys(tokens))

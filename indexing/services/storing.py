@@ -82,6 +82,20 @@ def _path_text(path: str) -> str:
     return searchable_text(path.replace("/", " ").replace(".", " "))
 
 
+def _vector_texts(symbol: str, path_text: str, body: str, content: str) -> tuple[str, ...]:
+    """The texts of the A (symbol), B (path), D (body) and C (body stems) fields.
+
+    Symbol and path carry their own words' stems too, so a word looked up by its stem keeps
+    its field's weight; every field holds each word occurrence once under its stem.
+    """
+    return (
+        f"{searchable_text(symbol)} {stem_text(symbol)}",
+        f"{path_text} {stem_text(path_text)}",
+        body,
+        stem_text(content),
+    )
+
+
 def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStore]) -> int:
     """Insert files and their chunks for ``generation``; return the number of chunks written."""
     written = 0
@@ -103,8 +117,7 @@ def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStor
                      stored.language, stored.path,
                      stored.is_test, stored.is_doc, chunk.content, content_hash(chunk.content),
                      json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
-                     searchable_text(chunk.symbol), path_text, body,
-                     stem_text(chunk.symbol + "\n" + chunk.content))
+                     *_vector_texts(chunk.symbol, path_text, body, chunk.content))
                 )  # fmt: skip
             if len(rows) >= INSERT_BATCH:
                 cursor.executemany(_INSERT_CHUNK, rows)
@@ -215,8 +228,8 @@ def rebuild_search_vectors(repository_id: UUID | None = None) -> int:
             if not rows:
                 return written
             updates = [
-                (searchable_text(symbol), _path_text(path), searchable_text(content),
-                 stem_text(symbol + "\n" + content), chunk_id)
+                (*_vector_texts(symbol, _path_text(path), searchable_text(content), content),
+                 chunk_id)
                 for chunk_id, symbol, path, content in rows
             ]  # fmt: skip
             cursor.executemany(_UPDATE_VECTOR, updates)
