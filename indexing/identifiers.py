@@ -16,13 +16,6 @@ tokens.
 Dotted and namespaced names (``os.path.join``, ``std::vector``, ``$this->render``) split
 into their parts, and the whole chain is kept too (``ospathjoin``).
 
-English stems (``stem_text``, ``identifier_words(..., stems=True)``): the index also stores
-the Snowball English stem of each split word where it differs from the word (``allocations``
-and ``allocate`` both give ``alloc``, ``configured`` and ``configuration`` give ``configur``),
-and a query's words are looked up by their stems, so a question's wording meets the code's
-inflections. The exact tokens stay, so identifiers' whole forms and quoted phrases match as
-before.
-
 Everything is regex-based and linear; inputs are cut at ``max_chars`` so that a
 pathological chunk (a minified file on one line) cannot stall indexing or a query.
 """
@@ -32,7 +25,6 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from typing import Any
 
 DEFAULT_MAX_CHARS = 200_000
 MAX_TOKEN_LENGTH = 64  # longer runs are hashes, base64 or minified noise
@@ -87,35 +79,14 @@ def _chain_tokens(chain: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tokens)) if len(tokens) > 1 else tuple(tokens)
 
 
-_STEMMABLE = re.compile(r"[a-z]{3,32}")
-
-
-@functools.lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
-
-
-@functools.lru_cache(maxsize=131072)  # words repeat a lot within a repository
-def stem(word: str) -> str:
-    """The Snowball English stem of a lowercase ASCII word (other tokens are returned as is)."""
-    if not _STEMMABLE.fullmatch(word):
-        return word
-    return str(_stemmer().stemWord(word))
-
-
 def identifier_words(
-    text: str, *, unique: bool = False, max_chars: int = DEFAULT_MAX_CHARS, stems: bool = False
+    text: str, *, unique: bool = False, max_chars: int = DEFAULT_MAX_CHARS
 ) -> list[str]:
     """All searchable tokens of ``text``, lowercase, in order of appearance.
 
     Each identifier contributes its words followed by its whole form when it has more
     than one word.  Duplicates are kept by default because term frequency matters for
-    ranking; pass ``unique=True`` for query parsing.  With ``stems=True`` each split word
-    is replaced by its English stem (whole forms stay exact): a query's words then meet
-    every inflection, because the index holds each word once under its stem -- as the
-    word itself where the stem is the word, in the stems of ``stem_text`` where not.
+    ranking; pass ``unique=True`` for query parsing.
     """
     if len(text) > max_chars:
         text = text[:max_chars]
@@ -124,32 +95,10 @@ def identifier_words(
         chain = match.group()
         # Very long chains (generated or minified code) are split but neither cached
         # nor kept whole.
-        chain_tokens = _chain_tokens(chain) if len(chain) <= 256 else split_identifier(chain)
-        if stems:
-            words = set(split_identifier(chain)) if len(chain_tokens) > 1 else set(chain_tokens)
-            chain_tokens = tuple(stem(t) if t in words else t for t in chain_tokens)
-        tokens.extend(chain_tokens)
+        tokens.extend(_chain_tokens(chain) if len(chain) <= 256 else split_identifier(chain))
     if unique:
         return list(dict.fromkeys(tokens))
     return tokens
-
-
-def stem_words(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
-    """The English stems of the split words of ``text`` that differ from the word, in order."""
-    if len(text) > max_chars:
-        text = text[:max_chars]
-    stems: list[str] = []
-    for match in _CHAIN.finditer(text):
-        for word in split_identifier(match.group()):
-            stemmed = stem(word)
-            if stemmed != word:
-                stems.append(stemmed)
-    return stems
-
-
-def stem_text(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Space-joined ``stem_words`` for the stems field of a chunk's ``tsvector``."""
-    return " ".join(stem_words(text, max_chars=max_chars))
 
 
 def searchable_text(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:

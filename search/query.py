@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexing.identifiers import identifier_words, split_identifier, stem
+from indexing.identifiers import identifier_words, split_identifier
 
 MAX_TERMS = 32
 MAX_PHRASE_TOKENS = 16
@@ -42,8 +42,8 @@ def parse_query(text: str) -> ParsedQuery:
         if len(tokens) > 1 and len(phrases) < MAX_PHRASES:
             phrases.append(tokens)
     plain = text.replace('"', " ")
-    terms = identifier_words(plain, unique=True, stems=True)[:MAX_TERMS]
-    split_words = {stem(w) for chunk in plain.split() for w in split_identifier(chunk)}
+    terms = identifier_words(plain, unique=True)[:MAX_TERMS]
+    split_words = {word for chunk in plain.split() for word in split_identifier(chunk)}
     words = tuple(term for term in terms if term in split_words) or tuple(terms)
     return ParsedQuery(text=text, terms=tuple(terms), words=words, phrases=tuple(phrases))
 

@@ -60,8 +60,9 @@ class Unit:
 
 
 def corpus_units(root: Path) -> list[Unit]:
+    from doc_comments import headings, summary
+
     from indexing.chunking import chunk_file
-    from indexing.doc_comments import headings, summary
     from indexing.languages import detect_language, is_doc_path, is_test_path
 
     units = []
@@ -238,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/granularity.json")
     parser.add_argument(
+        "--mpnet",
+        type=Path,
+        help="embed with all-mpnet-base-v2 from this folder (bench/eval/mpnet_runtime.py)",
+    )
+    parser.add_argument(
         "--cache", type=Path, default=ROOT / "bench/results/granularity-cache", help="vector cache"
     )
     args = parser.parse_args(argv)
@@ -249,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     from search.evaluation_queries import load_query_set
 
     base = get_embedder()
+    if args.mpnet:
+        from mpnet_runtime import MPNetEmbedder, prepare
+
+        base = MPNetEmbedder(prepare(args.mpnet))
     embedder = CachedEmbedder(base, args.cache / (base.space_key.replace("/", "_") + ".npz"))
     query_set = load_query_set(args.queries)
     units = corpus_units(args.corpus or corpus_dir("flask"))

@@ -2,9 +2,7 @@
 
 Each chunk's ``tsvector`` is built in SQL from identifier-split text: symbol (weight A) and path
 (weight B) rank above the body (weight D), so ``parseHttpHeader``, ``parse_http_header`` and
-``parse http header`` all meet. Weight C holds the English stems of the symbol's and body's
-words where they differ from the word (``allocations`` -> ``alloc``), so a query's inflection
-meets the code's without changing how exact tokens and phrases match.
+``parse http header`` all meet.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from indexing.identifiers import searchable_text, stem_text
+from indexing.identifiers import searchable_text
 from indexing.models import Repository, RepositoryStatus
 
 INSERT_BATCH = 500
@@ -32,7 +30,6 @@ INSERT INTO indexing_chunk (
     setweight(to_tsvector('simple', %s), 'A')
     || setweight(to_tsvector('simple', %s), 'B')
     || setweight(to_tsvector('simple', %s), 'D')
-    || setweight(to_tsvector('simple', %s), 'C')
 )
 """
 
@@ -82,20 +79,6 @@ def _path_text(path: str) -> str:
     return searchable_text(path.replace("/", " ").replace(".", " "))
 
 
-def _vector_texts(symbol: str, path_text: str, body: str, content: str) -> tuple[str, ...]:
-    """The texts of the A (symbol), B (path), D (body) and C (body stems) fields.
-
-    Symbol and path carry their own words' stems too, so a word looked up by its stem keeps
-    its field's weight; every field holds each word occurrence once under its stem.
-    """
-    return (
-        f"{searchable_text(symbol)} {stem_text(symbol)}",
-        f"{path_text} {stem_text(path_text)}",
-        body,
-        stem_text(content),
-    )
-
-
 def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStore]) -> int:
     """Insert files and their chunks for ``generation``; return the number of chunks written."""
     written = 0
@@ -117,7 +100,7 @@ def store_files(repository_id: UUID, generation: int, files: Iterable[FileToStor
                      stored.language, stored.path,
                      stored.is_test, stored.is_doc, chunk.content, content_hash(chunk.content),
                      json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
-                     *_vector_texts(chunk.symbol, path_text, body, chunk.content))
+                     searchable_text(chunk.symbol), path_text, body)
                 )  # fmt: skip
             if len(rows) >= INSERT_BATCH:
                 cursor.executemany(_INSERT_CHUNK, rows)
@@ -192,46 +175,3 @@ def swap_generation(
         repository.error = ""
         repository.save()
     return repository
-
-
-_REBUILD_BATCH = 1000
-_UPDATE_VECTOR = """
-UPDATE indexing_chunk SET search_vector =
-    setweight(to_tsvector('simple', %s), 'A')
-    || setweight(to_tsvector('simple', %s), 'B')
-    || setweight(to_tsvector('simple', %s), 'D')
-    || setweight(to_tsvector('simple', %s), 'C')
-WHERE id = %s
-"""
-
-
-def rebuild_search_vectors(repository_id: UUID | None = None) -> int:
-    """Rebuild the ``tsvector`` of every stored chunk (of one repository, or all) the way
-    ``store_files`` builds it now; return the number of chunks rewritten.
-
-    For rows stored by an earlier version (before the stems field): run by the migration that
-    introduced it and by ``manage.py rebuild_search_vectors``. The caller refreshes the BM25
-    statistics afterwards (``search.stats.refresh_all_search_stats``).
-    """
-    written = 0
-    last_id = 0
-    where = "id > %s" + (" AND repository_id = %s" if repository_id else "")
-    while True:
-        params: list[Any] = [last_id] + ([repository_id] if repository_id else [])
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT id, symbol, path, content FROM indexing_chunk"  # noqa: S608
-                f" WHERE {where} ORDER BY id LIMIT {_REBUILD_BATCH}",
-                params,
-            )
-            rows = cursor.fetchall()
-            if not rows:
-                return written
-            updates = [
-                (*_vector_texts(symbol, _path_text(path), searchable_text(content), content),
-                 chunk_id)
-                for chunk_id, symbol, path, content in rows
-            ]  # fmt: skip
-            cursor.executemany(_UPDATE_VECTOR, updates)
-        written += len(rows)
-        last_id = rows[-1][0]
