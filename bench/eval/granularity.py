@@ -59,7 +59,7 @@ class Unit:
     section: str = ""  # the heading nearest above (or at) the unit's first line
 
 
-def corpus_units(root: Path) -> list[Unit]:
+def corpus_units(root: Path, *, doc_sections: bool = False) -> list[Unit]:
     from doc_comments import headings, summary
 
     from indexing.chunking import chunk_file
@@ -75,7 +75,7 @@ def corpus_units(root: Path) -> list[Unit]:
         rel = path.relative_to(root).as_posix()
         language = detect_language(rel, data[:512])
         text = data.decode("utf-8", errors="replace")
-        pieces = chunk_file(text, language, rel)
+        pieces = chunk_file(text, language, rel, prose_sections=doc_sections)
         is_doc = is_doc_path(rel, language)
         docs = [summary(piece.content) for piece in pieces]
         class_docs: dict[str, str] = {}
@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/granularity.json")
     parser.add_argument(
+        "--doc-sections", action="store_true", help="chunk Markdown/rst pages by section"
+    )
+    parser.add_argument(
         "--mpnet",
         type=Path,
         help="embed with all-mpnet-base-v2 from this folder (bench/eval/mpnet_runtime.py)",
@@ -261,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         base = MPNetEmbedder(prepare(args.mpnet))
     embedder = CachedEmbedder(base, args.cache / (base.space_key.replace("/", "_") + ".npz"))
     query_set = load_query_set(args.queries)
-    units = corpus_units(args.corpus or corpus_dir("flask"))
+    units = corpus_units(args.corpus or corpus_dir("flask"), doc_sections=args.doc_sections)
     query_vectors = embedder.embed([q.query for q in query_set.queries])
     variants: dict[str, Any] = {
         "header+content": lambda: (units, [header(u) + u.content for u in units]),

@@ -208,7 +208,7 @@ def test_any_text_in_any_grammar_keeps_the_invariants(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.text(max_size=2000), st.sampled_from([None, "yaml"]))
+@given(st.text(max_size=2000), st.sampled_from([None, "markdown", "yaml"]))
 def test_windows_cover_every_line_of_any_text(text: str, language: str | None) -> None:
     pieces = chunk_file(text, language, "notes.txt", budget=SMALL_BUDGET)
     check_invariants(text, pieces, overlapping=True)
@@ -223,11 +223,11 @@ prose_lines = st.one_of(
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(prose_lines, max_size=80), st.sampled_from(["markdown", "rst"]))
-def test_documentation_pages_are_covered_by_sections_or_windows(
+def test_documentation_pages_are_covered_by_sections_or_windows_with_prose_sections(
     lines: list[str], language: str
 ) -> None:
     text = "\n".join(lines) + "\n"
-    pieces = chunk_file(text, language, "docs/page.txt", budget=SMALL_BUDGET)
+    pieces = chunk_file(text, language, "docs/page.txt", budget=SMALL_BUDGET, prose_sections=True)
     sections = bool(pieces) and pieces[0].kind == "section"
     check_invariants(text, pieces, overlapping=not sections)
     assert all(p.kind == ("section" if sections else "window") for p in pieces)

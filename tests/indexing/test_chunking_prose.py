@@ -1,4 +1,4 @@
-"""Documentation pages are chunked by section, each named by its heading."""
+"""With ``prose_sections`` documentation pages are chunked by section, named by their heading."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from indexing.chunking import ChunkBudget, chunk_file
 def outline(text: str, language: str, **kwargs: object) -> list[tuple[int, int, str, str | None]]:
     return [
         (p.start_line, p.end_line, p.kind, p.symbol)
-        for p in chunk_file(text, language, "docs/page", **kwargs)  # type: ignore[arg-type]
+        for p in chunk_file(text, language, "docs/page", prose_sections=True, **kwargs)  # type: ignore[arg-type]
     ]
 
 
@@ -50,3 +50,25 @@ def test_a_long_section_is_split_at_paragraphs_and_keeps_its_heading() -> None:
 def test_a_page_without_headings_keeps_line_windows() -> None:
     text = "".join(f"line {n}\n" for n in range(1, 151))
     assert [kind for _, _, kind, _ in outline(text, "markdown")] == ["window", "window"]
+
+
+def test_line_windows_stay_the_default() -> None:
+    text = "# Deploying\n\nRun it behind a proxy.\n"
+    assert [p.kind for p in chunk_file(text, "markdown", "README.md")] == ["window"]
+
+
+def test_the_setting_turns_sections_on_for_the_indexer(settings) -> None:  # type: ignore[no-untyped-def]
+    from indexing.services.pipeline import _chunks_for
+    from indexing.walking import WalkedFile
+
+    page = WalkedFile(
+        path="docs/deploy.md", sha="0" * 40, size=60, language="markdown", is_test=False,
+        is_doc=True, text="# Deploying\n\nRun it behind a proxy.\n\n## Gunicorn\n\nworkers\n",
+    )  # fmt: skip
+    settings.REPO_SEARCH_DOC_SECTIONS = False
+    assert [(c.kind, c.symbol) for c in _chunks_for(page)] == [("window", "")]
+    settings.REPO_SEARCH_DOC_SECTIONS = True
+    assert [(c.kind, c.symbol) for c in _chunks_for(page)] == [
+        ("section", "Deploying"),
+        ("section", "Gunicorn"),
+    ]
