@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from search.evaluation_metrics import Metrics, QueryOutcome, ResultSlot, compute_metrics
+from search.evaluation_metrics import (
+    Metrics,
+    QueryOutcome,
+    ResultSlot,
+    compute_metrics,
+    first_hit_rank,
+)
 from search.evaluation_queries import QuerySet
 
 NO_SCOPE = {"include_tests": True, "include_docs": True}
@@ -112,7 +118,8 @@ class ConfigurationReport:
     warnings: list[str] = field(default_factory=list)
     outcomes: list[QueryOutcome] = field(default_factory=list)
 
-    def as_dict(self, include_queries: bool = True) -> dict[str, Any]:
+    def as_dict(self, include_queries: bool = True, k: int | None = None) -> dict[str, Any]:
+        """The report as JSON; with ``k``, each query also gets the rank of its first hit."""
         data: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
@@ -128,6 +135,7 @@ class ConfigurationReport:
                     "id": outcome.query.id,
                     "kind": outcome.query.kind,
                     "ms": round(outcome.ms, 2),
+                    **({"rank": first_hit_rank(outcome, k)} if k is not None else {}),
                     "results": [
                         f"{slot.path}:{slot.start_line}-{slot.end_line}"
                         + (f" {slot.symbol}" if slot.symbol else "")
@@ -151,7 +159,7 @@ class AblationReport:
             "k": self.k,
             "queries": self.queries,
             "context": self.context,
-            "configurations": [c.as_dict() for c in self.configurations],
+            "configurations": [c.as_dict(k=self.k) for c in self.configurations],
         }
 
 

@@ -25,6 +25,7 @@ The manifest is a JSON object with one list::
   tree, ``{"path in the archive": "path in the tree"}`` (``""`` = the tree's root). A file
   ending in ``.gz`` whose target does not is decompressed. Without it the tree is the archive's
   single top directory (``flask-3.0.3/`` of an sdist, ``package/`` of an npm tarball).
+- ``note`` (optional): free text for readers. Any other field is refused.
 
 This module needs neither Django nor a database.
 """

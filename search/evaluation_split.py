@@ -48,6 +48,8 @@ class SplitReport:
     pooled: dict[str, Metrics]  # configuration name -> metrics over every query of the split
     skipped: dict[str, str] = field(default_factory=dict)  # configuration name -> why
     comparisons: list[PairedDifference] = field(default_factory=list)
+    # per comparison (in the same order): kind -> the comparison over that kind's questions
+    comparisons_by_kind: list[dict[str, PairedDifference]] = field(default_factory=list)
 
     def configuration_names(self) -> list[str]:
         first = next(iter(self.per_corpus.values()), None)
@@ -71,6 +73,10 @@ class SplitReport:
             "pooled": {name: metrics.as_dict() for name, metrics in self.pooled.items()},
             "skipped": self.skipped,
             "comparisons": [c.as_dict() for c in self.comparisons],
+            "comparisons_by_kind": [
+                {kind: c.as_dict() for kind, c in by_kind.items()}
+                for by_kind in self.comparisons_by_kind
+            ],
             "per_corpus": {name: report.as_dict() for name, report in self.per_corpus.items()},
         }
 
@@ -82,15 +88,15 @@ def reciprocal_ranks(outcomes: Sequence[QueryOutcome], k: int) -> list[float]:
 
 def _paired_scores(
     report: SplitReport, name: str
-) -> tuple[list[tuple[str, str]], list[float]] | None:
-    """(corpus, query id) keys and reciprocal ranks of one configuration over the split."""
-    keys: list[tuple[str, str]] = []
+) -> tuple[list[tuple[str, str, str]], list[float]] | None:
+    """(corpus, query id, kind) keys and reciprocal ranks of one configuration over the split."""
+    keys: list[tuple[str, str, str]] = []
     scores: list[float] = []
     for corpus_name, ablation in report.per_corpus.items():
         found = next((c for c in ablation.configurations if c.name == name), None)
         if found is None or found.metrics is None:
             return None
-        keys += [(corpus_name, outcome.query.id) for outcome in found.outcomes]
+        keys += [(corpus_name, o.query.id, o.query.kind) for o in found.outcomes]
         scores += reciprocal_ranks(found.outcomes, report.k)
     return keys, scores
 
@@ -102,8 +108,10 @@ def compare(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = None,
+    kind: str | None = None,
 ) -> PairedDifference:
-    """Paired bootstrap of MRR(b) - MRR(a) over the split's queries, stratified by corpus."""
+    """Paired bootstrap of MRR(b) - MRR(a) over the split's queries (or those of one kind),
+    stratified by corpus."""
     left, right = _paired_scores(report, a), _paired_scores(report, b)
     for name, scores in ((a, left), (b, right)):
         if scores is None:
@@ -112,12 +120,35 @@ def compare(
     assert left is not None and right is not None
     if left[0] != right[0]:
         raise ValueError(f"{a} and {b} did not run the same queries")
+    chosen = [i for i, key in enumerate(left[0]) if kind is None or key[2] == kind]
+    if not chosen:
+        raise ValueError(f"no {kind} queries to compare")
     options: dict[str, Any] = {"resamples": resamples}
     if seed is not None:
         options["seed"] = seed
     return paired_bootstrap(
-        left[1], right[1], strata=[key[0] for key in left[0]], names=(a, b), **options
+        [left[1][i] for i in chosen],
+        [right[1][i] for i in chosen],
+        strata=[left[0][i][0] for i in chosen],
+        names=(a, b),
+        **options,
     )
+
+
+def compare_by_kind(
+    report: SplitReport,
+    a: str,
+    b: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = None,
+) -> dict[str, PairedDifference]:
+    """The comparison restricted to each kind of question in turn (small groups: wide intervals)."""
+    scores = _paired_scores(report, a)
+    kinds = sorted({key[2] for key in scores[0]}) if scores else []
+    return {
+        kind: compare(report, a, b, resamples=resamples, seed=seed, kind=kind) for kind in kinds
+    }
 
 
 def _prefixed(report: Callable[[str], None], prefix: str) -> Callable[[str], None]:
@@ -167,6 +198,9 @@ def run_split(
     report = SplitReport(split, k, list(runs), per_corpus, pooled, skipped)
     for a, b in comparisons:
         report.comparisons.append(compare(report, a, b, resamples=resamples, seed=seed))
+        report.comparisons_by_kind.append(
+            compare_by_kind(report, a, b, resamples=resamples, seed=seed)
+        )
     return report
 
 
@@ -233,6 +267,21 @@ def format_split_report(report: SplitReport) -> str:
     if report.comparisons:
         lines += ["", "Paired bootstrap of the MRR difference (stratified by corpus):", ""]
         lines += [f"- {c.describe()}" for c in report.comparisons]
+        for c, by_kind in zip(report.comparisons, report.comparisons_by_kind, strict=True):
+            lines += ["", f"{c.b} - {c.a} per kind:", ""]
+            rows = [
+                [
+                    kind,
+                    str(d.pairs),
+                    f"{d.mean_a:.3f}",
+                    f"{d.mean_b:.3f}",
+                    f"{d.difference:+.3f}",
+                    f"[{d.low:+.3f}, {d.high:+.3f}]",
+                ]
+                for kind, d in by_kind.items()
+            ]
+            ci = f"{c.confidence * 100:.0f} % CI"
+            lines += _table(["kind", "queries", c.a, c.b, "difference", ci], rows)
     warnings = [
         f"- {corpus}: {c.name}: {warning}"
         for corpus, ablation in report.per_corpus.items()

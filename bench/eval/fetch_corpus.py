@@ -98,12 +98,22 @@ def download(corpus: Corpus, workdir: Path) -> Path:
     else:
         command = ["apt-get", "download", "-q", f"{corpus.package}={corpus.version}"]
         pattern = "*.deb"
-    subprocess.run(command, check=True, cwd=workdir, stdout=subprocess.DEVNULL)
+    try:
+        subprocess.run(command, check=True, cwd=workdir, stdout=subprocess.DEVNULL)
+    except subprocess.CalledProcessError as error:
+        hint = " (run `apt-get update` first?)" if corpus.source == "debian" else ""
+        raise SystemExit(
+            f"{corpus.name}: {' '.join(command)} failed ({error.returncode}){hint}"
+        ) from None
     archive = _only(sorted(workdir.glob(pattern)), pattern, workdir)
+    verify_sha256(corpus, archive)
+    return archive
+
+
+def verify_sha256(corpus: Corpus, archive: Path) -> None:
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     if digest != corpus.sha256:
         raise SystemExit(f"sha256 mismatch for {archive.name}: {digest} != pinned {corpus.sha256}")
-    return archive
 
 
 def unpack(corpus: Corpus, archive: Path, into: Path) -> Path:

@@ -357,3 +357,32 @@ def test_split_errors_are_clear(indexed_repository: Repository, tmp_path: Path) 
     bad.write_text('{"corpora": [{"name": "x"}]}')
     with pytest.raises(CommandError, match="missing or empty string field"):
         call_command("eval", "--split", "all", "--manifest", str(bad))
+
+
+def test_split_against_a_saved_baseline(indexed_repository: Repository, tmp_path: Path) -> None:
+    manifest = str(_manifest(tmp_path, _queries_file(tmp_path)))
+    before = tmp_path / "before.json"
+    call_command(
+        "eval", "--split", "report", "--manifest", manifest, "--configs", "hybrid,vector",
+        "--json", str(before), stdout=StringIO(), stderr=StringIO(),
+    )  # fmt: skip
+    saved = json.loads(before.read_text())
+    ranks = [q["rank"] for q in saved["per_corpus"]["tiny"]["configurations"][0]["queries"]]
+    assert len(ranks) == 3 and all(r is None or 1 <= r <= 10 for r in ranks)
+    out = StringIO()
+    call_command(
+        "eval", "--split", "report", "--manifest", manifest, "--configs", "hybrid,hybrid+scope",
+        "--baseline", str(before), stdout=out, stderr=StringIO(),
+    )  # fmt: skip
+    text = out.getvalue()
+    assert f"Against the baseline {before}" in text
+    # The same code and index: hybrid is unchanged question by question.
+    assert "- hybrid (after) - hybrid (before): +0.000" in text
+    assert "- hybrid+scope: not in the baseline, not compared" in text
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**saved, "k": 5}))
+    with pytest.raises(CommandError, match="different k: 5 vs 10"):
+        call_command(
+            "eval", "--split", "report", "--manifest", manifest, "--configs", "hybrid",
+            "--baseline", str(other), stdout=StringIO(), stderr=StringIO(),
+        )  # fmt: skip

@@ -16,6 +16,12 @@ from typing import Any
 import pytest
 
 from search.evaluation import Configuration
+from search.evaluation_compare import (
+    ReportMismatch,
+    changed_questions,
+    compare_reports,
+    format_comparison,
+)
 from search.evaluation_corpora import (
     Corpus,
     ManifestError,
@@ -309,7 +315,16 @@ def test_run_split_pools_corpora_and_compares() -> None:
     (difference,) = report.comparisons
     assert difference.difference == pytest.approx(0.75)
     assert difference.pairs == 8 and difference.decided
+    by_kind = report.comparisons_by_kind[0]
+    assert sorted(by_kind) == ["docs", "locate"]
+    # locate: every pair gains 2/3; docs: x gains 2/3 twice, y gains 1 twice -> 5/6, and the
+    # corpus strata make every resample draw two of each, so the intervals are single points.
+    assert by_kind["locate"].difference == pytest.approx(2 / 3)
+    assert by_kind["docs"].difference == pytest.approx(5 / 6)
+    assert by_kind["docs"].low == pytest.approx(5 / 6) == by_kind["docs"].high
+    assert by_kind["docs"].pairs == 4
     text = format_split_report(report)
+    assert "| docs | 4 | 0.167 | 1.000 | +0.833 | [+0.833, +0.833] |" in text
     assert "Split all: 2 corpora (one-1.0, two-2.0), 8 queries, k=10" in text
     assert "| good | 1.000 |" in text
     assert "| bad | 0.333 | 0.167 |" in text  # the per-corpus table
@@ -368,3 +383,49 @@ def test_go_ranges_must_start_at_the_named_definition(tmp_path: Path) -> None:
 def test_corpus_type_is_plain_data() -> None:
     corpus = Corpus("n", "go", "npm", "p", "1", SHA, "tune", "q.json")
     assert corpus.include == ()
+
+
+# --- comparing saved reports ----------------------------------------------------------------
+
+
+def _saved(configurations: tuple[Configuration, ...], k: int = 10) -> dict:
+    report = run_split(_runs(), split="all", k=k, configurations=configurations, search=_search)
+    return json.loads(json.dumps(report.as_dict()))
+
+
+def test_saved_reports_pair_question_by_question() -> None:
+    before = _saved((BAD_CONFIG,))
+    after = _saved((GOOD_CONFIG,))
+    overall, by_kind = compare_reports(before, after, "bad", after_configuration="good")
+    assert overall.difference == pytest.approx(0.75) and overall.pairs == 8
+    assert by_kind["docs"].difference == pytest.approx(5 / 6)
+    same, _ = compare_reports(before, before, "bad")
+    assert (same.difference, same.low, same.high) == (0.0, 0.0, 0.0)
+    text = format_comparison(overall, by_kind)
+    assert "| docs | 4 | 0.167 | 1.000 | +0.833 | [+0.833, +0.833] |" in text
+    moved = changed_questions(before, after, "bad", after_configuration="good")
+    assert len(moved) == 8
+    # every question gains; the largest gains (a miss turned into rank 1) come last
+    assert moved[-1] == ("two-2.0", "y3", "docs", 0.0, 1.0)
+    assert moved[0][4] - moved[0][3] == pytest.approx(2 / 3)
+    assert changed_questions(before, before, "bad") == []
+
+
+def test_saved_reports_that_cannot_be_paired_say_why() -> None:
+    before = _saved((BAD_CONFIG,))
+    with pytest.raises(ReportMismatch, match="different k: 10 vs 2"):
+        compare_reports(before, _saved((BAD_CONFIG,), k=2), "bad")
+    fewer = copy.deepcopy(before)
+    del fewer["per_corpus"]["two-2.0"]
+    with pytest.raises(ReportMismatch, match="4 only before, 0 only after"):
+        compare_reports(before, fewer, "bad")
+    with pytest.raises(ReportMismatch, match=r"good did not run on one-1\.0: not in the report"):
+        compare_reports(before, before, "good")
+    unranked = copy.deepcopy(before)
+    for ablation in unranked["per_corpus"].values():
+        for query in ablation["configurations"][0]["queries"]:
+            query.pop("rank")
+    with pytest.raises(ReportMismatch, match="no per-question ranks"):
+        compare_reports(unranked, before, "bad")
+    with pytest.raises(ReportMismatch, match="not a split report"):
+        compare_reports({"k": 10}, before, "bad")

@@ -3,13 +3,14 @@
     manage.py eval --repo <uuid or name> --queries bench/eval/flask-queries.json --k 5 \
         [--json out.json] [--with-llm] [--configs fulltext,vector,hybrid]
     manage.py eval --split report [--k 10] [--configs hybrid,hybrid+scope] \
-        [--compare hybrid,hybrid+scope] [--corpus NAME] [--json out.json]
+        [--compare hybrid,hybrid+scope] [--corpus NAME] [--json out.json] [--baseline old.json]
 
 With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``report`` or
 ``all``; ``--corpus`` picks some by name); each must have been indexed under its name
 (``bench/eval/index_corpus.py``): this command indexes nothing. The report pools the split's
 queries, shows MRR@k per corpus and per kind, and for each ``--compare A,B`` a paired bootstrap
-interval of MRR(B) - MRR(A).
+interval of MRR(B) - MRR(A); ``--baseline old.json`` pairs every configuration with the same
+one in a report saved earlier (another code or index state: ``search/evaluation_compare.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from search.evaluation import (
     format_report,
     run_ablation,
 )
+from search.evaluation_compare import ReportMismatch, compare_reports, format_comparison
 from search.evaluation_corpora import ManifestError, load_manifest, select_corpora
 from search.evaluation_queries import QuerySetError, load_query_set
 from search.evaluation_split import CorpusRun, format_split_report, run_split
@@ -157,6 +159,11 @@ class Command(BaseCommand):
             metavar="A,B",
             help="with --split: paired bootstrap interval of MRR(B) - MRR(A) (repeatable)",
         )
+        parser.add_argument(
+            "--baseline",
+            type=Path,
+            help="with --split: a saved --json split report; pair each configuration with it",
+        )
         parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
@@ -246,6 +253,28 @@ class Command(BaseCommand):
         except ValueError as error:  # a comparison whose configuration was skipped
             raise CommandError(str(error)) from None
         self.stdout.write(format_split_report(report))
+        data = report.as_dict()
         if options["json"]:
-            options["json"].write_text(json.dumps(report.as_dict(), indent=1) + "\n")
+            options["json"].write_text(json.dumps(data, indent=1) + "\n")
             self.stdout.write(f"wrote {options['json']}")
+        if options["baseline"]:
+            self.compare_with_baseline(options["baseline"], data, report, options["seed"])
+
+    def compare_with_baseline(
+        self, path: Path, data: dict[str, Any], report: Any, seed: int
+    ) -> None:
+        try:
+            before = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise CommandError(f"--baseline {path}: {error}") from None
+        self.stdout.write(f"\nAgainst the baseline {path} (after - before, paired by question):")
+        saved = before.get("pooled") if isinstance(before.get("pooled"), dict) else {}
+        for name in report.pooled:
+            if name not in saved:
+                self.stdout.write(f"\n- {name}: not in the baseline, not compared")
+                continue
+            try:
+                overall, by_kind = compare_reports(before, data, name, seed=seed)
+            except ReportMismatch as error:
+                raise CommandError(f"--baseline {path}: {error}") from None
+            self.stdout.write("\n" + format_comparison(overall, by_kind))
