@@ -47,6 +47,8 @@ REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int(
     "REPO_SEARCH_MAX_VECTOR_ENTRIES", 2_000_000
 )
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
+# Markdown/reStructuredText chunked by section (heading = symbol) instead of line windows.
+REPO_SEARCH_DOC_SECTIONS = env.flag("REPO_SEARCH_DOC_SECTIONS", False)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
 REPO_SEARCH_GIT_TOKEN_HOSTS = [host.lower() for host in env.csv("REPO_SEARCH_GIT_TOKEN_HOSTS", "")]
 if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:
