@@ -34,7 +34,7 @@ def _add_repositories(first: int, count: int) -> list[Repository]:
     added = []
     for number in range(first, first + count):
         repository = factories.indexed_repository(
-            f"https://example.org/count/r{number}.git", f"count/r{number:02}", SOURCE
+            f"count/r{number:02}", SOURCE, url=f"https://example.org/count/r{number}.git"
         )
         shape = number % 4
         if shape in (0, 1):
