@@ -105,11 +105,10 @@ class IndexJobSerializer(serializers.ModelSerializer):
         return None if found is None else found.as_dict()
 
 
+# Serialises repositories read by ``indexing.selectors.annotated_repositories`` (their
+# ``live_vectors``, ``pending_summary_calls`` and ``current_job``): no query per repository.
 class RepositorySerializer(serializers.ModelSerializer):
-    """Serialises repositories read by ``indexing.selectors.annotated_repositories`` (their
-    ``live_vectors``, ``pending_summary_calls`` and ``current_job``): no query per repository.
-
-    ``vectors`` counts live chunks with a vector of the embedding model in force; after the
+    """``vectors`` counts live chunks with a vector of the embedding model in force; after the
     model changes it drops to 0 until re-embedding catches up (``needs_reembedding``)."""
 
     current_job = serializers.SerializerMethodField()
