@@ -36,7 +36,7 @@ def main() -> int:
 
     import llm
     from indexing.models import Chunk, ChunkEmbedding, Repository
-    from indexing.services.embedding import embedding_header, space_for
+    from indexing.services.vectors import embedding_header, space_for
 
     model_dir, eval_args = Path(sys.argv[1]), sys.argv[2:]
     mpnet = MPNetEmbedder(prepare(model_dir))

@@ -58,7 +58,7 @@ def test_line_windows_stay_the_default() -> None:
 
 
 def test_the_setting_turns_sections_on_for_the_indexer(settings) -> None:  # type: ignore[no-untyped-def]
-    from indexing.services.pipeline import _chunks_for
+    from indexing.services.stages.fetch_and_index import _chunks_for
     from indexing.walking import WalkedFile
 
     page = WalkedFile(
