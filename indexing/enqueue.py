@@ -39,5 +39,5 @@ def enqueue_poll(repository_id: object, countdown: float = 0.0) -> None:
     from indexing.tasks.polling import poll_repository
 
     transaction.on_commit(
-        partial(poll_repository.apply_async, args=[str(repository_id)], countdown=countdown)
+        partial(poll_repository.apply_async, args=(str(repository_id),), countdown=countdown)
     )
