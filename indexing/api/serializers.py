@@ -12,7 +12,12 @@ from indexing.models import IndexJob, Repository
 from indexing.selectors import vectors_in_current_space
 from indexing.services.repositories import active_job
 from indexing.services.summaries import summary_cost
-from reposearch.api_serializers import StrictBooleanField, StrictCharField, StrictSerializer
+from reposearch.api_serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 
 
 class RepositoryCreateSerializer(StrictSerializer):
@@ -40,6 +45,14 @@ class RepositoryCreateSerializer(StrictSerializer):
 class RepositoryUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
     contextual_summaries = StrictBooleanField(required=False)
+    poll_interval_secs = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=30 * 24 * 3600,
+        help_text="Seconds between checks of the remote; null: REPO_SEARCH_POLL_INTERVAL_SECS; "
+        "0: never.",
+    )
 
 
 class WaitingSerializer(serializers.Serializer):
@@ -119,6 +132,11 @@ class RepositorySerializer(serializers.ModelSerializer):
     contextual_summary_calls = serializers.SerializerMethodField(
         help_text="Chat-model calls the next run makes for contextual summaries (its cost)."
     )
+    behind = serializers.BooleanField(
+        read_only=True,
+        allow_null=True,
+        help_text="The remote's tip (last check or push) is not the indexed commit; null: unknown.",
+    )
 
     class Meta:
         model = Repository
@@ -128,6 +146,8 @@ class RepositorySerializer(serializers.ModelSerializer):
             "contextual_summaries", "contextual_summary_calls",
             "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
+            "remote_tip", "last_polled_at", "next_poll_at", "poll_error", "poll_interval_secs",
+            "behind",
         ]  # fmt: skip
         read_only_fields = fields
 

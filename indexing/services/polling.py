@@ -183,6 +183,10 @@ def note_remote_tip(repository: Repository, tip: str, *, source: str) -> PollOut
             reason=f"the last re-index of this tip failed: {latest.error}",
         )
     job, created = reindex_repository(repository)
+    if not created:
+        # The running job may have fetched before this tip existed: check again as soon as it
+        # ends (due_repositories skips a repository while its job runs).
+        Repository.objects.filter(pk=repository.pk).update(next_poll_at=timezone.now())
     logger.info(
         "repository=%s remote tip %s (indexed %s) from %s: job=%s%s",
         repository.pk,
