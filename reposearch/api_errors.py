@@ -27,7 +27,7 @@ from indexing.exceptions import (
 )
 from indexing.webhooks.providers import BadSignature, WebhookRejected
 from search.ask.service import AskFailed
-from search.scope import InvalidGlob, UnknownRepositories
+from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 logger = logging.getLogger(__name__)
 

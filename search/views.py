@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,

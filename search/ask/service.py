@@ -21,7 +21,7 @@ from search.ask.citations import parse_citations
 from search.ask.context import ContextSnippet, distinct, load_snippets
 from search.ask.hyde import fuse_with_question, run_hyde
 from search.ask.prompt import build_messages
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from search.types import StageTrace
 
 NO_CONTEXT_ANSWER = "No indexed code matched the question, so there is nothing to answer from."
@@ -158,7 +158,7 @@ def retrieve_context(
 def answer_question(request: AskRequest, *, chat: Any = None) -> AskResult:
     """Answer ``request.question`` from the indexed code, citing snippets by number.
 
-    Raises ``search.scope.UnknownRepositories`` for unknown repository ids and ``AskFailed``
+    Raises ``search.retrieval.scope.UnknownRepositories`` for unknown repository ids and ``AskFailed``
     when the chat model is unreachable or answers with nothing usable.
     """
     from llm import ModelError, ModelResponseError, get_chat

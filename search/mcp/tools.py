@@ -15,8 +15,8 @@ from typing import Any
 from indexing.models import Repository, RepositoryStatus, SourceFile
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
-from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import InvalidGlob, UnknownRepositories
+from search.executor import SearchExecutor, SearchRequest
+from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
     "k": 8,

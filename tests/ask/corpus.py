@@ -18,9 +18,9 @@ import llm
 import llm.config
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
-from indexing.services.embedding import embed_repository, space_for
 from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
-from search.stats import refresh_search_stats
+from indexing.services.vectors import embed_repository, space_for
+from search.retrieval.corpus_stats import refresh_search_stats
 from tests.indexing.git_server import commit_files, init_bare_repo
 
 

@@ -8,8 +8,8 @@ from rest_framework.test import APIClient
 import llm
 import llm.config
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, JobKind, Repository
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.embedding_stage import run_embed
+from indexing.services.stages.embed import run_embed
+from indexing.services.vectors import embed_repository, space_for
 from tests import factories
 
 SOURCE = [

@@ -17,7 +17,7 @@ from indexing.models import Chunk, IndexJob, JobKind, JobState, Repository, Repo
 from indexing.services.doctor import examine
 from indexing.services.recovery import TaskCensus
 from indexing.services.storing import FileToStore, StoredChunk, store_files
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 pytestmark = pytest.mark.django_db

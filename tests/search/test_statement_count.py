@@ -12,9 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import llm
-from indexing.services.embedding import embed_repository, space_for
-from search.pipeline import SearchExecutor, SearchRequest
-from search.stats import refresh_search_stats
+from indexing.services.vectors import embed_repository, space_for
+from search.executor import SearchExecutor, SearchRequest
+from search.retrieval.corpus_stats import refresh_search_stats
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -8,10 +8,10 @@ import pytest
 import llm
 import llm.config
 from indexing.models import IndexJob, JobKind
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.embedding_stage import run_embed
 from indexing.services.repositories import queue_missing_embeddings
-from search.pipeline import SearchExecutor, SearchRequest
+from indexing.services.stages.embed import run_embed
+from indexing.services.vectors import embed_repository, space_for
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 SOURCE = [

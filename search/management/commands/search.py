@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import InvalidGlob, UnknownRepositories
+from search.executor import SearchExecutor, SearchRequest
+from search.retrieval.scope import InvalidGlob, UnknownRepositories
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
 SNIPPET_LINES = 6
