@@ -52,6 +52,14 @@ def receive_delivery(
     if not delivery.pushes:
         return DeliveryResult("ignored", provider, event, reason=f"{event!r} is not a push event")
     wanted = repository.branch
+    if not wanted:
+        return DeliveryResult(
+            "ignored",
+            provider,
+            event,
+            reason="the repository's branch is not known before its first fetch; "
+            "its first index runs anyway",
+        )
     pushes = [push for push in delivery.pushes if push.branch and push.branch == wanted]
     if not pushes:
         pushed = ", ".join(push.ref for push in delivery.pushes) or "no branch"

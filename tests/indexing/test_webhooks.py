@@ -300,3 +300,14 @@ def test_the_webhook_endpoint_shows_the_url_and_secret(api, repository) -> None:
     assert len(shown["secret"]) >= 40
     other = Repository.objects.create(url="https://git.example.com/acme/other.git", name="o")
     assert other.webhook_secret != repository.webhook_secret
+
+
+@pytest.mark.django_db
+def test_a_push_before_the_first_fetch_knows_the_branch_is_ignored(api) -> None:
+    pending = Repository.objects.create(url="https://git.example.com/acme/new.git", name="new")
+    body = push_body("github", "main", PUSHED)
+    response = deliver(api, pending, body, github(pending.webhook_secret, body))
+    assert response.status_code == 202
+    assert response.json()["status"] == "ignored"
+    assert "first fetch" in response.json()["reason"]
+    assert not IndexJob.objects.exists()
