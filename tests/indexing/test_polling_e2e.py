@@ -112,3 +112,56 @@ def test_a_pushed_commit_is_polled_reindexed_and_searchable_with_no_request(
 
 
 LATE = "def reconcile_late_arrivals(rows):\n    return sorted(rows)\n"
+
+
+def test_a_signed_push_webhook_makes_the_commit_searchable(celery_worker_process, tmp_path) -> None:
+    import hashlib
+    import hmac
+    import json
+
+    source = init_bare_repo(str(tmp_path / "hooked.git"))
+    first = commit_files(source, {"src/app.py": "def greet(name):\n    return name\n"})
+    api = APIClient()
+    with GitHttpServer({"team/hooked.git": source}) as server:
+        created = api.post("/api/repos", {"url": server.url("team/hooked.git")}, format="json")
+        repository_id = created.json()["id"]
+        wait_for(
+            lambda: IndexJob.objects.filter(repository_id=repository_id, state="done").first(),
+            180,
+            "the first index",
+        )
+        api.patch(f"/api/repos/{repository_id}", {"poll_interval_secs": 0}, format="json")
+        hook = api.get(f"/api/repos/{repository_id}/webhook").json()
+        pushed = commit_files(
+            source,
+            {"src/app.py": "def greet(name):\n    return name\n", "src/hooked.py": HOOKED},
+            parent=first,
+        )
+        body = json.dumps(
+            {"ref": "refs/heads/main", "before": first.decode(), "after": pushed.decode()}
+        ).encode()
+        signature = hmac.new(hook["secret"].encode(), body, hashlib.sha256).hexdigest()
+        answer = api.generic(
+            "POST",
+            hook["url"].removeprefix("http://testserver"),
+            body,
+            content_type="application/json",
+            HTTP_X_GITHUB_EVENT="push",
+            HTTP_X_HUB_SIGNATURE_256="sha256=" + signature,
+        )
+        assert answer.status_code == 202 and answer.json()["status"] == "queued", answer.json()
+        job = wait_for(
+            lambda: IndexJob.objects.filter(pk=answer.json()["job_id"], state="done").first(),
+            180,
+            "the re-index the webhook queued",
+        )
+        assert job.commit == pushed.decode()
+
+    found = api.post(
+        "/api/search", {"query": "webhook_delivered_function", "use_vector": False}, format="json"
+    ).json()
+    assert found["results"][0]["symbol"] == "webhook_delivered_function"
+    assert found["results"][0]["commit"] == pushed.decode()
+
+
+HOOKED = "def webhook_delivered_function():\n    return 1\n"
