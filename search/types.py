@@ -111,9 +111,7 @@ class ScopeApplied:
     include_docs: bool
     tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
     docs_reason: str = ""
-    prefer_tests: bool = (
-        False  # the query's words ask for tests: they rank first (search.ranking.signals)
-    )
+    prefer_tests: bool = False  # the query asks for tests: they rank first (search.ranking.signals)
     prefer_docs: bool = False
 
 

@@ -43,7 +43,7 @@ def test_the_list_says_when_and_at_which_commit_and_whether_the_remote_moved_on(
 ) -> None:
     now = timezone.now()
     behind = indexed_repository(
-        "https://git.example.com/acme/behind.git", "acme/behind", ["x = 1"], commit=INDEXED
+        "acme/behind", ["x = 1"], url="https://git.example.com/acme/behind.git", commit=INDEXED
     )
     Repository.objects.filter(pk=behind.pk).update(
         last_indexed_at=now - timedelta(minutes=4, seconds=10),
@@ -51,11 +51,11 @@ def test_the_list_says_when_and_at_which_commit_and_whether_the_remote_moved_on(
         last_polled_at=now,
     )
     fresh = indexed_repository(
-        "https://git.example.com/acme/fresh.git", "acme/fresh", ["y = 2"], commit=INDEXED
+        "acme/fresh", ["y = 2"], url="https://git.example.com/acme/fresh.git", commit=INDEXED
     )
     Repository.objects.filter(pk=fresh.pk).update(remote_tip=INDEXED, last_polled_at=now)
     failing = indexed_repository(
-        "https://git.example.com/acme/gone.git", "acme/gone", ["z = 3"], commit=INDEXED
+        "acme/gone", ["z = 3"], url="https://git.example.com/acme/gone.git", commit=INDEXED
     )
     Repository.objects.filter(pk=failing.pk).update(
         poll_error="the server at git.example.com is unavailable (HTTP 503)", poll_failures=2
