@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -78,6 +79,8 @@ class SearchHit:
     commit: str
     is_test: bool = False
     is_doc: bool = False
+    branch: str = ""  # freshness: the branch and time of the repository's live generation
+    indexed_at: datetime | None = None
     bm25_score: float | None = None  # best full-text score over the queries' lists
     vector_score: float | None = None  # best cosine similarity over the queries' lists
     combined_score: float = 0.0  # the final ordering score (fusion, or the blend after rerank)

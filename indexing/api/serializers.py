@@ -9,7 +9,12 @@ from rest_framework import serializers
 
 from indexing import progress as job_progress
 from indexing.models import IndexJob, Repository
-from reposearch.api_serializers import StrictBooleanField, StrictCharField, StrictSerializer
+from reposearch.api_serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 
 
 class RepositoryCreateSerializer(StrictSerializer):
@@ -37,6 +42,14 @@ class RepositoryCreateSerializer(StrictSerializer):
 class RepositoryUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
     contextual_summaries = StrictBooleanField(required=False)
+    poll_interval_secs = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=30 * 24 * 3600,
+        help_text="Seconds between checks of the remote; null: REPO_SEARCH_POLL_INTERVAL_SECS; "
+        "0: never.",
+    )
 
 
 class WaitingSerializer(serializers.Serializer):
@@ -118,6 +131,11 @@ class RepositorySerializer(serializers.ModelSerializer):
     contextual_summary_calls = serializers.SerializerMethodField(
         help_text="Chat-model calls the next run makes for contextual summaries (its cost)."
     )
+    behind = serializers.BooleanField(
+        read_only=True,
+        allow_null=True,
+        help_text="The remote's tip (last check or push) is not the indexed commit; null: unknown.",
+    )
 
     class Meta:
         model = Repository
@@ -127,6 +145,8 @@ class RepositorySerializer(serializers.ModelSerializer):
             "contextual_summaries", "contextual_summary_calls",
             "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
+            "remote_tip", "last_polled_at", "next_poll_at", "poll_error", "poll_interval_secs",
+            "behind",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -65,6 +65,11 @@ REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
 # The periodic drift check (manage.py doctor's findings): how often, and whether it repairs.
 REPO_SEARCH_DOCTOR_INTERVAL_SECS = env.positive_int("REPO_SEARCH_DOCTOR_INTERVAL_SECS", 900)
 REPO_SEARCH_DOCTOR_REPAIR = env.flag("REPO_SEARCH_DOCTOR_REPAIR", True)
+# Freshness (indexing.services.polling): check each remote's tip this often (0: never) ...
+REPO_SEARCH_POLL_INTERVAL_SECS = env.non_negative_int("REPO_SEARCH_POLL_INTERVAL_SECS", 600)
+# ... looking for due repositories every tick, backing off up to this long on a failing remote.
+REPO_SEARCH_POLL_TICK_SECS = env.positive_int("REPO_SEARCH_POLL_TICK_SECS", 30)
+REPO_SEARCH_POLL_MAX_BACKOFF_SECS = env.positive_int("REPO_SEARCH_POLL_MAX_BACKOFF_SECS", 21_600)
 
 # --- Models (SPEC §6) --------------------------------------------------------------------------
 LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)
@@ -236,6 +241,10 @@ CELERY_BEAT_SCHEDULE = {
     "repair-drift": {
         "task": "indexing.tasks.maintenance.repair_drift",
         "schedule": float(REPO_SEARCH_DOCTOR_INTERVAL_SECS),
+    },
+    "poll-remotes": {
+        "task": "indexing.tasks.polling.poll_due_repositories",
+        "schedule": float(REPO_SEARCH_POLL_TICK_SECS),
     },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

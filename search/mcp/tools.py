@@ -12,7 +12,7 @@ import json
 import uuid
 from typing import Any
 
-from indexing.models import Repository, RepositoryStatus, SourceFile
+from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
 from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
@@ -88,6 +88,8 @@ def _hit(snippet: ContextSnippet, score: float | None) -> dict[str, Any]:
         "kind": snippet.kind,
         "language": snippet.language,
         "commit": snippet.commit,
+        "branch": snippet.branch,
+        "indexed_at": snippet.indexed_at.isoformat() if snippet.indexed_at else None,
         "score": score,
         "origin": snippet.origin,
         "via": snippet.via,
@@ -160,9 +162,33 @@ def list_repositories() -> dict[str, Any]:
                 "indexed_at": r.last_indexed_at.isoformat() if r.last_indexed_at else None,
                 "files": r.file_count,
                 "chunks": r.chunk_count,
+                "behind": r.behind,
             }
             for r in rows
         ]
+    }
+
+
+def repository_status(repo: str) -> dict[str, Any]:
+    """How fresh one repository's index is: the indexed commit and when, the remote's tip at
+    the last check, whether the remote has moved on, and the job in progress."""
+    r = resolve_repository(repo)
+    job = r.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
+    return {
+        "id": str(r.pk),
+        "name": r.name,
+        "url": r.url,
+        "branch": r.branch,
+        "status": r.status,
+        "error": r.error,
+        "commit": r.last_indexed_commit,
+        "indexed_at": r.last_indexed_at.isoformat() if r.last_indexed_at else None,
+        "remote_tip": r.remote_tip,
+        "last_polled_at": r.last_polled_at.isoformat() if r.last_polled_at else None,
+        "next_poll_at": r.next_poll_at.isoformat() if r.next_poll_at else None,
+        "poll_error": r.poll_error,
+        "behind": r.behind,
+        "job": None if job is None else {"id": job.pk, "kind": job.kind, "state": job.state},
     }
 
 
