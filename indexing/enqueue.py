@@ -32,3 +32,12 @@ def enqueue_embed(job_id: int) -> None:
     from indexing.tasks.embed import embed_repository
 
     transaction.on_commit(partial(embed_repository.delay, job_id))
+
+
+def enqueue_poll(repository_id: object, countdown: float = 0.0) -> None:
+    """Check the repository's remote for a new tip (``indexing.services.polling``)."""
+    from indexing.tasks.polling import poll_repository
+
+    transaction.on_commit(
+        partial(poll_repository.apply_async, args=(str(repository_id),), countdown=countdown)
+    )

@@ -9,6 +9,7 @@ mixed or compared.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.contrib.postgres.indexes import GinIndex
@@ -22,6 +23,11 @@ class RepositoryStatus(models.TextChoices):
     INDEXING = "indexing", "Indexing"
     READY = "ready", "Ready"
     FAILED = "failed", "Failed"
+
+
+def new_webhook_secret() -> str:
+    """A fresh secret for a repository's push webhook (indexing.webhooks)."""
+    return secrets.token_urlsafe(32)
 
 
 class Repository(models.Model):
@@ -48,6 +54,19 @@ class Repository(models.Model):
         help_text="Opt-in contextual retrieval: the chat model writes a one-line summary of each "
         "chunk at index time, embedded with it. Costs one model call per chunk.",
     )
+    # Freshness (indexing.services.polling, indexing.webhooks): the remote's tip at the last check.
+    remote_tip = models.CharField(max_length=64, blank=True)
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    next_poll_at = models.DateTimeField(null=True, blank=True)
+    poll_error = models.TextField(blank=True)
+    poll_failures = models.PositiveIntegerField(default=0)
+    poll_interval_secs = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Seconds between checks of the remote; empty: REPO_SEARCH_POLL_INTERVAL_SECS; "
+        "0: never.",
+    )
+    webhook_secret = models.CharField(max_length=64, default=new_webhook_secret)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -64,6 +83,13 @@ class Repository(models.Model):
     @property
     def vectors_missing(self) -> int:
         return max(self.chunk_count - self.embedded_count, 0)
+
+    @property
+    def behind(self) -> bool | None:
+        """True when the remote's tip moved past the indexed commit; None while unknown."""
+        if not self.remote_tip or not self.last_indexed_commit:
+            return None
+        return self.remote_tip != self.last_indexed_commit
 
 
 class JobKind(models.TextChoices):

@@ -122,6 +122,7 @@ class MiniLMRuntime:
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.dim = self.hidden
+        self.max_seq_length = MAX_SEQ_LENGTH
         weights = load_file(str(model_dir / "model.safetensors"))
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
 
@@ -186,7 +187,7 @@ class MiniLMRuntime:
         self, token_ids: list[int], strategy: str, max_windows: int
     ) -> list[list[int]]:
         """Model inputs ([CLS] ... [SEP]) for one text under the long-text strategy."""
-        room = MAX_SEQ_LENGTH - 2
+        room = self.max_seq_length - 2
         if strategy == "head" or len(token_ids) <= room:
             return [[self.cls_id, *token_ids[:room], self.sep_id]]
         windows: list[list[int]] = []
@@ -230,14 +231,25 @@ class MiniLMRuntime:
             return [fn(p) for p in parts]
         return list(self._pool.map(fn, parts))
 
+    def embed_input(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Token + absolute position (+ token type) embeddings, before the layer norm."""
+        return self.word_emb[ids] + self.pos_emb[: ids.shape[1]] + self.type_emb[0]
+
+    def attention_bias(self, length: int) -> np.ndarray | None:
+        """A (heads, length, length) bias added to every layer's attention scores (BERT: none;
+        a relative-position model such as MPNet overrides this)."""
+        return None
+
     def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Mean-pooled (not normalised) last hidden states for a padded batch."""
         batch, length = ids.shape
         heads, head_dim = self.heads, self.hidden // self.heads
-        x = self.word_emb[ids] + self.pos_emb[:length] + self.type_emb[0]
-        x = _layer_norm(x.reshape(-1, self.hidden), *self.emb_ln, self.eps)
+        x = _layer_norm(
+            self.embed_input(ids, mask).reshape(-1, self.hidden), *self.emb_ln, self.eps
+        )
         key_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         padded = [bool(mask[g].min() < 1.0) for g in range(batch)]
+        position_bias = self.attention_bias(length)
 
         for layer in self.layers:
             qkv = x @ layer.w_qkv
@@ -249,6 +261,8 @@ class MiniLMRuntime:
             ctx = np.empty((batch, length, heads, head_dim), dtype=np.float32)
             for g in range(batch):  # one sequence at a time keeps (heads, L, L) in cache
                 scores = np.matmul(q[g], k_t[g])
+                if position_bias is not None:
+                    scores += position_bias
                 if padded[g]:
                     scores += key_bias[g]
                 scores -= scores.max(axis=-1, keepdims=True)

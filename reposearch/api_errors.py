@@ -25,6 +25,7 @@ from indexing.exceptions import (
     RepositoryLimitReached,
     RepositoryRefused,
 )
+from indexing.webhooks.providers import BadSignature, WebhookRejected
 from search.ask.service import AskFailed
 from search.exact.errors import QueryRejected
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
@@ -72,6 +73,8 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
     DuplicateRepository: DomainError(status.HTTP_409_CONFLICT),
     RepositoryLimitReached: DomainError(status.HTTP_409_CONFLICT),
     RepositoryCheckUnavailable: DomainError(status.HTTP_503_SERVICE_UNAVAILABLE),
+    WebhookRejected: DomainError(status.HTTP_400_BAD_REQUEST),
+    BadSignature: DomainError(status.HTTP_401_UNAUTHORIZED),
     UnknownRepositories: DomainError(
         status.HTTP_404_NOT_FOUND,
         code="unknown_repository",

@@ -19,6 +19,7 @@ ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 DESCRIPTIONS = {
     400: "Invalid input: the message says what and where (`error.details.fields` per field).",
+    401: "The request is not authenticated (e.g. a webhook's signature does not match).",
     404: "Not found: an unknown id in the path or in the body.",
     409: "Conflict with the current state (e.g. a duplicate, or a limit reached).",
     411: "A chunked body without Content-Length (it would not be read).",

@@ -64,7 +64,8 @@ logger = logging.getLogger(__name__)
 
 _HYDRATE_SQL = f"""
     SELECT c.id, c.repository_id, r.name, r.last_indexed_commit, c.path, c."index", c.content,
-           c.language, c.start_line, c.end_line, c.symbol, c.kind, c.is_test, c.is_doc
+           c.language, c.start_line, c.end_line, c.symbol, c.kind, c.is_test, c.is_doc,
+           r.branch, r.last_indexed_at
     FROM indexing_chunk c {LIVE_CHUNKS_SQL}
     WHERE c.id = ANY(%s)
 """  # noqa: S608
@@ -94,6 +95,8 @@ def _hydrate(candidates: list[FusedCandidate]) -> dict[int, SearchHit]:
             kind=row[11],
             is_test=row[12],
             is_doc=row[13],
+            branch=row[14],
+            indexed_at=row[15],
         )
     return hits
 

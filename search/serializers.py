@@ -106,7 +106,11 @@ class SearchHitSerializer(serializers.Serializer):
     end_line = serializers.IntegerField()
     symbol = serializers.CharField()
     kind = serializers.CharField()
-    commit = serializers.CharField()
+    commit = serializers.CharField(help_text="The indexed commit this hit comes from.")
+    branch = serializers.CharField(help_text="The branch that commit was the tip of.")
+    indexed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When that commit's index went live."
+    )
     is_test = serializers.BooleanField()
     is_doc = serializers.BooleanField()
     bm25_score = serializers.FloatField(allow_null=True)

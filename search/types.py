@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -80,6 +81,8 @@ class SearchHit:
     commit: str
     is_test: bool = False
     is_doc: bool = False
+    branch: str = ""  # freshness: the branch and time of the repository's live generation
+    indexed_at: datetime | None = None
     bm25_score: float | None = None  # best full-text score over the queries' lists
     vector_score: float | None = None  # best cosine similarity over the queries' lists
     combined_score: float = 0.0  # the final ordering score (fusion, or the blend after rerank)
@@ -110,9 +113,7 @@ class ScopeApplied:
     include_docs: bool
     tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
     docs_reason: str = ""
-    prefer_tests: bool = (
-        False  # the query's words ask for tests: they rank first (search.ranking.signals)
-    )
+    prefer_tests: bool = False  # the query asks for tests: they rank first (search.ranking.signals)
     prefer_docs: bool = False
 
 

@@ -1,4 +1,5 @@
-"""``POST /api/search``: serializer -> ``search.exact.dispatch.run_search`` -> serializer.
+"""``POST /api/search``: serializer -> ``search.contract`` -> ``search.exact.dispatch.run_search``
+-> document.
 
 The query language (``search.exact.query_language``) picks the mode: plain text is hybrid
 search, ``"literals"`` exact search, ``/regex/`` regex search; ``mode`` overrides.
@@ -18,9 +19,9 @@ from rest_framework.views import APIView
 
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
+from search import contract
 from search.exact.dispatch import SearchCall, run_search
 from search.exact.response import search_body
-from search.executor import SearchRequest
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,
@@ -49,28 +50,19 @@ class SearchView(APIView):
         refuse_too_long(request.data, "query", MAX_QUERY_CHARS)
         serializer = SearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        search_request = SearchRequest(
-            query=data["query"],
-            limit=data["limit"],
-            use_bm25=data["use_bm25"],
-            use_vector=data["use_vector"],
-            use_rerank=data["use_rerank"],
-            use_expansion=data["use_expansion"],
-            repo_ids=data.get("repo_ids") or None,
-            languages=data.get("languages") or None,
-            path_globs=data.get("paths") or None,
-            include_tests=data.get("include_tests"),
-            include_docs=data.get("include_docs"),
+        fields = dict(serializer.validated_data)
+        mode, cursor, context_lines = (
+            fields.pop(k, None) for k in ("mode", "cursor", "context_lines")
         )
+        search_request = contract.search_request(fields)
         # QueryRejected (400/404), UnknownRepositories (404) and InvalidGlob (400) are answered
         # by reposearch.api_errors. Text without query syntax runs exactly this hybrid request.
         outcome = run_search(
             SearchCall(
                 request=search_request,
-                mode=data["mode"],
-                cursor=data.get("cursor") or None,
-                context_lines=data["context_lines"],
+                mode=mode,
+                cursor=cursor or None,
+                context_lines=context_lines,
             )
         )
         body = search_body(outcome, search_request.limit)

@@ -22,6 +22,7 @@ No database is needed (Django settings are loaded for the model layer only).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -51,9 +52,16 @@ class Unit:
     content: str
     is_test: bool
     is_doc: bool
+    doc: str = ""  # the definition's own doc comment / docstring (first paragraph)
+    container_doc: str = ""  # the enclosing class's, for a method
+    module_doc: str = ""  # the file's module docstring / package comment
+    title: str = ""  # a documentation page's first heading
+    section: str = ""  # the heading nearest above (or at) the unit's first line
 
 
-def corpus_units(root: Path) -> list[Unit]:
+def corpus_units(root: Path, *, doc_sections: bool = False) -> list[Unit]:
+    from doc_comments import headings, summary
+
     from indexing.chunking import chunk_file
     from indexing.languages import detect_language, is_doc_path, is_test_path
 
@@ -67,7 +75,19 @@ def corpus_units(root: Path) -> list[Unit]:
         rel = path.relative_to(root).as_posix()
         language = detect_language(rel, data[:512])
         text = data.decode("utf-8", errors="replace")
-        for piece in chunk_file(text, language, rel):
+        pieces = chunk_file(text, language, rel, prose_sections=doc_sections)
+        is_doc = is_doc_path(rel, language)
+        docs = [summary(piece.content) for piece in pieces]
+        class_docs: dict[str, str] = {}
+        for piece, doc in zip(pieces, docs, strict=True):
+            if piece.kind == "class" and piece.symbol and doc:
+                class_docs.setdefault(piece.symbol, doc)
+        module_doc = docs[0] if pieces and pieces[0].kind == "module" else ""
+        marks = headings(text) if is_doc else []
+        title = marks[0][1] if marks else ""
+        for piece, doc in zip(pieces, docs, strict=True):
+            container = (piece.symbol or "").rpartition(".")[0]
+            above = [h for line, h in marks if line <= piece.start_line + 2]
             units.append(
                 Unit(
                     rel,
@@ -77,7 +97,12 @@ def corpus_units(root: Path) -> list[Unit]:
                     (piece.kind,),
                     piece.content,
                     is_test_path(rel),
-                    is_doc_path(rel, language),
+                    is_doc,
+                    doc=doc,
+                    container_doc=class_docs.get(container, "") if container else "",
+                    module_doc=module_doc,
+                    title=title,
+                    section=above[-1] if above else "",
                 )
             )
     return units
@@ -109,19 +134,45 @@ def merge_small(units: list[Unit], max_lines: int) -> list[Unit]:
     return merged
 
 
-def header(unit: Unit) -> str:
+def header(unit: Unit, extras: frozenset[str] = frozenset()) -> str:
     symbols = [s for s in unit.symbols if s]
     lines = [f"path: {unit.path}"]
     if len(symbols) == 1:
         lines.append(f"{unit.kinds[0] or 'symbol'}: {symbols[0]}")
     elif symbols:
         lines.append("symbols: " + ", ".join(symbols))
+    if "title" in extras and unit.title:
+        lines.append(f"document: {unit.title}")
+        if unit.section and unit.section != unit.title:
+            lines.append(f"section: {unit.section}")
+    if "module" in extras and unit.module_doc and unit.kinds[0] != "module":
+        lines.append(f"module: {unit.module_doc[:150]}")
+    if "class" in extras and unit.container_doc:
+        lines.append(f"class: {unit.container_doc[:150]}")
+    if "doc" in extras and unit.doc:
+        lines.append(f"doc: {unit.doc}")
     return "\n".join(lines) + "\n"
 
 
+HEADER_VARIANTS = {
+    "header+doc": frozenset({"doc"}),
+    "header+class": frozenset({"class"}),
+    "header+module": frozenset({"module"}),
+    "header+title": frozenset({"title"}),
+    "header+all": frozenset({"doc", "class", "module", "title"}),
+}
+
+
 def evaluate(
-    units: list[Unit], vectors: np.ndarray, query_set: Any, query_vectors: np.ndarray, k: int
+    units: list[Unit],
+    vectors: np.ndarray,
+    query_set: Any,
+    query_vectors: np.ndarray,
+    k: int,
+    second: np.ndarray | None = None,
 ) -> dict[str, Any]:
+    """Metrics of exact cosine ranking; with ``second`` (one more vector per unit, zero where
+    a unit has none) a unit scores the better of its two similarities."""
     from search.evaluation.metrics import QueryOutcome, ResultSlot, compute_metrics
     from search.executor import SearchRequest
     from search.retrieval.scope import resolve_scope
@@ -132,7 +183,10 @@ def evaluate(
     for query, qvec in zip(query_set.queries, query_vectors, strict=True):
         scope = resolve_scope(SearchRequest(query=query.query))
         allowed = (~tests | scope.include_tests) & (~docs | scope.include_docs)
-        scores = np.where(allowed, vectors @ qvec, -np.inf)
+        similarity = vectors @ qvec
+        if second is not None:
+            similarity = np.maximum(similarity, second @ qvec)
+        scores = np.where(allowed, similarity, -np.inf)
         top = np.argsort(-scores)[:k]
         slots = []
         for i in top:
@@ -152,12 +206,59 @@ def evaluate(
     return metrics
 
 
+class CachedEmbedder:
+    """The local embedder with a disk cache keyed by text (variants share most texts)."""
+
+    def __init__(self, embedder: Any, path: Path) -> None:
+        self.embedder = embedder
+        self.path = path
+        self.vectors: dict[str, np.ndarray] = {}
+        if path.exists():
+            with np.load(path) as data:
+                self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self.vectors}
+        if todo:
+            fresh = self.embedder.embed(list(todo.values()))
+            self.vectors.update(zip(todo, fresh, strict=True))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(
+                self.path,
+                keys=np.array(list(self.vectors)),
+                vectors=np.stack(list(self.vectors.values())),
+            )
+        return np.stack([self.vectors[k] for k in keys])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--queries", type=Path, default=ROOT / "bench/eval/flask-queries.json")
+    parser.add_argument("--corpus", type=Path, help="the corpus tree (default: flask 3.0.3)")
     parser.add_argument("--merge", default="30,60", help="line budgets for merged variants")
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="comma-separated subset, e.g. header+content,header+doc (default: all)",
+    )
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/granularity.json")
+    parser.add_argument(
+        "--doc-sections", action="store_true", help="chunk Markdown/rst pages by section"
+    )
+    parser.add_argument(
+        "--mpnet",
+        type=Path,
+        help="embed with all-mpnet-base-v2 from this folder (bench/eval/mpnet_runtime.py)",
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=ROOT / "bench/results/granularity-cache", help="vector cache"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
     import django
@@ -166,30 +267,62 @@ def main(argv: list[str] | None = None) -> int:
     from llm import get_embedder
     from search.evaluation.queries import load_query_set
 
-    embedder = get_embedder()
+    base = get_embedder()
+    if args.mpnet:
+        from mpnet_runtime import MPNetEmbedder, prepare
+
+        base = MPNetEmbedder(prepare(args.mpnet))
+    embedder = CachedEmbedder(base, args.cache / (base.space_key.replace("/", "_") + ".npz"))
     query_set = load_query_set(args.queries)
-    units = corpus_units(corpus_dir("flask"))
+    units = corpus_units(args.corpus or corpus_dir("flask"), doc_sections=args.doc_sections)
     query_vectors = embedder.embed([q.query for q in query_set.queries])
-    variants: dict[str, tuple[list[Unit], list[str]]] = {
-        "header+content": (units, [header(u) + u.content for u in units]),
-        "content": (units, [u.content for u in units]),
+    variants: dict[str, Any] = {
+        "header+content": lambda: (units, [header(u) + u.content for u in units]),
+        "content": lambda: (units, [u.content for u in units]),
     }
+    for name, extras in HEADER_VARIANTS.items():
+        variants[name] = lambda extras=extras: (
+            units,
+            [header(u, extras) + u.content for u in units],
+        )
+    variants["maxsim-doc"] = variants["header+content"]  # scored with a second vector
     for budget in (int(b) for b in args.merge.split(",") if b.strip()):
-        merged = merge_small(units, budget)
-        variants[f"merged<={budget}"] = (merged, [header(u) + u.content for u in merged])
+        variants[f"merged<={budget}"] = lambda budget=budget: (
+            merge_small(units, budget),
+            [header(u) + u.content for u in merge_small(units, budget)],
+        )
+    wanted = [v.strip() for v in args.variants.split(",") if v.strip()] or list(variants)
+    unknown = sorted(set(wanted) - set(variants))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {', '.join(variants)}")
     report: dict[str, Any] = {"k": args.k, "queries": len(query_set.queries), "variants": {}}
-    for name, (variant_units, texts) in variants.items():
+    for name in wanted:
+        second = None
+        if name == "maxsim-doc":
+            variant_units, texts = variants["header+content"]()
+        else:
+            variant_units, texts = variants[name]()
         started = time.monotonic()
         vectors = embedder.embed(texts)
-        metrics = evaluate(variant_units, vectors, query_set, query_vectors, args.k)
+        if name == "maxsim-doc":
+            # A second vector per documented definition: its header and doc comment alone.
+            second = np.zeros_like(vectors)
+            documented = [i for i, u in enumerate(variant_units) if u.doc]
+            if documented:
+                docs = [header(variant_units[i]) + variant_units[i].doc for i in documented]
+                second[documented] = embedder.embed(docs)
+        metrics = evaluate(variant_units, vectors, query_set, query_vectors, args.k, second)
         metrics["units"] = len(variant_units)
         metrics["embed_s"] = round(time.monotonic() - started, 1)
         report["variants"][name] = metrics
+        kinds = "  ".join(
+            f"{kind} {values['mrr']:.3f}" for kind, values in sorted(metrics["by_kind"].items())
+        )
         print(
             f"{name:15s} units {len(variant_units):5d}  hit@1 {metrics['hit_at_1']:.3f}"
             f"  hit@{args.k} {metrics['hit_at_k']:.3f}  recall@{args.k} {metrics['recall_at_k']:.3f}"
             f"  MRR {metrics['mrr']:.3f}  symbol-hit@{args.k} {metrics['symbol_hit_at_k'] or 0:.3f}"
-            f"  ({metrics['embed_s']} s to embed)",
+            f"  ({metrics['embed_s']} s to embed)\n    MRR by kind: {kinds}",
             flush=True,
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,9 @@
 
 Files in a language with a tree-sitter grammar (Python, JavaScript, TypeScript, TSX, Go,
 Rust, Java, C, C++, C#, Ruby, PHP) are chunked by structure (``treesitter.py``); all other
-files, and any file whose parse fails, get overlapping line windows (``windows.py``).
+files, and any file whose parse fails, get overlapping line windows (``windows.py``). With
+``prose_sections`` (opt-in), Markdown and reStructuredText pages with headings get one chunk
+per section with the heading as its symbol instead (``prose.py``).
 
 Guarantees, whatever the input: every chunk's ``content`` is exactly the file's lines
 ``start_line..end_line`` (1-based, inclusive, joined with ``\\n``, CRLF kept); chunks are
@@ -26,6 +28,7 @@ from indexing.chunking.model import (
     ChunkPiece,
     SourceLines,
 )
+from indexing.chunking.prose import KIND_SECTION, PROSE_LANGUAGES, chunk_sections
 from indexing.chunking.treesitter import TreeChunker
 from indexing.chunking.windows import chunk_windows
 
@@ -35,6 +38,7 @@ __all__ = [
     "KIND_FUNCTION",
     "KIND_METHOD",
     "KIND_MODULE",
+    "KIND_SECTION",
     "KIND_WINDOW",
     "ChunkBudget",
     "ChunkPiece",
@@ -52,8 +56,13 @@ def chunk_file(
     path: str,
     *,
     budget: ChunkBudget = DEFAULT_BUDGET,
+    prose_sections: bool = False,
 ) -> list[ChunkPiece]:
-    """Chunk one file's text; ``language`` is an id from ``indexing.languages``."""
+    """Chunk one file's text; ``language`` is an id from ``indexing.languages``.
+
+    ``prose_sections`` cuts Markdown and reStructuredText pages at their headings
+    (``REPO_SEARCH_DOC_SECTIONS``; measured and left off by default, docs/evaluation.md).
+    """
     lines = SourceLines(text)
     if not lines.lines:
         return []
@@ -69,4 +78,8 @@ def chunk_file(
                 "structured chunking failed, using line windows",
                 extra={"path": path, "language": language, "error": repr(exc)},
             )
+    if prose_sections and language in PROSE_LANGUAGES:
+        sections = chunk_sections(lines, language, budget)
+        if sections is not None:
+            return sections
     return chunk_windows(lines, budget)

@@ -164,7 +164,8 @@ def add_repository(
 
 
 def update_repository(repository: Repository, **changes: object) -> Repository:
-    """Rename, or switch contextual summaries on or off (takes effect at the next run)."""
+    """Rename, switch contextual summaries on or off (takes effect at the next run), or set the
+    poll interval."""
     name = changes.get("name")
     if name is not None:
         name = str(name).strip()
@@ -175,7 +176,13 @@ def update_repository(repository: Repository, **changes: object) -> Repository:
         repository.name = name
     if "contextual_summaries" in changes:
         repository.contextual_summaries = bool(changes["contextual_summaries"])
-    repository.save(update_fields=["name", "contextual_summaries", "updated_at"])
+    fields = ["name", "contextual_summaries", "updated_at"]
+    if "poll_interval_secs" in changes:  # polling: the new interval counts from now
+        interval = changes["poll_interval_secs"]
+        repository.poll_interval_secs = None if interval is None else int(str(interval))
+        repository.next_poll_at = None
+        fields += ["poll_interval_secs", "next_poll_at"]
+    repository.save(update_fields=fields)
     return repository
 
 

@@ -38,12 +38,15 @@ REPO_SEARCH_BIND_ADDR = f"{REPO_SEARCH_BIND_HOST}:{REPO_SEARCH_BIND_PORT}"
 CSRF_TRUSTED_ORIGINS = env.csv("CSRF_TRUSTED_ORIGINS", "")
 
 # --- Limits (SPEC §2) --------------------------------------------------------------------------
-REPO_SEARCH_MAX_REPOS = env.positive_int("REPO_SEARCH_MAX_REPOS", 50)
+# Defaults hold the corpus the README's latency figures come from (1 M chunks in 91 repositories).
+REPO_SEARCH_MAX_REPOS = env.positive_int("REPO_SEARCH_MAX_REPOS", 500)
 REPO_SEARCH_MAX_REPO_SIZE_MB = env.positive_int("REPO_SEARCH_MAX_REPO_SIZE_MB", 500)
 REPO_SEARCH_CLONE_TIMEOUT_SECS = env.positive_int("REPO_SEARCH_CLONE_TIMEOUT_SECS", 300)
 REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT_CLONES", 2)
-REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 500_000)
+REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 2_000_000)
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
+# Markdown/reStructuredText chunked by section (heading = symbol) instead of line windows.
+REPO_SEARCH_DOC_SECTIONS = env.flag("REPO_SEARCH_DOC_SECTIONS", False)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
 REPO_SEARCH_GIT_TOKEN_HOSTS = [host.lower() for host in env.csv("REPO_SEARCH_GIT_TOKEN_HOSTS", "")]
 if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:
@@ -60,6 +63,11 @@ REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
 # The periodic drift check (manage.py doctor's findings): how often, and whether it repairs.
 REPO_SEARCH_DOCTOR_INTERVAL_SECS = env.positive_int("REPO_SEARCH_DOCTOR_INTERVAL_SECS", 900)
 REPO_SEARCH_DOCTOR_REPAIR = env.flag("REPO_SEARCH_DOCTOR_REPAIR", True)
+# Freshness (indexing.services.polling): check each remote's tip this often (0: never) ...
+REPO_SEARCH_POLL_INTERVAL_SECS = env.non_negative_int("REPO_SEARCH_POLL_INTERVAL_SECS", 600)
+# ... looking for due repositories every tick, backing off up to this long on a failing remote.
+REPO_SEARCH_POLL_TICK_SECS = env.positive_int("REPO_SEARCH_POLL_TICK_SECS", 30)
+REPO_SEARCH_POLL_MAX_BACKOFF_SECS = env.positive_int("REPO_SEARCH_POLL_MAX_BACKOFF_SECS", 21_600)
 
 # --- Models (SPEC §6) --------------------------------------------------------------------------
 LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)
@@ -231,6 +239,10 @@ CELERY_BEAT_SCHEDULE = {
     "repair-drift": {
         "task": "indexing.tasks.maintenance.repair_drift",
         "schedule": float(REPO_SEARCH_DOCTOR_INTERVAL_SECS),
+    },
+    "poll-remotes": {
+        "task": "indexing.tasks.polling.poll_due_repositories",
+        "schedule": float(REPO_SEARCH_POLL_TICK_SECS),
     },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -79,6 +79,18 @@ class EnvReader:
             raise ConfigError(f"{name}={value!r} is not a positive integer")
         return number
 
+    def non_negative_int(self, name: str, default: int) -> int:
+        value = self.raw(name)
+        if value is None:
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigError(f"{name}={value!r} is not a whole number of 0 or more") from None
+        if number < 0:
+            raise ConfigError(f"{name}={value!r} is not a whole number of 0 or more")
+        return number
+
     def positive_int_list(self, name: str, default: str) -> list[int]:
         value = self.text(name, default)
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlencode
 from uuid import UUID
@@ -42,6 +43,8 @@ class ContextSnippet:
     via: str = ""  # expansion: the symbol whose call (or definition) led here
     depth: int = 0  # expansion: call-graph distance from the retrieved chunks
     score: float | None = None  # retrieval: the executor's combined score
+    branch: str = ""  # freshness: the branch and time of the repository's live generation
+    indexed_at: datetime | None = None
 
     @property
     def location(self) -> str:
@@ -79,6 +82,8 @@ class ContextSnippet:
             "kind": self.kind,
             "language": self.language,
             "commit": self.commit,
+            "branch": self.branch,
+            "indexed_at": self.indexed_at.isoformat() if self.indexed_at else None,
             "location": self.location,
             "permalink": self.permalink,
             "app_url": self.app_url,
@@ -105,6 +110,8 @@ def snippet_from_chunk(chunk: Chunk, **extra: Any) -> ContextSnippet:
         repo_name=repository.name,
         repo_url=repository.url,
         commit=repository.last_indexed_commit,
+        branch=repository.branch,
+        indexed_at=repository.last_indexed_at,
         path=chunk.path,
         start_line=chunk.start_line,
         end_line=chunk.end_line,

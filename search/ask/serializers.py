@@ -64,7 +64,9 @@ class SourceSerializer(serializers.Serializer):
     symbol = serializers.CharField()
     kind = serializers.CharField()
     language = serializers.CharField()
-    commit = serializers.CharField()
+    commit = serializers.CharField(help_text="The indexed commit this source comes from.")
+    branch = serializers.CharField()
+    indexed_at = serializers.DateTimeField(allow_null=True, help_text="When it went live.")
     location = serializers.CharField(help_text="repository:path:start-end")
     permalink = serializers.CharField(
         help_text="Upstream URL when the host is known, else app_url."

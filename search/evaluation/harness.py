@@ -176,17 +176,13 @@ def build_request(
     query: str, configuration: Configuration, *, k: int, repo_ids: Sequence[UUID] | None
 ) -> Any:
     """The ``SearchRequest`` for one query under one configuration."""
-    from search.executor import SearchRequest
+    from search import contract
 
     unknown = set(configuration.overrides) - _request_fields()
     if unknown:
         raise ValueError(f"{configuration.name}: SearchRequest has no field(s) {sorted(unknown)}")
-    return SearchRequest(
-        query=query,
-        limit=k,
-        repo_ids=list(repo_ids) if repo_ids else None,
-        **configuration.overrides,
-    )
+    fields = {"query": query, "limit": k, "repo_ids": repo_ids}
+    return contract.search_request(fields, **configuration.overrides)
 
 
 def _slots(result: Any) -> tuple[ResultSlot, ...]:

@@ -81,6 +81,17 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
     return body
 
 
+def _with_freshness(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``branch`` and ``indexed_at`` of each hit's repository (its live generation's)."""
+    rows = Repository.objects.filter(pk__in={h["repo_id"] for h in hits}).values_list(
+        "pk", "branch", "last_indexed_at"
+    )
+    fresh = {pk: (branch, at) for pk, branch, at in rows}
+    for hit in hits:
+        hit["branch"], hit["indexed_at"] = fresh.get(hit["repo_id"], ("", None))
+    return hits
+
+
 def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
     """The ``POST /api/search`` document of ``outcome`` (before serialisation)."""
     if outcome.hybrid is not None:
@@ -114,7 +125,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         "query": outcome.parsed.text,
         "mode": outcome.mode,
         "queries": [outcome.parsed.text],
-        "results": [_exact_hit(h) for h in exact.hits],
+        "results": _with_freshness([_exact_hit(h) for h in exact.hits]),
         "total": exact.total,
         "total_is_lower_bound": exact.total_is_lower_bound,
         "match_total": exact.match_total,
@@ -173,7 +184,7 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
         "query": outcome.parsed.text,
         "mode": "symbol",
         "queries": [outcome.parsed.text],
-        "results": hits,
+        "results": _with_freshness(hits),
         "total": len(hits),
         "total_is_lower_bound": outcome.definitions_truncated,
         "truncated": outcome.definitions_truncated,

@@ -89,6 +89,14 @@ def list_repositories() -> dict[str, Any]:
     return _run(tools.list_repositories)
 
 
+def repository_status(
+    repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
+) -> dict[str, Any]:
+    """How fresh a repository's index is: indexed commit and time, the remote's tip at the last
+    check, behind (true/false/null = unknown), poll errors and the job in progress."""
+    return _run(tools.repository_status, repo)
+
+
 def get_file(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
     path: Annotated[str, Field(description="File path as search_code returns it.")],
@@ -102,8 +110,8 @@ def get_file(
 
 
 def build_server() -> MCPServer:
-    """A new MCP server with the three read-only tools."""
+    """A new MCP server with its read-only tools."""
     server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
-    for fn in (search_code, list_repositories, get_file):
+    for fn in (search_code, list_repositories, repository_status, get_file):
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
     return server

@@ -12,12 +12,12 @@ import json
 import uuid
 from typing import Any
 
-from indexing.models import Repository, RepositoryStatus, SourceFile
+from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
+from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
 from search.exact.dispatch import MODES, SearchCall, run_search
 from search.exact.errors import QueryRejected
-from search.executor import SearchRequest
 from search.mcp.exact_answer import SYNTAX_HINT, definitions_answer, exact_answer
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
@@ -90,6 +90,8 @@ def _hit(snippet: ContextSnippet, score: float | None) -> dict[str, Any]:
         "kind": snippet.kind,
         "language": snippet.language,
         "commit": snippet.commit,
+        "branch": snippet.branch,
+        "indexed_at": snippet.indexed_at.isoformat() if snippet.indexed_at else None,
         "score": score,
         "origin": snippet.origin,
         "via": snippet.via,
@@ -127,13 +129,15 @@ def search_code(
     if mode not in MODES:
         raise ToolInputError("invalid_mode", f"mode={mode!r} is unknown", " | ".join(MODES))
     repo_ids = [resolve_repository(repo).pk] if repo is not None else None
-    request = SearchRequest(
-        query=query.strip(),
-        limit=k,
-        use_rerank=bool(_choose("rerank", rerank)),
-        repo_ids=repo_ids,
-        include_tests=_choose("include_tests", include_tests),
-        include_docs=_choose("include_docs", include_docs),
+    request = contract.search_request(
+        {
+            "query": query.strip(),
+            "limit": k,
+            "use_rerank": bool(_choose("rerank", rerank)),
+            "repo_ids": repo_ids,
+            "include_tests": _choose("include_tests", include_tests),
+            "include_docs": _choose("include_docs", include_docs),
+        }
     )
     try:
         outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
@@ -176,9 +180,33 @@ def list_repositories() -> dict[str, Any]:
                 "indexed_at": r.last_indexed_at.isoformat() if r.last_indexed_at else None,
                 "files": r.file_count,
                 "chunks": r.chunk_count,
+                "behind": r.behind,
             }
             for r in rows
         ]
+    }
+
+
+def repository_status(repo: str) -> dict[str, Any]:
+    """How fresh one repository's index is: the indexed commit and when, the remote's tip at
+    the last check, whether the remote has moved on, and the job in progress."""
+    r = resolve_repository(repo)
+    job = r.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
+    return {
+        "id": str(r.pk),
+        "name": r.name,
+        "url": r.url,
+        "branch": r.branch,
+        "status": r.status,
+        "error": r.error,
+        "commit": r.last_indexed_commit,
+        "indexed_at": r.last_indexed_at.isoformat() if r.last_indexed_at else None,
+        "remote_tip": r.remote_tip,
+        "last_polled_at": r.last_polled_at.isoformat() if r.last_polled_at else None,
+        "next_poll_at": r.next_poll_at.isoformat() if r.next_poll_at else None,
+        "poll_error": r.poll_error,
+        "behind": r.behind,
+        "job": None if job is None else {"id": job.pk, "kind": job.kind, "state": job.state},
     }
 
 

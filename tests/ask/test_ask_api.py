@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -46,6 +47,8 @@ def test_citations_resolve_from_chunk_metadata_and_invented_ones_are_removed(sho
     )
     assert first["location"] == f"acme/shop:src/pool.py:{chunk.start_line}-{chunk.end_line}"
     assert first["commit"] == shop.last_indexed_commit
+    assert first["branch"] == shop.branch
+    assert datetime.fromisoformat(first["indexed_at"]) == shop.last_indexed_at
     assert first["permalink"] == (
         f"https://github.com/acme/shop/blob/{shop.last_indexed_commit}/src/pool.py"
         f"#L{chunk.start_line}-L{chunk.end_line}"

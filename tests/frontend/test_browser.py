@@ -26,8 +26,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from indexing.models import IndexJob, JobState, Repository
 from indexing.services import jobs
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.indexing.demo_repository import PARSER, UTIL_JS
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
-from tests.indexing.test_pipeline_e2e import PARSER, UTIL_JS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

@@ -1,4 +1,5 @@
-"""Fixtures of the indexing tests: a source repository with two branches, served over HTTP."""
+"""Fixtures of the indexing tests: a source repository with two branches, and the end-to-end
+demo repository (tests/indexing/demo_repository.py), each served over HTTP."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 from dulwich.repo import Repo
 
+from tests.indexing.demo_repository import FILES
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 
 
@@ -30,3 +32,11 @@ def source(tmp_path: Path) -> Iterator[Repo]:
 def server(source: Repo) -> Iterator[GitHttpServer]:
     with GitHttpServer({"org/repo.git": source}) as running:
         yield running
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[GitHttpServer, object]]:
+    repo = init_bare_repo(str(tmp_path / "demo.git"))
+    commit_files(repo, FILES, message="first")
+    with GitHttpServer({"team/demo.git": repo}) as server:
+        yield server, repo

@@ -215,6 +215,24 @@ def test_windows_cover_every_line_of_any_text(text: str, language: str | None) -
     assert all(p.kind == "window" and p.symbol is None and p.calls == () for p in pieces)
 
 
+prose_lines = st.one_of(
+    st.text(alphabet=string.ascii_letters + " .,#=-`~", max_size=30),
+    st.sampled_from(["# Title", "## Section two", "Heading", "=======", "-------", "```", ""]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(prose_lines, max_size=80), st.sampled_from(["markdown", "rst"]))
+def test_documentation_pages_are_covered_by_sections_or_windows_with_prose_sections(
+    lines: list[str], language: str
+) -> None:
+    text = "\n".join(lines) + "\n"
+    pieces = chunk_file(text, language, "docs/page.txt", budget=SMALL_BUDGET, prose_sections=True)
+    sections = bool(pieces) and pieces[0].kind == "section"
+    check_invariants(text, pieces, overlapping=not sections)
+    assert all(p.kind == ("section" if sections else "window") for p in pieces)
+
+
 @pytest.mark.parametrize("text", ["", "\n", "\n\n   \n\t\n", "\r\n\r\n"])
 @pytest.mark.parametrize("language", ["python", "go", None])
 def test_empty_and_blank_files_have_no_chunks(text: str, language: str | None) -> None:

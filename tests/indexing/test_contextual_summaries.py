@@ -22,7 +22,7 @@ SOURCE = [
 @pytest.fixture
 def repository(db) -> Repository:
     return factories.indexed_repository(
-        "https://example.org/c/d.git", "c/d", SOURCE, path="src/net.py", symbol_prefix="s"
+        "c/d", SOURCE, url="https://example.org/c/d.git", path="src/net.py", symbol_prefix="s"
     )
 
 

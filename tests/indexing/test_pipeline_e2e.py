@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,82 +17,10 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, Repository, SourceFile
-from tests.indexing.git_server import (
-    GitHttpServer,
-    SilentServer,
-    Symlink,
-    commit_files,
-    init_bare_repo,
-)
+from tests.indexing.demo_repository import EXPECTED_PATHS, FILES, UTIL_JS, add, wait_for_job
+from tests.indexing.git_server import GitHttpServer, SilentServer, commit_files, init_bare_repo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-PARSER = '''"""HTTP header parsing."""
-
-
-def parse_http_header(line):
-    """Split one header line into a name and a value."""
-    name, _, value = line.partition(":")
-    return name.strip().lower(), value.strip()
-
-
-class HeaderCache:
-    """Remembers parsed headers."""
-
-    def __init__(self):
-        self.items = {}
-
-    def lookup(self, line):
-        if line not in self.items:
-            self.items[line] = parse_http_header(line)
-        return self.items[line]
-'''
-
-UTIL_JS = """export function retryWithBackoff(fn, attempts) {
-  for (let i = 0; i < attempts; i++) {
-    try { return fn(); } catch (e) { if (i === attempts - 1) throw e; }
-  }
-}
-"""
-
-FILES: dict[str, object] = {
-    "src/app/parser.py": PARSER,
-    "src/app/util.js": UTIL_JS,
-    "README.md": "# Demo\n\nA demo repository for reposearch.\n",
-    "tests/test_parser.py": "from app.parser import parse_http_header\n\n\ndef test_parse():\n    assert parse_http_header('A: b') == ('a', 'b')\n",
-    "node_modules/lib/index.js": "module.exports = 1;\n",
-    "generated/out.py": "GENERATED = True\n",
-    ".gitignore": "generated/\n",
-    "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4,
-    "big.txt": "x" * (1_048_576 + 10),
-    "link_passwd": Symlink("/etc/passwd"),
-    "link_up": Symlink("../../"),
-}
-EXPECTED_PATHS = {"src/app/parser.py", "src/app/util.js", "README.md", "tests/test_parser.py"}
-
-
-def wait_for_job(job_id: int, seconds: float = 180.0) -> IndexJob:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        job = IndexJob.objects.get(pk=job_id)
-        if job.is_finished:
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish: {IndexJob.objects.get(pk=job_id).state}")
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[GitHttpServer, object]]:
-    repo = init_bare_repo(str(tmp_path / "demo.git"))
-    commit_files(repo, FILES, message="first")
-    with GitHttpServer({"team/demo.git": repo}) as server:
-        yield server, repo
-
-
-def add(url: str) -> dict:
-    response = APIClient().post("/api/repos", {"url": url}, format="json")
-    assert response.status_code == 202, response.json()
-    return response.json()
 
 
 def blob_lines(repository: Repository, chunk: Chunk) -> str:

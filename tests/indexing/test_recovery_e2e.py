@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -16,18 +14,10 @@ from rest_framework.test import APIClient
 
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, JobKind, Repository
 from indexing.tasks.maintenance import reap_stale_jobs
-from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
-from tests.indexing.test_pipeline_e2e import FILES, add, wait_for_job
+from tests.indexing.demo_repository import FILES, add, wait_for_job
+from tests.indexing.git_server import commit_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[GitHttpServer, object]]:
-    repo = init_bare_repo(str(tmp_path / "demo.git"))
-    commit_files(repo, FILES, message="first")
-    with GitHttpServer({"team/demo.git": repo}) as server:
-        yield server, repo
 
 
 def _many_modules(count: int) -> dict[str, object]:

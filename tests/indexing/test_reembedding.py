@@ -22,7 +22,7 @@ SOURCE = [
 @pytest.fixture
 def indexed_repository(db) -> Repository:
     return factories.indexed_repository(
-        "https://example.org/a/b.git", "a/b", SOURCE, path="src/app.py", symbol_prefix="s"
+        "a/b", SOURCE, url="https://example.org/a/b.git", path="src/app.py", symbol_prefix="s"
     )
 
 

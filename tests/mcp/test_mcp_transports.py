@@ -23,11 +23,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
-from tests.ask.corpus import FILES, build_repository, file_text
+from tests.ask.corpus import FILES, build_repository
 from tests.conftest import _test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"search_code", "list_repositories", "get_file"}
+TOOLS = {"search_code", "list_repositories", "repository_status", "get_file"}
 
 
 @pytest.fixture
@@ -57,6 +57,8 @@ def expectations(repository: Repository) -> dict[str, Any]:
     return {
         "id": str(repository.pk),
         "commit": repository.last_indexed_commit,
+        "branch": repository.branch,
+        "indexed_at": repository.last_indexed_at.isoformat(),
         "start": chunk.start_line,
         "end": chunk.end_line,
     }
@@ -90,6 +92,15 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
     assert top["location"] == f"src/pool.py:{start}-{end}"
     assert (top["symbol"], top["commit"]) == ("configure_pool", commit)
     assert "def configure_pool" in top["snippet"]
+    # Freshness on every hit: the branch and when its commit's index went live.
+    assert (top["branch"], top["indexed_at"]) == (expected["branch"], expected["indexed_at"])
+
+    status = payload(await session.call_tool("repository_status", {"repo": "acme/shop"}))
+    assert (status["commit"], status["indexed_at"]) == (commit, expected["indexed_at"])
+    assert status["behind"] is None  # never checked against the remote
+    assert status["remote_tip"] == "" and status["job"] is None
+    unknown_status = await session.call_tool("repository_status", {"repo": "acme/nope"})
+    assert unknown_status.is_error and "'acme/shop'" in payload(unknown_status)["error"]["valid"]
 
     expanded = payload(
         await session.call_tool(
@@ -110,7 +121,7 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
             },
         )
     )
-    lines = file_text(FILES["src/pool.py"]).splitlines()
+    lines = FILES["src/pool.py"].text.splitlines()
     assert read["content"] == "\n".join(lines[start - 1 : end])
     assert read["commit"] == commit and read["truncated"] is False
 

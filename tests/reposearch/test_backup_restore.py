@@ -33,7 +33,7 @@ def _url(database: str) -> str:
 def test_a_dump_restores_into_an_empty_database_with_every_row_and_vector(tmp_path: Path) -> None:
     import llm
 
-    repository = factories.indexed_repository("https://example.org/b/r.git", "b/r", SOURCE)
+    repository = factories.indexed_repository("b/r", SOURCE, url="https://example.org/b/r.git")
     embedder = llm.get_embedder()
     embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)
     dump = tmp_path / "reposearch.dump"

@@ -22,7 +22,7 @@ SOURCE = [
 @pytest.fixture
 def indexed(transactional_db) -> Repository:
     repository = factories.indexed_repository(
-        "https://example.org/p/q.git", "p/q", SOURCE, path="src/lib.py", symbol_prefix="f"
+        "p/q", SOURCE, url="https://example.org/p/q.git", path="src/lib.py", symbol_prefix="f"
     )
     embedder = llm.get_embedder()
     embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)

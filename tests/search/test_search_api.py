@@ -191,3 +191,20 @@ def test_search_is_in_the_openapi_schema(client: Client) -> None:
         "include_tests",
         "include_docs",
     } <= set(fields)
+
+
+def test_every_hit_says_which_commit_and_branch_it_comes_from_and_when(
+    client: Client,
+    repository,  # type: ignore[no-untyped-def]
+) -> None:
+    from datetime import datetime
+
+    from indexing.models import Repository
+
+    Repository.objects.filter(pk=repository.pk).update(branch="release/2.x")
+    repository.refresh_from_db()
+    status, body = post(client, {"query": "retry", "use_vector": False, "include_tests": True})
+    assert status == 200 and len(body["results"]) == 2
+    for hit in body["results"]:
+        assert (hit["commit"], hit["branch"]) == ("commit1", "release/2.x")
+        assert datetime.fromisoformat(hit["indexed_at"]) == repository.last_indexed_at

@@ -72,6 +72,37 @@
     return parts;
   }
 
+  function ago(iso) {
+    const seconds = Math.max(0, (Date.now() - new Date(iso).getTime()) / 1000);
+    if (seconds < 60) return "just now";
+    const units = [[86400, "day"], [3600, "h"], [60, "min"]];
+    for (const [size, unit] of units) {
+      if (seconds >= size) {
+        const n = Math.floor(seconds / size);
+        return n + " " + (unit === "day" && n > 1 ? "days" : unit) + " ago";
+      }
+    }
+    return "just now";
+  }
+
+  /** "indexed 4 min ago at abc1234 — the remote has moved on", and a failing check's error. */
+  function freshnessCell(repo) {
+    const commit = repo.last_indexed_commit ? repo.last_indexed_commit.slice(0, 7) : "";
+    if (!commit) return ["—"];
+    const parts = [el("div", { className: "freshness" }, [
+      repo.last_indexed_at ? "indexed " + ago(repo.last_indexed_at) + " at " : "at ",
+      el("code", { title: repo.last_indexed_commit, text: commit }),
+    ])];
+    if (repo.behind) {
+      parts.push(el("div", { className: "warn small behind", title: "remote tip " + repo.remote_tip,
+        text: "— the remote has moved on (" + repo.remote_tip.slice(0, 7) + ")" }));
+    } else if (repo.behind === false && repo.last_polled_at) {
+      parts.push(el("div", { className: "muted small", text: "up to date, checked " + ago(repo.last_polled_at) }));
+    }
+    if (repo.poll_error) parts.push(el("div", { className: "error small poll-error", text: repo.poll_error }));
+    return parts;
+  }
+
   function actions(repo) {
     return el("div", { className: "row-actions" }, [
       el("button", { type: "button", "data-action": "reindex", "data-id": repo.id, text: "Re-index", "aria-label": "Re-index " + repo.name }),
@@ -84,7 +115,6 @@
   }
 
   function renderRow(repo) {
-    const commit = repo.last_indexed_commit ? repo.last_indexed_commit.slice(0, 7) : "—";
     const vectors = repo.vectors === undefined ? repo.embedded_count : repo.vectors;
     const chunks = repo.chunk_count + (repo.chunk_count ? " (" + vectors + " with vectors)" : "");
     return el("tr", { "data-id": repo.id, "data-status": repo.status }, [
@@ -93,7 +123,7 @@
       cell("Job", jobCell(repo), "job"),
       cell("Files", [String(repo.file_count)], "num"),
       cell("Chunks", [chunks], "num"),
-      cell("Commit", [el("code", { title: repo.last_indexed_commit || "", text: commit })]),
+      cell("Commit", freshnessCell(repo)),
       cell("Size", [formatBytes(repo.size_bytes), el("div", { className: "muted small", text: formatBytes(repo.indexed_bytes) + " indexed" })], "num"),
       cell("", [actions(repo)]),
     ]);

@@ -138,7 +138,10 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
 
 def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
     try:
-        pieces = chunk_file(walked.text, walked.language, walked.path)
+        pieces = chunk_file(
+            walked.text, walked.language, walked.path,
+            prose_sections=settings.REPO_SEARCH_DOC_SECTIONS,
+        )  # fmt: skip
     except Exception:  # a chunker bug must not lose the file: fall back to line windows
         logger.exception("chunking failed path=%s; using line windows", walked.path)
         pieces = chunk_file(walked.text, None, walked.path)

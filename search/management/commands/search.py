@@ -12,10 +12,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from search import contract
 from search.exact.dispatch import SearchCall, SearchOutcome, run_search
 from search.exact.errors import QueryRejected
 from search.exact.response import search_body
-from search.executor import SearchRequest
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
@@ -53,18 +53,20 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"--repo: not a repository id ({exc})") from None
         tristate = {"auto": None, "yes": True, "no": False}
-        request = SearchRequest(
-            query=query,
-            limit=options["limit"],
-            use_bm25=not options["no_bm25"],
-            use_vector=not options["no_vector"],
-            use_rerank=options["rerank"],
-            use_expansion=options["expand"],
-            repo_ids=repo_ids or None,
-            languages=options["language"] or None,
-            path_globs=options["path"] or None,
-            include_tests=tristate[options["tests"]],
-            include_docs=tristate[options["docs"]],
+        request = contract.search_request(
+            {
+                "query": query,
+                "limit": options["limit"],
+                "use_bm25": not options["no_bm25"],
+                "use_vector": not options["no_vector"],
+                "use_rerank": options["rerank"],
+                "use_expansion": options["expand"],
+                "repo_ids": repo_ids,
+                "languages": options["language"],
+                "paths": options["path"],
+                "include_tests": tristate[options["tests"]],
+                "include_docs": tristate[options["docs"]],
+            }
         )
         try:
             outcome = run_search(SearchCall(request))

@@ -1,0 +1,81 @@
+"""Run ``manage.py eval`` with all-mpnet-base-v2 as the embedding model (measurement only).
+
+    .venv/bin/python bench/eval/mpnet_hybrid.py bench/corpora/mpnet --split tune \
+        --corpus gorilla-mux-1.8.0 --configs vector+scope,hybrid+scope --json out.json
+
+Stores MPNet vectors for the named corpora's live chunks in their own embedding space
+(``local/all-mpnet-base-v2/768``; the exact text the embed stage embeds: header + content,
+head only), reusing ``granularity.py``'s vector cache, then runs the eval command with
+``llm.get_embedder`` answering the MPNet embedder, so the query is embedded by the same
+model and the vector stage searches that space. Every argument after the model folder goes
+to ``manage.py eval``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "eval"))
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
+    from reposearch.startup import load_settings_or_exit
+
+    load_settings_or_exit()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from granularity import CachedEmbedder
+    from mpnet_runtime import MPNetEmbedder, prepare
+
+    import llm
+    from indexing.models import Chunk, ChunkEmbedding, Repository
+    from indexing.services.vectors import embedding_header, space_for
+
+    model_dir, eval_args = Path(sys.argv[1]), sys.argv[2:]
+    mpnet = MPNetEmbedder(prepare(model_dir))
+    cache = CachedEmbedder(
+        mpnet, ROOT / "bench/results/granularity-cache/local_all-mpnet-base-v2_768.npz"
+    )
+    space = space_for(mpnet)
+    names = [eval_args[i + 1] for i, a in enumerate(eval_args) if a == "--corpus"]
+    for repository in (
+        Repository.objects.filter(name__in=names) if names else Repository.objects.all()
+    ):
+        chunks = list(
+            Chunk.objects.filter(repository=repository, generation=repository.active_generation)
+            .exclude(embeddings__space=space)
+            .order_by("id")
+        )
+        if not chunks:
+            continue
+        print(f"{repository.name}: embedding {len(chunks)} chunks with MPNet", flush=True)
+        vectors = cache.embed([embedding_header(c) + c.content for c in chunks])
+        ChunkEmbedding.objects.bulk_create(
+            [
+                ChunkEmbedding(
+                    chunk_id=c.pk, space=space, repository_id=repository.pk,
+                    content_hash=c.content_hash, vector=v,
+                )
+                for c, v in zip(chunks, vectors, strict=True)
+            ],
+            ignore_conflicts=True,
+        )  # fmt: skip
+
+    class QueryEmbedder(MPNetEmbedder):
+        def __init__(self) -> None:
+            self.runtime = mpnet.runtime
+
+    llm.get_embedder = lambda *args, **kwargs: QueryEmbedder()  # type: ignore[assignment]
+    call_command("eval", *eval_args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

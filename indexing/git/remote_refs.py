@@ -1,0 +1,105 @@
+"""Read a remote branch's tip from the ref advertisement only (what `git ls-remote` does).
+
+No pack is requested: the client reads the refs the server advertises (protocol v0/v1:
+the ``info/refs`` answer; v2: one ``ls-refs`` command) and closes the connection. The
+same guarded transport as a fetch is used (`indexing.git.transport`): the URL policy is
+checked again, the socket goes to the checked address, the token goes only to the
+allowed hosts, and a deadline bounds the whole exchange.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from dulwich.refs import Ref
+
+from indexing.git.errors import BranchNotFound, EmptyRepository, UnsupportedServer
+from indexing.git.fetch import (
+    DEFAULT_TOKEN_USERNAME,
+    _branch_ref,
+    _check_url,
+    _make_client,
+    _token_for,
+)
+from indexing.git.fetch_errors import classify_fetch_error
+from indexing.git.transport import TransferGuard
+from indexing.git.url_safety import Resolver
+
+logger = logging.getLogger(__name__)
+
+# A ref advertisement is small; the cap only matters for a server that streams garbage.
+ADVERTISEMENT_MAX_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RemoteTip:
+    commit_sha: str  # hex sha of the branch tip on the remote
+    branch: str  # the branch that was looked up (resolved from HEAD when none was named)
+    seconds: float
+
+
+def remote_tip(
+    url: str,
+    branch: str | None,
+    *,
+    timeout_s: float,
+    allow_private_hosts: bool,
+    allow_local_paths: bool = False,
+    token: str | None = None,
+    token_username: str = DEFAULT_TOKEN_USERNAME,
+    token_hosts: Collection[str] | None = None,
+    resolve: Resolver = socket.getaddrinfo,
+) -> RemoteTip:
+    """The current tip of ``branch`` (default: the remote HEAD) of ``url``.
+
+    Raises ``BranchNotFound`` when the branch is gone upstream, and the fetch's other
+    ``GitFetchError`` subclasses (host refused, not found, unavailable, timeout ...).
+    """
+    checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
+    wanted = _branch_ref(branch) if branch else None
+    with TransferGuard(
+        timeout_s=timeout_s,
+        max_bytes=ADVERTISEMENT_MAX_BYTES,
+        allow_private_hosts=allow_private_hosts,
+        resolve=resolve,
+    ) as guard:
+        client_token = _token_for(checked, token, token_hosts)
+        client, path = _make_client(checked, guard, client_token, token_username)
+        try:
+            prefix = [wanted] if wanted is not None else [Ref(b"HEAD")]
+            result = client.get_refs(path.encode("utf-8"), ref_prefix=prefix)
+            guard.check_deadline()
+            if getattr(client, "dumb", False):
+                raise UnsupportedServer(
+                    "the server only speaks the dumb HTTP protocol, which is not supported"
+                )
+        except BaseException as exc:
+            client.close()
+            error = classify_fetch_error(exc, guard, checked)
+            logger.warning(
+                "git.remote_tip.failed url=%s error=%s transient=%s seconds=%.2f",
+                checked.url,
+                type(error).__name__,
+                error.transient,
+                guard.elapsed_s,
+            )
+            if error is exc:
+                raise
+            raise error from exc
+        client.close()
+        refs = result.refs
+        if wanted is not None:
+            sha = refs.get(wanted)
+            if sha is None:
+                raise BranchNotFound(f"branch {branch!r} no longer exists on the remote")
+            resolved = branch or ""
+        else:
+            sha = refs.get(Ref(b"HEAD"))
+            if sha is None:
+                raise EmptyRepository("the repository is empty (it has no HEAD)")
+            target = result.symrefs.get(Ref(b"HEAD"), b"")
+            resolved = target.removeprefix(b"refs/heads/").decode("utf-8") if target else ""
+        return RemoteTip(commit_sha=sha.decode("ascii"), branch=resolved, seconds=guard.elapsed_s)

@@ -1,0 +1,107 @@
+"""A verified push delivery becomes a re-index of the repository, or a reason why not.
+
+Only a push to the indexed branch queues anything, and through the same path as polling
+(``indexing.services.polling.note_remote_tip``): a tip already indexed queues nothing, and a
+delivery during a run is coalesced into it, so a replayed delivery is harmless.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from indexing.models import Repository, new_webhook_secret
+from indexing.services.polling import note_remote_tip
+from indexing.webhooks.providers import ZERO_SHA, UnreadableDelivery, read_delivery
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    status: str  # pong, queued, coalesced, up_to_date, ignored
+    provider: str
+    event: str
+    reason: str = ""
+    branch: str = ""
+    commit: str = ""
+    job_id: int | None = None
+
+    @property
+    def accepted_work(self) -> bool:
+        return self.status in ("queued", "coalesced")
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def receive_delivery(
+    repository: Repository, headers: Mapping[str, str], body: bytes, content_type: str
+) -> DeliveryResult:
+    """Verify a delivery with the repository's secret and act on it.
+
+    Raises ``BadSignature`` (nothing was read or queued) and ``UnreadableDelivery``."""
+    delivery = read_delivery(headers, body, content_type, repository.webhook_secret)
+    provider, event = delivery.provider, delivery.event
+    if delivery.ping:
+        return DeliveryResult("pong", provider, event, reason="the webhook is set up")
+    if not delivery.pushes:
+        return DeliveryResult("ignored", provider, event, reason=f"{event!r} is not a push event")
+    wanted = repository.branch
+    if not wanted:
+        return DeliveryResult(
+            "ignored",
+            provider,
+            event,
+            reason="the repository's branch is not known before its first fetch; "
+            "its first index runs anyway",
+        )
+    pushes = [push for push in delivery.pushes if push.branch and push.branch == wanted]
+    if not pushes:
+        pushed = ", ".join(push.ref for push in delivery.pushes) or "no branch"
+        return DeliveryResult(
+            "ignored",
+            provider,
+            event,
+            reason=f"the push is to {pushed}; this repository indexes the branch {wanted!r}",
+        )
+    push = pushes[-1]
+    if push.after == ZERO_SHA:
+        Repository.objects.filter(pk=repository.pk).update(
+            remote_tip="",
+            poll_error=f"branch {wanted!r} was deleted upstream ({provider} webhook); the index "
+            f"of {repository.last_indexed_commit[:12]} is kept",
+            last_polled_at=timezone.now(),
+        )
+        return DeliveryResult(
+            "ignored", provider, event, reason="the branch was deleted upstream", branch=wanted
+        )
+    if not _SHA.match(push.after):
+        raise UnreadableDelivery("invalid", "after is not a commit id", {"field": "after"})
+    outcome = note_remote_tip(repository, push.after, source=f"{provider} webhook")
+    if outcome.job_id is None:
+        status = "up_to_date" if not outcome.moved else "ignored"
+        return DeliveryResult(status, provider, event, outcome.reason, wanted, push.after)
+    return DeliveryResult(
+        "coalesced" if outcome.coalesced else "queued",
+        provider,
+        event,
+        reason="a re-index was running: this push is fetched by it"
+        if outcome.coalesced
+        else "an incremental re-index was queued",
+        branch=wanted,
+        commit=push.after,
+        job_id=outcome.job_id,
+    )
+
+
+def rotate_webhook_secret(repository: Repository) -> str:
+    """Give the repository a new secret; deliveries signed with the old one are refused."""
+    with transaction.atomic():
+        repository.webhook_secret = new_webhook_secret()
+        repository.save(update_fields=["webhook_secret", "updated_at"])
+    return repository.webhook_secret
