@@ -5,8 +5,9 @@
 * **hybrid** (``SearchExecutor``) for text without syntax -- the request is exactly the one the
   API built before the query language existed, so natural-language questions rank as they did --
   and for filters plus words (``repo:httpx timeout``: the words, inside the filters);
-* **exact** for ``"quoted literals"`` (free words beside them are literals too, all required in
-  a file), **regex** when a ``/regex/`` is among them;
+* **exact** for ``"quoted literals"`` on their own; a question with a quoted phrase among its
+  words stays **hybrid** (full text requires the phrase, as before); **regex** when a
+  ``/regex/`` is among the terms (free words beside it are then literals, all required in a file);
 * ``mode`` (``auto|semantic|exact|regex``) overrides: ``exact`` / ``regex`` take the free text as
   one literal / pattern, ``semantic`` always runs hybrid.
 
@@ -146,6 +147,10 @@ def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
         return "symbol", [Term("literal", names[0], 0)]
     if not parsed.terms:
         return "hybrid", []
+    if parsed.words and not parsed.has_regex:
+        # A question with a "quoted phrase" in it is still a question: hybrid, where full text
+        # requires the phrase (as before the query language); only quotes alone are exact.
+        return "hybrid", []
     words = [Term("literal", word, 0) for word in parsed.words]
     terms = parsed.terms + words
     return ("regex" if parsed.has_regex else "exact"), terms
@@ -153,8 +158,8 @@ def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
 
 def hybrid_request(parsed: SearchQuery, base: SearchRequest) -> SearchRequest:
     """``base`` untouched for text without syntax; else the free text inside the filters."""
-    if not parsed.has_syntax:
-        return base
+    if not parsed.has_syntax or not parsed.filter_count:
+        return base  # no filters: the text as written (quoted phrases stay where they are)
     text = " ".join([parsed.free_text, *(f'"{t.text}"' for t in parsed.terms)]).strip()
     if not text:
         raise QueryRejected(

@@ -52,6 +52,25 @@ def test_plain_questions_give_the_hybrid_hits_they_gave_before(indexed, client: 
         assert body["next_cursor"] is None
 
 
+QUESTIONS_WITH_A_PHRASE = [
+    'how does "send request" handle timeouts?',
+    'where is the "retry" loop configured',
+]
+
+
+def test_a_question_with_a_quoted_phrase_stays_a_question(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    """Quotes alone are an exact search; a quoted phrase among a question's words is not: the
+    question runs hybrid as written (full text requires the phrase), as before the language."""
+    for question in QUESTIONS_WITH_A_PHRASE:
+        status, body = post(client, {"query": question, "limit": 10})
+        assert status == 200, (question, body)
+        assert body["mode"] == "hybrid", question
+        direct = SearchExecutor().run(SearchRequest(query=question, limit=10))
+        assert [_key(h) for h in body["results"]] == [_key(h) for h in direct.hits], question
+    status, body = post(client, {"query": '"send request"', "limit": 10})
+    assert status == 200 and body["mode"] == "exact"
+
+
 def test_hybrid_hits_say_which_are_semantic_and_link_to_the_file(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
     status, body = post(client, {"query": "how are requests sent", "limit": 10})
     assert status == 200 and body["results"]
