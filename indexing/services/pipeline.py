@@ -32,9 +32,9 @@ from indexing.services.runs import (
     check_alive,
     fail_job,
     load_run,
-    lock_if_alive,
     record_timing,
 )
+from indexing.services.stage_claims import StageClaim
 from indexing.services.storing import (
     FileToStore,
     StoredChunk,
@@ -192,10 +192,11 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         return False
     if job.state != JobState.CLONING:
         logger.warning("job=%s index stage restarts after an interrupted run", job.pk)
-    discard_unfinished_generations(repository)
     generation = repository.active_generation + 1
     task = {"celery_task_id": task_id} if task_id else {}
     job = jobs.transition(job, JobState.WALKING, generation=generation, **task)
+    claim = StageClaim.of(job)  # from here on, an earlier run of this stage writes nothing more
+    discard_unfinished_generations(repository)
     started = time.monotonic()
     previous: dict[str, str] = {}
     if repository.active_generation:
@@ -218,7 +219,7 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
     else:
         current = {entry.path: entry.sha for entry in entries}
         carried = [path for path, sha in previous.items() if current.get(path) == sha]
-    job = jobs.transition(
+    job = claim.advance(
         job, JobState.CHUNKING, files_total=len(changed) + len(carried),
         files_skipped=len(walked.skipped), files_done=len(carried),
         skipped_files=[
@@ -241,15 +242,18 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         if number % HEARTBEAT_EVERY_FILES == 0:
             check_alive(job_id)
             jobs.heartbeat(job_id, files_done=len(carried) + number)
-    job = jobs.transition(
+    job = claim.advance(
         job, JobState.STORING, files_done=len(changed) + len(carried),
         chunks_total=sum(len(f.chunks) for f in to_store),
         stage_timings=record_timing(job, "chunking", started),
     )  # fmt: skip
     started = time.monotonic()
-    store_files(repository.pk, generation, to_store, on_batch=lambda _: _still_running(job_id))
+    store_files(
+        repository.pk, generation, to_store,
+        on_batch=lambda _: _still_running(job_id), fence=claim.check,
+    )  # fmt: skip
     repository = swap_generation(
-        repository.pk, generation, carried, job.commit, before_swap=lambda: lock_if_alive(job_id)
+        repository.pk, generation, carried, job.commit, before_swap=claim.check
     )
     jobs.heartbeat(job_id)
     try:
