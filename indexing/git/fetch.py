@@ -44,6 +44,7 @@ from indexing.git.errors import (
     UnsupportedServer,
 )
 from indexing.git.fetch_errors import classify_fetch_error
+from indexing.git.hostile import check_fetched_tip, corrupt_object
 from indexing.git.transport import GuardedTCPGitClient, TransferGuard, make_pool_manager
 from indexing.git.url_safety import (
     CheckedUrl,
@@ -304,12 +305,13 @@ def _fetch_into(
         except Exception as exc:
             with contextlib.suppress(Exception):
                 abort_pack()
-            raise GitFetchError(
+            raise corrupt_object([exc]) or GitFetchError(
                 "the server sent a corrupt pack; try again later", transient=True
             ) from exc
 
     sha = ObjectID(chosen["sha"])
     resolved_branch = branch or _default_branch_name(result, sha)
+    check_fetched_tip(repo, sha)
     obj = repo[sha]
     if not isinstance(obj, Commit):
         raise GitFetchError(f"branch {resolved_branch!r} does not point to a commit")

@@ -26,6 +26,7 @@ from indexing.git.errors import (
     RepositoryTooLarge,
     ServerUnavailable,
 )
+from indexing.git.hostile import corrupt_object, refused_redirect
 from indexing.git.transport import TransferGuard
 from indexing.git.url_safety import CheckedUrl, UnsafeRepositoryUrl
 
@@ -88,6 +89,10 @@ def classify_fetch_error(
             return AuthenticationFailed(
                 "access denied (HTTP 401): the repository is private or the token is wrong"
             )
+
+    hostile = refused_redirect(chain) or corrupt_object(chain)
+    if hostile is not None:
+        return hostile
 
     for item in chain:
         if isinstance(item, GitProtocolError) and not isinstance(item, HangupException):

@@ -24,7 +24,7 @@ from indexing.git.errors import GitFetchError
 from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
-from indexing.services import jobs
+from indexing.services import clone_budget, jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
 from indexing.services.runs import (
@@ -83,20 +83,25 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
         status=RepositoryStatus.INDEXING if repository.active_generation == 0 else repository.status
     )
     started = time.monotonic()
+    if clone_budget.seconds_left(job) < clone_budget.MIN_ATTEMPT_SECS:
+        fail_job(job, clone_budget.exhausted_message(job))
+        return False
     target = repository_dir(repository.pk)
     limits = FetchLimits(
         max_bytes=settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
-        timeout_s=float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS),
+        timeout_s=clone_budget.seconds_left(job),  # what earlier attempts left of the deadline
         allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
         allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
         token=settings.REPO_SEARCH_GIT_TOKEN,
         token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
     )
+    fetching = started
     try:
         with clone_slot(
             ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
             wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
         ):
+            fetching = time.monotonic()
             check_alive(job_id)
             # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
             usable = (
@@ -115,10 +120,11 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
                     repository.url, target, branch=repository.branch or None, **limits.as_kwargs()
                 )
     except GitFetchError as error:
-        if error.transient and not final_attempt:
+        job = clone_budget.charge_failed_attempt(job, fetching)
+        if clone_budget.may_retry(error, job, final_attempt):
             jobs.transition(job, JobState.QUEUED, error=f"retrying: {error.message}")
             raise TransientFailure(error.message) from error
-        fail_job(job, error.message)
+        fail_job(job, clone_budget.failure_message(error, job, final_attempt))
         return False
     check_alive(job_id)
     if not repository.branch:
