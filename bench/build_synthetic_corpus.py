@@ -90,8 +90,8 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
 
     from indexing.models import Chunk, Repository
-    from indexing.services.embedding import embedding_header
     from indexing.services.storing import store_files
+    from indexing.services.vectors import embedding_header
     from llm import get_embedder
 
     timings: dict[str, float] = {}
@@ -113,7 +113,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     )
 
     embedder = get_embedder()
-    from indexing.services import embedding as embedding_service
+    from indexing.services import vectors as embedding_service
 
     with connection.cursor() as cursor:
         log("clearing the chunk tables")
@@ -237,7 +237,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         cursor.execute("SELECT count(*) FROM indexing_chunk")
         total = cursor.fetchone()[0]
     t0 = time.monotonic()
-    from search.stats import refresh_search_stats
+    from search.retrieval.corpus_stats import refresh_search_stats
 
     for repo in repos:
         refresh_search_stats(repo.pk)  # BM25 statistics, as the index stage refreshes them

@@ -141,7 +141,7 @@ def standalone_embedding_rate(repository) -> float:  # type: ignore[no-untyped-d
     """The model alone on (up to 256 of) the same texts, batch 32, in this process."""
     import llm
     from indexing.models import Chunk
-    from indexing.services.embedding import embedding_header
+    from indexing.services.vectors import embedding_header
 
     chunks = list(Chunk.objects.filter(repository=repository).order_by("id")[:256])
     texts = [embedding_header(chunk) + chunk.content for chunk in chunks]

@@ -123,7 +123,7 @@ class TimedEmbedder:
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    from search.evaluation_metrics import percentile
+    from search.evaluation.metrics import percentile
 
     return {
         "p50": round(percentile(values, 50), 1),
@@ -168,7 +168,7 @@ def explain(statements: list[tuple[str, Any]]) -> list[str]:
 def measure(
     executor: Any, embedder: TimedEmbedder, repo_ids: list[Any] | None, repeats: int
 ) -> dict[str, Any]:
-    from search.pipeline import SearchRequest
+    from search.executor import SearchRequest
 
     results: dict[str, Any] = {}
     for mode, overrides in MODES.items():
@@ -221,7 +221,7 @@ def measure(
 
 
 def plans_for(executor: Any, repo_ids: list[Any] | None) -> tuple[list[str], list[str]]:
-    from search.pipeline import SearchRequest
+    from search.executor import SearchRequest
 
     plans: list[str] = []
     offenders: list[str] = []
@@ -238,9 +238,9 @@ def plans_for(executor: Any, repo_ids: list[Any] | None) -> tuple[list[str], lis
 def hnsw_recall(repo_ids: list[Any] | None, limit: int = 10) -> dict[str, Any]:
     """recall@limit of the vector list the executor would use, against an exact scan."""
     from llm import get_embedder
-    from search.pipeline import SearchRequest
-    from search.scope import build_scope_filter, resolve_scope, scope_repositories
-    from search.vector import estimate_rows, find_space, vector_search
+    from search.executor import SearchRequest
+    from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+    from search.retrieval.vector import estimate_rows, find_space, vector_search
 
     embedder = get_embedder()
     space = find_space(embedder.space_key)
@@ -281,7 +281,7 @@ def hnsw_recall(repo_ids: list[Any] | None, limit: int = 10) -> dict[str, Any]:
 
 def run_corpus(name: str, repo_ids: list[Any] | None, args: argparse.Namespace) -> dict[str, Any]:
     from llm import get_embedder
-    from search.pipeline import SearchExecutor
+    from search.executor import SearchExecutor
 
     embedder = TimedEmbedder(get_embedder())
     executor = SearchExecutor(embedder=embedder)

@@ -30,7 +30,7 @@ SCORE_FIELDS = (
     ("combined_score", "combined"),
     ("rerank_score", "rerank"),
 )
-# The stages ``search.pipeline`` records; the two retrievals run side by side (one column).
+# The stages ``search.executor`` records; the two retrievals run side by side (one column).
 RETRIEVAL_STAGES = frozenset({"fulltext", "vector"})
 STAGE_LABELS = {"fulltext": "full-text"}
 

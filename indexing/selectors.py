@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from uuid import UUID
+from typing import Any
 
-from django.db.models import Count, F
+from django.db.models import Case, Count, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
-from indexing.models import ChunkEmbedding, EmbeddingSpace, Repository
+from indexing.models import (
+    FINISHED_JOB_STATES,
+    Chunk,
+    ChunkEmbedding,
+    EmbeddingSpace,
+    IndexJob,
+    Repository,
+)
 
 
 def current_space() -> EmbeddingSpace | None:
@@ -17,20 +24,49 @@ def current_space() -> EmbeddingSpace | None:
     return EmbeddingSpace.objects.filter(key=current_space_key()).first()
 
 
-def vectors_in_current_space(repositories: Iterable[Repository]) -> dict[UUID, int]:
-    """For each repository, how many live chunks have a vector of the current model (one query)."""
-    ids = [repository.pk for repository in repositories]
-    space = current_space()
-    if space is None or not ids:
-        return dict.fromkeys(ids, 0)
-    counts = (
-        ChunkEmbedding.objects.filter(
-            space=space,
-            repository_id__in=ids,
-            chunk__generation=F("repository__active_generation"),
-        )
-        .values("repository_id")
-        .annotate(count=Count("id"))
+def _count_per_repository(rows: QuerySet[Any]) -> Coalesce:
+    """``rows`` (filtered on ``OuterRef("pk")``) counted as a correlated subquery; 0 when none."""
+    counted = rows.order_by().values("repository_id").annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted[:1], output_field=IntegerField()), Value(0))
+
+
+def annotated_repositories(repositories: QuerySet[Repository] | None = None) -> list[Repository]:
+    """Repositories with what the API shows of each, in two statements whatever their number.
+
+    Each one carries ``live_vectors`` (live chunks with a vector of the embedding model in
+    force), ``pending_summary_calls`` (chat calls the next run makes for contextual summaries;
+    0 when the option is off) and ``current_job`` (the newest unfinished job, else the newest job,
+    else None).
+    """
+    from llm import current_space_key
+
+    live = OuterRef("active_generation")
+    vectors = ChunkEmbedding.objects.filter(
+        repository_id=OuterRef("pk"), space__key=current_space_key(), chunk__generation=live
     )
-    found = {row["repository_id"]: row["count"] for row in counts}
-    return {repository_id: found.get(repository_id, 0) for repository_id in ids}
+    unsummarised = Chunk.objects.filter(repository_id=OuterRef("pk"), generation=live, summary="")
+    newest_job = IndexJob.objects.filter(repository_id=OuterRef("pk")).order_by(
+        Case(When(state__in=FINISHED_JOB_STATES, then=Value(1)), default=Value(0)), "-created_at"
+    )
+    rows: list[Repository] = list(
+        (repositories if repositories is not None else Repository.objects.all()).annotate(
+            live_vectors=_count_per_repository(vectors),
+            pending_summary_calls=Case(
+                When(contextual_summaries=True, then=_count_per_repository(unsummarised)),
+                default=Value(0),
+                output_field=IntegerField(),
+            ),
+            current_job_pk=Subquery(newest_job.values("pk")[:1]),
+        )
+    )
+    wanted = [row.current_job_pk for row in rows if row.current_job_pk is not None]  # type: ignore[attr-defined]
+    jobs = IndexJob.objects.in_bulk(wanted) if wanted else {}
+    for row in rows:
+        row.current_job = jobs.get(row.current_job_pk)  # type: ignore[attr-defined]
+    return rows
+
+
+def annotated_repository(repository_id: Any) -> Repository | None:
+    """One repository with ``annotated_repositories``' facts; None when there is none."""
+    found = annotated_repositories(Repository.objects.filter(pk=repository_id))
+    return found[0] if found else None

@@ -26,7 +26,7 @@ from indexing.exceptions import (
     RepositoryRefused,
 )
 from search.ask.service import AskFailed
-from search.scope import InvalidGlob, UnknownRepositories
+from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 logger = logging.getLogger(__name__)
 

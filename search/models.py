@@ -3,7 +3,7 @@
 ``TermStat`` holds each lexeme's document frequency in one repository generation;
 ``ChunkFacetStat`` holds the chunk count and total length per (language, test, doc) facet,
 which gives BM25's N and average length, and an estimate of how many rows a filtered vector
-search has to look at. Both are rebuilt by ``search.stats.refresh_search_stats`` right after a
+search has to look at. Both are rebuilt by ``search.retrieval.corpus_stats.refresh_search_stats`` right after a
 generation is swapped in; rows of other generations are dropped then.
 """
 

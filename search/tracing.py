@@ -10,7 +10,7 @@ from typing import Any
 
 from search.types import StageStatus, StageTrace
 
-logger = logging.getLogger("search.pipeline")
+logger = logging.getLogger("search.executor")
 
 
 class StageRecorder:

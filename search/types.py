@@ -1,4 +1,4 @@
-"""The executor's data: requests, hits, stage traces and results (see ``search.pipeline``)."""
+"""The executor's data: requests, hits, stage traces and results (see ``search.executor``)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class SearchRequest:
     first_rank_bonus: float = 0.05  # added once when a chunk ranks first in any list
     fusion_top: int = 30  # candidates kept after fusion and the ranking signals
 
-    # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking)
+    # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking.signals)
     intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
     exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
     file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
@@ -108,7 +108,7 @@ class ScopeApplied:
     include_docs: bool
     tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
     docs_reason: str = ""
-    prefer_tests: bool = False  # the query's words ask for tests: they rank first (search.ranking)
+    prefer_tests: bool = False  # the query asks for tests: they rank first (search.ranking.signals)
     prefer_docs: bool = False
 
 

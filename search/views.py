@@ -1,4 +1,4 @@
-"""``POST /api/search``: serializer -> ``SearchExecutor`` -> serializer.
+"""``POST /api/search``: serializer -> ``search.contract`` -> ``SearchExecutor`` -> document.
 
 Errors: 400 for invalid input (empty query, bad types, limit outside 1..100, unknown fields,
 malformed JSON, bad path globs), 413 for a query over 1,000 characters, 404 for repository ids
@@ -15,7 +15,8 @@ from rest_framework.views import APIView
 
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
-from search.pipeline import SearchExecutor, SearchRequest
+from search import contract
+from search.executor import SearchExecutor
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,
@@ -44,30 +45,7 @@ class SearchView(APIView):
         refuse_too_long(request.data, "query", MAX_QUERY_CHARS)
         serializer = SearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        search_request = SearchRequest(
-            query=data["query"],
-            limit=data["limit"],
-            use_bm25=data["use_bm25"],
-            use_vector=data["use_vector"],
-            use_rerank=data["use_rerank"],
-            use_expansion=data["use_expansion"],
-            repo_ids=data.get("repo_ids") or None,
-            languages=data.get("languages") or None,
-            path_globs=data.get("paths") or None,
-            include_tests=data.get("include_tests"),
-            include_docs=data.get("include_docs"),
-        )
+        search_request = contract.search_request(serializer.validated_data)
         # UnknownRepositories (404) and InvalidGlob (400) are answered by reposearch.api_errors.
         result = SearchExecutor().run(search_request)
-        body = {
-            "query": search_request.query,
-            "queries": result.queries,
-            "results": result.hits,
-            "total_bm25_hits": result.total_bm25_hits,
-            "total_vector_hits": result.total_vector_hits,
-            "scope": result.scope,
-            "trace": result.trace,
-            "ms": result.ms,
-        }
-        return Response(SearchResponseSerializer(body).data)
+        return Response(contract.response_document(search_request, result))

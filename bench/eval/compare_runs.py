@@ -5,7 +5,7 @@
     .venv/bin/python bench/eval/compare_runs.py before.json after.json --list   # which questions moved
 
 The reports are the ``--json`` output of ``manage.py eval --split ...`` on the same split and
-query files (see ``search/evaluation_compare.py``). Exits 2 when they cannot be paired.
+query files (see ``search/evaluation/compare.py``). Exits 2 when they cannot be paired.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from search.evaluation_compare import (  # noqa: E402
+from search.evaluation.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: E402
+from search.evaluation.compare import (  # noqa: E402
     ReportMismatch,
     changed_questions,
     compare_reports,
     format_comparison,
 )
-from search.evaluation_stats import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,8 @@
 The corpus (flask 3.0.3, see ``fetch_corpus.py``) is chunked in-process with the indexer's
 ``chunk_file`` and language/test/doc detection, then embedded with the local model under
 several variants; each query is embedded once and ranked by exact cosine similarity over the
-chunks in scope (tests/docs in or out as ``search.scope`` decides for the query). The metrics
-are the harness's own (``search.evaluation_metrics``). Full-text ranking does not depend on
+chunks in scope (tests/docs in or out as ``search.retrieval.scope`` decides for the query). The metrics
+are the harness's own (``search.evaluation.metrics``). Full-text ranking does not depend on
 these variants (path and symbol are already weighted fields of the tsvector), so only the
 vector side is measured here. Variants:
 
@@ -122,9 +122,9 @@ def header(unit: Unit) -> str:
 def evaluate(
     units: list[Unit], vectors: np.ndarray, query_set: Any, query_vectors: np.ndarray, k: int
 ) -> dict[str, Any]:
-    from search.evaluation_metrics import QueryOutcome, ResultSlot, compute_metrics
-    from search.pipeline import SearchRequest
-    from search.scope import resolve_scope
+    from search.evaluation.metrics import QueryOutcome, ResultSlot, compute_metrics
+    from search.executor import SearchRequest
+    from search.retrieval.scope import resolve_scope
 
     tests = np.array([u.is_test for u in units])
     docs = np.array([u.is_doc for u in units])
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
     django.setup()
     from llm import get_embedder
-    from search.evaluation_queries import load_query_set
+    from search.evaluation.queries import load_query_set
 
     embedder = get_embedder()
     query_set = load_query_set(args.queries)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench" / "eval"))
 
 from fetch_corpus import ensure_fetched, find_corpus, manifest  # noqa: E402
 
-from search.evaluation_corpora import Corpus, ManifestError, select_corpora  # noqa: E402
+from search.evaluation.corpora import Corpus, ManifestError, select_corpora  # noqa: E402
 
 
 def _head(path: Path) -> str:
@@ -44,8 +44,8 @@ def _head(path: Path) -> str:
 def index_corpus(corpus: Corpus) -> Any:
     """The corpus's repository, indexed and embedded (Django must be set up)."""
     from indexing.models import IndexJob, Repository
-    from indexing.services import pipeline
-    from indexing.services.embedding_stage import run_embed
+    from indexing.services.stages import fetch_and_index
+    from indexing.services.stages.embed import run_embed
 
     path = corpus.directory(ROOT)
     if not (path / ".git").exists():
@@ -65,7 +65,7 @@ def index_corpus(corpus: Corpus) -> Any:
     job = IndexJob.objects.create(repository=repository)
     started = time.monotonic()
     print(f"indexing {path} in-process (job {job.pk}) ...", flush=True)
-    if pipeline.run_fetch(job.pk) and pipeline.run_index(job.pk):
+    if fetch_and_index.run_fetch(job.pk) and fetch_and_index.run_index(job.pk):
         run_embed(job.pk)
     job.refresh_from_db()
     repository.refresh_from_db()

@@ -4,10 +4,10 @@
         --corpus gorilla-mux-1.8.0=bench/eval/gorilla-mux-queries.json [--levers intent,k1]
 
 Every lever is a set of ``SearchRequest`` overrides and/or module constants of the full-text
-ranking (``search.fulltext.K1`` / ``B`` / ``FIELD_WEIGHTS``), run through the same
+ranking (``search.retrieval.fulltext.K1`` / ``B`` / ``FIELD_WEIGHTS``), run through the same
 ``SearchExecutor`` as ``POST /api/search`` with the default (automatic) scope and k = 10. For
 each corpus it prints MRR@10 overall and per query kind, and the paired difference against
-the defaults with a 95 % paired bootstrap interval (``search.evaluation_stats``, 2,000
+the defaults with a 95 % paired bootstrap interval (``search.evaluation.bootstrap``, 2,000
 resamples, seed 16; pooled over several corpora, resampled within each corpus). Tune only on tuning-split corpora (``docs/evaluation.md``).
 
 The corpora must be indexed and embedded already (``bench/eval/index_corpus.py``).
@@ -31,7 +31,7 @@ K = 10
 
 @contextmanager
 def fulltext_constants(**values: Any) -> Iterator[None]:
-    from search import fulltext
+    from search.retrieval import fulltext
 
     saved = {name: getattr(fulltext, name) for name in values}
     for name, value in values.items():
@@ -47,7 +47,7 @@ def _weights(symbol: float, path: float, body: float = 1.0) -> dict[str, float]:
     return {"A": symbol, "B": path, "C": 1.0, "D": body}
 
 
-# name -> (SearchRequest overrides, search.fulltext constants)
+# name -> (SearchRequest overrides, search.retrieval.fulltext constants)
 LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "defaults": ({}, {}),
     "no intent": ({"intent_boost": 0.0}, {}),
@@ -84,9 +84,9 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 def reciprocal_ranks(
     query_set: Any, repo_id: Any, overrides: dict[str, Any], constants: dict[str, Any]
 ) -> list[float]:
-    from search.evaluation import Configuration, run_configuration
-    from search.evaluation_metrics import first_hit_rank
-    from search.pipeline import SearchExecutor
+    from search.evaluation.harness import Configuration, run_configuration
+    from search.evaluation.metrics import first_hit_rank
+    from search.executor import SearchExecutor
 
     configuration = Configuration(
         "lever", {"include_tests": None, "include_docs": None, **overrides}
@@ -103,8 +103,8 @@ def paired_interval(
     base: list[float], other: list[float], strata: list[str] | None = None
 ) -> tuple[float, float, float]:
     """Mean difference (other - base) and its 95 % interval: the harness's paired bootstrap
-    (``search.evaluation_stats``; within each corpus when pooled), 2,000 resamples, seed 16."""
-    from search.evaluation_stats import paired_bootstrap
+    (``search.evaluation.bootstrap``; within each corpus when pooled), 2,000 resamples, seed 16."""
+    from search.evaluation.bootstrap import paired_bootstrap
 
     found = paired_bootstrap(base, other, strata=strata, resamples=2000, seed=16)
     return found.difference, found.low, found.high
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
     django.setup()
     from indexing.models import Repository
-    from search.evaluation_queries import load_query_set
+    from search.evaluation.queries import load_query_set
 
     chosen = [name.strip() for name in args.levers.split(",") if name.strip()] or list(LEVERS)
     unknown = [name for name in chosen if name not in LEVERS]

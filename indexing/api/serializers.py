@@ -9,9 +9,6 @@ from rest_framework import serializers
 
 from indexing import progress as job_progress
 from indexing.models import IndexJob, Repository
-from indexing.selectors import vectors_in_current_space
-from indexing.services.repositories import active_job
-from indexing.services.summaries import summary_cost
 from reposearch.api_serializers import StrictBooleanField, StrictCharField, StrictSerializer
 
 
@@ -108,6 +105,8 @@ class IndexJobSerializer(serializers.ModelSerializer):
         return None if found is None else found.as_dict()
 
 
+# Serialises repositories read by ``indexing.selectors.annotated_repositories`` (their
+# ``live_vectors``, ``pending_summary_calls`` and ``current_job``): no query per repository.
 class RepositorySerializer(serializers.ModelSerializer):
     """``vectors`` counts live chunks with a vector of the embedding model in force; after the
     model changes it drops to 0 until re-embedding catches up (``needs_reembedding``)."""
@@ -131,27 +130,18 @@ class RepositorySerializer(serializers.ModelSerializer):
         ]  # fmt: skip
         read_only_fields = fields
 
-    def _vectors(self, repository: Repository) -> int:
-        context = cast(dict[str, Any], self.context)  # the root serializer's own dict
-        cache: dict[Any, int] = context.setdefault("vectors", {})
-        if repository.pk not in cache:
-            # Serialising a list: count for the whole list in one query.
-            batch = getattr(self.parent, "instance", None) or [repository]
-            cache.update(vectors_in_current_space(batch))
-        return int(cache.get(repository.pk, 0))
-
     def get_vectors(self, repository: Repository) -> int:
-        return self._vectors(repository)
+        return int(repository.live_vectors)  # type: ignore[attr-defined]
 
     def get_vectors_missing(self, repository: Repository) -> int:
-        return max(repository.chunk_count - self._vectors(repository), 0)
+        return max(repository.chunk_count - self.get_vectors(repository), 0)
 
     def get_needs_reembedding(self, repository: Repository) -> bool:
         return repository.status == "ready" and self.get_vectors_missing(repository) > 0
 
     def get_contextual_summary_calls(self, repository: Repository) -> int:
-        return summary_cost(repository)
+        return int(repository.pending_summary_calls)  # type: ignore[attr-defined]
 
     def get_current_job(self, repository: Repository) -> dict[str, Any] | None:
-        job = active_job(repository) or repository.jobs.order_by("-created_at").first()
+        job: IndexJob | None = repository.current_job  # type: ignore[attr-defined]
         return IndexJobSerializer(job, context=self.context).data if job is not None else None

@@ -197,7 +197,7 @@ def queue_missing_embeddings() -> list[IndexJob]:
     embedding space (the model changed, or the model server was down while it was indexed).
     Until those jobs finish, search keeps using the vectors the repository has."""
     from indexing.models import ChunkEmbedding, RepositoryStatus
-    from indexing.services.embedding import space_for
+    from indexing.services.vectors import space_for
     from llm import get_embedder
 
     space = space_for(get_embedder())

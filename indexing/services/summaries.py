@@ -46,13 +46,6 @@ def chunks_needing_summary(repository: Repository) -> QuerySet[Chunk]:
     ).order_by("id")
 
 
-def summary_cost(repository: Repository) -> int:
-    """The chat calls the next run will make for this repository (0 when the option is off)."""
-    if not repository.contextual_summaries:
-        return 0
-    return chunks_needing_summary(repository).count()
-
-
 def _messages(chunk: Chunk, repository_name: str) -> list[dict[str, str]]:
     where = f"{repository_name}: {chunk.path}" + (f" ({chunk.symbol})" if chunk.symbol else "")
     return [

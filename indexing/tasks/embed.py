@@ -5,9 +5,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from indexing.services.embedding_stage import run_embed
 from indexing.services.locks import LockBusy, repository_lock
-from indexing.services.runs import JobCancelled, TransientFailure
+from indexing.services.stages.embed import run_embed
+from indexing.services.stages.run_context import JobCancelled, TransientFailure
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 from indexing.tasks.git import repository_id_of
 

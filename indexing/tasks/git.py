@@ -6,9 +6,9 @@ from celery import shared_task
 from django.conf import settings
 
 from indexing.enqueue import enqueue_index
-from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
-from indexing.services.runs import JobCancelled, TransientFailure
+from indexing.services.stages import fetch_and_index
+from indexing.services.stages.run_context import JobCancelled, TransientFailure
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 
 RETRY_BACKOFF_SECS = (10, 30, 90, 270)
@@ -44,7 +44,9 @@ def _fetch(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     final = task.request.retries >= task.max_retries
     try:
         with repository_lock(repository_id, job_id):
-            proceed = pipeline.run_fetch(job_id, task_id=task.request.id or "", final_attempt=final)
+            proceed = fetch_and_index.run_fetch(
+                job_id, task_id=task.request.id or "", final_attempt=final
+            )
     except (TransientFailure, LockBusy) as error:
         raise task.retry(
             exc=error, countdown=RETRY_BACKOFF_SECS[min(task.request.retries, 3)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from celery import shared_task
 
 from indexing.enqueue import enqueue_embed
-from indexing.services import pipeline
 from indexing.services.locks import LockBusy, repository_lock
-from indexing.services.runs import JobCancelled
+from indexing.services.stages import fetch_and_index
+from indexing.services.stages.run_context import JobCancelled
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 from indexing.tasks.git import repository_id_of
 
@@ -37,7 +37,7 @@ def _index(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
         return
     try:
         with repository_lock(repository_id, job_id):
-            proceed = pipeline.run_index(job_id, task_id=task.request.id or "")
+            proceed = fetch_and_index.run_index(job_id, task_id=task.request.id or "")
     except LockBusy as error:
         raise task.retry(exc=error, countdown=15) from error
     except JobCancelled:

@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from search.fusion import RankedList, fuse_ranked_lists
-from search.scope import build_scope_filter, resolve_scope, scope_repositories
-from search.types import SearchHit, SearchRequest, StageTrace
-from search.vector import (
+from search.ranking.fusion import RankedList, fuse_ranked_lists
+from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from search.retrieval.vector import (
     estimate_rows,
     find_space,
     repositories_with_vectors,
     vector_search,
 )
+from search.types import SearchHit, SearchRequest, StageTrace
 
 SYSTEM_PROMPT = (
     "You write the source code that would answer a question about a code base. Reply with one"

@@ -16,12 +16,13 @@ from uuid import UUID
 
 from django.conf import settings
 
+from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.citations import parse_citations
 from search.ask.context import ContextSnippet, distinct, load_snippets
 from search.ask.hyde import fuse_with_question, run_hyde
 from search.ask.prompt import build_messages
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor
 from search.types import StageTrace
 
 NO_CONTEXT_ANSWER = "No indexed code matched the question, so there is nothing to answer from."
@@ -110,12 +111,14 @@ def retrieve_context(
     request: AskRequest, chat: Any, trace: list[StageTrace], timings: dict[str, float]
 ) -> list[ContextSnippet]:
     """The snippets for ``request``: executor hits (fused with HyDE's), then expansion."""
-    search_request = SearchRequest(
-        query=request.question,
-        limit=request.k,
-        repo_ids=request.repo_ids,
-        include_tests=request.include_tests,
-        include_docs=request.include_docs,
+    search_request = contract.search_request(
+        {
+            "query": request.question,
+            "limit": request.k,
+            "repo_ids": request.repo_ids,
+            "include_tests": request.include_tests,
+            "include_docs": request.include_docs,
+        }
     )
     started = time.perf_counter()
     result = SearchExecutor(chat=chat).run(search_request)  # raises UnknownRepositories
@@ -158,7 +161,7 @@ def retrieve_context(
 def answer_question(request: AskRequest, *, chat: Any = None) -> AskResult:
     """Answer ``request.question`` from the indexed code, citing snippets by number.
 
-    Raises ``search.scope.UnknownRepositories`` for unknown repository ids and ``AskFailed``
+    Raises ``search.retrieval.scope.UnknownRepositories`` for unknown repository ids and ``AskFailed``
     when the chat model is unreachable or answers with nothing usable.
     """
     from llm import ModelError, ModelResponseError, get_chat

@@ -13,10 +13,11 @@ import uuid
 from typing import Any
 
 from indexing.models import Repository, RepositoryStatus, SourceFile
+from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
-from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import InvalidGlob, UnknownRepositories
+from search.executor import SearchExecutor
+from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
     "k": 8,
@@ -118,13 +119,15 @@ def search_code(
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ToolInputError("invalid_k", f"k={k!r} is out of range", f"an integer 1..{MAX_K}")
     repo_ids = [resolve_repository(repo).pk] if repo is not None else None
-    request = SearchRequest(
-        query=query.strip(),
-        limit=k,
-        use_rerank=bool(_choose("rerank", rerank)),
-        repo_ids=repo_ids,
-        include_tests=_choose("include_tests", include_tests),
-        include_docs=_choose("include_docs", include_docs),
+    request = contract.search_request(
+        {
+            "query": query.strip(),
+            "limit": k,
+            "use_rerank": bool(_choose("rerank", rerank)),
+            "repo_ids": repo_ids,
+            "include_tests": _choose("include_tests", include_tests),
+            "include_docs": _choose("include_docs", include_docs),
+        }
     )
     try:
         result = SearchExecutor().run(request)

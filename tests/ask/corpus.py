@@ -1,4 +1,5 @@
-"""A tiny indexed repository for ask and MCP tests: a real bare git clone + live chunk rows.
+"""A tiny indexed repository for ask and MCP tests: a real bare git clone + live chunk rows
+(``tests.factories.indexed_repository`` with ``clone=True``).
 
 Files are committed with dulwich, so blobs can be read at the indexed commit; each chunk knows
 its exact lines, symbol and the names it calls (what tree-sitter would have stored).
@@ -8,126 +9,99 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from dulwich.objects import Blob
 
 import llm
 import llm.config
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
-from search.stats import refresh_search_stats
-from tests.indexing.git_server import commit_files, init_bare_repo
+from tests.factories import Piece, SourceDoc, indexed_repository
 
-
-@dataclass
-class Def:
-    symbol: str
-    content: str
-    calls: list[str] = field(default_factory=list)
-    kind: str = "function"
-
-
-FILES: dict[str, list[Def]] = {
-    "src/pool.py": [
-        Def(
-            "ConnectionPool",
-            "class ConnectionPool:\n    def __init__(self, size):\n        self.size = size",
-            kind="class",
-        ),
-        Def(
-            "configure_pool",
-            "def configure_pool(settings):\n"
-            '    """Configure the database connection pool from settings."""\n'
-            "    size = read_pool_size(settings)\n    return ConnectionPool(size)",
-            ["read_pool_size", "ConnectionPool"],
-        ),
-        Def(
-            "read_pool_size",
-            "def read_pool_size(settings):\n"
-            "    return clamp(settings.get('pool_size', 10), 1, 100)",
-            ["clamp", "get"],
-        ),
-    ],
-    "src/util.py": [
-        Def(
-            "clamp",
-            "def clamp(value, low, high):\n    return max(low, min(high, value))",
-            ["max", "min"],
-        ),
-    ],
-    "src/app.py": [
-        Def(
-            "start_app",
-            "def start_app(settings):\n    pool = configure_pool(settings)\n    return serve(pool)",
-            ["configure_pool", "serve"],
-        ),
-        Def("serve", "def serve(pool):\n    return pool", []),
-    ],
-    "src/retry.py": [
-        Def(
-            "retry_with_backoff",
-            "def retry_with_backoff(fn, attempts):\n"
-            "    for attempt in range(attempts):\n        sleep(compute_delay(attempt))\n"
-            "    return fn()",
-            ["range", "sleep", "compute_delay", "fn"],
-        ),
-        Def("compute_delay", "def compute_delay(attempt):\n    return 2 ** attempt", []),
-    ],
-    "tests/test_pool.py": [
-        Def(
-            "test_configure_pool",
-            "def test_configure_pool():\n    assert configure_pool({}).size == 10",
-            ["configure_pool"],
-        ),
-    ],
+FILES: dict[str, SourceDoc] = {
+    "src/pool.py": SourceDoc(
+        "src/pool.py",
+        [
+            Piece(
+                "class ConnectionPool:\n    def __init__(self, size):\n        self.size = size",
+                "ConnectionPool",
+                kind="class",
+                calls=[],
+            ),
+            Piece(
+                'def configure_pool(settings):\n    """Configure the database connection pool from settings."""\n    size = read_pool_size(settings)\n    return ConnectionPool(size)',
+                "configure_pool",
+                calls=["read_pool_size", "ConnectionPool"],
+            ),
+            Piece(
+                "def read_pool_size(settings):\n    return clamp(settings.get('pool_size', 10), 1, 100)",
+                "read_pool_size",
+                calls=["clamp", "get"],
+            ),
+        ],
+        is_test=False,
+        gap=1,
+    ),
+    "src/util.py": SourceDoc(
+        "src/util.py",
+        [
+            Piece(
+                "def clamp(value, low, high):\n    return max(low, min(high, value))",
+                "clamp",
+                calls=["max", "min"],
+            ),
+        ],
+        is_test=False,
+        gap=1,
+    ),
+    "src/app.py": SourceDoc(
+        "src/app.py",
+        [
+            Piece(
+                "def start_app(settings):\n    pool = configure_pool(settings)\n    return serve(pool)",
+                "start_app",
+                calls=["configure_pool", "serve"],
+            ),
+            Piece("def serve(pool):\n    return pool", "serve", calls=[]),
+        ],
+        is_test=False,
+        gap=1,
+    ),
+    "src/retry.py": SourceDoc(
+        "src/retry.py",
+        [
+            Piece(
+                "def retry_with_backoff(fn, attempts):\n    for attempt in range(attempts):\n        sleep(compute_delay(attempt))\n    return fn()",
+                "retry_with_backoff",
+                calls=["range", "sleep", "compute_delay", "fn"],
+            ),
+            Piece(
+                "def compute_delay(attempt):\n    return 2 ** attempt", "compute_delay", calls=[]
+            ),
+        ],
+        is_test=False,
+        gap=1,
+    ),
+    "tests/test_pool.py": SourceDoc(
+        "tests/test_pool.py",
+        [
+            Piece(
+                "def test_configure_pool():\n    assert configure_pool({}).size == 10",
+                "test_configure_pool",
+                calls=["configure_pool"],
+            ),
+        ],
+        is_test=True,
+        gap=1,
+    ),
 }
-
-
-def file_text(defs: list[Def]) -> str:
-    return "\n\n".join(d.content for d in defs) + "\n"
-
-
-def to_store(path: str, defs: list[Def]) -> FileToStore:
-    text = file_text(defs)
-    chunks, line = [], 1
-    for index, d in enumerate(defs):
-        lines = d.content.count("\n") + 1
-        chunks.append(
-            StoredChunk(index, line, line + lines - 1, d.symbol, d.kind, d.content, d.calls)
-        )
-        line += lines + 1  # the blank line between definitions
-    return FileToStore(
-        path=path,
-        blob_sha=Blob.from_string(text.encode()).id.decode(),
-        size_bytes=len(text),
-        language="python",
-        is_test=path.startswith("tests/"),
-        is_doc=False,
-        line_count=text.count("\n"),
-        chunks=chunks,
-    )
 
 
 def build_repository(
     name: str = "acme/shop", url: str = "https://github.com/acme/shop.git", embed: bool = True
 ) -> Repository:
-    repository = Repository.objects.create(url=url, name=name)
-    directory = repository_dir(repository.pk)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    repo = init_bare_repo(str(directory))
-    commit = commit_files(repo, {p: file_text(d) for p, d in FILES.items()}).decode()
-    store_files(repository.pk, 1, [to_store(p, d) for p, d in FILES.items()])
-    repository = swap_generation(repository.pk, 1, [], commit)
-    refresh_search_stats(repository.pk)
-    if embed:
-        embedder = llm.get_embedder()
-        embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)
-    return repository
+    return indexed_repository(name, list(FILES.values()), url=url, clone=True, embed=embed)
 
 
 @pytest.fixture

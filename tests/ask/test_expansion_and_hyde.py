@@ -54,10 +54,12 @@ def test_callers_come_from_the_calls_index_and_tests_only_for_tests(shop) -> Non
 
 def test_a_definition_in_the_same_file_wins_over_one_elsewhere(shop) -> None:
     from indexing.services.storing import store_files
-    from tests.ask.corpus import Def, to_store
+    from tests.factories import Piece, SourceDoc, to_store
 
     # A second, unrelated read_pool_size in another package of the same generation.
-    other = to_store("vendor/other.py", [Def("read_pool_size", "def read_pool_size():\n    pass")])
+    other = to_store(
+        SourceDoc("vendor/other.py", [Piece("def read_pool_size():\n    pass", "read_pool_size")])
+    )
     store_files(shop.pk, shop.active_generation, [other])
     added = expand_call_graph(seeds("configure_pool"), ExpansionLimits(depth=1, max_callers=0))
     chosen = next(s for s in added if s.symbol == "read_pool_size")

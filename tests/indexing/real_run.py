@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from indexing.models import IndexJob, Repository
-from indexing.services import pipeline
-from indexing.services.embedding_stage import run_embed
 from indexing.services.repositories import add_repository, reindex_repository
+from indexing.services.stages.embed import run_embed
+from indexing.services.stages.fetch_and_index import run_fetch, run_index
 from tests.indexing.git_server import Symlink, commit_files, init_bare_repo
 
 # Indexed, and skipped for a reason each: vendored, ignored, binary, too large, symlink.
@@ -40,15 +40,15 @@ def fetch_and_index(path: Path, name: str = "acme/demo") -> IndexJob:
     """Add the mirror as the API does and run its fetch and index stages; the job then waits for
     its embed stage (state ``storing``, storing timed)."""
     job = add_repository(str(path), "", name, False)
-    assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
-    assert pipeline.run_index(job.pk)
+    assert run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
+    assert run_index(job.pk)
     return IndexJob.objects.select_related("repository").get(pk=job.pk)
 
 
 def run_job(job: IndexJob) -> IndexJob:
     """Fetch, index and embed (the bundled local model) a queued job; return it finished."""
-    assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
-    assert pipeline.run_index(job.pk)
+    assert run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
+    assert run_index(job.pk)
     run_embed(job.pk)
     return IndexJob.objects.select_related("repository").get(pk=job.pk)
 

@@ -8,8 +8,8 @@ from rest_framework.test import APIClient
 import llm
 import llm.config
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, JobKind, Repository
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.embedding_stage import run_embed
+from indexing.services.stages.embed import run_embed
+from indexing.services.vectors import embed_repository, space_for
 from tests import factories
 
 SOURCE = [
@@ -22,7 +22,7 @@ SOURCE = [
 @pytest.fixture
 def repository(db) -> Repository:
     return factories.indexed_repository(
-        "https://example.org/c/d.git", "c/d", SOURCE, path="src/net.py", symbol_prefix="s"
+        "c/d", SOURCE, url="https://example.org/c/d.git", path="src/net.py", symbol_prefix="s"
     )
 
 

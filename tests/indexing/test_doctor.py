@@ -16,8 +16,7 @@ from django.utils import timezone
 from indexing.models import Chunk, IndexJob, JobKind, JobState, Repository, RepositoryStatus
 from indexing.services.doctor import examine
 from indexing.services.recovery import TaskCensus
-from indexing.services.storing import FileToStore, StoredChunk, store_files
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +31,7 @@ def data_dir(settings, tmp_path: Path) -> Path:
 
 
 def _healthy(name: str, data_dir: Path) -> Repository:
-    repository = factories.indexed_repository(f"https://example.org/{name}.git", name, SOURCE)
+    repository = factories.indexed_repository(name, SOURCE, url=f"https://example.org/{name}.git")
     clone = data_dir / "repos" / str(repository.pk)
     clone.mkdir()
     (clone / "HEAD").write_text("ref: refs/heads/main\n")
@@ -64,7 +63,7 @@ def test_a_clone_without_a_repository_is_found_then_removed(data_dir: Path) -> N
 
 
 def test_an_indexed_repository_without_its_clone_gets_a_fresh_clone(data_dir: Path) -> None:
-    repository = factories.indexed_repository("https://example.org/d/m.git", "d/m", SOURCE)
+    repository = factories.indexed_repository("d/m", SOURCE, url="https://example.org/d/m.git")
 
     (finding,) = examine().findings
     assert (finding.kind, finding.repository) == ("missing_clone", "d/m")
@@ -77,10 +76,8 @@ def test_generations_left_behind_are_deleted_and_the_live_one_keeps_answering(
     data_dir: Path,
 ) -> None:
     repository = _healthy("d/g", data_dir)
-    chunks = [StoredChunk(0, 1, 1, "leftover", "function", "def leftover(): pass")]
-    store_files(
-        repository.pk, 2, [FileToStore("a.py", "b" * 40, 20, "python", False, False, 1, chunks)]
-    )
+    next_file = factories.SourceDoc("a.py", [factories.Piece("def leftover(): pass", "leftover")])
+    factories.index_generation(repository, [next_file], swap=False)  # generation 2, not live
 
     (finding,) = examine().findings
     assert finding.kind == "stale_generation" and "1 chunks" in finding.detail
@@ -96,10 +93,8 @@ def test_the_next_generation_of_a_running_job_is_not_drift(data_dir: Path) -> No
     IndexJob.objects.create(
         repository=repository, state=JobState.STORING, heartbeat_at=timezone.now()
     )
-    chunks = [StoredChunk(0, 1, 1, "next", "function", "def next_one(): pass")]
-    store_files(
-        repository.pk, 2, [FileToStore("a.py", "b" * 40, 20, "python", False, False, 1, chunks)]
-    )
+    next_file = factories.SourceDoc("a.py", [factories.Piece("def next_one(): pass", "next")])
+    factories.index_generation(repository, [next_file], swap=False)  # generation 2, not live
     assert _kinds(examine(repair=True)) == []
     assert Chunk.objects.filter(repository=repository, generation=2).exists()
 

@@ -11,11 +11,11 @@ from django.db import connection
 from django.utils import timezone
 
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState
-from indexing.services.embedding_stage import run_embed
 from indexing.services.jobs import reap_stale_jobs
-from indexing.services.runs import JobCancelled, check_alive, lock_if_alive
+from indexing.services.stages.embed import run_embed
+from indexing.services.stages.run_context import JobCancelled, check_alive, lock_if_alive
 from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
-from search.pipeline import SearchExecutor, SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 OLD = ["def parse_http_header(line):\n    return line.split(':', 1)"]
@@ -39,7 +39,7 @@ def _stale_job(repository, state: str) -> IndexJob:  # type: ignore[no-untyped-d
 @pytest.mark.django_db
 @pytest.mark.parametrize("state", sorted(FINISHED_JOB_STATES))
 def test_every_final_state_stops_a_running_stage(state: str) -> None:
-    repository = factories.indexed_repository("https://example.org/l/a.git", "l/a", OLD)
+    repository = factories.indexed_repository("l/a", OLD, url="https://example.org/l/a.git")
     job = IndexJob.objects.create(repository=repository, state=state)
     with pytest.raises(JobCancelled, match=state):
         check_alive(job.pk)
@@ -47,7 +47,9 @@ def test_every_final_state_stops_a_running_stage(state: str) -> None:
 
 @pytest.mark.django_db
 def test_a_job_failed_by_the_reaper_never_swaps_its_generation() -> None:
-    repository = factories.indexed_repository("https://example.org/l/b.git", "l/b", OLD)
+    repository = factories.indexed_repository(
+        "l/b", OLD, url="https://example.org/l/b.git", commit="c" * 40
+    )
     job = _stale_job(repository, JobState.STORING)
     store_files(repository.pk, 2, [_file("src/new.py", 3)])  # the slow run got this far
 
@@ -63,7 +65,7 @@ def test_a_job_failed_by_the_reaper_never_swaps_its_generation() -> None:
 
 @pytest.mark.django_db
 def test_a_running_job_swaps_as_before() -> None:
-    repository = factories.indexed_repository("https://example.org/l/c.git", "l/c", OLD)
+    repository = factories.indexed_repository("l/c", OLD, url="https://example.org/l/c.git")
     job = IndexJob.objects.create(repository=repository, state=JobState.STORING)
     store_files(repository.pk, 2, [_file("src/new.py", 2)])
     swapped = swap_generation(
@@ -74,7 +76,7 @@ def test_a_running_job_swaps_as_before() -> None:
 
 @pytest.mark.django_db
 def test_the_embed_stage_of_a_reaped_job_ends_quietly_and_keeps_the_failure() -> None:
-    repository = factories.indexed_repository("https://example.org/l/d.git", "l/d", OLD)
+    repository = factories.indexed_repository("l/d", OLD, url="https://example.org/l/d.git")
     job = _stale_job(repository, JobState.EMBEDDING)
     reap_stale_jobs(timedelta(minutes=10))
     run_embed(job.pk)  # a redelivered task: nothing to do for an ended job
@@ -84,7 +86,7 @@ def test_the_embed_stage_of_a_reaped_job_ends_quietly_and_keeps_the_failure() ->
 
 @pytest.mark.django_db(transaction=True)
 def test_a_long_store_commits_batches_and_heartbeats_the_reaper_can_see() -> None:
-    repository = factories.indexed_repository("https://example.org/l/e.git", "l/e", OLD)
+    repository = factories.indexed_repository("l/e", OLD, url="https://example.org/l/e.git")
     job = _stale_job(repository, JobState.STORING)
     db = connection.settings_dict
     outside = psycopg.connect(

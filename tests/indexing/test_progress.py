@@ -18,8 +18,9 @@ from rest_framework.test import APIClient
 
 from indexing import progress
 from indexing.models import IndexJob, JobKind, JobState
-from indexing.services import jobs, pipeline
+from indexing.services import jobs
 from indexing.services.repositories import add_repository
+from indexing.services.stages.fetch_and_index import run_fetch
 from tests.indexing.real_run import fetch_and_index, mirror
 
 pytestmark = pytest.mark.django_db
@@ -198,7 +199,7 @@ def test_a_fetched_job_waits_in_the_index_queue(local: Path) -> None:
     busy, fetched = (add_repository(str(p)) for p in mirrors(local, 2))
     for state in (JobState.CLONING, JobState.WALKING):
         busy = jobs.transition(busy, state)
-    assert pipeline.run_fetch(fetched.pk)  # the index task is not run: it waits in its queue
+    assert run_fetch(fetched.pk)  # the index task is not run: it waits in its queue
     fetched.refresh_from_db()
     assert progress.waiting(fetched) == progress.Waiting(
         "index", 1, "waiting: 1 job ahead in the index queue (1 indexing now)"

@@ -6,9 +6,9 @@ import pytest
 
 import llm
 from indexing.models import ChunkEmbedding, IndexJob, JobKind, Repository
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.embedding_stage import run_embed
 from indexing.services.repositories import queue_missing_embeddings
+from indexing.services.stages.embed import run_embed
+from indexing.services.vectors import embed_repository, space_for
 from llm.config import invalidate
 from tests import factories
 
@@ -22,7 +22,7 @@ SOURCE = [
 @pytest.fixture
 def indexed_repository(db) -> Repository:
     return factories.indexed_repository(
-        "https://example.org/a/b.git", "a/b", SOURCE, path="src/app.py", symbol_prefix="s"
+        "a/b", SOURCE, url="https://example.org/a/b.git", path="src/app.py", symbol_prefix="s"
     )
 
 

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from indexing.exceptions import DuplicateRepository, InvalidRepositoryInput
 from indexing.models import IndexJob, JobState, Repository
-from indexing.services.pipeline import run_fetch
 from indexing.services.repositories import add_repository
+from indexing.services.stages.fetch_and_index import run_fetch
 
 ODD_BRANCH_NAMES = [
     "main", "a;b", "`id`", "$(id)", "a|b", "a>b", "a'b", 'a"b', "#a", "a{b}", "ünï", "@",

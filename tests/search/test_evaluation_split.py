@@ -15,29 +15,29 @@ from typing import Any
 
 import pytest
 
-from search.evaluation import Configuration
-from search.evaluation_compare import (
+from search.evaluation.bootstrap import paired_bootstrap
+from search.evaluation.compare import (
     ReportMismatch,
     changed_questions,
     compare_reports,
     format_comparison,
 )
-from search.evaluation_corpora import (
+from search.evaluation.corpora import (
     Corpus,
     ManifestError,
     load_manifest,
     parse_manifest,
     select_corpora,
 )
-from search.evaluation_queries import (
+from search.evaluation.harness import Configuration
+from search.evaluation.queries import (
     ExpectedRange,
     check_expected_range,
     check_query_set,
     load_query_set,
     parse_query_set,
 )
-from search.evaluation_split import CorpusRun, compare, format_split_report, run_split
-from search.evaluation_stats import paired_bootstrap
+from search.evaluation.split import CorpusRun, compare, format_split_report, run_split
 
 ROOT = Path(__file__).resolve().parents[2]
 SHA = "a" * 64

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from search.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists, fusion_weight
+from search.ranking.fusion import (
+    FusedCandidate,
+    RankedList,
+    blend,
+    fuse_ranked_lists,
+    fusion_weight,
+)
 
 
 def ranked(*ids: int) -> list[tuple[int, float]]:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from search.fusion import FusedCandidate
-from search.pipeline import SearchExecutor, SearchRequest
-from search.query import identifier_query
-from search.ranking import ChunkFacts, apply_signals
-from search.scope import resolve_scope, usage_question
+from search.executor import SearchExecutor, SearchRequest
+from search.ranking.fusion import FusedCandidate
+from search.ranking.signals import ChunkFacts, apply_signals
+from search.retrieval.query import identifier_query
+from search.retrieval.scope import resolve_scope, usage_question
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 CODE = (

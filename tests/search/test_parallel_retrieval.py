@@ -7,8 +7,8 @@ from django.db import transaction
 
 import llm
 from indexing.models import Repository
-from indexing.services.embedding import embed_repository, space_for
-from search.pipeline import SearchExecutor, SearchRequest
+from indexing.services.vectors import embed_repository, space_for
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 SOURCE = [
@@ -22,7 +22,7 @@ SOURCE = [
 @pytest.fixture
 def indexed(transactional_db) -> Repository:
     repository = factories.indexed_repository(
-        "https://example.org/p/q.git", "p/q", SOURCE, path="src/lib.py", symbol_prefix="f"
+        "p/q", SOURCE, url="https://example.org/p/q.git", path="src/lib.py", symbol_prefix="f"
     )
     embedder = llm.get_embedder()
     embed_repository(repository, space_for(embedder), embedder.embed, batch_size=32)

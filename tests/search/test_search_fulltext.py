@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from indexing.services.storing import discard_unfinished_generations
-from search.pipeline import SearchExecutor, SearchRequest, SearchResult
+from search.executor import SearchExecutor, SearchRequest, SearchResult
 from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository, no_chat
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from search.pipeline import SearchExecutor, SearchRequest, SearchResult
+from search.executor import SearchExecutor, SearchRequest, SearchResult
 from tests.model_server import ModelServer
 from tests.search.corpus import Piece, SourceDoc, indexed_repository, no_chat, server_chat
 

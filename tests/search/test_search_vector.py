@@ -9,11 +9,11 @@ import pytest
 from django.db import connection
 
 from indexing.models import EmbeddingSpace, Repository, SourceFile
-from indexing.services.embedding import embed_repository, embedding_space, space_for
-from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import build_scope_filter, resolve_scope, scope_repositories
-from search.stats import refresh_search_stats
-from search.vector import estimate_rows, vector_literal, vector_search
+from indexing.services.vectors import embed_repository, embedding_space, space_for
+from search.executor import SearchExecutor, SearchRequest
+from search.retrieval.corpus_stats import refresh_search_stats
+from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from search.retrieval.vector import estimate_rows, vector_literal, vector_search
 from tests.search.corpus import Piece, SourceDoc, indexed_repository, local_embedder, no_chat
 
 pytestmark = pytest.mark.django_db

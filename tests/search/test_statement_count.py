@@ -12,9 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import llm
-from indexing.services.embedding import embed_repository, space_for
-from search.pipeline import SearchExecutor, SearchRequest
-from search.stats import refresh_search_stats
+from indexing.services.vectors import embed_repository, space_for
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -36,9 +35,8 @@ def _add_embedded_repositories(first: int, count: int) -> None:
     space = space_for(embedder)
     for number in range(first, first + count):
         repository = factories.indexed_repository(
-            f"https://example.org/count/r{number}.git", f"count/r{number}", SOURCE
+            f"count/r{number}", SOURCE, url=f"https://example.org/count/r{number}.git"
         )
-        refresh_search_stats(repository.pk)  # as indexing does after the swap
         embed_repository(repository, space, embedder.embed, batch_size=32)
 
 

@@ -8,10 +8,10 @@ import pytest
 import llm
 import llm.config
 from indexing.models import IndexJob, JobKind
-from indexing.services.embedding import embed_repository, space_for
-from indexing.services.embedding_stage import run_embed
 from indexing.services.repositories import queue_missing_embeddings
-from search.pipeline import SearchExecutor, SearchRequest
+from indexing.services.stages.embed import run_embed
+from indexing.services.vectors import embed_repository, space_for
+from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 SOURCE = [
@@ -27,7 +27,7 @@ def vector_stage(result):  # type: ignore[no-untyped-def]
 
 @pytest.mark.django_db
 def test_previous_model_serves_until_reembedding_completes(settings, model_server) -> None:
-    repository = factories.indexed_repository("https://example.org/v/w.git", "v/w", SOURCE)
+    repository = factories.indexed_repository("v/w", SOURCE, url="https://example.org/v/w.git")
     local = llm.get_embedder()
     local_space = space_for(local)
     embed_repository(repository, local_space, local.embed, batch_size=32)
@@ -62,7 +62,7 @@ def test_previous_model_serves_until_reembedding_completes(settings, model_serve
 def test_a_repository_being_reembedded_is_searched_with_its_earlier_vectors(
     settings, model_server
 ) -> None:
-    repository = factories.indexed_repository("https://example.org/x/y.git", "x/y", SOURCE)
+    repository = factories.indexed_repository("x/y", SOURCE, url="https://example.org/x/y.git")
     local = llm.get_embedder()
     local_space = space_for(local)
     embed_repository(repository, local_space, local.embed, batch_size=32)

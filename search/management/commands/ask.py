@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from search.ask.serializers import MAX_DEPTH, MAX_K, MAX_QUESTION_CHARS
 from search.ask.service import AskFailed, AskRequest, answer_question
-from search.scope import UnknownRepositories
+from search.retrieval.scope import UnknownRepositories
 
 
 class Command(BaseCommand):

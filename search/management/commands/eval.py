@@ -10,7 +10,7 @@ With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``
 (``bench/eval/index_corpus.py``): this command indexes nothing. The report pools the split's
 queries, shows MRR@k per corpus and per kind, and for each ``--compare A,B`` a paired bootstrap
 interval of MRR(B) - MRR(A); ``--baseline old.json`` pairs every configuration with the same
-one in a report saved earlier (another code or index state: ``search/evaluation_compare.py``).
+one in a report saved earlier (another code or index state: ``search/evaluation/compare.py``).
 """
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexing.models import Repository
 from search.ask.evaluation import check_citations
-from search.evaluation import (
+from search.evaluation.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from search.evaluation.compare import ReportMismatch, compare_reports, format_comparison
+from search.evaluation.corpora import ManifestError, load_manifest, select_corpora
+from search.evaluation.harness import (
     ABLATION,
     Configuration,
     chat_unavailable_reason,
     format_report,
     run_ablation,
 )
-from search.evaluation_compare import ReportMismatch, compare_reports, format_comparison
-from search.evaluation_corpora import ManifestError, load_manifest, select_corpora
-from search.evaluation_queries import QuerySetError, load_query_set
-from search.evaluation_split import CorpusRun, format_split_report, run_split
-from search.evaluation_stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from search.evaluation.queries import QuerySetError, load_query_set
+from search.evaluation.split import CorpusRun, format_split_report, run_split
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "bench" / "eval" / "corpora.json"

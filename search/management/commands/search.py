@@ -12,9 +12,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from search.pipeline import SearchExecutor, SearchRequest
-from search.scope import InvalidGlob, UnknownRepositories
-from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
+from search import contract
+from search.executor import SearchExecutor
+from search.retrieval.scope import InvalidGlob, UnknownRepositories
+from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS
 
 SNIPPET_LINES = 6
 
@@ -50,35 +51,28 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"--repo: not a repository id ({exc})") from None
         tristate = {"auto": None, "yes": True, "no": False}
-        request = SearchRequest(
-            query=query,
-            limit=options["limit"],
-            use_bm25=not options["no_bm25"],
-            use_vector=not options["no_vector"],
-            use_rerank=options["rerank"],
-            use_expansion=options["expand"],
-            repo_ids=repo_ids or None,
-            languages=options["language"] or None,
-            path_globs=options["path"] or None,
-            include_tests=tristate[options["tests"]],
-            include_docs=tristate[options["docs"]],
+        request = contract.search_request(
+            {
+                "query": query,
+                "limit": options["limit"],
+                "use_bm25": not options["no_bm25"],
+                "use_vector": not options["no_vector"],
+                "use_rerank": options["rerank"],
+                "use_expansion": options["expand"],
+                "repo_ids": repo_ids,
+                "languages": options["language"],
+                "paths": options["path"],
+                "include_tests": tristate[options["tests"]],
+                "include_docs": tristate[options["docs"]],
+            }
         )
         try:
             result = SearchExecutor().run(request)
         except (UnknownRepositories, InvalidGlob) as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
-            body = {
-                "query": query,
-                "queries": result.queries,
-                "results": result.hits,
-                "total_bm25_hits": result.total_bm25_hits,
-                "total_vector_hits": result.total_vector_hits,
-                "scope": result.scope,
-                "trace": result.trace,
-                "ms": result.ms,
-            }
-            self.stdout.write(json.dumps(SearchResponseSerializer(body).data, indent=2))
+            document = contract.response_document(request, result)
+            self.stdout.write(json.dumps(document, indent=2))
             return
         if not options["quiet"]:
             for stage in result.trace:

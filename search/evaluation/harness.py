@@ -1,6 +1,6 @@
 """The evaluation harness: run a labelled query set through search configurations (an ablation).
 
-    from search.evaluation import ABLATION, run_ablation
+    from search.evaluation.harness import ABLATION, run_ablation
     report = run_ablation(query_set, repo_ids=[repo.pk], k=5, with_llm=False)
     print(format_report(report))
 
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from search.evaluation_metrics import (
+from search.evaluation.metrics import (
     Metrics,
     QueryOutcome,
     ResultSlot,
     compute_metrics,
     first_hit_rank,
 )
-from search.evaluation_queries import QuerySet
+from search.evaluation.queries import QuerySet
 
 NO_SCOPE = {"include_tests": True, "include_docs": True}
 
@@ -167,7 +167,7 @@ SearchFunction = Callable[[Any], Any]
 
 
 def _request_fields() -> set[str]:
-    from search.pipeline import SearchRequest
+    from search.executor import SearchRequest
 
     return {f.name for f in dataclasses.fields(SearchRequest)}
 
@@ -176,17 +176,13 @@ def build_request(
     query: str, configuration: Configuration, *, k: int, repo_ids: Sequence[UUID] | None
 ) -> Any:
     """The ``SearchRequest`` for one query under one configuration."""
-    from search.pipeline import SearchRequest
+    from search import contract
 
     unknown = set(configuration.overrides) - _request_fields()
     if unknown:
         raise ValueError(f"{configuration.name}: SearchRequest has no field(s) {sorted(unknown)}")
-    return SearchRequest(
-        query=query,
-        limit=k,
-        repo_ids=list(repo_ids) if repo_ids else None,
-        **configuration.overrides,
-    )
+    fields = {"query": query, "limit": k, "repo_ids": repo_ids}
+    return contract.search_request(fields, **configuration.overrides)
 
 
 def _slots(result: Any) -> tuple[ResultSlot, ...]:
@@ -315,7 +311,7 @@ def run_ablation(
 ) -> AblationReport:
     """Run every configuration over the query set; LLM ones only ``with_llm`` and a chat model."""
     if search is None:
-        from search.pipeline import SearchExecutor
+        from search.executor import SearchExecutor
 
         search = SearchExecutor().run
     llm_reason: str | None = None

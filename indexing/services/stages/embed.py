@@ -11,7 +11,7 @@ from django.db import InterfaceError, OperationalError
 
 from indexing.models import IndexJob, JobKind, JobState, Repository
 from indexing.services import jobs
-from indexing.services.runs import (
+from indexing.services.stages.run_context import (
     JobCancelled,
     TransientFailure,
     check_alive,
@@ -71,7 +71,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
     chunks have no vector yet, and the repository stays ready for full-text search.
     """
-    from indexing.services.embedding import count_embedded, embed_repository, space_for
+    from indexing.services.vectors import count_embedded, embed_repository, space_for
 
     context = load_run(job_id)
     if context is None:

@@ -1,9 +1,9 @@
 """Ranking signals applied to the fused candidates before fusion's cut (``SearchRequest.fusion_top``).
 
-Fusion (``search.fusion``) only sees ranks. Two signals need to know what a candidate *is*:
+Fusion (``search.ranking.fusion``) only sees ranks. Two signals need to know what a candidate *is*:
 
 - **intent**: a question that is about tests or documentation (its words say so: "tests for
-  ...", "docs on ...", see ``search.scope.query_intent``) wants those chunks first, not merely
+  ...", "docs on ...", see ``search.retrieval.scope.query_intent``) wants those chunks first, not merely
   among the code. Every candidate of the intended kind gains ``intent_boost`` times the best
   fused score, so with a boost of 1 or more the intended kind leads and keeps its own fusion
   order; code follows. Scope flags set explicitly (``include_docs: true``, the UI's
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from search.fusion import FusedCandidate
-from search.query import normalise_symbol
-from search.scope import LIVE_CHUNKS_SQL
+from search.ranking.fusion import FusedCandidate
+from search.retrieval.query import normalise_symbol
+from search.retrieval.scope import LIVE_CHUNKS_SQL
 
 FILE_EVIDENCE_CHUNKS = 3
 
@@ -39,7 +39,7 @@ class ChunkFacts:
     path: str
     is_test: bool
     is_doc: bool
-    symbol: str = ""  # normalised (search.query.normalise_symbol)
+    symbol: str = ""  # normalised (search.retrieval.query.normalise_symbol)
 
 
 _FACTS_SQL = f"""

@@ -3,7 +3,7 @@
 ``rerank_candidates`` asks about each candidate on ``concurrency`` threads under one overall
 time budget. When the budget is spent it returns at once with the verdicts it has; calls still
 in flight finish (bounded by the same deadline) in the background and are ignored, and calls
-not yet started never start. Only candidates with a verdict are blended (``search.fusion``);
+not yet started never start. Only candidates with a verdict are blended (``search.ranking.fusion``);
 the rest keep their fusion order.
 """
 

@@ -7,7 +7,7 @@
 Each corpus runs through ``run_ablation`` on its own repository (so a query only ever sees the
 code it was written for); the split's figures pool every query of every corpus (each question
 weighs the same), and a comparison pairs the two configurations' reciprocal ranks query by query
-and bootstraps the difference within each corpus (``evaluation_stats``).
+and bootstraps the difference within each corpus (``bootstrap``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from search.evaluation import (
+from search.evaluation.bootstrap import DEFAULT_RESAMPLES, PairedDifference, paired_bootstrap
+from search.evaluation.corpora import Corpus
+from search.evaluation.harness import (
     ABLATION,
     AblationReport,
     Configuration,
@@ -25,10 +27,8 @@ from search.evaluation import (
     _fmt,
     run_ablation,
 )
-from search.evaluation_corpora import Corpus
-from search.evaluation_metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
-from search.evaluation_queries import QuerySet
-from search.evaluation_stats import DEFAULT_RESAMPLES, PairedDifference, paired_bootstrap
+from search.evaluation.metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
+from search.evaluation.queries import QuerySet
 
 
 @dataclass(frozen=True)

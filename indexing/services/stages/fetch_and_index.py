@@ -1,5 +1,5 @@
 """The fetch and index stages of an index run, one function per Celery task: fetch, then walk,
-chunk, store and swap (the embed stage is ``embedding_stage.py``; shared helpers ``runs.py``).
+chunk, store and swap (the embed stage is ``embed.py``; shared helpers ``run_context.py``).
 
 Every function takes a job id, reloads the row, returns quietly when the job is gone or finished,
 and records progress on the job. Re-running a stage converges: a fetch into a partial directory
@@ -27,7 +27,7 @@ from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import clone_budget, jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
-from indexing.services.runs import (
+from indexing.services.stages.run_context import (
     TransientFailure,
     check_alive,
     fail_job,
@@ -43,7 +43,7 @@ from indexing.services.storing import (
     swap_generation,
 )
 from indexing.walking import WalkedFile, walk_tree
-from search.stats import refresh_search_stats
+from search.retrieval.corpus_stats import refresh_search_stats
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 One plain object called by the API view, ``manage.py search``, the evaluation harness and the
 MCP tool alike::
 
-    from search.pipeline import SearchExecutor, SearchRequest
+    from search.executor import SearchExecutor, SearchRequest
 
     result = SearchExecutor().run(SearchRequest(query="where is the pool configured", limit=5))
     for hit in result.hits:
@@ -26,20 +26,21 @@ from typing import Any
 
 from django.db import connection
 
-from search.expansion import expand_query
-from search.fulltext import fulltext_search
-from search.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
-from search.parallel import run_beside
-from search.query import identifier_query, parse_query
-from search.ranking import apply_signals, chunk_facts
-from search.rerank import RerankCandidate, rerank_candidates
-from search.scope import (
+from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
+from search.ranking.rerank import RerankCandidate, rerank_candidates
+from search.ranking.signals import apply_signals, chunk_facts
+from search.retrieval.expansion import expand_query
+from search.retrieval.fulltext import fulltext_search
+from search.retrieval.parallel import run_beside
+from search.retrieval.query import identifier_query, parse_query
+from search.retrieval.scope import (
     LIVE_CHUNKS_SQL,
     ScopeFilter,
     build_scope_filter,
     resolve_scope,
     scope_repositories,
 )
+from search.retrieval.vector_stage import run_vector_stage
 from search.tracing import record_stage
 from search.types import (
     ScopeApplied,
@@ -48,7 +49,6 @@ from search.types import (
     SearchResult,
     StageTrace,
 )
-from search.vector_stage import run_vector_stage
 
 __all__ = [
     "ScopeApplied",
@@ -102,8 +102,8 @@ class SearchExecutor:
     """Runs a ``SearchRequest``. ``embedder`` / ``chat`` default to the model layer's current
     ones (``llm.get_embedder()`` / ``llm.get_chat()``), looked up per run.
 
-    Raises ``search.scope.UnknownRepositories`` for repository ids that do not exist and
-    ``search.scope.InvalidGlob`` for unusable path globs; every other problem ends up in the
+    Raises ``search.retrieval.scope.UnknownRepositories`` for repository ids that do not exist and
+    ``search.retrieval.scope.InvalidGlob`` for unusable path globs; every other problem ends up in the
     trace of the stage it happened in.
     """
 

@@ -12,11 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from indexing.models import EmbeddingSpace
-from search.fusion import RankedList
-from search.scope import ScopeApplied, ScopeFilter
-from search.tracing import StageRecorder
-from search.types import SearchRequest
-from search.vector import (
+from search.ranking.fusion import RankedList
+from search.retrieval.scope import ScopeApplied, ScopeFilter
+from search.retrieval.vector import (
     estimate_rows,
     find_space,
     previous_spaces,
@@ -24,6 +22,8 @@ from search.vector import (
     repositories_with_vectors,
     vector_search,
 )
+from search.tracing import StageRecorder
+from search.types import SearchRequest
 
 
 def _narrow(scope: ScopeFilter, repository_ids: list[Any]) -> ScopeFilter:

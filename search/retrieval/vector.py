@@ -26,9 +26,9 @@ from typing import Any, Literal
 import numpy as np
 
 from indexing.models import EmbeddingSpace
-from search.db import search_cursor
 from search.models import ChunkFacetStat
-from search.scope import LIVE_CHUNKS_SQL, ScopeFilter
+from search.retrieval.db import search_cursor
+from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 Strategy = Literal["exact", "hnsw"]
 

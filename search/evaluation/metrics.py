@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from search.evaluation_queries import LabelledQuery
+from search.evaluation.queries import LabelledQuery
 
 SCOPE_KINDS = frozenset({"tests", "docs"})
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from search.evaluation_stats import (
+from search.evaluation.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     PairedDifference,

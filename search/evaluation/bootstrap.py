@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from search.evaluation_metrics import percentile
+from search.evaluation.metrics import percentile
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 16

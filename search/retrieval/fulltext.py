@@ -4,7 +4,7 @@ BM25 in SQL. ``ts_rank_cd`` of a one-term query with normalisation 0 is exactly 
 term's position weights in the ``tsvector``, so with weights {D, C, B, A} it is a field-weighted
 term frequency (symbol x3, path x1.5, body x1 -- BM25F-style). Each query term gets one such
 call per candidate; document frequencies, N and the average length come from
-``search.stats`` (kept per repository generation), so::
+``search.retrieval.corpus_stats`` (kept per repository generation), so::
 
     score = sum_t idf(t) * tf(t) * (k1 + 1) / (tf(t) + k1 * (1 - b + b * len / avglen))
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
@@ -25,16 +25,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from search.db import search_cursor
-from search.query import (
+from search.retrieval.corpus_stats import CorpusStats, corpus_stats
+from search.retrieval.db import search_cursor
+from search.retrieval.query import (
     ParsedQuery,
     lexeme,
     required_tsquery,
     tsquery_all,
     tsquery_any,
 )
-from search.scope import LIVE_CHUNKS_SQL, ScopeFilter
-from search.stats import CorpusStats, corpus_stats
+from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 K1 = 1.2
 B = 0.75

@@ -1,0 +1,66 @@
+"""The search contract: ``POST /api/search``'s request and response document, built in one place.
+
+- ``search_request(fields, **tuning)`` turns the API's request fields, validated by the caller,
+  into the executor's ``SearchRequest``. ``fields`` uses the API's names (``REQUEST_FIELDS``);
+  any of them but ``query`` may be left out and then takes the executor's default; empty lists
+  mean "no filter". ``tuning`` sets executor fields the API does not expose (the evaluation
+  harness's configurations). The view, ``manage.py search``, the MCP tool, ``ask`` and the
+  evaluation harness all build their requests here.
+- ``response_document(request, result)`` turns a ``SearchResult`` into the JSON document the API
+  answers and ``manage.py search --json`` prints (shape: ``SearchResponseSerializer``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from search.serializers import SearchResponseSerializer
+from search.types import SearchRequest, SearchResult
+
+# API field -> SearchRequest field
+REQUEST_FIELDS = {
+    "query": "query",
+    "limit": "limit",
+    "use_bm25": "use_bm25",
+    "use_vector": "use_vector",
+    "use_rerank": "use_rerank",
+    "use_expansion": "use_expansion",
+    "repo_ids": "repo_ids",
+    "languages": "languages",
+    "paths": "path_globs",
+    "include_tests": "include_tests",
+    "include_docs": "include_docs",
+}
+LIST_FIELDS = frozenset({"repo_ids", "languages", "paths"})
+
+
+def search_request(fields: Mapping[str, Any], **tuning: Any) -> SearchRequest:
+    """The executor's request for validated API ``fields`` (plus executor-only ``tuning``)."""
+    unknown = set(fields) - set(REQUEST_FIELDS)
+    if unknown:
+        raise ValueError(f"not search request fields: {sorted(unknown)}")
+    values: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name in LIST_FIELDS:
+            value = list(value) if value else None
+        values[REQUEST_FIELDS[name]] = value
+    twice = set(values) & set(tuning)
+    if twice:
+        raise ValueError(f"set both as request fields and as tuning: {sorted(twice)}")
+    return SearchRequest(**values, **tuning)
+
+
+def response_document(request: SearchRequest, result: SearchResult) -> dict[str, Any]:
+    """The API's response document for ``result`` (the run of ``request``)."""
+    body = {
+        "query": request.query,
+        "queries": result.queries,
+        "results": result.hits,
+        "total_bm25_hits": result.total_bm25_hits,
+        "total_vector_hits": result.total_vector_hits,
+        "scope": result.scope,
+        "trace": result.trace,
+        "ms": result.ms,
+    }
+    return SearchResponseSerializer(body).data

@@ -1,0 +1,1 @@
+"""Ordering candidates: Reciprocal Rank Fusion and the blend, ranking signals, and LLM re-ranking."""
