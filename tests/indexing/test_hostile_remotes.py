@@ -10,9 +10,9 @@ import pytest
 
 from indexing.git.hostile import CorruptObject, RefusedRedirect
 from indexing.models import IndexJob
-from indexing.services import pipeline
 from indexing.services.repositories import add_repository
-from indexing.services.runs import TransientFailure
+from indexing.services.stages import fetch_and_index as pipeline
+from indexing.services.stages.run_context import TransientFailure
 from tests.indexing.git_fetch_support import fetch
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 from tests.indexing.hostile_servers import DripThenHangUpServer, RedirectServer

@@ -8,8 +8,8 @@ import pytest
 
 from indexing.models import Chunk, IndexJob, JobState
 from indexing.services import jobs
-from indexing.services.runs import JobCancelled
-from indexing.services.stage_claims import StageClaim
+from indexing.services.stages.claims import StageClaim
+from indexing.services.stages.run_context import JobCancelled
 from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
 from tests import factories
 
@@ -33,7 +33,7 @@ def _run_to_storing(job: IndexJob) -> tuple[IndexJob, StageClaim]:
 
 @pytest.mark.django_db
 def test_a_run_taken_over_by_another_writes_no_batch_and_never_swaps() -> None:
-    repository = factories.indexed_repository("https://example.org/c/a.git", "c/a", OLD)
+    repository = factories.indexed_repository("c/a", OLD)
     job = IndexJob.objects.create(repository=repository, state=JobState.CLONING, commit="d" * 40)
     job, first = _run_to_storing(job)
     store_files(repository.pk, 2, [_file("src/one.py", 2)], fence=first.check)
@@ -59,7 +59,7 @@ def test_a_run_taken_over_by_another_writes_no_batch_and_never_swaps() -> None:
 
 @pytest.mark.django_db
 def test_an_ended_job_refuses_its_claim() -> None:
-    repository = factories.indexed_repository("https://example.org/c/b.git", "c/b", OLD)
+    repository = factories.indexed_repository("c/b", OLD)
     job = IndexJob.objects.create(repository=repository, state=JobState.CLONING, commit="d" * 40)
     job, claim = _run_to_storing(job)
     jobs.transition(job, JobState.CANCELLED)

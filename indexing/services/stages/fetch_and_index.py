@@ -24,9 +24,11 @@ from indexing.git.errors import GitFetchError
 from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
-from indexing.services import clone_budget, jobs
+from indexing.services import jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
+from indexing.services.stages import clone_budget
+from indexing.services.stages.claims import StageClaim
 from indexing.services.stages.run_context import (
     TransientFailure,
     check_alive,
@@ -34,7 +36,6 @@ from indexing.services.stages.run_context import (
     load_run,
     record_timing,
 )
-from indexing.services.stage_claims import StageClaim
 from indexing.services.storing import (
     FileToStore,
     StoredChunk,

@@ -19,7 +19,7 @@ from django.db import transaction
 
 from indexing.models import FINISHED_JOB_STATES, IndexJob
 from indexing.services import jobs
-from indexing.services.runs import JobCancelled
+from indexing.services.stages.run_context import JobCancelled
 
 
 @dataclass

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from indexing.git.errors import FetchTimeout, GitFetchError
 from indexing.models import IndexJob
-from indexing.services.runs import record_timing
+from indexing.services.stages.run_context import record_timing
 
 MIN_ATTEMPT_SECS = 1.0  # less than this left: do not start another attempt
 
