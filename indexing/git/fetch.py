@@ -35,6 +35,7 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
+from indexing.git.disk_space import causes, no_space_left
 from indexing.git.errors import (
     BranchNotFound,
     EmptyRepository,
@@ -114,8 +115,11 @@ def fetch_branch(
                 depth=depth,
                 resolve=resolve,
             )
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(repo_dir, ignore_errors=True)
+        full = no_space_left(causes(exc)) if not isinstance(exc, GitFetchError) else None
+        if full is not None:
+            raise full from exc
         raise
 
 
@@ -305,8 +309,10 @@ def _fetch_into(
         except Exception as exc:
             with contextlib.suppress(Exception):
                 abort_pack()
-            raise corrupt_object([exc]) or GitFetchError(
-                "the server sent a corrupt pack; try again later", transient=True
+            raise (
+                no_space_left(causes(exc))
+                or corrupt_object([exc])
+                or GitFetchError("the server sent a corrupt pack; try again later", transient=True)
             ) from exc
 
     sha = ObjectID(chosen["sha"])

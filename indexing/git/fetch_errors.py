@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dulwich.client import HTTPUnauthorized
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 
+from indexing.git.disk_space import no_space_left
 from indexing.git.errors import (
     AuthenticationFailed,
     GitFetchError,
@@ -65,6 +66,9 @@ def classify_fetch_error(
     """Map `exc` to a `GitFetchError`; our own errors are returned unchanged."""
     if isinstance(exc, RepositoryTooLarge):
         return exc
+    full = no_space_left(_chain(exc))
+    if full is not None:
+        return full
     if guard.expired:
         # Whatever the symptom (reset, hang-up, EOF), the watchdog caused it.
         return guard.timeout_error()
