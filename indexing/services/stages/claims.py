@@ -11,15 +11,18 @@ fence does not.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 
-from indexing.models import FINISHED_JOB_STATES, IndexJob
+from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState
 from indexing.services import jobs
 from indexing.services.stages.run_context import JobCancelled
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,3 +58,26 @@ class StageClaim:
             job = jobs.transition(job, state, **fields)
         self.started_at = job.stage_started_at
         return job
+
+
+_PAST_FETCH = {JobState.WALKING, JobState.CHUNKING, JobState.STORING, JobState.EMBEDDING}
+
+
+def delivered_late(job: IndexJob, stage: str) -> bool:
+    """A stage task that reaches a job already past its stage: a second delivery of the task
+    (the broker's visibility timeout passed while the first ran) that waited for the lock while
+    the first delivery finished the stage. It must do nothing: re-running would restart the job
+    or fail it for being in the wrong state."""
+    if stage == "fetch":
+        return job.state in _PAST_FETCH and bool(job.commit)
+    if stage == "index":
+        return job.state == JobState.EMBEDDING
+    return False
+
+
+def drop_late_delivery(job: IndexJob, stage: str) -> bool:
+    """Log and say True when ``job`` is past ``stage`` (see ``delivered_late``)."""
+    if not delivered_late(job, stage):
+        return False
+    logger.info("job=%s is %s: a late %s delivery is dropped", job.pk, job.state, stage)
+    return True

@@ -28,7 +28,7 @@ from indexing.services import jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
 from indexing.services.stages import clone_budget
-from indexing.services.stages.claims import StageClaim
+from indexing.services.stages.claims import StageClaim, drop_late_delivery
 from indexing.services.stages.run_context import (
     TransientFailure,
     check_alive,
@@ -77,6 +77,8 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
     if context is None:
         return False
     job, repository = context.job, context.repository
+    if drop_late_delivery(job, "fetch"):
+        return False
     if job.state != JobState.QUEUED:
         job = jobs.transition(job, JobState.QUEUED)  # a retry after a crash: start over
     job = jobs.transition(job, JobState.CLONING, celery_task_id=task_id, attempts=job.attempts + 1)
@@ -194,6 +196,8 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         return False
     job, repository = context.job, context.repository
     restartable = (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING)
+    if drop_late_delivery(job, "index"):
+        return False
     if job.state not in restartable or not job.commit:
         fail_job(job, f"index stage reached in state {job.state} without a fetched commit")
         return False
