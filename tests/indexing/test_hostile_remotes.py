@@ -54,7 +54,7 @@ def _attempt(job_id: int) -> bool:
     return False
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db  # no commit: the task add_repository queues never reaches a worker
 def test_a_job_redirected_to_file_fails_at_once_without_retries() -> None:
     with RedirectServer("file:///etc/passwd") as server:
         job = add_repository(server.url(), "", "org/redirected", False)
@@ -65,7 +65,7 @@ def test_a_job_redirected_to_file_fails_at_once_without_retries() -> None:
     assert job.repository.status == "failed" and "file://" in job.repository.error
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db  # no commit: the task add_repository queues never reaches a worker
 def test_the_clone_deadline_covers_every_attempt_of_a_job(settings) -> None:  # type: ignore[no-untyped-def]
     settings.REPO_SEARCH_CLONE_TIMEOUT_SECS = 5
     with DripThenHangUpServer(hang_up_s=2.0) as server:
