@@ -90,6 +90,16 @@ def repository_lock(
             logger.warning("repository lock %s left to expire: %s", key, error)
 
 
+def break_repository_lock(repository_id: object) -> bool:
+    """Free the repository's lock at once: its holder's task is nowhere (the census found no
+    live worker holding it), so the job's resumed task need not wait for the TTL. A holder cut
+    off from Redis cannot renew it afterwards (its token no longer matches)."""
+    try:
+        return bool(client().delete(f"reposearch:lock:repository:{repository_id}"))
+    except redis.RedisError:
+        return False  # it expires with its TTL instead
+
+
 @contextlib.contextmanager
 def clone_slot(ttl_seconds: int, wait_seconds: float) -> Iterator[int]:
     """Take one of the shared clone slots, waiting up to ``wait_seconds``; yield its number."""
