@@ -27,7 +27,7 @@ FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
 
 
 class FaultStack:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, data_dir: Path | None = None) -> None:
         self.root = root
         self.postgres = EmbeddedPostgres(root / "pg", free_port())
         self.redis = EmbeddedRedis(root / "redis", free_port())
@@ -36,7 +36,7 @@ class FaultStack:
             DATABASE_URL=self.postgres.url(),
             REDIS_URL=self.redis.url(),
             DJANGO_SETTINGS_MODULE="reposearch.settings.test",
-            REPO_SEARCH_DATA_DIR=str(root / "data"),
+            REPO_SEARCH_DATA_DIR=str(data_dir or root / "data"),
             REPO_SEARCH_ALLOW_LOCAL_PATHS="1",
             REPO_SEARCH_ALLOW_PRIVATE_HOSTS="1",
         )
@@ -132,8 +132,8 @@ class FaultStack:
 
 
 @contextmanager
-def fault_stack(root: Path) -> Iterator[FaultStack]:
-    stack = FaultStack(root)
+def fault_stack(root: Path, data_dir: Path | None = None) -> Iterator[FaultStack]:
+    stack = FaultStack(root, data_dir)
     try:
         stack.start()
         yield stack

@@ -35,6 +35,7 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
+from indexing.git.disk_space import causes, no_space_left
 from indexing.git.errors import (
     BranchNotFound,
     EmptyRepository,
@@ -44,6 +45,7 @@ from indexing.git.errors import (
     UnsupportedServer,
 )
 from indexing.git.fetch_errors import classify_fetch_error
+from indexing.git.hostile import check_fetched_tip, corrupt_object
 from indexing.git.transport import GuardedTCPGitClient, TransferGuard, make_pool_manager
 from indexing.git.url_safety import (
     CheckedUrl,
@@ -113,8 +115,11 @@ def fetch_branch(
                 depth=depth,
                 resolve=resolve,
             )
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(repo_dir, ignore_errors=True)
+        full = no_space_left(causes(exc)) if not isinstance(exc, GitFetchError) else None
+        if full is not None:
+            raise full from exc
         raise
 
 
@@ -304,12 +309,15 @@ def _fetch_into(
         except Exception as exc:
             with contextlib.suppress(Exception):
                 abort_pack()
-            raise GitFetchError(
-                "the server sent a corrupt pack; try again later", transient=True
+            raise (
+                no_space_left(causes(exc))
+                or corrupt_object([exc])
+                or GitFetchError("the server sent a corrupt pack; try again later", transient=True)
             ) from exc
 
     sha = ObjectID(chosen["sha"])
     resolved_branch = branch or _default_branch_name(result, sha)
+    check_fetched_tip(repo, sha)
     obj = repo[sha]
     if not isinstance(obj, Commit):
         raise GitFetchError(f"branch {resolved_branch!r} does not point to a commit")

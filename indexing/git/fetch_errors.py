@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dulwich.client import HTTPUnauthorized
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 
+from indexing.git.disk_space import no_space_left
 from indexing.git.errors import (
     AuthenticationFailed,
     GitFetchError,
@@ -26,6 +27,7 @@ from indexing.git.errors import (
     RepositoryTooLarge,
     ServerUnavailable,
 )
+from indexing.git.hostile import corrupt_object, refused_redirect
 from indexing.git.transport import TransferGuard
 from indexing.git.url_safety import CheckedUrl, UnsafeRepositoryUrl
 
@@ -64,6 +66,9 @@ def classify_fetch_error(
     """Map `exc` to a `GitFetchError`; our own errors are returned unchanged."""
     if isinstance(exc, RepositoryTooLarge):
         return exc
+    full = no_space_left(_chain(exc))
+    if full is not None:
+        return full
     if guard.expired:
         # Whatever the symptom (reset, hang-up, EOF), the watchdog caused it.
         return guard.timeout_error()
@@ -88,6 +93,10 @@ def classify_fetch_error(
             return AuthenticationFailed(
                 "access denied (HTTP 401): the repository is private or the token is wrong"
             )
+
+    hostile = refused_redirect(chain) or corrupt_object(chain)
+    if hostile is not None:
+        return hostile
 
     for item in chain:
         if isinstance(item, GitProtocolError) and not isinstance(item, HangupException):

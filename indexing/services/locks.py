@@ -1,6 +1,7 @@
 """Locks in Redis that hold across every worker and machine.
 
-- ``repository_lock``: one run per repository at a time (clone/fetch/index never interleave).
+- ``repository_lock``: one run per repository at a time (clone/fetch/index never interleave,
+  and a task delivered twice never runs twice at once).
 - ``clone_slot``: at most ``REPO_SEARCH_MAX_CONCURRENT_CLONES`` fetches at once, anywhere — a
   semaphore made of N keys, each taken with ``SET NX`` and a TTL so a dead worker's slot frees
   itself.
@@ -51,24 +52,19 @@ def repository_lock(
     ttl_seconds: int = LOCK_TTL_SECS,
     wait_seconds: float = 0.0,
 ) -> Iterator[None]:
-    """Hold the repository's lock for the block; raise ``LockBusy`` if another job holds it.
+    """Hold the repository's lock for the block; raise ``LockBusy`` if another run holds it.
 
-    The lock belongs to the job, not the process: when a worker process dies and the job's task
-    is redelivered, the new attempt takes the lock over at once. A short TTL, renewed by a
-    background thread while the block runs, frees the lock of a job whose worker vanished.
+    The lock belongs to one run of a stage, not to the job: a second delivery of the same task
+    (the broker's visibility timeout passed while it ran) finds it held and waits instead of
+    running the stage beside the first. A short TTL, renewed by a background thread while the
+    block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``), and the
+    job's resumed or redelivered task takes it then.
     """
     key = f"reposearch:lock:repository:{repository_id}"
-    token = f"job:{job_id}"
+    token = f"job:{job_id}:{uuid.uuid4().hex}"
     redis_client = client()
     deadline = time.monotonic() + wait_seconds
     while not redis_client.set(key, token, nx=True, ex=ttl_seconds):
-        holder = redis_client.get(key)
-        if (
-            holder is not None
-            and (holder.decode() if isinstance(holder, bytes) else holder) == token
-        ):
-            redis_client.expire(key, ttl_seconds)
-            break
         if time.monotonic() >= deadline:
             raise LockBusy(f"repository {repository_id} is being indexed by another run")
         time.sleep(0.2)
@@ -92,6 +88,16 @@ def repository_lock(
             redis_client.eval(_RELEASE, 1, key, token)
         except redis.RedisError as error:
             logger.warning("repository lock %s left to expire: %s", key, error)
+
+
+def break_repository_lock(repository_id: object) -> bool:
+    """Free the repository's lock at once: its holder's task is nowhere (the census found no
+    live worker holding it), so the job's resumed task need not wait for the TTL. A holder cut
+    off from Redis cannot renew it afterwards (its token no longer matches)."""
+    try:
+        return bool(client().delete(f"reposearch:lock:repository:{repository_id}"))
+    except redis.RedisError:
+        return False  # it expires with its TTL instead
 
 
 @contextlib.contextmanager

@@ -168,6 +168,7 @@ def recover(quiet_for: timedelta, *, hung_after: timedelta | None = None) -> Rec
 
 def resume(job: IndexJob) -> str:
     """Send the task of the stage ``job`` is in again; returns the task's name."""
+    from indexing.services.locks import break_repository_lock
     from indexing.tasks.embed import embed_repository
     from indexing.tasks.git import fetch_repository
     from indexing.tasks.index import index_repository
@@ -182,6 +183,7 @@ def resume(job: IndexJob) -> str:
         task = fetch_repository  # queued, cloning, or an index stage without a fetched commit
     resumes = job.resumes + 1
     IndexJob.objects.filter(pk=job.pk).update(resumes=resumes)
+    break_repository_lock(job.repository_id)  # held by the lost run, if by anyone
     task.delay(job.pk)
     logger.warning(
         "job=%s repository=%s resumed in %s (resume %s): its task was lost",

@@ -85,13 +85,16 @@ def store_files(
     files: Iterable[FileToStore],
     *,
     on_batch: Callable[[int], None] | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> int:
     """Insert files and their chunks for ``generation``; return the number of chunks written.
 
     Each batch of about ``INSERT_BATCH`` chunks commits on its own and then calls
     ``on_batch(chunks written so far)``, so a long store keeps reporting that it is alive (and can
-    notice that its job ended). Rows of a generation that is not live yet are invisible to search,
-    and a run that stops half-way leaves rows the next run discards before writing its own.
+    notice that its job ended). ``fence`` runs first inside each batch's transaction (the index
+    stage refuses there to write for a job another run has taken over). Rows of a generation
+    that is not live yet are invisible to search, and a run that stops half-way leaves rows the
+    next run discards before writing its own.
     """
     written = 0
     pending: list[FileToStore] = []
@@ -100,20 +103,27 @@ def store_files(
         pending.append(stored)
         pending_chunks += len(stored.chunks)
         if pending_chunks >= INSERT_BATCH:
-            written += _store_batch(repository_id, generation, pending)
+            written += _store_batch(repository_id, generation, pending, fence)
             pending, pending_chunks = [], 0
             if on_batch is not None:
                 on_batch(written)
     if pending:
-        written += _store_batch(repository_id, generation, pending)
+        written += _store_batch(repository_id, generation, pending, fence)
         if on_batch is not None:
             on_batch(written)
     return written
 
 
-def _store_batch(repository_id: UUID, generation: int, files: Sequence[FileToStore]) -> int:
+def _store_batch(
+    repository_id: UUID,
+    generation: int,
+    files: Sequence[FileToStore],
+    fence: Callable[[], None] | None = None,
+) -> int:
     rows: list[tuple[Any, ...]] = []
     with transaction.atomic(), connection.cursor() as cursor:
+        if fence is not None:
+            fence()
         for stored in files:
             cursor.execute(
                 _INSERT_FILE,

@@ -116,7 +116,7 @@ class _ThreadingWSGIServer(WSGIServer):
 
 
 class GitHttpServer:
-    """Serve repositories over git smart HTTP on 127.0.0.1 in a background thread.
+    """Serve repositories over git smart HTTP on ``host`` (127.0.0.1) in a background thread.
 
     `auth`: (username, password) required as HTTP basic auth, else 401.
     `stall_s`: every request sleeps this long before answering (a stalled server).
@@ -132,8 +132,10 @@ class GitHttpServer:
         stall_s: float = 0.0,
         chunk_delay_s: float = 0.0,
         fail_with: str | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self.repos = dict(repos)
+        self.host = host
         self.auth = auth
         self.stall_s = stall_s
         self.chunk_delay_s = chunk_delay_s
@@ -146,7 +148,7 @@ class GitHttpServer:
         backend = DictBackend({"/" + name.strip("/"): repo for name, repo in self.repos.items()})
         self._git_app = make_wsgi_chain(backend)
         self._server = make_server(
-            "127.0.0.1",
+            host,
             0,
             self._app,
             server_class=_ThreadingWSGIServer,
@@ -156,7 +158,7 @@ class GitHttpServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{name.strip('/')}"
+        return f"http://{self.host}:{self.port}/{name.strip('/')}"
 
     def __enter__(self) -> GitHttpServer:
         self._thread.start()

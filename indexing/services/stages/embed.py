@@ -86,6 +86,8 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     elif job.state != JobState.EMBEDDING:
         fail_job(job, f"embed stage reached in state {job.state}")
         return
+    elif task_id and job.celery_task_id != task_id:  # resumed: the reaper revokes this task now
+        IndexJob.objects.filter(pk=job.pk).update(celery_task_id=task_id)
     started = time.monotonic()
 
     def progress(done: int) -> None:

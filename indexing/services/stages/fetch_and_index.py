@@ -27,12 +27,13 @@ from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
+from indexing.services.stages import clone_budget
+from indexing.services.stages.claims import StageClaim, drop_late_delivery
 from indexing.services.stages.run_context import (
     TransientFailure,
     check_alive,
     fail_job,
     load_run,
-    lock_if_alive,
     record_timing,
 )
 from indexing.services.storing import (
@@ -76,6 +77,8 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
     if context is None:
         return False
     job, repository = context.job, context.repository
+    if drop_late_delivery(job, "fetch"):
+        return False
     if job.state != JobState.QUEUED:
         job = jobs.transition(job, JobState.QUEUED)  # a retry after a crash: start over
     job = jobs.transition(job, JobState.CLONING, celery_task_id=task_id, attempts=job.attempts + 1)
@@ -83,20 +86,25 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
         status=RepositoryStatus.INDEXING if repository.active_generation == 0 else repository.status
     )
     started = time.monotonic()
+    if clone_budget.seconds_left(job) < clone_budget.MIN_ATTEMPT_SECS:
+        fail_job(job, clone_budget.exhausted_message(job))
+        return False
     target = repository_dir(repository.pk)
     limits = FetchLimits(
         max_bytes=settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
-        timeout_s=float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS),
+        timeout_s=clone_budget.seconds_left(job),  # what earlier attempts left of the deadline
         allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
         allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
         token=settings.REPO_SEARCH_GIT_TOKEN,
         token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
     )
+    fetching = started
     try:
         with clone_slot(
             ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
             wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
         ):
+            fetching = time.monotonic()
             check_alive(job_id)
             # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
             usable = (
@@ -115,10 +123,11 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
                     repository.url, target, branch=repository.branch or None, **limits.as_kwargs()
                 )
     except GitFetchError as error:
-        if error.transient and not final_attempt:
+        job = clone_budget.charge_failed_attempt(job, fetching)
+        if clone_budget.may_retry(error, job, final_attempt):
             jobs.transition(job, JobState.QUEUED, error=f"retrying: {error.message}")
             raise TransientFailure(error.message) from error
-        fail_job(job, error.message)
+        fail_job(job, clone_budget.failure_message(error, job, final_attempt))
         return False
     check_alive(job_id)
     if not repository.branch:
@@ -190,15 +199,18 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         return False
     job, repository = context.job, context.repository
     restartable = (JobState.CLONING, JobState.WALKING, JobState.CHUNKING, JobState.STORING)
+    if drop_late_delivery(job, "index"):
+        return False
     if job.state not in restartable or not job.commit:
         fail_job(job, f"index stage reached in state {job.state} without a fetched commit")
         return False
     if job.state != JobState.CLONING:
         logger.warning("job=%s index stage restarts after an interrupted run", job.pk)
-    discard_unfinished_generations(repository)
     generation = repository.active_generation + 1
     task = {"celery_task_id": task_id} if task_id else {}
     job = jobs.transition(job, JobState.WALKING, generation=generation, **task)
+    claim = StageClaim.of(job)  # from here on, an earlier run of this stage writes nothing more
+    discard_unfinished_generations(repository)
     started = time.monotonic()
     previous: dict[str, str] = {}
     if repository.active_generation:
@@ -221,7 +233,7 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
     else:
         current = {entry.path: entry.sha for entry in entries}
         carried = [path for path, sha in previous.items() if current.get(path) == sha]
-    job = jobs.transition(
+    job = claim.advance(
         job, JobState.CHUNKING, files_total=len(changed) + len(carried),
         files_skipped=len(walked.skipped), files_done=len(carried),
         skipped_files=[
@@ -244,15 +256,18 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         if number % HEARTBEAT_EVERY_FILES == 0:
             check_alive(job_id)
             jobs.heartbeat(job_id, files_done=len(carried) + number)
-    job = jobs.transition(
+    job = claim.advance(
         job, JobState.STORING, files_done=len(changed) + len(carried),
         chunks_total=sum(len(f.chunks) for f in to_store),
         stage_timings=record_timing(job, "chunking", started),
     )  # fmt: skip
     started = time.monotonic()
-    store_files(repository.pk, generation, to_store, on_batch=lambda _: _still_running(job_id))
+    store_files(
+        repository.pk, generation, to_store,
+        on_batch=lambda _: _still_running(job_id), fence=claim.check,
+    )  # fmt: skip
     repository = swap_generation(
-        repository.pk, generation, carried, job.commit, before_swap=lambda: lock_if_alive(job_id)
+        repository.pk, generation, carried, job.commit, before_swap=claim.check
     )
     jobs.heartbeat(job_id)
     try:
