@@ -161,6 +161,9 @@ def _redact(url: str) -> str:
     return url
 
 
+IDLE_IN_TRANSACTION_MS = 300_000
+
+
 def database_config(url: str) -> dict[str, object]:
     """Turn ``postgresql://user:pass@host:port/name?host=/socket/dir`` into Django's DATABASES entry."""
     parts = urlsplit(url)
@@ -175,7 +178,17 @@ def database_config(url: str) -> dict[str, object]:
         "PORT": str(parts.port or ""),
         "CONN_MAX_AGE": 60,
         "CONN_HEALTH_CHECKS": True,
-        "OPTIONS": {"connect_timeout": 5},
+        "OPTIONS": {
+            "connect_timeout": 5,
+            # A worker host cut off mid-transaction would hold its row locks until TCP gives up
+            # (about 15 min), blocking the host that resumed its job: the server ends a session
+            # idle inside a transaction after 5 min, and keepalives notice a dead link sooner.
+            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}",
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        },
     }
 
 
