@@ -1,4 +1,4 @@
-"""The split evaluation: corpora manifest, split selection, paired bootstrap, pooled reporting.
+"""The split evaluation: pooled and per-corpus reporting, and comparing saved reports.
 
 Pure logic (no database): the search function is a stand-in that answers from a table, so the
 pooled and per-corpus numbers can be checked exactly.
@@ -10,12 +10,10 @@ import copy
 import json
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from search.evaluation.bootstrap import paired_bootstrap
 from search.evaluation.compare import (
     ReportMismatch,
     changed_questions,
@@ -23,207 +21,14 @@ from search.evaluation.compare import (
     format_comparison,
 )
 from search.evaluation.corpora import (
-    Corpus,
-    ManifestError,
-    load_manifest,
     parse_manifest,
-    select_corpora,
 )
 from search.evaluation.harness import Configuration
 from search.evaluation.queries import (
-    ExpectedRange,
-    check_expected_range,
-    check_query_set,
-    load_query_set,
     parse_query_set,
 )
 from search.evaluation.split import CorpusRun, compare, format_split_report, run_split
-
-ROOT = Path(__file__).resolve().parents[2]
-SHA = "a" * 64
-
-GOOD = {
-    "corpora": [
-        {
-            "name": "one-1.0",
-            "language": "python",
-            "source": "pypi",
-            "package": "one",
-            "version": "1.0",
-            "sha256": SHA,
-            "split": "tune",
-            "queries": "bench/eval/one.json",
-        },
-        {
-            "name": "two-2.0",
-            "language": "go",
-            "source": "debian",
-            "package": "golang-two-dev",
-            "version": "2.0-1",
-            "sha256": SHA,
-            "split": "report",
-            "queries": "bench/eval/two.json",
-            "include": {
-                "usr/share/gocode/src/two": "",
-                "usr/share/doc/two/README.md.gz": "README.md",
-            },
-        },
-        {
-            "name": "three-3.0",
-            "language": "typescript",
-            "source": "npm",
-            "package": "three",
-            "version": "3.0.0",
-            "sha256": SHA,
-            "split": "report",
-            "queries": "bench/eval/three.json",
-        },
-    ]
-}
-
-
-def _with(index: int, **changes: Any) -> dict:
-    data = copy.deepcopy(GOOD)
-    for key, value in changes.items():
-        if value is None:
-            data["corpora"][index].pop(key, None)
-        else:
-            data["corpora"][index][key] = value
-    return data
-
-
-def test_manifest_parses_fields_and_include() -> None:
-    corpora = parse_manifest(GOOD)
-    assert [c.name for c in corpora] == ["one-1.0", "two-2.0", "three-3.0"]
-    assert corpora[1].include == (
-        ("usr/share/gocode/src/two", ""),
-        ("usr/share/doc/two/README.md.gz", "README.md"),
-    )
-    assert corpora[0].include == ()
-    assert corpora[0].directory(Path("/r")) == Path("/r/bench/corpora/one-1.0")
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ({"corpus": []}, "'corpora' list"),
-        (_with(0, sha256=None), "sha256"),
-        (_with(0, sha256="ABC"), "64 lowercase hex"),
-        (_with(0, source="cargo"), "source 'cargo'"),
-        (_with(0, split="train"), "split 'train'"),
-        (_with(0, name="../evil"), "name may hold only"),
-        (_with(1, include=None), "needs 'include'"),
-        (_with(1, include={"/etc": ""}), "must be relative"),
-        (_with(1, include={"a": "../b"}), "must be relative"),
-        (_with(0, colour="blue"), "unknown field(s) colour"),
-        (_with(2, name="one-1.0"), "duplicate corpus name(s): one-1.0"),
-    ],
-)
-def test_malformed_manifests_are_refused_with_the_field_named(data: dict, message: str) -> None:
-    with pytest.raises(ManifestError) as caught:
-        parse_manifest(data)
-    assert message in str(caught.value)
-
-
-def test_invalid_json_manifest(tmp_path: Path) -> None:
-    (tmp_path / "m.json").write_text("{nope")
-    with pytest.raises(ManifestError, match="not valid JSON"):
-        load_manifest(tmp_path / "m.json")
-
-
-def test_split_selection() -> None:
-    corpora = parse_manifest(GOOD)
-    assert [c.name for c in select_corpora(corpora, split="tune")] == ["one-1.0"]
-    assert [c.name for c in select_corpora(corpora, split="report")] == ["two-2.0", "three-3.0"]
-    assert len(select_corpora(corpora, split="all")) == 3
-    assert [c.name for c in select_corpora(corpora, names=["three-3.0", "one-1.0"])] == [
-        "three-3.0",
-        "one-1.0",
-    ]
-    with pytest.raises(ManifestError, match="no corpus named nine"):
-        select_corpora(corpora, names=["nine"])
-    with pytest.raises(ManifestError, match="'holdout' is not one of"):
-        select_corpora(corpora, split="holdout")
-    with pytest.raises(ManifestError, match="no corpus in split 'report'"):
-        select_corpora(corpora[:1], split="report")
-
-
-def test_shipped_manifest_is_valid_and_split_by_corpus() -> None:
-    corpora = load_manifest(ROOT / "bench" / "eval" / "corpora.json")
-    flask = next(c for c in corpora if c.package == "flask")
-    assert (flask.name, flask.version, flask.split) == ("flask-3.0.3", "3.0.3", "tune")
-    assert {c.split for c in corpora} == {"tune", "report"}
-    assert len({c.language for c in corpora}) >= 2
-    for corpus in corpora:
-        assert (ROOT / corpus.queries).is_file(), corpus.queries
-        assert load_query_set(ROOT / corpus.queries).queries
-
-
-def test_shipped_query_sets_hold_in_every_fetched_corpus() -> None:
-    checked = 0
-    for corpus in load_manifest(ROOT / "bench" / "eval" / "corpora.json"):
-        tree = corpus.directory(ROOT)
-        if not (tree / ".git").exists():
-            continue
-        assert check_query_set(tree, load_query_set(ROOT / corpus.queries)) == [], corpus.name
-        checked += 1
-    if not checked:
-        pytest.skip("no corpus fetched: run bench/eval/fetch_corpus.py --all")
-
-
-# --- paired bootstrap -------------------------------------------------------------------------
-
-
-def test_bootstrap_of_identical_scores_is_zero() -> None:
-    scores = [1.0, 0.5, 0.0, 0.25, 1.0]
-    result = paired_bootstrap(scores, list(scores))
-    assert (result.difference, result.low, result.high) == (0.0, 0.0, 0.0)
-    assert not result.decided
-
-
-def test_bootstrap_of_a_constant_gain_is_that_gain() -> None:
-    a = [0.0, 0.5, 0.25, 1.0 / 3]
-    result = paired_bootstrap(a, [x + 0.125 for x in a])
-    assert result.difference == pytest.approx(0.125)
-    assert result.low == pytest.approx(0.125) and result.high == pytest.approx(0.125)
-    assert result.decided
-
-
-def test_bootstrap_of_one_lucky_query_is_not_decided() -> None:
-    # b wins one of four queries: the mean gain is 0.25, but a resample without that query
-    # (probability (3/4)^4 = 32 %) shows no gain, so the interval reaches 0.
-    result = paired_bootstrap([0.0] * 4, [1.0, 0.0, 0.0, 0.0], resamples=1000, seed=3)
-    assert result.difference == 0.25
-    assert result.low == 0.0
-    assert result.high == 0.75  # four of four drawn has probability 0.4 %, under the 2.5 % tail
-    assert not result.decided
-    again = paired_bootstrap([0.0] * 4, [1.0, 0.0, 0.0, 0.0], resamples=1000, seed=3)
-    assert again == result
-
-
-def test_bootstrap_strata_keep_each_corpus_share() -> None:
-    a = [0.0] * 8
-    b = [1.0] * 4 + [0.0] * 4  # the gain is all in corpus x
-    pooled = paired_bootstrap(a, b)
-    stratified = paired_bootstrap(a, b, strata=["x"] * 4 + ["y"] * 4)
-    assert pooled.low < 0.5 < pooled.high
-    assert stratified.low == stratified.high == 0.5  # every resample draws 4 of x, 4 of y
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "options", "message"),
-    [
-        ([1.0], [1.0, 0.0], {}, "differ in length"),
-        ([], [], {}, "no paired scores"),
-        ([1.0], [0.0], {"strata": ["x", "y"]}, "one stratum per pair"),
-        ([1.0], [0.0], {"confidence": 1.0}, "between 0 and 1"),
-        ([1.0], [0.0], {"resamples": 0}, "at least 1"),
-    ],
-)
-def test_bootstrap_refuses_bad_input(a: list, b: list, options: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        paired_bootstrap(a, b, **options)
-
+from tests.search.test_evaluation_manifest import GOOD
 
 # --- run_split with a stand-in search -------------------------------------------------------
 
@@ -348,41 +153,6 @@ def test_comparing_a_skipped_configuration_says_why() -> None:
     assert report.skipped == {"chatty": "--with-llm not given"}
     with pytest.raises(ValueError, match="cannot compare chatty: --with-llm not given"):
         compare(report, "good", "chatty")
-
-
-# --- label checks for other languages -------------------------------------------------------
-
-GO = """package mux
-
-// Path adds a matcher for the URL path.
-// It accepts a template.
-func (r *Route) Path(tpl string) *Route {
-	r.err = r.addRegexpMatcher(tpl, regexpTypePath)
-	return r
-}
-
-/* a block
-   comment */
-type Router struct {
-	routes []*Route
-}
-"""
-
-
-def test_go_ranges_must_start_at_the_named_definition(tmp_path: Path) -> None:
-    (tmp_path / "route.go").write_text(GO)
-    ok = ExpectedRange("route.go", 3, 8, symbol="Route.Path")
-    assert check_expected_range(tmp_path, ok) is None
-    assert check_expected_range(tmp_path, ExpectedRange("route.go", 10, 14, "Router")) is None
-    wrong = check_expected_range(tmp_path, ExpectedRange("route.go", 3, 8, symbol="Route.Host"))
-    assert wrong is not None and "does not start at the definition of 'Route.Host'" in wrong
-    inside = check_expected_range(tmp_path, ExpectedRange("route.go", 6, 8, symbol="Route.Path"))
-    assert inside is not None  # starts in the body, not at the definition
-
-
-def test_corpus_type_is_plain_data() -> None:
-    corpus = Corpus("n", "go", "npm", "p", "1", SHA, "tune", "q.json")
-    assert corpus.include == ()
 
 
 # --- comparing saved reports ----------------------------------------------------------------
