@@ -26,7 +26,25 @@ ROOT = Path(__file__).resolve().parent.parent
 FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
 
 
-class FaultStack:
+class WatchesJobs:
+    """Plain-SQL reads of a stack's database (``self.postgres``), for tests watching from outside."""
+
+    postgres: EmbeddedPostgres
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
+            cursor = conn.execute("SELECT * FROM indexing_indexjob WHERE id = %s", (job_id,))
+            names = [column.name for column in cursor.description or []]
+            row = cursor.fetchone()
+        assert row is not None, f"job {job_id} is gone"
+        return dict(zip(names, row, strict=True))
+
+
+class FaultStack(WatchesJobs):
     def __init__(self, root: Path, data_dir: Path | None = None) -> None:
         self.root = root
         self.postgres = EmbeddedPostgres(root / "pg", free_port())
@@ -101,18 +119,6 @@ class FaultStack:
             f"print(add_repository({url!r}).pk)"
         )
         return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def job(self, job_id: int) -> dict[str, Any]:
-        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
-            cursor = conn.execute("SELECT * FROM indexing_indexjob WHERE id = %s", (job_id,))
-            names = [column.name for column in cursor.description or []]
-            row = cursor.fetchone()
-        assert row is not None, f"job {job_id} is gone"
-        return dict(zip(names, row, strict=True))
 
     def wait_for(self, job_id: int, predicate: Any, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds

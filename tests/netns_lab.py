@@ -27,11 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import redis
 
 from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
 from reposearch.processes import worker_command
+from tests.fault_stack import WatchesJobs
 
 ROOT = Path(__file__).resolve().parent.parent
 FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
@@ -123,7 +123,7 @@ class _NamespacedPostgres(EmbeddedPostgres):
         )  # fmt: skip
 
 
-class NetnsLab:
+class NetnsLab(WatchesJobs):
     def __init__(self, root: Path) -> None:
         self.root = root
         tag = f"{os.getpid() % 100000}"
@@ -271,18 +271,6 @@ class NetnsLab:
             f"for url in {urls!r}: print(add_repository(url).pk)"
         )
         return [int(line) for line in self.manage("shell", "-c", code).split()[-len(urls) :]]
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def job(self, job_id: int) -> dict[str, Any]:
-        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
-            cursor = conn.execute("SELECT * FROM indexing_indexjob WHERE id = %s", (job_id,))
-            names = [column.name for column in cursor.description or []]
-            row = cursor.fetchone()
-        assert row is not None, f"job {job_id} is gone"
-        return dict(zip(names, row, strict=True))
 
     def wait_for(self, job_ids: list[int], predicate: Any, seconds: float) -> list[dict[str, Any]]:
         deadline = time.monotonic() + seconds
