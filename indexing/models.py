@@ -67,6 +67,13 @@ class Repository(models.Model):
         "0: never.",
     )
     webhook_secret = models.CharField(max_length=64, default=new_webhook_secret)
+    # Visibility (accounts.visibility): no groups = every account; else members of these only.
+    visible_to_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="visible_repositories",
+        help_text="Empty: visible to every account. Otherwise only to members of these groups.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

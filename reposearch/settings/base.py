@@ -127,6 +127,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from here, not a CDN
+    "accounts",
     "indexing",
     "search",
     "llm",

@@ -1,0 +1,10 @@
+"""Django app configuration for accounts: roles, API tokens, visibility and the audit log."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    name = "accounts"
+    default_auto_field = "django.db.models.BigAutoField"
