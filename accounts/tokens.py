@@ -1,0 +1,100 @@
+"""Personal API tokens: created (the secret shown once), checked, listed and revoked.
+
+A secret is ``rs_`` + 40 URL-safe characters; the database keeps its SHA-256 digest (secrets
+this long need no slow hash) and the first characters for display. A token's scope is capped by
+its user's role at every use, so demoting a user demotes their tokens at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from accounts.models import ApiToken, TokenScope
+from accounts.roles import Role, role_of
+
+SECRET_PREFIX = "rs_"
+MAX_EXPIRY_DAYS = 3650
+
+
+class TokenRefused(ValueError):
+    """A token request that cannot be granted (bad name, scope or expiry)."""
+
+
+def digest_of(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class NewToken:
+    token: ApiToken
+    secret: str
+
+
+def create_token(
+    user: Any, name: str, scope: str = "read", expires_in_days: int | None = None
+) -> NewToken:
+    """A new token for ``user``; refuses a scope above the user's role."""
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise TokenRefused("name: give the token a name of 1 to 100 characters")
+    try:
+        wanted = Role.parse(scope)
+    except ValueError as error:
+        raise TokenRefused(f"scope: {error}") from None
+    held = role_of(user)
+    if held is None or wanted > held:
+        raise TokenRefused(
+            f"scope: {wanted.label} is above your role ({held.label if held else 'none'})"
+        )
+    expires_at = None
+    if expires_in_days is not None:
+        if not 1 <= expires_in_days <= MAX_EXPIRY_DAYS:
+            raise TokenRefused(f"expires_in_days: between 1 and {MAX_EXPIRY_DAYS}")
+        expires_at = timezone.now() + timedelta(days=expires_in_days)
+    secret = SECRET_PREFIX + secrets.token_urlsafe(30)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        scope=TokenScope(wanted.label),
+        prefix=secret[:8],
+        digest=digest_of(secret),
+        expires_at=expires_at,
+    )
+    return NewToken(token=token, secret=secret)
+
+
+def token_for_secret(secret: str) -> ApiToken | None:
+    """The usable token with this secret (its user active), or ``None``."""
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(digest=digest_of(secret), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or token.is_expired or not token.user.is_active:
+        return None
+    now = timezone.now()
+    # Recorded at most once a minute: a busy script does not write on every request.
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def effective_role(token: ApiToken) -> Role | None:
+    """The token's scope capped by its user's current role."""
+    held = role_of(token.user)
+    if held is None:
+        return None
+    return min(held, Role.parse(token.scope))
+
+
+def revoke_token(token: ApiToken) -> None:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
