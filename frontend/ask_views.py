@@ -12,15 +12,16 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from frontend.access import reader_fragment, reader_page
 from frontend.ask import build_answer, build_ask_pipeline, build_failure
 from indexing.models import Repository
 from search.ask.serializers import MAX_QUESTION_CHARS
 
 
 @require_GET
+@reader_page
 def ask_page(request: HttpRequest) -> HttpResponse:
     repositories = list(Repository.objects.only("id", "name", "status", "active_generation"))
     return render(
@@ -35,8 +36,8 @@ def ask_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-@csrf_exempt  # renders the JSON it is given and changes nothing: no forgery to guard against
 @require_POST
+@reader_fragment
 def render_answer(request: HttpRequest) -> HttpResponse:
     """HTML for one ask, from ``{"question", "response"}`` or ``{"question", "error"}``."""
     try:

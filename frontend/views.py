@@ -14,10 +14,10 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from dulwich.errors import NotGitRepository
 
+from frontend.access import account_page, may, reader_fragment, reader_page
 from frontend.highlighting import highlight_lines
 from frontend.results import build_pipeline, build_results, describe_filters
 from indexing.clone_paths import repository_dir
@@ -43,6 +43,7 @@ def _languages() -> list[str]:
 
 
 @require_GET
+@reader_page
 def search_page(request: HttpRequest) -> HttpResponse:
     repositories = list(Repository.objects.only("id", "name", "status", "active_generation"))
     return render(
@@ -57,8 +58,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-@csrf_exempt  # renders the JSON it is given and changes nothing: no forgery to guard against
 @require_POST
+@reader_fragment
 def render_results(request: HttpRequest) -> HttpResponse:
     """HTML for one search: the pipeline diagram and the results, from the API's JSON."""
     try:
@@ -98,12 +99,14 @@ def render_results(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@reader_page
 def repositories_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "frontend/repositories.html",
         {
             "page": "repositories",
+            "can_write": may(request.user, "write"),
             "max_repos": settings.REPO_SEARCH_MAX_REPOS,
             "max_size_mb": settings.REPO_SEARCH_MAX_REPO_SIZE_MB,
             "allow_local_paths": settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
@@ -113,12 +116,14 @@ def repositories_page(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@account_page
 def settings_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "frontend/settings.html",
         {
             "page": "settings",
+            "can_configure": may(request.user, "admin"),
             "chat_providers": list(CHAT_PROVIDERS),
             "embedding_providers": list(EMBEDDING_PROVIDERS),
         },
@@ -166,6 +171,7 @@ def _line_range(request: HttpRequest) -> tuple[int, int]:
 
 
 @require_GET
+@reader_page
 def file_view(request: HttpRequest, repository_id: uuid.UUID) -> HttpResponse:
     """The whole file at the indexed commit, highlighted, with line anchors and the hit marked.
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.utils import extend_schema
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.sign_in import AdminSignInView, SignInView, SignOutView
 from reposearch.health import HealthView
 
 
@@ -21,10 +22,19 @@ class SchemaView(SpectacularAPIView):
 
 
 urlpatterns = [
+    path("admin/login/", AdminSignInView.as_view(), name="admin-sign-in"),  # throttled
     path("admin/", admin.site.urls),
+    path("sign-in", SignInView.as_view(), name="sign-in"),
+    path("sign-out", SignOutView.as_view(), name="sign-out"),
     path("api/health", HealthView.as_view(), name="health"),
     path("api/schema", SchemaView.as_view(), name="schema"),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path(  # the split view serves its start-up script as a file: no inline script for the CSP
+        "api/docs",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="schema", template_name="frontend/api_docs.html"
+        ),
+        name="api-docs",
+    ),
     path("api/", include("llm.urls")),
     path("api/", include("indexing.urls")),
     path("api/", include("search.urls")),

@@ -136,6 +136,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "reposearch.security_headers.SecurityHeadersMiddleware",  # CSP etc. on every response
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -147,6 +148,15 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# --- Sign-in (accounts/sign_in.py): the UI's page; failures throttled per account and address.
+LOGIN_URL = "sign-in"
+LOGIN_REDIRECT_URL = "/"
+REPO_SEARCH_SIGN_IN_MAX_FAILURES = env.positive_int("REPO_SEARCH_SIGN_IN_MAX_FAILURES", 5)
+REPO_SEARCH_SIGN_IN_MAX_ADDRESS_FAILURES = env.positive_int(
+    "REPO_SEARCH_SIGN_IN_MAX_ADDRESS_FAILURES", 20
+)
+REPO_SEARCH_SIGN_IN_WINDOW_SECS = env.positive_int("REPO_SEARCH_SIGN_IN_WINDOW_SECS", 900)
 
 ROOT_URLCONF = "reposearch.urls"
 WSGI_APPLICATION = "reposearch.wsgi.application"

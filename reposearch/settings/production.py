@@ -17,3 +17,11 @@ SESSION_COOKIE_SECURE = env.flag("SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = env.flag("SECURE_COOKIES", True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# The session cookie is out of scripts' reach, and neither cookie rides on other sites' POSTs.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Strict-Transport-Security once the site is only ever served over https (0: not sent).
+SECURE_HSTS_SECONDS = env.non_negative_int("SECURE_HSTS_SECONDS", 0)

@@ -28,6 +28,7 @@ from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
 from tests.ask import corpus
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -64,6 +65,7 @@ def answer_citing_the_pool(messages: list[dict[str, Any]]) -> str:
 def test_ask_and_follow_a_citation_to_the_cited_lines(
     live_server: Any, browser: WebDriver, shop: Repository, chat_model: Any
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     chat_model.chat_handler = answer_citing_the_pool
     browser.get(f"{live_server.url}/ask/")
     browser.execute_script("document.activeElement.blur()")
@@ -126,6 +128,7 @@ def test_ask_and_follow_a_citation_to_the_cited_lines(
 def test_without_a_chat_model_the_page_says_so_and_lists_the_retrieved_sources(
     live_server: Any, browser: WebDriver, shop: Repository, chat_model: Any
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     chat_model.stop()
     browser.get(f"{live_server.url}/ask/?q=where+is+the+connection+pool+configured%3F&expand=1")
     failure = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".ask-failure"))[0]
@@ -143,6 +146,7 @@ def test_without_a_chat_model_the_page_says_so_and_lists_the_retrieved_sources(
 
 
 def test_an_api_error_is_explained_in_plain_words(live_server: Any, browser: WebDriver) -> None:
+    sign_in_browser(browser, live_server.url)
     missing = "00000000-0000-4000-8000-000000000000"
     browser.get(f"{live_server.url}/ask/?q=anything&repo={missing}")
     error = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#answer .error"))[0]

@@ -13,12 +13,11 @@ import uuid
 from typing import Any
 
 import pytest
-from django.test import Client
-from rest_framework.test import APIClient
 
 from frontend.ask import render_answer, summarise_timings
 from indexing.models import Chunk, Repository
 from tests.ask import corpus
+from tests.frontend.signed_in import api_client, ui_client
 
 pytestmark = pytest.mark.django_db
 shop = corpus.shop  # a small indexed repository (fixture)
@@ -76,11 +75,11 @@ def answer_response(text: str, sources: list[dict[str, Any]], **extra: Any) -> d
 
 
 def render(payload: dict[str, Any]) -> Any:
-    return Client().post("/ui/answer", json.dumps(payload), content_type="application/json")
+    return ui_client().post("/ui/answer", json.dumps(payload), content_type="application/json")
 
 
 def test_the_ask_page_has_the_question_box_options_and_nav_link(shop: Repository) -> None:
-    response = Client().get("/ask/")
+    response = ui_client().get("/ask/")
     assert response.status_code == 200
     html = response.content.decode()
     assert '<textarea id="question" name="q"' in html and 'maxlength="2000"' in html
@@ -91,11 +90,11 @@ def test_the_ask_page_has_the_question_box_options_and_nav_link(shop: Repository
     assert 'data-api="/api/ask"' in html and 'data-render="/ui/answer"' in html
     assert "frontend/ask.js" in html and "Ask about your code" in html
     # Every page links to it.
-    assert 'href="/ask/">Ask</a>' in Client().get("/").content.decode()
+    assert 'href="/ask/">Ask</a>' in ui_client().get("/").content.decode()
 
 
 def test_the_empty_page_sends_people_to_add_a_repository() -> None:
-    html = Client().get("/ask/").content.decode()
+    html = ui_client().get("/ask/").content.decode()
     assert "Nothing indexed yet" in html and 'href="/repos/"' in html
 
 
@@ -161,7 +160,7 @@ def test_a_503_shows_the_message_and_the_retrieved_sources() -> None:
 
 @pytest.mark.parametrize("body", ["not json", "[]", '{"question": "q"}', '{"response": 3}'])
 def test_a_malformed_render_request_is_a_400(body: str) -> None:
-    response = Client().post("/ui/answer", body, content_type="application/json")
+    response = ui_client().post("/ui/answer", body, content_type="application/json")
     assert response.status_code == 400
 
 
@@ -183,7 +182,9 @@ def test_a_real_answer_renders_with_citations_to_the_cited_chunk(
         return f"configure_pool builds the pool [{number.group(1)}]."
 
     chat_model.chat_handler = answer
-    api = APIClient().post("/api/ask", {"question": "where is the pool configured?"}, format="json")
+    api = api_client().post(
+        "/api/ask", {"question": "where is the pool configured?"}, format="json"
+    )
     assert api.status_code == 200, api.content
     html = render({"question": "q", "response": api.json()}).content.decode()
     chunk = Chunk.objects.get(symbol="configure_pool")

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -26,6 +25,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from indexing.models import IndexJob, JobState, Repository
 from indexing.services import jobs
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.frontend.signed_in import api_client, sign_in_browser
 from tests.indexing.demo_repository import PARSER, UTIL_JS
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 
@@ -76,6 +76,7 @@ def wait_for_ready(repository_id: str, seconds: float = 120) -> Repository:
 def test_add_a_repository_and_watch_it_become_ready(
     live_server: Any, celery_worker_process: Any, browser: WebDriver, served: GitHttpServer
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     browser.get(f"{live_server.url}/repos/")
     wait_until(browser, lambda d: d.find_element(By.ID, "repo-empty").is_displayed())
     browser.find_element(By.ID, "repo-url").send_keys(served.url("team/demo.git"))
@@ -123,7 +124,7 @@ def test_add_a_repository_and_watch_it_become_ready(
 
 
 def add_and_index(served: GitHttpServer) -> Repository:
-    response = APIClient().post("/api/repos", {"url": served.url("team/demo.git")}, format="json")
+    response = api_client().post("/api/repos", {"url": served.url("team/demo.git")}, format="json")
     assert response.status_code == 202, response.json()
     return wait_for_ready(response.json()["id"])
 
@@ -198,6 +199,7 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
 def test_search_with_the_real_search_api(
     live_server: Any, celery_worker_process: Any, browser: WebDriver, served: GitHttpServer
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     add_and_index(served)
     search_flow(browser, live_server.url, "search")
 
@@ -205,6 +207,7 @@ def test_search_with_the_real_search_api(
 def test_a_running_job_shows_stage_counters_progress_and_time_left(
     live_server: Any, browser: WebDriver
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     repository = Repository.objects.create(
         url="https://github.com/acme/big.git", name="acme/big", status="indexing"
     )
@@ -230,7 +233,7 @@ def test_a_running_job_shows_stage_counters_progress_and_time_left(
     job_text = browser.find_element(By.CSS_SELECTOR, f"tr[data-id='{repository.pk}'] td.job").text
     assert "embedding" in job_text and "20/200 embedded" in job_text
     # 180 chunks at the stage's own pace blended with the default rate: about 15 s.
-    eta = APIClient().get(f"/api/repos/{repository.pk}").json()["current_job"]["eta_seconds"]
+    eta = api_client().get(f"/api/repos/{repository.pk}").json()["current_job"]["eta_seconds"]
     assert 5 < eta < 60
     assert re.search(r"about \d+ s left", job_text), job_text
     behind_text = browser.find_element(By.CSS_SELECTOR, f"tr[data-id='{behind.pk}'] td.job").text
@@ -278,6 +281,7 @@ def test_a_running_job_shows_stage_counters_progress_and_time_left(
 def test_a_refused_url_is_explained_in_plain_words(
     live_server: Any, browser: WebDriver, settings: Any
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS = False  # the check runs in the web process
     browser.get(f"{live_server.url}/repos/")
     browser.find_element(By.ID, "repo-url").send_keys("http://10.0.0.1/x.git")
@@ -302,6 +306,7 @@ def test_a_local_path_is_added_from_the_form_when_the_server_allows_it(
     settings: Any,
     tmp_path: Path,
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True  # the test worker allows them too
     mirror = tmp_path / "mirrors" / "demo.git"
     mirror.parent.mkdir()
@@ -333,6 +338,7 @@ def test_a_local_path_is_added_from_the_form_when_the_server_allows_it(
 def test_without_local_paths_the_hint_names_the_switch(
     live_server: Any, browser: WebDriver, settings: Any, tmp_path: Path
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = False
     browser.get(f"{live_server.url}/repos/")
     assert "REPO_SEARCH_ALLOW_LOCAL_PATHS=1" in browser.find_element(By.ID, "add-hint").text
@@ -353,6 +359,7 @@ def test_without_local_paths_the_hint_names_the_switch(
 def test_settings_show_the_model_configuration_and_save_changes(
     live_server: Any, browser: WebDriver
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     browser.get(f"{live_server.url}/settings/")
     form = wait_until(browser, lambda d: d.find_element(By.ID, "config-form").is_displayed())
     assert form

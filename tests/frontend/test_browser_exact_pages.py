@@ -8,6 +8,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.frontend.browser import chromium, wait_until
+from tests.frontend.signed_in import sign_in_browser
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -22,6 +23,7 @@ def test_load_more_appends_the_next_page_of_files(live_server: Any, transactiona
     ]
     indexed_repository("pages", docs)
     with chromium() as browser:
+        sign_in_browser(browser, live_server.url, "read")
         browser.get(f"{live_server.url}/?q=%22needle_mark%22")
         wait_until(
             browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results .result")) == 20

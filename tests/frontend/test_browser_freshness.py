@@ -18,6 +18,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from indexing.models import Repository
 from tests.factories import indexed_repository
 from tests.frontend.browser import chromium, wait_until
+from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -41,6 +42,7 @@ def commit_cell(driver: WebDriver, name: str) -> str:
 def test_the_list_says_when_and_at_which_commit_and_whether_the_remote_moved_on(
     live_server: Any, transactional_db: Any, browser: WebDriver
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     now = timezone.now()
     behind = indexed_repository(
         "acme/behind", ["x = 1"], url="https://git.example.com/acme/behind.git", commit=INDEXED

@@ -24,6 +24,7 @@ from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 from tests.ask import corpus
 from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -75,6 +76,7 @@ def test_llm_toggles_are_disabled_with_the_reason_while_the_chat_model_is_down(
     settings: Any,
     model_server: Any,
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     # A shared link asks for rerank: the page waits for health, so the search runs without it.
     browser.get(f"{live_server.url}/?q=configure+pool&rerank=1")
     rerank = browser.find_element(By.CSS_SELECTOR, "input[name=rerank]")
@@ -130,6 +132,7 @@ def rerank_disabled(driver: WebDriver) -> bool:
 def test_the_pipeline_is_one_line_until_opened_and_stays_open_after_a_reload(
     live_server: Any, browser: WebDriver, shop: Repository, settings: Any, model_server: Any
 ) -> None:
+    sign_in_browser(browser, live_server.url)
     point_chat_at(settings, model_server.url)
     model_server.chat_handler = lambda messages: "banana bread"
     browser.get(f"{live_server.url}/")

@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils.html import escape
-from rest_framework.test import APIClient
 
 import llm.config  # noqa: F401 - the chat_model fixture calls llm.config.invalidate()
 from frontend.results import format_ms
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 from tests.ask import corpus
+from tests.frontend.signed_in import api_client, ui_client
 from tests.indexing.git_server import commit_files, init_bare_repo
 from tests.indexing.real_run import index, reindex
 
@@ -55,13 +54,13 @@ def indexed(settings: Any, tmp_path: Path) -> Iterator[Repository]:
 
 def search(**request: Any) -> dict[str, Any]:
     """What ``POST /api/search`` answers: the real executor's results and trace."""
-    response = APIClient().post("/api/search", request, format="json")
+    response = api_client().post("/api/search", request, format="json")
     assert response.status_code == 200, response.json()
     return response.json()
 
 
 def render(body: object) -> tuple[int, str]:
-    response = Client().post("/ui/results", json.dumps(body), content_type="application/json")
+    response = ui_client().post("/ui/results", json.dumps(body), content_type="application/json")
     return response.status_code, response.content.decode()
 
 
@@ -127,14 +126,14 @@ def test_no_results_says_what_was_searched(indexed: Repository) -> None:
 def test_the_results_endpoint_rejects_what_is_not_a_search_response() -> None:
     assert render("just a string")[0] == 400
     assert render({"response": []})[0] == 400
-    response = Client().post("/ui/results", b"{not json", content_type="application/json")
+    response = ui_client().post("/ui/results", b"{not json", content_type="application/json")
     assert response.status_code == 400
 
 
 def test_file_view_shows_the_whole_file_with_anchors_and_the_hit_marked(
     indexed: Repository,
 ) -> None:
-    response = Client().get(f"/repos/{indexed.pk}/file?path=src/parser.py&start=4&end=5")
+    response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py&start=4&end=5")
     assert response.status_code == 200
     html = response.content.decode()
     assert 'id="L1"' in html and 'id="L7"' in html and 'id="L8"' not in html
@@ -151,40 +150,40 @@ def test_file_view_shows_the_whole_file_with_anchors_and_the_hit_marked(
 def test_file_view_only_serves_files_of_the_active_generation(
     indexed: Repository, path: str
 ) -> None:
-    response = Client().get(f"/repos/{indexed.pk}/file", {"path": path})
+    response = ui_client().get(f"/repos/{indexed.pk}/file", {"path": path})
     assert response.status_code == 404
     assert "has no indexed file at" in response.content.decode()
 
 
 def test_file_view_of_an_unknown_repository_is_a_plain_404() -> None:
-    response = Client().get("/repos/00000000-0000-0000-0000-000000000000/file?path=a.py")
+    response = ui_client().get("/repos/00000000-0000-0000-0000-000000000000/file?path=a.py")
     assert response.status_code == 404
     assert "There is no repository with this id" in response.content.decode()
 
 
 def test_file_view_when_the_clone_is_gone(indexed: Repository) -> None:
     shutil.rmtree(repository_dir(indexed.pk))
-    response = Client().get(f"/repos/{indexed.pk}/file?path=src/parser.py")
+    response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py")
     assert response.status_code == 404
     assert "re-index it" in response.content.decode()
 
 
 def test_search_page_lists_repositories_and_languages_as_filters(indexed: Repository) -> None:
-    html = Client().get("/").content.decode()
+    html = ui_client().get("/").content.decode()
     assert 'role="search"' in html and '<label for="q"' in html
     assert f'value="{indexed.pk}"' in html and "acme/demo" in html
     assert 'name="lang" value="python"' in html
 
 
 def test_search_page_without_repositories_points_to_adding_one() -> None:
-    html = Client().get("/").content.decode()
+    html = ui_client().get("/").content.decode()
     assert "Nothing indexed yet" in html
 
 
 def test_repositories_and_settings_pages_render() -> None:
-    repositories = Client().get("/repos/").content.decode()
+    repositories = ui_client().get("/repos/").content.decode()
     assert 'id="add-form"' in repositories and "Git URL" in repositories
-    settings_html = Client().get("/settings/").content.decode()
+    settings_html = ui_client().get("/settings/").content.decode()
     assert 'id="base_url"' in settings_html and "readonly" in settings_html
 
 

@@ -132,8 +132,7 @@
     const payload = reply.ok ? { question: state.q, response: reply.data } : { question: state.q, error: reply.data.error };
     let rendered;
     try {
-      rendered = await fetch(form.dataset.render, { method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(payload) });
+      rendered = await window.reposearch.postForHtml(form.dataset.render, payload);
     } catch (error) {
       rendered = null;
     }

@@ -2,9 +2,35 @@
 "use strict";
 
 window.reposearch = (function () {
+  const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
+
+  /** The CSRF token Django expects back on every write the session makes: the page's meta tag
+      (rendered with the page), else the `csrftoken` cookie. */
+  function csrfToken() {
+    const meta = document.querySelector("meta[name=csrf-token]");
+    if (meta && meta.content) return meta.content;
+    const cookie = document.cookie.split(";").map(function (part) { return part.trim(); })
+      .find(function (part) { return part.startsWith("csrftoken="); });
+    return cookie ? decodeURIComponent(cookie.slice("csrftoken=".length)) : "";
+  }
+
+  /** `fetch` options for `method`, with the CSRF header on unsafe methods. */
+  function requestOptions(method, headers) {
+    const options = { method: method, headers: Object.assign({}, headers), credentials: "same-origin" };
+    if (!SAFE_METHODS.includes(method.toUpperCase())) options.headers["X-CSRFToken"] = csrfToken();
+    return options;
+  }
+
+  /** Sends the session to the sign-in page (and back here) when the server says it ended. */
+  function signInAgain(status) {
+    if (status !== 401 || document.body.dataset.page === "sign-in") return;
+    const back = window.location.pathname + window.location.search;
+    window.location.assign("/sign-in?next=" + encodeURIComponent(back));
+  }
+
   /** Calls the API; resolves to {ok, status, data}. Network failures become a readable error. */
   async function api(method, url, body) {
-    const options = { method: method, headers: { Accept: "application/json" } };
+    const options = requestOptions(method, { Accept: "application/json" });
     if (body !== undefined) {
       options.headers["Content-Type"] = "application/json";
       options.body = JSON.stringify(body);
@@ -15,11 +41,21 @@ window.reposearch = (function () {
     } catch (error) {
       return { ok: false, status: 0, data: null, message: "the server could not be reached" };
     }
+    if (response.status === 401 && document.body.dataset.signedIn === "1") signInAgain(401);
     let data = null;
     if (response.status !== 204) {
       try { data = await response.json(); } catch (error) { data = null; }
     }
     return { ok: response.ok, status: response.status, data: data, message: errorMessage(response, data) };
+  }
+
+  /** POSTs `body` as JSON to one of the UI's HTML renderers; resolves to the `Response`. */
+  async function postForHtml(url, body) {
+    const options = requestOptions("POST", { "Content-Type": "application/json" });
+    options.body = JSON.stringify(body);
+    const response = await fetch(url, options);
+    if (response.status === 401) signInAgain(401);
+    return response;
   }
 
   /** The API's `error.message`, or something readable for responses that carry none. */
@@ -139,6 +175,6 @@ window.reposearch = (function () {
     return { set: set, checked: checked };
   }
 
-  return { api: api, el: el, formatBytes: formatBytes, formatDuration: formatDuration,
+  return { api: api, postForHtml: postForHtml, csrfToken: csrfToken, el: el, formatBytes: formatBytes, formatDuration: formatDuration,
     rememberPipeline: rememberPipeline, modelOptions: modelOptions };
 })();

@@ -9,6 +9,9 @@
   const addForm = document.getElementById("add-form");
   const addError = document.getElementById("add-error");
   const dialog = document.getElementById("confirm");
+  // Only accounts with the write role get the add form and the row buttons (the API refuses
+  // the others anyway).
+  const canWrite = document.getElementById("repo-table").dataset.canWrite === "1";
   const FAST_POLL_MS = 1000;
   const SLOW_POLL_MS = 8000;
   let pollTimer = null;
@@ -125,7 +128,7 @@
       cell("Chunks", [chunks], "num"),
       cell("Commit", freshnessCell(repo)),
       cell("Size", [formatBytes(repo.size_bytes), el("div", { className: "muted small", text: formatBytes(repo.indexed_bytes) + " indexed" })], "num"),
-      cell("", [actions(repo)]),
+      canWrite ? cell("", [actions(repo)]) : null,
     ]);
   }
 
@@ -139,7 +142,8 @@
       if (current) {
         const oldCells = Array.from(current.children);
         const newCells = Array.from(fresh.children);
-        for (let i = 0; i < oldCells.length - 1; i++) oldCells[i].replaceWith(newCells[i]);
+        const kept = canWrite ? 1 : 0;  // the actions cell stays, so focus on its buttons does
+        for (let i = 0; i < oldCells.length - kept; i++) oldCells[i].replaceWith(newCells[i]);
         current.dataset.status = repo.status;
       }
       const row = current || fresh;
@@ -175,7 +179,7 @@
     });
   }
 
-  addForm.addEventListener("submit", async function (event) {
+  if (addForm) addForm.addEventListener("submit", async function (event) {
     event.preventDefault();
     addError.hidden = true;
     const body = { url: addForm.elements.url.value.trim() };

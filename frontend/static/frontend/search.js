@@ -104,8 +104,8 @@
       const answer = await window.reposearch.api("POST", form.dataset.api, next);
       if (!answer.ok) { button.disabled = false; button.textContent = "Load more failed: " + answer.message; return; }
       const offset = results.querySelectorAll(".result").length;
-      const rendered = await fetch(form.dataset.render, { method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ request: next, response: withoutContent(answer.data), offset: offset }) });
+      const rendered = await window.reposearch.postForHtml(form.dataset.render,
+        { request: next, response: withoutContent(answer.data), offset: offset });
       if (!rendered.ok) { button.disabled = false; button.textContent = "Load more failed"; return; }
       const holder = document.createElement("div");
       holder.innerHTML = await rendered.text();
@@ -132,8 +132,8 @@
       showError(answer.message);
       return;
     }
-    const rendered = await fetch(form.dataset.render, { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ request: request, response: withoutContent(answer.data) }) });
+    const rendered = await window.reposearch.postForHtml(form.dataset.render,
+      { request: request, response: withoutContent(answer.data) });
     if (ticket !== searchCounter) return;
     results.removeAttribute("aria-busy");
     if (!rendered.ok) { status.textContent = ""; showError(await rendered.text()); return; }

@@ -72,13 +72,15 @@
   }
 
   form.addEventListener("input", function () { savedLine.hidden = true; });
-  document.getElementById("config-reset").addEventListener("click", function () {
+  const reset = document.getElementById("config-reset");
+  if (reset) reset.addEventListener("click", function () {
     if (current) fill(current);
     errorLine.hidden = true;
   });
 
   form.addEventListener("submit", async function (event) {
     event.preventDefault();
+    if (form.dataset.canConfigure !== "1") return;  // read-only for accounts below admin
     errorLine.hidden = true;
     savedLine.hidden = true;
     const changed = changes();
