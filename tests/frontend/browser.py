@@ -39,6 +39,20 @@ WIDE = (1280, 900)
 NARROW = (390, 844)
 
 
+RECORD_CSP_VIOLATIONS = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", function (event) {
+  window.__cspViolations.push(event.violatedDirective + " " + (event.blockedURI || "inline") +
+    " at " + (event.sourceFile || document.location.pathname) + ":" + event.lineNumber);
+});
+"""
+
+
+def csp_violations(driver: WebDriver) -> list[str]:
+    """What the current page's Content-Security-Policy refused so far."""
+    return list(driver.execute_script("return window.__cspViolations || []"))
+
+
 @contextmanager
 def chromium() -> Iterator[WebDriver]:
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
@@ -63,6 +77,11 @@ def chromium() -> Iterator[WebDriver]:
             options.add_argument(argument)
         driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
         driver.set_page_load_timeout(30)
+        # Every page records what its Content-Security-Policy refused (csp_violations reads it);
+        # a script the DevTools protocol adds is not itself subject to the policy.
+        driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_CSP_VIOLATIONS}
+        )
         try:
             yield driver
         finally:
