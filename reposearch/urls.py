@@ -35,6 +35,7 @@ urlpatterns = [
         ),
         name="api-docs",
     ),
+    path("api/", include("accounts.urls")),
     path("api/", include("llm.urls")),
     path("api/", include("indexing.urls")),
     path("api/", include("search.urls")),
