@@ -21,13 +21,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from accounts import sign_in_throttle
+from accounts.audit import client_address
 from accounts.sign_in_throttle import SignInRefused
-
-
-def client_address(request: HttpRequest | None) -> str | None:
-    if request is None:
-        return None
-    return request.META.get("REMOTE_ADDR") or None
 
 
 class ThrottledSignInForm(AuthenticationForm):
@@ -37,7 +32,7 @@ class ThrottledSignInForm(AuthenticationForm):
 
     def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username") or ""
-        address = client_address(self.request)
+        address = client_address(self.request) if self.request is not None else None
         if username and self.cleaned_data.get("password"):
             self.refused = sign_in_throttle.attempt(username, address)
             if self.refused is not None:

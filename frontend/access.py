@@ -22,7 +22,7 @@ View = Callable[..., HttpResponse]
 
 
 def anonymous_read() -> bool:
-    return bool(getattr(settings, "REPO_SEARCH_ANONYMOUS_READ", False))
+    return bool(settings.REPO_SEARCH_ANONYMOUS_READ)
 
 
 def may_read(request: HttpRequest) -> bool:

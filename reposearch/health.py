@@ -130,11 +130,15 @@ def health_report() -> tuple[bool, dict[str, Any]]:
 def signed_in(request: Request) -> bool:
     """Whether the request comes from an account (session or a usable bearer token). A bad
     token makes it anonymous here instead of a 401: health stays open to orchestrators."""
+    from django.contrib.auth import get_user
+
     from accounts.authentication import token_from_header
 
     try:  # with the database down neither can be checked: anonymous
-        user = getattr(request._request, "user", None)
-        if user is not None and user.is_authenticated:
+        # From the session itself: with no authentication classes DRF has already replaced
+        # request.user (and the Django request's) with an anonymous user.
+        user = get_user(request._request)
+        if user.is_authenticated:
             return True
         header = request.META.get("HTTP_AUTHORIZATION")
         if header is None:

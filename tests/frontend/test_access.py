@@ -126,3 +126,9 @@ def test_single_sign_on_is_offered_when_it_is_configured(settings: Any) -> None:
 def test_a_signed_in_visitor_of_the_sign_in_page_goes_on() -> None:
     response = ui_client("read").get("/sign-in?next=/ask/")
     assert response.status_code == 302 and response["Location"] == "/ask/"
+
+
+def test_health_tells_a_signed_in_page_about_the_models() -> None:
+    """The pages disable the LLM options from what /api/health says about the chat model."""
+    assert "models" in ui_client("read").get("/api/health").json()
+    assert "models" not in Client().get("/api/health").json()

@@ -37,7 +37,7 @@ SNIPPET_LABEL = re.compile(r"^\[(\d+)\] \S+ -- symbol (\S+)", re.M)
 chat_model = corpus.chat_model  # the app's chat model pointed at the test model server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
 def browser() -> Iterator[WebDriver]:
     with chromium() as driver:
         yield driver

@@ -41,7 +41,7 @@ FILES = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
 def browser() -> Iterator[WebDriver]:
     with chromium() as driver:
         yield driver

@@ -26,7 +26,7 @@ INDEXED = "abc1234" + "0" * 33
 MOVED = "def5678" + "0" * 33
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
 def browser() -> Iterator[WebDriver]:
     with chromium() as driver:
         yield driver

@@ -27,7 +27,7 @@ from tests.frontend.signed_in import PASSWORD, sign_in_browser
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
 def browser() -> Iterator[WebDriver]:
     with chromium() as driver:
         yield driver
