@@ -92,7 +92,8 @@ def test_the_served_schema_is_the_one_tested(api_server) -> None:  # type: ignor
     import urllib.request
 
     request = urllib.request.Request(
-        f"{api_server}/api/schema", headers={"Accept": "application/vnd.oai.openapi+json"}
+        f"{api_server}/api/schema",
+        headers={"Accept": "application/vnd.oai.openapi+json", **fresh_admin_headers()},
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         served = json.loads(response.read())
