@@ -9,7 +9,6 @@ import pytest
 
 from tests.accounts_support import bearer, make_account, token_for
 
-
 HEADERS: dict[str, str] = {}
 
 
