@@ -12,7 +12,8 @@ are set (``REPO_SEARCH_OIDC_ENABLED``). The authorization-code flow with PKCE st
   issuer and audience, which mozilla-django-oidc leaves unchecked;
 - makes the account's Django groups those of ``REPO_SEARCH_OIDC_GROUPS_CLAIM`` (default
   ``groups``) at every sign-in, added and removed (``groups.sync_groups``), so an IdP group
-  ``reposearch-admin`` makes an administrator and leaving it demotes at the next sign-in.
+  ``reposearch-admin`` makes an administrator and leaving it demotes at the next sign-in; with
+  the claim set empty (a provider without groups, e.g. Google) groups are left to the admin.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
 
     def groups_of(self, claims: dict[str, Any]) -> list[str]:
         claim: str = settings.REPO_SEARCH_OIDC_GROUPS_CLAIM
+        if not claim:
+            return []
         raw = claims.get(claim) or []
         if isinstance(raw, str):
             raw = [raw]
@@ -119,7 +122,7 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
         username = self.username_of(claims)
         user = self.UserModel.objects.create_user(username, email=_email(claims))
         logger.info("account created from OpenID Connect user=%s", username)
-        sync_groups(user, self.groups_of(claims), source="oidc")
+        self._sync_groups(user, claims)
         return user
 
     def update_user(self, user: Any, claims: dict[str, Any]) -> Any:
@@ -133,8 +136,12 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
         if email and email != user.email:
             user.email = email
             user.save(update_fields=["email"])
-        sync_groups(user, self.groups_of(claims), source="oidc")
+        self._sync_groups(user, claims)
         return user
+
+    def _sync_groups(self, user: Any, claims: dict[str, Any]) -> None:
+        if settings.REPO_SEARCH_OIDC_GROUPS_CLAIM:  # empty: groups are managed in the admin
+            sync_groups(user, self.groups_of(claims), source="oidc")
 
 
 def _email(claims: dict[str, Any]) -> str:

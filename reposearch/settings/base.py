@@ -246,7 +246,9 @@ OIDC_TIMEOUT = env.positive_float("REPO_SEARCH_OIDC_TIMEOUT_SECS", 10.0)
 # A CA bundle for a provider with a private certificate authority; else the system's.
 OIDC_VERIFY_SSL: bool | str = env.text("REPO_SEARCH_OIDC_CA_BUNDLE", "") or True
 REPO_SEARCH_OIDC_USERNAME_CLAIM = env.text("REPO_SEARCH_OIDC_USERNAME_CLAIM", "preferred_username")
-REPO_SEARCH_OIDC_GROUPS_CLAIM = env.text("REPO_SEARCH_OIDC_GROUPS_CLAIM", "groups")
+# Empty (REPO_SEARCH_OIDC_GROUPS_CLAIM=-): the provider sends no groups; they are set in the admin.
+_groups_claim = env.text("REPO_SEARCH_OIDC_GROUPS_CLAIM", "groups")
+REPO_SEARCH_OIDC_GROUPS_CLAIM = "" if _groups_claim == "-" else _groups_claim
 _oidc_endpoints = (
     OIDC_OP_AUTHORIZATION_ENDPOINT and OIDC_OP_TOKEN_ENDPOINT and OIDC_OP_JWKS_ENDPOINT
 )

@@ -226,3 +226,14 @@ def test_the_sign_in_pages_are_absent_without_configuration(settings, browser) -
     settings.REPO_SEARCH_OIDC_ENABLED = False
     assert browser.get(f"{browser.site}/oidc/authenticate/").status_code == 404
     assert browser.get(f"{browser.site}/oidc/callback/?code=x&state=y").status_code == 404
+
+
+def test_without_a_groups_claim_the_groups_set_here_are_kept(settings, oidc, browser) -> None:
+    settings.REPO_SEARCH_OIDC_GROUPS_CLAIM = ""  # REPO_SEARCH_OIDC_GROUPS_CLAIM=- (e.g. Google)
+    grace = User.objects.create_user("grace")  # no password: signs in through the provider
+    grace.groups.create(name="team-b")
+    oidc.set_user("grace", PASSWORD, ["reposearch-admin"])
+    assert sign_in(browser, "grace").status_code == 302
+    assert group_names("grace") == {"team-b"}
+    assert role_of(User.objects.get(username="grace")) == Role.READ
+    assert User.objects.get(username="grace").email == "grace@idp.test"
