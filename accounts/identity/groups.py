@@ -96,10 +96,27 @@ class GroupChanges:
         return bool(self.added or self.removed)
 
 
+def record_account_created(user: Any, source: str, address: str | None) -> None:
+    from accounts.audit import record
+
+    logger.info("account created user=%s source=%s", user.get_username(), source)
+    record(
+        "account.create",
+        user=user,
+        address=address,
+        target=user.get_username(),
+        details={"source": source},
+    )
+
+
 @transaction.atomic
-def sync_groups(user: Any, names: Iterable[str], source: str) -> GroupChanges:
-    """Make ``user``'s groups exactly ``names`` (mapped; created when new)."""
+def sync_groups(
+    user: Any, names: Iterable[str], source: str, address: str | None = None
+) -> GroupChanges:
+    """Make ``user``'s groups exactly ``names`` (mapped; created when new), audited."""
     from django.contrib.auth.models import Group
+
+    from accounts.audit import record
 
     wanted = mapped_group_names(names)
     held = set(user.groups.values_list("name", flat=True))
@@ -119,5 +136,12 @@ def sync_groups(user: Any, names: Iterable[str], source: str) -> GroupChanges:
             source,
             ",".join(added) or "-",
             ",".join(removed) or "-",
+        )
+        record(
+            "account.groups_sync",
+            user=user,
+            address=address,
+            target=user.get_username(),
+            details={"source": source, "added": added, "removed": removed},
         )
     return changes

@@ -27,7 +27,13 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
-from accounts.identity.groups import IdentityRefused, clean_group_names, clean_username, sync_groups
+from accounts.identity.groups import (
+    IdentityRefused,
+    clean_group_names,
+    clean_username,
+    record_account_created,
+    sync_groups,
+)
 from accounts.identity.oidc_provider import normalized_issuer, provider_endpoints
 
 logger = logging.getLogger(__name__)
@@ -121,7 +127,7 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
     def create_user(self, claims: dict[str, Any]) -> Any:
         username = self.username_of(claims)
         user = self.UserModel.objects.create_user(username, email=_email(claims))
-        logger.info("account created from OpenID Connect user=%s", username)
+        record_account_created(user, "oidc", self._address())
         self._sync_groups(user, claims)
         return user
 
@@ -141,7 +147,11 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
 
     def _sync_groups(self, user: Any, claims: dict[str, Any]) -> None:
         if settings.REPO_SEARCH_OIDC_GROUPS_CLAIM:  # empty: groups are managed in the admin
-            sync_groups(user, self.groups_of(claims), source="oidc")
+            sync_groups(user, self.groups_of(claims), source="oidc", address=self._address())
+
+    def _address(self) -> str | None:
+        request = getattr(self, "request", None)
+        return request.META.get("REMOTE_ADDR") if request is not None else None
 
 
 def _email(claims: dict[str, Any]) -> str:

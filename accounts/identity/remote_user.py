@@ -30,6 +30,7 @@ from accounts.identity.groups import (
     IdentityRefused,
     clean_group_names,
     clean_username,
+    record_account_created,
     sync_groups,
 )
 from accounts.identity.proxies import came_through_trusted_proxy
@@ -64,7 +65,8 @@ class TrustedHeaderBackend(RemoteUserBackend):
         if created:
             user.set_unusable_password()  # signs in through the proxy only
             user.save(update_fields=["password"])
-            logger.info("account created from the reverse-proxy header user=%s", user.username)
+            address = request.META.get("REMOTE_ADDR") if request is not None else None
+            record_account_created(user, "proxy", address)
         return user
 
 
@@ -135,7 +137,7 @@ class TrustedHeaderMiddleware(RemoteUserMiddleware):
         if request.session.get(SESSION_GROUPS_KEY) == raw:
             return
         names = clean_group_names(raw.split(","), f"the {groups_header} header")
-        sync_groups(user, names, source="proxy")
+        sync_groups(user, names, source="proxy", address=request.META.get("REMOTE_ADDR"))
         request.session[SESSION_GROUPS_KEY] = raw
 
 
