@@ -22,6 +22,7 @@ from django.db import connection
 from django.test import Client
 
 from accounts.identity.proxies import client_address
+from accounts.models import AuditEntry
 from accounts.roles import Role, role_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,24 +47,45 @@ def signed_in_user(client: Client) -> User | None:
 @pytest.mark.django_db
 def test_a_trusted_proxy_signs_in_a_new_user_with_its_groups_and_role(proxy_settings) -> None:
     client = Client(REMOTE_ADDR=PROXY)
-    client.get(
+    assert client.get("/api/repos").status_code == 401  # the proxy, naming nobody
+    response = client.get(
         "/api/repos",
-        headers={"X-Forwarded-User": "alice", "X-Forwarded-Groups": "team-a, reposearch-write"},
+        headers={
+            "X-Forwarded-User": "alice",
+            "X-Forwarded-Groups": "team-a, reposearch-write",
+            "X-Forwarded-For": "198.51.100.4",
+        },
     )
+    assert response.status_code == 200  # DRF sees her through the session
     alice = signed_in_user(client)
     assert alice is not None and alice.username == "alice"
+    created = AuditEntry.objects.get(action="account.create", target="alice")
+    assert created.details == {"source": "proxy"} and created.address == "198.51.100.4"
     assert not alice.has_usable_password()  # only the proxy can sign her in
     assert set(alice.groups.values_list("name", flat=True)) == {"team-a", "reposearch-write"}
     assert role_of(alice) == Role.WRITE
 
     # The proxy now sends other groups (she left team-a, joined the admins through a mapping).
-    client.get(
-        "/api/repos", headers={"X-Forwarded-User": "alice", "X-Forwarded-Groups": "idp-admins"}
-    )
+    headers = {"X-Forwarded-User": "alice", "X-Forwarded-Groups": "idp-admins"}
+    assert client.get("/api/audit", headers=headers).status_code == 200  # admin-only
     alice = User.objects.get(username="alice")
     assert set(alice.groups.values_list("name", flat=True)) == {"reposearch-admin"}
     assert role_of(alice) == Role.ADMIN
     assert Group.objects.filter(name="team-a").exists()  # groups are left for others
+    synced = AuditEntry.objects.filter(action="account.groups_sync", target="alice").first()
+    assert synced.details["removed"] == ["reposearch-write", "team-a"]
+
+
+@pytest.mark.django_db
+def test_writes_by_a_proxy_signed_in_user_still_need_the_csrf_token(proxy_settings) -> None:
+    client = Client(REMOTE_ADDR=PROXY, enforce_csrf_checks=True)
+    headers = {"X-Forwarded-User": "wendy", "X-Forwarded-Groups": "reposearch-write"}
+    response = client.post(
+        "/api/repos", {"url": "https://example.com/x.git"}, "application/json", headers=headers
+    )
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["error"]["message"]
+    assert not AuditEntry.objects.filter(action="repository.add", outcome="ok").exists()
 
 
 @pytest.mark.django_db
@@ -97,7 +119,7 @@ def test_the_header_from_an_untrusted_address_is_ignored(proxy_settings, address
             "X-Forwarded-For": PROXY,  # claiming to have come through the proxy changes nothing
         },
     )
-    assert response.status_code != 400
+    assert response.status_code == 401
     assert signed_in_user(client) is None
     assert not User.objects.filter(username="mallory").exists()
     assert response.wsgi_request.META["REMOTE_ADDR"] == address
