@@ -132,6 +132,8 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
         return user
 
     def update_user(self, user: Any, claims: dict[str, Any]) -> Any:
+        if not user.is_active:
+            raise IdentityRefused(f"the account {user.get_username()!r} is deactivated here")
         if user.has_usable_password():
             raise IdentityRefused(
                 f"an account named {user.get_username()!r} already exists here and signs in with"

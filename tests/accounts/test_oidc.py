@@ -194,6 +194,27 @@ def test_a_local_password_account_is_not_taken_over_by_a_provider_user(oidc, bro
     assert not User.objects.get(username="admin").groups.exists()
 
 
+def test_a_deactivated_account_is_told_so(oidc, browser) -> None:
+    User.objects.create_user("henry", is_active=False)  # no password: a provider account
+    oidc.set_user("henry", PASSWORD, ["reposearch-admin"])
+    page = sign_in(browser, "henry")
+    assert page.status_code == 403 and "is deactivated here" in page.text
+    assert browser.api_status() == 401
+    assert not User.objects.get(username="henry").groups.exists()
+
+
+def test_endpoints_set_without_discovery_work_too(settings, oidc, browser) -> None:
+    settings.REPO_SEARCH_OIDC_ISSUER = ""  # a provider without a discovery document
+    settings.OIDC_OP_AUTHORIZATION_ENDPOINT = f"{oidc.issuer}/authorize/"
+    settings.OIDC_OP_TOKEN_ENDPOINT = f"{oidc.issuer}/token/"
+    settings.OIDC_OP_JWKS_ENDPOINT = f"{oidc.issuer}/.well-known/jwks.json"
+    settings.OIDC_OP_USER_ENDPOINT = ""  # the ID token's claims alone
+    oidc.set_user("ivy", PASSWORD, ["reposearch-write"])
+    assert sign_in(browser, "ivy").status_code == 302
+    assert group_names("ivy") == {"reposearch-write"}
+    assert browser.api_status() == 200
+
+
 def test_a_provider_that_is_down_gives_a_clear_page(settings, idp, browser) -> None:
     use_provider(settings, idp, REPO_SEARCH_OIDC_ISSUER=f"http://127.0.0.1:{_free_port()}/o")
     page = browser.get(f"{browser.site}/oidc/authenticate/")

@@ -135,6 +135,14 @@ def test_an_untrusted_request_ends_a_session_the_header_started(proxy_settings) 
 
 
 @pytest.mark.django_db
+def test_a_deactivated_account_named_by_the_proxy_stays_out(proxy_settings) -> None:
+    User.objects.create_user("olga", is_active=False)
+    client = Client(REMOTE_ADDR=PROXY)
+    response = client.get("/api/repos", headers={"X-Forwarded-User": "olga"})
+    assert response.status_code == 401 and signed_in_user(client) is None
+
+
+@pytest.mark.django_db
 def test_nobody_is_trusted_when_the_list_is_empty(proxy_settings) -> None:
     proxy_settings.REPO_SEARCH_TRUSTED_PROXIES = []
     client = Client(REMOTE_ADDR=PROXY)
