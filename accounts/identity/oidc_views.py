@@ -78,7 +78,9 @@ class CallbackView(OIDCAuthenticationCallbackView):  # type: ignore[misc]
         except ProviderUnavailable as error:
             return _provider_down(request, error)
         except requests.HTTPError as error:
-            status = error.response.status_code if error.response is not None else "no"
+            status = error.response.status_code if error.response is not None else 0
+            if status not in (400, 401):  # not a refused code: the provider is in trouble
+                return _provider_down(request, ProviderUnavailable(f"HTTP {status}"))
             logger.warning("OpenID Connect token request refused: status %s", status)
             return _page(
                 request,

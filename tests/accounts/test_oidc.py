@@ -164,6 +164,18 @@ def test_a_state_that_was_not_issued_to_this_browser_is_refused(oidc, browser) -
     assert browser.api_status() == 401
 
 
+def test_a_code_the_provider_did_not_issue_is_refused_by_it(oidc, browser) -> None:
+    oidc.set_user("kim", PASSWORD, [])
+    back = to_callback(browser, "kim")
+    parts = urlsplit(back.headers["location"])
+    query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+    query["code"] = "not-a-code-the-provider-issued"
+    page = browser.get(urlunsplit(parts._replace(query=urlencode(query))))
+    assert page.status_code == 400
+    assert "refused to complete this sign-in (status 400)" in page.text
+    assert not User.objects.filter(username="kim").exists()
+
+
 def test_a_callback_in_a_browser_that_never_started_a_sign_in_is_refused(
     oidc, browser, live_server
 ) -> None:
