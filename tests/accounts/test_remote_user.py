@@ -327,5 +327,8 @@ def test_uvicorn_does_not_let_a_local_process_claim_the_proxys_address(
     # The proxy itself, connecting from 127.0.0.2, is believed.
     transport = httpx.HTTPTransport(local_address="127.0.0.2")
     with httpx.Client(transport=transport, timeout=30) as proxy:
-        assert proxy.get(f"{url}/api/repos", headers={"X-Forwarded-User": "alice"}).status_code
+        response = proxy.get(f"{url}/api/repos", headers={"X-Forwarded-User": "alice"})
+        assert response.status_code == 200  # DRF sees her under ASGI too
+        assert proxy.get(f"{url}/api/repos").status_code == 401  # header gone: signed out
     assert User.objects.filter(username="alice").exists()
+    assert httpx.get(f"{url}/api/repos", timeout=30).status_code == 401
