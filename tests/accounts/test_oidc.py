@@ -10,9 +10,13 @@ and signs the user in. Nothing on either side is imitated.
 from __future__ import annotations
 
 import html
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
@@ -281,3 +285,15 @@ def test_without_a_groups_claim_the_groups_set_here_are_kept(settings, oidc, bro
     assert group_names("grace") == {"team-b"}
     assert role_of(User.objects.get(username="grace")) == Role.READ
     assert User.objects.get(username="grace").email == "grace@idp.test"
+
+
+def test_half_a_configuration_refuses_to_start() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPO_SEARCH_OIDC_")}
+    env["REPO_SEARCH_OIDC_CLIENT_ID"] = "reposearch"  # no issuer, no secret
+    result = subprocess.run(
+        [sys.executable, "-c", "import reposearch.settings.base"],
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "OpenID Connect is half configured" in result.stderr
