@@ -5,9 +5,9 @@ database connection when done, so a pool of worker threads never holds idle conn
 Bad input comes back as a tool error (``isError``) whose text is the JSON from
 ``search.mcp.tools.ToolInputError``; argument type errors are the SDK's own validation messages.
 
-Every tool runs as ``search.mcp.viewer.current_viewer()``: the account of the stdio session
-(``serve_stdio(viewer)``) or of the HTTP request (set with ``acting_as``), unrestricted
-repositories only when nobody said.
+Every tool runs as ``search.mcp.identity.current_viewer()``: the account of the stdio session
+(``manage.py mcp --user``) or of the HTTP request's token, unrestricted repositories only when
+nobody said.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from accounts.visibility import Viewer
 from search.mcp import tools
-from search.mcp.viewer import acting_as, current_viewer
+from search.mcp.identity import current_viewer
 
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -121,9 +120,3 @@ def build_server() -> MCPServer:
     for fn in (search_code, list_repositories, repository_status, get_file):
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
     return server
-
-
-def serve_stdio(viewer: Viewer) -> None:
-    """Serve the tools on stdio as ``viewer`` for the whole session (``manage.py mcp``)."""
-    with acting_as(viewer):
-        build_server().run("stdio")

@@ -19,12 +19,12 @@ from rest_framework.test import APIClient
 from indexing.models import IndexJob, Repository
 from search.management.commands.eval import find_repository
 from tests.accounts.visibility_corpus import GROUP, SECRET, Corpus, leaks
+from tests.accounts_support import make_account, token_client
 
 
 def api(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user=user)
-    return client
+    """A client sending a real API token of ``user`` (its role's scope)."""
+    return token_client(user=user)
 
 
 def ui(user: Any) -> Client:
@@ -113,6 +113,18 @@ def test_search_and_ask_over_http_keep_to_the_account(corpus: Corpus, chat_model
     assert member.json()["total"] == 2
 
 
+def test_anonymous_reads_see_unrestricted_repositories_only(corpus: Corpus, settings: Any) -> None:
+    settings.REPO_SEARCH_ANONYMOUS_READ = True
+    anonymous, missing = APIClient(), str(uuid.uuid4())
+    assert [r["name"] for r in anonymous.get("/api/repos").json()] == ["acme/shop"]
+    found = anonymous.post("/api/search", {"query": '"zanzibar_quokka_token"'}, format="json")
+    assert found.status_code == 200 and found.json()["total"] == 1
+    assert not leaks(found.json(), corpus.vault)
+    same_404(anonymous, "get", "/api/repos/{}", str(corpus.vault.pk), missing)
+    settings.REPO_SEARCH_ANONYMOUS_READ = False
+    assert anonymous.get("/api/repos").status_code == 401
+
+
 def test_pages_show_only_visible_repositories_languages_and_files(corpus: Corpus) -> None:
     outsider, member = ui(corpus.outsider), ui(corpus.member)
     for page in ("/", "/ask/"):
@@ -172,12 +184,11 @@ def test_visibility_groups_are_set_checked_and_cleared_through_the_api(
     # The same URL again, by someone who may not see the copy: refused without naming it.
     again = writer.post("/api/repos", {"url": url}, format="json")
     assert again.status_code == 409 and not leaks(again.json(), Repository.objects.get(pk=ledger))
-    opened = api(corpus.member).patch(
-        f"/api/repos/{ledger}", {"visibility_groups": []}, format="json"
-    )
+    member_writer = api(make_account("write", groups=[GROUP]))
+    opened = member_writer.patch(f"/api/repos/{ledger}", {"visibility_groups": []}, format="json")
     assert opened.status_code == 200 and opened.json()["visibility_groups"] == []
     assert api(corpus.outsider).get(f"/api/repos/{ledger}").status_code == 200
-    bad = api(corpus.member).patch(
+    bad = member_writer.patch(
         f"/api/repos/{ledger}", {"visibility_groups": ["nope"]}, format="json"
     )
     assert bad.status_code == 400 and bad.json()["error"]["details"]["field"] == "visibility_groups"

@@ -1,5 +1,5 @@
 """The MCP server (through the SDK's own in-process client) runs its tools as the viewer of the
-session: ``acting_as`` reaches the tools' worker threads, and unset it sees unrestricted
+session: ``search.mcp.identity.acting_as`` reaches the tools' worker threads, and unset it sees unrestricted
 repositories only."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from accounts.visibility import Viewer
+from accounts.visibility import Viewer, viewer_for
 from indexing.clone_paths import repository_dir
+from search.mcp.identity import acting_as, current_viewer
 from search.mcp.server import build_server
-from search.mcp.viewer import acting_as, current_viewer, viewer_of_user
 from tests.accounts.visibility_corpus import SECRET, Corpus, build_corpus
 
 
@@ -45,13 +45,13 @@ async def _session() -> dict[str, Any]:
 
 
 def test_the_tools_run_as_the_sessions_viewer(committed_corpus: Corpus) -> None:
-    as_member = viewer_of_user(committed_corpus.member)
+    as_member = viewer_for(committed_corpus.member)
     with acting_as(as_member):
         member = anyio.run(_session)
     assert member["names"] == ["acme/shop", "acme/vault"] and member["total"] == 2
     assert SECRET in member["read"]["content"]
     assert current_viewer() == Viewer()  # the block is over
-    for viewer in (viewer_of_user(committed_corpus.outsider), None):
+    for viewer in (viewer_for(committed_corpus.outsider), None):
         if viewer is None:
             outsider = anyio.run(_session)  # nobody said: unrestricted repositories only
         else:

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from tests.accounts_support import session_client
+
 ROOT = Path(__file__).resolve().parents[2]
 LEAKS = (b"Traceback", b"URLconf", b"DATABASE_URL", b"SECRET_KEY", b"urlpatterns", b"Django")
 
@@ -32,7 +34,7 @@ def assert_friendly_page(response, status: int, title: bytes) -> None:  # type: 
 )
 def test_unknown_pages_get_the_friendly_404_even_with_debug_on(settings, debug, path) -> None:
     settings.DEBUG = debug
-    response = Client().get(path.format(id=uuid.uuid4()))
+    response = session_client().get(path.format(id=uuid.uuid4()))
     assert_friendly_page(response, 404, b"Not found")
     assert b"Back to search" in response.content
 
@@ -41,7 +43,7 @@ def test_unknown_pages_get_the_friendly_404_even_with_debug_on(settings, debug, 
 @pytest.mark.parametrize("debug", [False, True])
 def test_unknown_api_paths_are_404_in_the_error_shape(settings, debug) -> None:
     settings.DEBUG = debug
-    response = Client().get("/api/repos/x/y/z")
+    response = session_client().get("/api/repos/x/y/z")
     assert response.status_code == 404
     assert response.json() == {
         "error": {
@@ -54,7 +56,7 @@ def test_unknown_api_paths_are_404_in_the_error_shape(settings, debug) -> None:
 
 @pytest.mark.django_db
 def test_a_missing_trailing_slash_still_redirects() -> None:
-    response = Client().get("/repos")
+    response = session_client().get("/repos")
     assert response.status_code == 301
     assert response["Location"] == "/repos/"
 
@@ -83,6 +85,9 @@ PROBE = """
 import django, json
 django.setup()
 from django.test import Client
+
+from tests.accounts_support import session_client
+from tests.accounts_support import session_client
 client = Client(HTTP_HOST="localhost")
 page = client.get("/repos/00000000-0000-0000-0000-000000000000/")
 api = client.get("/api/nope")
