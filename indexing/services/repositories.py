@@ -92,6 +92,11 @@ def default_branch_taken(repository: Repository, branch: str) -> str:
     )
     if other is None:
         return ""
+    if other.visible_to_groups.exists():  # the job's readers may not see it: do not name it
+        return (
+            f"the default branch {branch} of this URL is already indexed in a restricted "
+            "repository; delete this copy"
+        )
     return (
         f"the default branch {branch} of this URL is already indexed as '{other.name}' "
         f"({other.pk}); delete this copy"
@@ -134,7 +139,6 @@ def validate_new_repository(
             "duplicate",
             "this repository is already indexed, restricted to groups you are not in;"
             " ask an administrator for access",
-            {"branch": existing.branch},
         )
     if existing is not None:
         shown = f"branch {existing.branch}" if existing.branch else "its default branch"

@@ -213,3 +213,16 @@ def test_operator_commands_see_everything_unless_told_whose_eyes_to_use(corpus: 
         find_repository("acme/vault", outsider)
     everything = viewer_from_options({"user": None})
     assert find_repository("acme/vault", everything).pk == corpus.vault.pk
+
+
+def test_a_fetch_that_meets_a_restricted_copy_does_not_name_it(corpus: Corpus) -> None:
+    """A copy added without a branch learns its default branch at fetch time; when a
+    restricted repository already indexes that branch, the job's error does not name it."""
+    from indexing.services.repositories import default_branch_taken
+
+    Repository.objects.filter(pk=corpus.vault.pk).update(branch="main")
+    copy = Repository.objects.create(url=corpus.vault.url, name="copy")
+    assert not leaks(default_branch_taken(copy, "main"), corpus.vault)
+    assert "restricted" in default_branch_taken(copy, "main")
+    corpus.vault.visible_to_groups.clear()
+    assert corpus.vault.name in default_branch_taken(copy, "main")  # unrestricted: named
