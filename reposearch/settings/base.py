@@ -234,6 +234,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no call to swagger.io
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schema and its docs page need an account, like every other part of the API.
+    "SERVE_PERMISSIONS": ["accounts.permissions.RolePermission"],
+    "ENUM_NAME_OVERRIDES": {"TokenScopeEnum": "accounts.models.TokenScope"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "reposearch.api_schema.declare_common_errors",  # 400/404/413 of the request guards
