@@ -60,11 +60,10 @@ def record_request(
     outcome: str = AuditOutcome.OK,
     details: dict[str, Any] | None = None,
 ) -> AuditEntry | None:
-    auth = getattr(request, "auth", None)
-    try:
-        user = request.user
-    except Exception:  # authentication itself failed (bad token): nobody
-        user = None
+    # What authentication settled on; nothing when it failed (a bad token, the database down):
+    # reading request.user / request.auth then would run authentication again.
+    user = request.__dict__.get("_user")
+    auth = request.__dict__.get("_auth")
     return record(
         action,
         user=user,

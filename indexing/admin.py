@@ -14,6 +14,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
+from accounts.admin_audit import AuditedAdmin
+from accounts.audit import client_address, record
 from indexing.exceptions import RepositoryRefused
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
 from indexing.services.repositories import (
@@ -61,7 +63,7 @@ class RepositoryAddForm(forms.ModelForm):
 
     class Meta:
         model = Repository
-        fields = ("url", "branch", "name", "contextual_summaries")
+        fields = ("url", "branch", "name", "contextual_summaries", "visible_to_groups")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,7 +83,7 @@ class RepositoryAddForm(forms.ModelForm):
 
 
 @admin.register(Repository)
-class RepositoryAdmin(admin.ModelAdmin):
+class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ("name", "url", "branch", "status", "file_count", "chunk_count",
                     "embedded_count", "last_indexed_commit", "updated_at")  # fmt: skip
     list_filter = ("status", "last_indexed_at")
@@ -90,6 +92,8 @@ class RepositoryAdmin(admin.ModelAdmin):
                        "last_indexed_at", "active_generation", "file_count", "chunk_count",
                        "embedded_count", "size_bytes", "indexed_bytes", "created_at",
                        "updated_at")  # fmt: skip
+    # The admin sees every repository; here it chooses who else may (no groups: every account).
+    filter_horizontal = ("visible_to_groups",)
     inlines = [IndexJobInline]
     actions = ["reindex_selected"]  # with Django's own "Delete selected", through the service
 
@@ -103,8 +107,8 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ("url", "branch", "name", "contextual_summaries")
-        return ("name", "contextual_summaries", *self.readonly_fields)
+            return ("url", "branch", "name", "contextual_summaries", "visible_to_groups")
+        return ("name", "contextual_summaries", "visible_to_groups", *self.readonly_fields)
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
         return self.inlines if obj is not None else []
@@ -114,7 +118,10 @@ class RepositoryAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         try:
-            job = add_repository(obj.url, obj.branch, obj.name, obj.contextual_summaries)
+            groups = [group.name for group in form.cleaned_data.get("visible_to_groups") or []]
+            job = add_repository(
+                obj.url, obj.branch, obj.name, obj.contextual_summaries, visibility_groups=groups
+            )
         except RepositoryRefused as error:  # a race with another add since the form was validated
             self.message_user(request, error.message, messages.ERROR)
             raise
@@ -148,7 +155,17 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index selected repositories")
     def reindex_selected(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
-        created = sum(1 for repository in queryset if reindex_repository(repository)[1])
+        created = 0
+        for repository in queryset:
+            queued = reindex_repository(repository)[1]
+            created += int(queued)
+            record(
+                "repository.reindex",
+                user=request.user,
+                address=client_address(request),
+                target=str(repository.pk),
+                details={"name": repository.name, "via": "admin", "queued": queued},
+            )
         coalesced = queryset.count() - created
         self.message_user(
             request,
@@ -174,7 +191,7 @@ JOB_JSON_FIELDS = ("stage_timings", "failures", "skipped_files")  # drawn as tab
 
 
 @admin.register(IndexJob)
-class IndexJobAdmin(admin.ModelAdmin):
+class IndexJobAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ("title", "kind", "state", "files_done", "files_skipped", "chunks_total",
                     "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
     list_display_links = ("title",)

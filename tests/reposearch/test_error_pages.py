@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from tests.accounts_support import session_client
 
@@ -64,7 +63,8 @@ def test_a_missing_trailing_slash_still_redirects() -> None:
 @pytest.mark.django_db
 def test_a_failing_page_is_the_friendly_500_without_internals(settings) -> None:
     settings.ROOT_URLCONF = "tests.reposearch.error_urls"
-    client = Client(raise_request_exception=False)
+    client = session_client()
+    client.raise_request_exception = False
     response = client.get("/boom/")
     assert_friendly_page(response, 500, b"Something went wrong")
     assert b"pw@db" not in response.content
@@ -74,7 +74,9 @@ def test_a_failing_page_is_the_friendly_500_without_internals(settings) -> None:
 @pytest.mark.parametrize("path", ["/api/boom", "/api/boom-plain"])
 def test_a_failing_api_call_is_a_500_in_the_error_shape(settings, path) -> None:
     settings.ROOT_URLCONF = "tests.reposearch.error_urls"
-    response = Client(raise_request_exception=False).get(path)
+    client = session_client()
+    client.raise_request_exception = False
+    response = client.get(path)
     assert response.status_code == 500
     error = response.json()["error"]
     assert error["code"] == "internal_error"
