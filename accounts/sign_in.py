@@ -63,6 +63,9 @@ class SignInView(LoginView):
         context = super().get_context_data(**kwargs)
         context["page"] = "sign-in"
         context["oidc_enabled"] = bool(getattr(settings, "REPO_SEARCH_OIDC_ENABLED", False))
+        context["oidc_provider"] = getattr(
+            settings, "REPO_SEARCH_OIDC_PROVIDER_NAME", "single sign-on"
+        )
         return context
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:

@@ -121,6 +121,8 @@ def test_single_sign_on_is_offered_when_it_is_configured(settings: Any) -> None:
     html = Client().get("/sign-in?next=/repos/").content.decode()
     assert 'href="/oidc/authenticate/?next=/repos/"' in html
     assert "Sign in with single sign-on" in html
+    settings.REPO_SEARCH_OIDC_PROVIDER_NAME = "Keycloak"
+    assert "Sign in with Keycloak" in Client().get("/sign-in").content.decode()
 
 
 def test_a_signed_in_visitor_of_the_sign_in_page_goes_on() -> None:

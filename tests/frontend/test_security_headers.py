@@ -8,6 +8,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -209,3 +210,23 @@ def test_the_browsable_api_runs_no_inline_script(admin_client: Client) -> None:
     assert response.status_code == 200 and "<html" in response.content.decode()
     found = inline_code(response.content.decode())
     assert [item for item in found if "style" not in item] == []
+
+
+def test_static_files_served_by_whitenoise_carry_the_headers(tmp_path: Path, settings: Any) -> None:
+    """In production WhiteNoise answers /static/ itself, inside the headers middleware."""
+    from django.http import HttpResponse
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    from reposearch.security_headers import SecurityHeadersMiddleware
+
+    order = settings.MIDDLEWARE
+    assert order.index("reposearch.security_headers.SecurityHeadersMiddleware") < order.index(
+        "whitenoise.middleware.WhiteNoiseMiddleware"
+    )
+    (tmp_path / "frontend").mkdir()
+    (tmp_path / "frontend" / "app.js").write_text("console.log(1);\n")
+    settings.STATIC_ROOT = tmp_path
+    chain = SecurityHeadersMiddleware(WhiteNoiseMiddleware(lambda request: HttpResponse("app")))
+    response = chain(RequestFactory().get("/static/frontend/app.js"))
+    assert response.status_code == 200 and "javascript" in response["Content-Type"]
+    assert_headers(response)
