@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from frontend import ask_views, token_views, views
+from frontend import ask_views, audit_views, token_views, views
 
 app_name = "frontend"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     path("ask/", ask_views.ask_page, name="ask"),
     path("settings/", views.settings_page, name="settings"),
     path("tokens/", token_views.tokens_page, name="tokens"),
+    path("audit/", audit_views.audit_page, name="audit"),
     path("ui/results", views.render_results, name="render-results"),
     path("ui/answer", ask_views.render_answer, name="render-answer"),
 ]

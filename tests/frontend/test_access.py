@@ -14,7 +14,7 @@ from tests.factories import indexed_repository
 from tests.frontend.signed_in import ui_client
 
 pytestmark = pytest.mark.django_db
-PAGES = ("/", "/?q=retry", "/ask/", "/repos/", "/settings/", "/tokens/")
+PAGES = ("/", "/?q=retry", "/ask/", "/repos/", "/settings/", "/tokens/", "/audit/")
 READ_PAGES = ("/", "/?q=retry", "/ask/", "/repos/")
 FRAGMENT = {"request": {}, "response": {"results": [], "query": "x"}}
 ANSWER = {"question": "q", "error": {"code": "x", "message": "m", "details": {}}}
@@ -74,7 +74,7 @@ def test_anonymous_read_opens_the_read_pages_only(settings: Any, url: str) -> No
 
 def test_anonymous_read_never_opens_settings_or_tokens(settings: Any) -> None:
     settings.REPO_SEARCH_ANONYMOUS_READ = True
-    for url in ("/settings/", "/tokens/"):
+    for url in ("/settings/", "/tokens/", "/audit/"):
         assert Client().get(url).status_code == 302, url
     assert post_json(Client(), "/ui/results", FRAGMENT).status_code == 200
 
@@ -134,3 +134,16 @@ def test_health_tells_a_signed_in_page_about_the_models() -> None:
     """The pages disable the LLM options from what /api/health says about the chat model."""
     assert "models" in ui_client("read").get("/api/health").json()
     assert "models" not in Client().get("/api/health").json()
+
+
+@pytest.mark.parametrize(("role", "status"), [("read", 403), ("write", 403), ("admin", 200)])
+def test_the_audit_page_is_for_administrators(role: str, status: int) -> None:
+    client = ui_client(role)
+    response = client.get("/audit/?action=token.*")
+    assert response.status_code == status
+    html = response.content.decode()
+    assert ('href="/audit/"' in client.get("/").content.decode()) is (status == 200)
+    if status == 200:
+        assert 'name="action" type="text" value="token.*"' in html
+    else:
+        assert "for administrators" in html

@@ -128,6 +128,7 @@ def ui_pages(client: Client, repository: Repository) -> dict[str, str]:
             "/repos/",
             "/settings/",
             "/tokens/",
+            "/audit/",
             f"/repos/{repository.pk}/file?path={file_path}&start=1&end=2",
             f"/repos/{repository.pk}/file?path=missing.py",
             "/no-such-page",

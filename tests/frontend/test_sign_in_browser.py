@@ -19,7 +19,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from accounts.models import ApiToken
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
-from tests.accounts_support import make_account
+from tests.accounts_support import make_account, token_client
 from tests.factories import indexed_repository
 from tests.frontend.browser import chromium, csp_violations, screenshot, wait_until
 from tests.frontend.signed_in import PASSWORD, sign_in_browser
@@ -106,6 +106,7 @@ def test_every_page_runs_without_a_policy_violation(
     page_without_violations(browser, f"{base}/repos/", "#repo-rows tr")
     page_without_violations(browser, f"{base}/settings/", "#health dt")
     page_without_violations(browser, f"{base}/tokens/", "#token-form")
+    page_without_violations(browser, f"{base}/audit/", "#audit-filters")
     path = repository.files.first().path
     page_without_violations(browser, f"{base}/repos/{repository.pk}/file?path={path}", ".code .nf")
     page_without_violations(browser, f"{base}/no-such-page", ".notice")
@@ -171,3 +172,26 @@ def test_a_new_token_is_shown_once_copied_and_revoked(
     token.refresh_from_db()
     assert token.revoked_at is not None
     assert not browser.find_elements(By.CSS_SELECTOR, "#token-rows button[data-action=revoke]")
+
+
+def test_the_audit_page_lists_writes_newest_first_and_filters_them(
+    live_server: Any, browser: WebDriver, transactional_db: Any
+) -> None:
+    writer = make_account("write", username="wendy")
+    for name in ("ci", "laptop"):
+        assert (
+            token_client(user=writer).post("/api/tokens", {"name": name}, format="json").status_code
+            == 201
+        )
+    token_client(user=writer).delete("/api/tokens/999999")  # refused: not one of hers
+    sign_in_browser(browser, live_server.url, "admin")
+    browser.get(f"{live_server.url}/audit/?actor=wendy&action=token.*")
+    rows = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#audit-rows tr"))
+    texts = [row.text for row in rows]
+    assert len(texts) == 3 and all("wendy" in text for text in texts)
+    assert "token.revoke" in texts[0] and "refused" in texts[0]  # newest first
+    assert "token.create" in texts[2] and "ok" in texts[2]
+    assert browser.find_element(By.ID, "audit-actor").get_attribute("value") == "wendy"
+    assert csp_violations(browser) == []
+    browser.get(f"{live_server.url}/audit/?actor=nobody")
+    wait_until(browser, lambda d: d.find_element(By.ID, "audit-empty").is_displayed())
