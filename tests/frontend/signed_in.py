@@ -17,6 +17,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from tests.accounts_support import make_account
 
 PASSWORD = "correct horse battery staple"  # make_account's
+# Readable names for the browser's accounts: they show in the header of the README's pictures.
+BROWSER_NAMES = {"read": "robin", "write": "wren", "admin": "ada"}
 
 
 def ui_client(role: str = "admin", *, user: Any = None) -> Client:
@@ -35,7 +37,7 @@ def sign_in_browser(
     driver: WebDriver, base_url: str, role: str = "admin", *, user: Any = None
 ) -> Any:
     """Gives ``driver`` the session cookie of a new ``role`` account (or of ``user``)."""
-    user = user or make_account(role)
+    user = user or make_account(role, username=BROWSER_NAMES.get(role))
     client = Client()
     client.force_login(user)
     session = client.cookies[settings.SESSION_COOKIE_NAME].value
