@@ -163,3 +163,34 @@ def test_the_admin_login_still_refuses_accounts_without_staff_status() -> None:
     response = attempt(user.username, PASSWORD, path="/admin/login/")
     assert response.status_code == 200 and signed_in_user(response) is None
     assert "staff account" in response.content.decode()
+
+
+def test_the_counters_work_in_redis_as_deployed(settings: Any) -> None:
+    """Production keeps the counters in Redis (shared by the web processes), not in memory."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": settings.REDIS_URL,
+            "KEY_PREFIX": f"test-sign-in-{id(settings)}",
+        }
+    }
+    cache.clear()
+    user = make_account("read")
+    for _ in range(5):
+        assert attempt(user.username, "guess").status_code == 200
+    refused = attempt(user.username, PASSWORD)
+    assert refused.status_code == 429 and 800 < int(refused["Retry-After"]) <= 900
+    cache.clear()
+
+
+def test_sign_in_carries_on_when_the_cache_is_down(settings: Any) -> None:
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens on the discard port
+            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
+        }
+    }
+    user = make_account("read")
+    assert attempt(user.username, "guess").status_code == 200
+    assert attempt(user.username, PASSWORD).status_code == 302
