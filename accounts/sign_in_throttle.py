@@ -115,7 +115,8 @@ def succeeded(username: str, address: str | None) -> None:
     (an office behind one address signs in many times a day)."""
     try:
         if username:
-            cache.delete(_account_key(username))
+            key = _account_key(username)
+            cache.delete_many([key, f"{key}:until"])  # the next failure opens a new window
         if address:
             cache.decr(_address_key(address))
     except ValueError:  # the address's window ended meanwhile

@@ -194,3 +194,18 @@ def test_sign_in_carries_on_when_the_cache_is_down(settings: Any) -> None:
     user = make_account("read")
     assert attempt(user.username, "guess").status_code == 200
     assert attempt(user.username, PASSWORD).status_code == 302
+
+
+def test_failures_after_a_success_open_a_full_new_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    now = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: now[0])  # the cache's expiry follows this clock too
+    user = make_account("read")
+    attempt(user.username, "guess")
+    now[0] += 600  # ten minutes into the first window
+    assert attempt(user.username, PASSWORD).status_code == 302
+    for _ in range(5):
+        attempt(user.username, "guess")
+    refused = attempt(user.username, PASSWORD)
+    assert refused.status_code == 429 and int(refused["Retry-After"]) == 900
