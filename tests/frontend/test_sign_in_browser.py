@@ -195,3 +195,21 @@ def test_the_audit_page_lists_writes_newest_first_and_filters_them(
     assert csp_violations(browser) == []
     browser.get(f"{live_server.url}/audit/?actor=nobody")
     wait_until(browser, lambda d: d.find_element(By.ID, "audit-empty").is_displayed())
+
+
+def test_anonymous_read_searches_and_lists_without_an_account(
+    live_server: Any, browser: WebDriver, repository: Repository, settings: Any
+) -> None:
+    settings.REPO_SEARCH_ANONYMOUS_READ = True
+    browser.delete_all_cookies()
+    browser.get(f"{live_server.url}/?q=parse_header&vector=0")
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#results .result"))
+    assert "parse_header" in browser.find_element(By.ID, "results").text
+    assert browser.find_element(By.CSS_SELECTOR, ".sign-in-link").is_displayed()
+    browser.get(f"{live_server.url}/repos/")
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo-rows tr"))
+    assert not browser.find_elements(By.ID, "add-form")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#repo-rows button")
+    assert "sign in" in browser.find_element(By.ID, "read-only").text
+    browser.get(f"{live_server.url}/tokens/")
+    assert "/sign-in?next=" in browser.current_url
