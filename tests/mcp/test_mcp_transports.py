@@ -256,6 +256,34 @@ def test_http_mcp_needs_a_usable_token(web_server: str, authorization: str | Non
     assert set(response.json()) == {"error"}
 
 
+@pytest.mark.parametrize("kind", ["expired", "revoked", "deleted user", "inactive user"])
+def test_http_mcp_refuses_tokens_that_no_longer_hold(web_server: str, kind: str) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from accounts.models import ApiToken
+
+    user = make_account("admin")
+    secret = token_for(user)
+    if kind == "expired":
+        ApiToken.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    elif kind == "revoked":
+        ApiToken.objects.update(revoked_at=timezone.now())
+    elif kind == "deleted user":
+        user.delete()
+    else:
+        user.is_active = False
+        user.save()
+    import httpx
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               **bearer(secret)}  # fmt: skip
+    response = httpx.post(f"{web_server}/mcp", headers=headers, json=INITIALIZE, timeout=10)
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == "unknown, expired or revoked API token"
+
+
 def test_http_mcp_tools_see_what_the_tokens_account_sees(
     web_server: str, committed_shop: Repository
 ) -> None:
