@@ -29,7 +29,8 @@ from tests.ask.corpus import FILES, build_repository
 from tests.conftest import _test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"search_code", "list_repositories", "repository_status", "get_file"}
+TOOLS = {"search_code", "list_repositories", "repository_status", "get_file", "refresh_repository"}
+WRITING_TOOLS = {"refresh_repository"}  # queues a re-index; needs the write role
 
 
 @pytest.fixture
@@ -73,7 +74,8 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
     listed = await session.list_tools()
     assert {t.name for t in listed.tools} == TOOLS
     for tool in listed.tools:
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (tool.name not in WRITING_TOOLS), tool.name
         assert tool.description
     search_schema = next(t for t in listed.tools if t.name == "search_code").input_schema
     assert search_schema["required"] == ["query"]  # everything else has a server default
