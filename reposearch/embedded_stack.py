@@ -268,7 +268,7 @@ def _stop_leftover_children(run_dir: Path) -> None:
         pidfile.unlink(missing_ok=True)
 
 
-def command_psql(args: argparse.Namespace) -> int:
+def command_psql(superuser: bool, psql_args: list[str]) -> int:
     """``psql`` on ``make up``'s database, the password from the data directory (in the
     environment, not on the command line)."""
     from reposearch.startup import load_settings_or_exit
@@ -284,12 +284,12 @@ def command_psql(args: argparse.Namespace) -> int:
     postgres = EmbeddedPostgres(root, settings.REPO_SEARCH_PG_PORT)
     user, password, database = (
         (credentials.SUPERUSER, creds.pg_superuser_password, "postgres")
-        if args.superuser
+        if superuser
         else (credentials.APP_ROLE, creds.pg_app_password, credentials.APP_DATABASE)
     )
     env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(postgres.port), PGUSER=user)
     env.update(PGDATABASE=database, PGPASSWORD=password)
-    return subprocess.call([str(postgres.bin / "psql"), *args.psql_args], env=env)
+    return subprocess.call([str(postgres.bin / "psql"), *psql_args], env=env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,14 +298,19 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("up", help="start the whole system on embedded defaults")
     run = sub.add_parser("run", help="run a command with embedded PostgreSQL and Redis around it")
     run.add_argument("command", nargs=argparse.REMAINDER)
-    psql = sub.add_parser("psql", help="psql on make up's database, as the application's role")
-    psql.add_argument("--superuser", action="store_true", help="as the postgres superuser")
-    psql.add_argument("psql_args", nargs=argparse.REMAINDER, help="passed on to psql")
+    sub.add_parser(
+        "psql",
+        help="psql on make up's database as the application's role ([--superuser] [psql args])",
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["psql"]:  # everything after it is psql's own (argparse would take -c)
+        rest = argv[1:]
+        superuser = rest[:1] == ["--superuser"]
+        rest = rest[1:] if superuser else rest
+        return command_psql(superuser, rest[1:] if rest[:1] == ["--"] else rest)
     args = parser.parse_args(argv)
     if args.action == "up":
         return command_up(args)
-    if args.action == "psql":
-        return command_psql(args)
     return command_run(args)
 
 

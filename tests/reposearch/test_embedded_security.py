@@ -129,6 +129,25 @@ def test_lost_passwords_are_replaced_by_new_ones_and_the_old_ones_stop_working(
         postgres.stop()
 
 
+def test_the_psql_command_connects_with_the_kept_passwords(tmp_path: Path) -> None:
+    postgres = EmbeddedPostgres(tmp_path, free_port())
+    postgres.start()
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PGPASSWORD")}
+        env.update(REPO_SEARCH_DATA_DIR=str(tmp_path), REPO_SEARCH_PG_PORT=str(postgres.port))
+        answers = []
+        for args in (["-Atc", "SELECT current_user"], ["--superuser", "-Atc", "SELECT 'su'"]):
+            result = subprocess.run(
+                [sys.executable, "-m", "reposearch.embedded_stack", "psql", *args],
+                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            answers.append(result.stdout.strip())
+        assert answers == ["reposearch", "su"]
+    finally:
+        postgres.stop()
+
+
 def test_redis_refuses_commands_without_the_password_which_ps_does_not_show(
     tmp_path: Path,
 ) -> None:
