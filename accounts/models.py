@@ -25,7 +25,9 @@ class ApiToken(models.Model):
     )
     name = models.CharField(max_length=100)
     scope = models.CharField(max_length=8, choices=TokenScope.choices, default=TokenScope.READ)
-    prefix = models.CharField(max_length=16, help_text="The secret's first characters, for display.")
+    prefix = models.CharField(
+        max_length=16, help_text="The secret's first characters, for display."
+    )
     digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the secret.")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)

@@ -49,10 +49,23 @@ MB = 1024 * 1024
 FINISHED = ("done", "completed_with_errors", "failed", "cancelled")
 
 
+# The stack's first start writes the administrator's API token here (accounts.first_run).
+TOKEN: dict[str, str] = {}
+
+
+def read_initial_token(data_dir: Path) -> str:
+    for line in (data_dir / "initial-admin.txt").read_text().splitlines():
+        if line.startswith("token: "):
+            return line.removeprefix("token: ")
+    raise RuntimeError(f"no token in {data_dir / 'initial-admin.txt'}")
+
+
 def http(method: str, url: str, body: dict | None = None, timeout: float = 30) -> tuple[int, dict]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Content-Type", "application/json")
+    if "secret" in TOKEN:
+        request.add_header("Authorization", f"Bearer {TOKEN['secret']}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read() or b"{}")
@@ -232,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit("the stack did not become healthy")
             time.sleep(0.5)
         print(f"healthy after {time.monotonic() - started:.1f} s; cores: {os.cpu_count()}")
+        TOKEN["secret"] = read_initial_token(data_dir)
         time.sleep(2)  # let start-up work (the beat's first run) settle
         sampler = Sampler(stack.pid, data_dir)
         sampler.run_for("idle", args.seconds, args.interval)

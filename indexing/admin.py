@@ -14,6 +14,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
+from accounts.admin_audit import AuditedAdmin
+from accounts.audit import client_address, record
 from indexing.exceptions import RepositoryRefused
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
 from indexing.services.repositories import (
@@ -81,7 +83,7 @@ class RepositoryAddForm(forms.ModelForm):
 
 
 @admin.register(Repository)
-class RepositoryAdmin(admin.ModelAdmin):
+class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ("name", "url", "branch", "status", "file_count", "chunk_count",
                     "embedded_count", "last_indexed_commit", "updated_at")  # fmt: skip
     list_filter = ("status", "last_indexed_at")
@@ -148,7 +150,17 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index selected repositories")
     def reindex_selected(self, request: HttpRequest, queryset: QuerySet[Repository]) -> None:
-        created = sum(1 for repository in queryset if reindex_repository(repository)[1])
+        created = 0
+        for repository in queryset:
+            queued = reindex_repository(repository)[1]
+            created += int(queued)
+            record(
+                "repository.reindex",
+                user=request.user,
+                address=client_address(request),
+                target=str(repository.pk),
+                details={"name": repository.name, "via": "admin", "queued": queued},
+            )
         coalesced = queryset.count() - created
         self.message_user(
             request,
@@ -174,7 +186,7 @@ JOB_JSON_FIELDS = ("stage_timings", "failures", "skipped_files")  # drawn as tab
 
 
 @admin.register(IndexJob)
-class IndexJobAdmin(admin.ModelAdmin):
+class IndexJobAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ("title", "kind", "state", "files_done", "files_skipped", "chunks_total",
                     "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
     list_display_links = ("title",)

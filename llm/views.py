@@ -8,13 +8,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.audit import AuditedWrites
+from accounts.roles import Role
 from llm import services
 from llm.serializers import ConfigUpdateSerializer
 from reposearch.api_schema import error_responses
 
 
-class ConfigView(APIView):
+class ConfigView(AuditedWrites, APIView):
     """Which models are in use. The base URL and API key are set in the environment only."""
+
+    required_roles = {"PUT": Role.ADMIN}  # switching models re-embeds everything
+    audit_actions = {"PUT": "config.change"}
 
     @extend_schema(responses={200: dict, **error_responses(400)})
     def get(self, request: Request) -> Response:

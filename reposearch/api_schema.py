@@ -19,12 +19,15 @@ ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 DESCRIPTIONS = {
     400: "Invalid input: the message says what and where (`error.details.fields` per field).",
-    401: "The request is not authenticated (e.g. a webhook's signature does not match).",
+    401: "Not authenticated: no, a malformed, an expired or a revoked API token (send "
+    "`Authorization: Bearer <token>`), or a webhook whose signature does not match.",
+    403: "Signed in, but the account's role (or the token's scope) does not allow this.",
     404: "Not found: an unknown id in the path or in the body.",
     409: "Conflict with the current state (e.g. a duplicate, or a limit reached).",
     411: "A chunked body without Content-Length (it would not be read).",
     413: "The body or a text field is over its limit.",
     502: "The chat model answered with something unusable.",
+    429: "Over the account's request budget; `Retry-After` says when to try again.",
     503: "A dependency is unavailable right now; worth retrying.",
 }
 
@@ -81,6 +84,8 @@ def declare_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, An
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
             wanted = [400, 503]  # 503: the database is unavailable (reposearch/api_errors.py)
+            if not path.startswith("/api/hooks/"):  # accounts: who may call it, and how often
+                wanted += [401, 403, 429]
             if method in ("post", "put", "patch", "delete"):
                 wanted += [411, 413]
             if "{" in path:

@@ -18,7 +18,7 @@ load_settings_or_exit()
 from a2wsgi import WSGIMiddleware  # noqa: E402 - settings must load first
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-from search.mcp.http import MCP_PATH, build_http_app  # noqa: E402
+from search.mcp.http import MCP_PATH, authenticated, build_http_app  # noqa: E402
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -27,13 +27,14 @@ def build_application(django_threads: int = 8) -> ASGIApp:
     """The site's ASGI app (a new MCP session manager each time: one per server)."""
     django_app: Any = WSGIMiddleware(get_wsgi_application(), workers=django_threads)  # type: ignore[arg-type]
     mcp_app = build_http_app()
+    guarded_mcp = authenticated(mcp_app)
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
-        if scope["type"] == "lifespan" or (
-            scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/"))
-        ):
+        if scope["type"] == "lifespan":
             await mcp_app(scope, receive, send)
+        elif scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
+            await guarded_mcp(scope, receive, send)
         else:
             await django_app(scope, receive, send)
 

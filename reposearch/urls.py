@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/health", HealthView.as_view(), name="health"),
     path("api/schema", SchemaView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include("accounts.urls")),
     path("api/", include("llm.urls")),
     path("api/", include("indexing.urls")),
     path("api/", include("search.urls")),

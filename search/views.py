@@ -17,6 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.roles import Role
+from accounts.throttles import SearchRateThrottle
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search import contract
@@ -31,6 +33,9 @@ from search.serializers import (
 
 class SearchView(APIView):
     """Hybrid code search: full-text + vector retrieval, fusion, optional expansion and rerank."""
+
+    required_roles = {"POST": Role.READ}  # a read, though it is a POST
+    throttle_classes = [SearchRateThrottle]
 
     @extend_schema(
         operation_id="search",

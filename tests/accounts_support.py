@@ -51,3 +51,12 @@ def token_client(role: str = "admin", *, user: Any = None, scope: str | None = N
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_for(user, scope)}")
     client.user = user  # type: ignore[attr-defined]
     return client
+
+
+def session_client(role: str = "admin", *, user: Any = None) -> Any:
+    """Django's test ``Client`` signed in (a session, as the UI has) as a new ``role`` account."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user or make_account(role))
+    return client

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -98,3 +99,32 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[Worker
     worker.start()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def client(db: None) -> Any:
+    """Django's test client, signed in as an administrator (the UI's session)."""
+    from django.test import Client
+
+    from tests.accounts_support import make_account
+
+    signed_in = Client()
+    signed_in.force_login(make_account("admin"))
+    return signed_in
+
+
+@pytest.fixture
+def anonymous_client() -> Any:
+    """Django's test client with no account: for the tests of what anonymous requests get."""
+    from django.test import Client
+
+    return Client()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counters() -> Iterator[None]:
+    """Throttle and sign-in counters (Django's cache) start empty in every test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.audit import AuditedWrites
 from indexing.api.serializers import (
     IndexJobSerializer,
     RepositoryCreateSerializer,
@@ -61,7 +62,9 @@ def _serialised(repository_id: Any) -> dict[str, Any]:
     return dict(RepositorySerializer(repository).data)
 
 
-class RepositoryListView(APIView):
+class RepositoryListView(AuditedWrites, APIView):
+    audit_actions = {"POST": "repository.add"}
+
     @extend_schema(responses={200: RepositorySerializer(many=True), **error_responses(400)})
     def get(self, request: Request) -> Response:
         return Response(RepositorySerializer(annotated_repositories(), many=True).data)
@@ -94,7 +97,9 @@ class RepositoryListView(APIView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class RepositoryDetailView(APIView):
+class RepositoryDetailView(AuditedWrites, APIView):
+    audit_actions = {"PATCH": "repository.patch", "DELETE": "repository.delete"}
+
     @extend_schema(responses={200: RepositorySerializer, **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
         _check_id(repository_id)
@@ -120,7 +125,9 @@ class RepositoryDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class RepositoryReindexView(APIView):
+class RepositoryReindexView(AuditedWrites, APIView):
+    audit_actions = {"POST": "repository.reindex"}
+
     @extend_schema(request=None, responses={202: IndexJobSerializer, **error_responses(404)})
     def post(self, request: Request, repository_id: str) -> Response:
         job, created = reindex_repository(_get_repository(repository_id))

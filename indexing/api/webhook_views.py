@@ -5,10 +5,13 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.audit import AuditedWrites
+from accounts.roles import Role
 from indexing.api.views import _get_repository
 from indexing.models import Repository
 from indexing.webhooks.deliveries import receive_delivery, rotate_webhook_secret
@@ -47,7 +50,13 @@ def _webhook_body(request: Request, repository: Repository) -> dict[str, str]:
     }
 
 
-class WebhookDeliveryView(APIView):
+class WebhookDeliveryView(AuditedWrites, APIView):
+    audit_actions = {"POST": "webhook.delivery"}
+    # The git host proves itself with the repository's secret (indexing.webhooks), not a token.
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[type] = []
+
     @extend_schema(
         request={"application/json": OpenApiTypes.OBJECT},
         responses={
@@ -76,13 +85,17 @@ class WebhookDeliveryView(APIView):
 
 
 class RepositoryWebhookView(APIView):
+    required_roles = {"GET": Role.WRITE}  # the secret lets its holder queue re-indexes
+
     @extend_schema(responses={200: WebhookSerializer, **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
         """The payload URL and secret to configure a push webhook on the git host."""
         return Response(_webhook_body(request, _get_repository(repository_id)))
 
 
-class RepositoryWebhookRotateView(APIView):
+class RepositoryWebhookRotateView(AuditedWrites, APIView):
+    audit_actions = {"POST": "webhook.rotate"}
+
     @extend_schema(request=None, responses={200: WebhookSerializer, **error_responses(404)})
     def post(self, request: Request, repository_id: str) -> Response:
         """A new secret; deliveries signed with the old one get 401 from now on."""

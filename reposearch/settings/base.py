@@ -5,6 +5,8 @@ Development defaults are safe and local. ``production.py`` tightens them.
 
 from __future__ import annotations
 
+import re
+
 from reposearch.processes import QUEUES, default_web_workers
 
 from .env import (
@@ -69,6 +71,20 @@ REPO_SEARCH_POLL_INTERVAL_SECS = env.non_negative_int("REPO_SEARCH_POLL_INTERVAL
 REPO_SEARCH_POLL_TICK_SECS = env.positive_int("REPO_SEARCH_POLL_TICK_SECS", 30)
 REPO_SEARCH_POLL_MAX_BACKOFF_SECS = env.positive_int("REPO_SEARCH_POLL_MAX_BACKOFF_SECS", 21_600)
 
+# --- Accounts (accounts/) -----------------------------------------------------------------------
+# Anonymous requests may read (search, ask, view) when set; writes always need an account.
+REPO_SEARCH_ANONYMOUS_READ = env.flag("REPO_SEARCH_ANONYMOUS_READ", False)
+# Per-account budgets (DRF rates: N/sec|min|hour|day); over them: 429 with Retry-After.
+REPO_SEARCH_THROTTLE_SEARCH = env.text("REPO_SEARCH_THROTTLE_SEARCH", "240/min")
+REPO_SEARCH_THROTTLE_ASK = env.text("REPO_SEARCH_THROTTLE_ASK", "30/min")
+REPO_SEARCH_THROTTLE_WRITES = env.text("REPO_SEARCH_THROTTLE_WRITES", "60/min")
+for _name in ("SEARCH", "ASK", "WRITES"):
+    _rate = globals()[f"REPO_SEARCH_THROTTLE_{_name}"]
+    if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", _rate):
+        raise ConfigError(
+            f"REPO_SEARCH_THROTTLE_{_name}={_rate!r}: expected a rate such as 120/min"
+        )
+
 # --- Models (SPEC §6) --------------------------------------------------------------------------
 LLM_PROVIDER = env.choice("LLM_PROVIDER", "ollama", PROVIDERS_CHAT)
 LLM_EMBEDDING_PROVIDER = env.choice("LLM_EMBEDDING_PROVIDER", "local", PROVIDERS_EMBEDDING)
@@ -114,6 +130,17 @@ REPO_SEARCH_REDIS_PORT = env.port("REPO_SEARCH_REDIS_PORT", DEFAULT_REDIS_PORT)
 DATABASE_URL = database_url(env)
 DATABASES = {"default": database_config(DATABASE_URL)}
 REDIS_URL = redis_url(env)
+
+# Throttle and sign-in counters are shared by every web process through Redis; short timeouts,
+# and callers carry on without them if Redis is away (accounts/throttles.py).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "reposearch",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
+}
 
 # --- Django ------------------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -191,9 +218,13 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
-    "UNAUTHENTICATED_USER": None,
+    # accounts: a bearer token or the UI's session (CSRF enforced), a role per operation.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.BearerTokenAuthentication",
+        "accounts.authentication.CsrfSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.RolePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttles.WriteRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "reposearch API",
@@ -203,6 +234,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no call to swagger.io
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schema and its docs page need an account, like every other part of the API.
+    "SERVE_PERMISSIONS": ["accounts.permissions.RolePermission"],
+    "ENUM_NAME_OVERRIDES": {"TokenScopeEnum": "accounts.models.TokenScope"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "reposearch.api_schema.declare_common_errors",  # 400/404/413 of the request guards

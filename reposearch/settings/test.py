@@ -11,6 +11,10 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+# Per-process counters; budgets out of the way except in the tests that lower them.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+REPO_SEARCH_THROTTLE_SEARCH = REPO_SEARCH_THROTTLE_ASK = "100000/min"
+REPO_SEARCH_THROTTLE_WRITES = "100000/min"
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = True
 STATIC_ROOT = None  # type: ignore[assignment]  # whitenoise serves nothing in tests; avoids a missing-directory warning
 

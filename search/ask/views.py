@@ -13,6 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.roles import Role
+from accounts.throttles import AskRateThrottle
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
@@ -21,6 +23,9 @@ from search.ask.service import AskRequest, answer_question
 
 class AskView(APIView):
     """Answer a question from the indexed code with citations resolved from chunk metadata."""
+
+    required_roles = {"POST": Role.READ}  # a read, though it is a POST
+    throttle_classes = [AskRateThrottle]
 
     @extend_schema(
         operation_id="ask",

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from indexing.models import Chunk
+from tests.accounts_support import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ def numbered(messages: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def ask(**body: Any) -> Any:
-    return APIClient().post("/api/ask", body, format="json")
+    return token_client().post("/api/ask", body, format="json")
 
 
 def test_citations_resolve_from_chunk_metadata_and_invented_ones_are_removed(shop, chat_model):
@@ -171,11 +171,11 @@ def test_bad_input_is_a_clear_4xx(db, body, status):
 
 @pytest.mark.parametrize("payload", ['{"question": ', "[1, 2]", '"pool"', "null"])
 def test_malformed_or_non_object_json_is_a_400(db, payload):
-    response = APIClient().post("/api/ask", payload, content_type="application/json")
+    response = token_client().post("/api/ask", payload, content_type="application/json")
     assert response.status_code == 400, response.content
 
 
 def test_ask_is_in_the_openapi_schema(db) -> None:
-    response = APIClient().get("/api/schema", HTTP_ACCEPT="application/json")
+    response = token_client().get("/api/schema", HTTP_ACCEPT="application/json")
     operation = response.json()["paths"]["/api/ask"]["post"]
     assert {"200", "400", "404", "413", "502", "503"} <= set(operation["responses"])

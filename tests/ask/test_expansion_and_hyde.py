@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from indexing.models import Chunk
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import load_snippets
 from search.ask.evaluation import check_citations, retrieve_for_evaluation
+from tests.accounts_support import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +69,7 @@ def test_a_definition_in_the_same_file_wins_over_one_elsewhere(shop) -> None:
 def test_ask_with_expand_marks_expansion_snippets(shop, chat_model) -> None:
     chat_model.chat_handler = lambda messages: "Start [1], then the pool [2]."
     body = (
-        APIClient()
+        token_client()
         .post(
             "/api/ask",
             {"question": "what does start_app do", "k": 1, "expand": True},
@@ -93,7 +93,7 @@ def test_hyde_searches_with_the_models_snippet_and_fuses_it(shop, chat_model) ->
 
     chat_model.chat_handler = reply
     body = (
-        APIClient()
+        token_client()
         .post("/api/ask", {"question": "how long between tries", "hyde": True}, format="json")
         .json()
     )

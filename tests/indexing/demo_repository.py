@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 
-from rest_framework.test import APIClient
-
 from indexing.models import IndexJob
+from tests.accounts_support import token_client
 from tests.indexing.git_server import Symlink
 
 PARSER = '''"""HTTP header parsing."""
@@ -65,6 +64,6 @@ def wait_for_job(job_id: int, seconds: float = 180.0) -> IndexJob:
 
 
 def add(url: str) -> dict:
-    response = APIClient().post("/api/repos", {"url": url}, format="json")
+    response = token_client().post("/api/repos", {"url": url}, format="json")
     assert response.status_code == 202, response.json()
     return response.json()

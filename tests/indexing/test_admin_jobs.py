@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from rest_framework.test import APIClient
 
 from indexing.models import IndexJob
+from tests.accounts_support import token_client
 from tests.indexing.real_run import fetch_and_index, mirror
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +41,7 @@ def test_the_walk_records_which_files_it_skipped_and_why(job: IndexJob) -> None:
     assert reasons["link_passwd"] == "symlink"
     assert reasons[".gitignore"] == "hidden file"
     assert job.files_skipped == len(job.skipped_files)
-    body = APIClient().get(f"/api/jobs/{job.pk}").json()
+    body = token_client().get(f"/api/jobs/{job.pk}").json()
     assert {"path": "image.png", "reason": "binary"} in body["skipped_files"]
 
 

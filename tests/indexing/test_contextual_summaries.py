@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 import llm
 import llm.config
@@ -11,6 +10,7 @@ from indexing.models import Chunk, ChunkEmbedding, IndexJob, JobKind, Repository
 from indexing.services.stages.embed import run_embed
 from indexing.services.vectors import embed_repository, space_for
 from tests import factories
+from tests.accounts_support import token_client
 
 SOURCE = [
     "def parse_http_header(line):\n    return line.split(':', 1)",
@@ -41,7 +41,7 @@ def reembed_job(repository: Repository) -> IndexJob:
 
 
 def test_opting_in_shows_the_cost_in_calls_before_anything_runs(repository) -> None:
-    client = APIClient()
+    client = token_client()
     body = client.get(f"/api/repos/{repository.pk}").json()
     assert (body["contextual_summaries"], body["contextual_summary_calls"]) == (False, 0)
     response = client.patch(

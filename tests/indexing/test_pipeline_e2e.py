@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
-from rest_framework.test import APIClient
 
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, Repository, SourceFile
+from tests.accounts_support import token_client
 from tests.indexing.demo_repository import EXPECTED_PATHS, FILES, UTIL_JS, add, wait_for_job
 from tests.indexing.git_server import GitHttpServer, SilentServer, commit_files, init_bare_repo
 
@@ -81,7 +81,7 @@ def test_a_repository_is_cloned_indexed_and_searchable(celery_worker_process, se
     assert "root:x:0:0" not in contents
     assert "GENERATED" not in contents and "module.exports" not in contents
 
-    detail = APIClient().get(f"/api/repos/{repository.pk}").json()
+    detail = token_client().get(f"/api/repos/{repository.pk}").json()
     assert detail["current_job"]["state"] == "done"
     assert detail["current_job"]["progress"] == 1.0
     assert set(detail["current_job"]["stage_timings"]) >= {
@@ -114,7 +114,7 @@ def test_incremental_reindex_only_touches_changed_files(celery_worker_process, s
     second["src/app/extra.py"] = "def brand_new_function():\n    return 42\n"
     commit_files(repo, second, message="second", parent=repository.last_indexed_commit.encode())
 
-    response = APIClient().post(f"/api/repos/{repository.pk}/reindex")
+    response = token_client().post(f"/api/repos/{repository.pk}/reindex")
     assert response.status_code == 202
     assert response.json()["kind"] == "incremental"
     job = wait_for_job(response.json()["id"])
@@ -196,7 +196,7 @@ def test_a_worker_killed_mid_job_never_shows_partial_data(celery_worker_process,
             f"class Model{number}:\n    def method(self):\n        return function_{number}(1)\n"
         )
     commit_files(repo, bigger, message="many files", parent=repository.last_indexed_commit.encode())
-    job_id = APIClient().post(f"/api/repos/{repository.pk}/reindex").json()["id"]
+    job_id = token_client().post(f"/api/repos/{repository.pk}/reindex").json()["id"]
 
     deadline = time.monotonic() + 60
     while IndexJob.objects.get(pk=job_id).state not in {"walking", "chunking", "storing"}:

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rest_framework.test import APIClient
 
 from indexing.models import IndexJob, Repository
 from reposearch.processes import beat_command
+from tests.accounts_support import token_client
 from tests.conftest import ROOT, WorkerProcess
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 
@@ -58,7 +58,7 @@ def test_a_pushed_commit_is_polled_reindexed_and_searchable_with_no_request(
 ) -> None:
     source = init_bare_repo(str(tmp_path / "demo.git"))
     first = commit_files(source, {"src/app.py": "def greet(name):\n    return name\n"})
-    api = APIClient()
+    api = token_client()
     with GitHttpServer({"team/demo.git": source}) as server:
         created = api.post("/api/repos", {"url": server.url("team/demo.git")}, format="json")
         assert created.status_code == 202, created.json()
@@ -121,7 +121,7 @@ def test_a_signed_push_webhook_makes_the_commit_searchable(celery_worker_process
 
     source = init_bare_repo(str(tmp_path / "hooked.git"))
     first = commit_files(source, {"src/app.py": "def greet(name):\n    return name\n"})
-    api = APIClient()
+    api = token_client()
     with GitHttpServer({"team/hooked.git": source}) as server:
         created = api.post("/api/repos", {"url": server.url("team/hooked.git")}, format="json")
         repository_id = created.json()["id"]

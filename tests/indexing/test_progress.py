@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from indexing import progress
 from indexing.models import IndexJob, JobKind, JobState
 from indexing.services import jobs
 from indexing.services.repositories import add_repository
 from indexing.services.stages.fetch_and_index import run_fetch
+from tests.accounts_support import token_client
 from tests.indexing.real_run import fetch_and_index, mirror
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_queued_jobs_say_how_many_are_ahead_in_the_git_queue(local: Path) -> Non
         "git", 2, "waiting: 2 jobs ahead in the git queue"
     )
     # The API says the same, in the job the Repositories page reads.
-    listed = APIClient().get("/api/repos").json()
+    listed = token_client().get("/api/repos").json()
     by_id = {repo["id"]: repo["current_job"] for repo in listed}
     assert by_id[str(third.repository_id)]["waiting"] == {
         "queue": "git",
@@ -149,7 +149,7 @@ def test_finished_jobs_have_no_estimate_and_a_full_bar(local: Path) -> None:
     assert progress.fraction(done) == 1.0
     assert progress.estimate(done, progress.recent_rates()) == progress.Estimate(None, None)
     assert progress.waiting(done) is None
-    body = APIClient().get(f"/api/jobs/{done.pk}").json()
+    body = token_client().get(f"/api/jobs/{done.pk}").json()
     assert body["eta_seconds"] is None and body["waiting"] is None and body["progress"] == 1.0
 
 

@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from indexing.models import Chunk, ChunkEmbedding, IndexJob, JobKind, Repository
 from indexing.tasks.maintenance import reap_stale_jobs
+from tests.accounts_support import token_client
 from tests.indexing.demo_repository import FILES, add, wait_for_job
 from tests.indexing.git_server import commit_files
 
@@ -86,5 +86,5 @@ def test_a_queued_job_whose_message_was_lost_is_resumed_by_the_reaper(
     repository.refresh_from_db()
     assert repository.status == "ready" and repository.chunk_count > 0
     _assert_complete(repository)
-    hits = APIClient().post("/api/search", {"query": "parse_http_header"}, format="json").json()
+    hits = token_client().post("/api/search", {"query": "parse_http_header"}, format="json").json()
     assert hits["results"][0]["file_path"] == "src/app/parser.py"

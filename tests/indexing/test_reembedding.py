@@ -11,6 +11,7 @@ from indexing.services.stages.embed import run_embed
 from indexing.services.vectors import embed_repository, space_for
 from llm.config import invalidate
 from tests import factories
+from tests.accounts_support import token_client
 
 SOURCE = [
     "def parse_http_header(line):\n    return line.split(':', 1)",
@@ -104,11 +105,10 @@ def test_the_vector_limit_stops_embedding_and_says_how_many_chunks_lack_a_vector
 def test_repositories_show_that_they_need_reembedding_after_a_model_change(
     indexed_repository, settings, model_server
 ) -> None:
-    from rest_framework.test import APIClient
 
     local = llm.get_embedder()
     embed_repository(indexed_repository, space_for(local), local.embed, batch_size=32)
-    body = APIClient().get("/api/repos").json()[0]
+    body = token_client().get("/api/repos").json()[0]
     assert (body["vectors"], body["vectors_missing"], body["needs_reembedding"]) == (3, 0, False)
 
     settings.LLM_EMBEDDING_PROVIDER = "ollama"
@@ -117,7 +117,7 @@ def test_repositories_show_that_they_need_reembedding_after_a_model_change(
     invalidate()
     try:
         space_for(llm.get_embedder())
-        body = APIClient().get(f"/api/repos/{indexed_repository.pk}").json()
+        body = token_client().get(f"/api/repos/{indexed_repository.pk}").json()
         assert (body["vectors"], body["vectors_missing"], body["needs_reembedding"]) == (0, 3, True)
     finally:
         invalidate()

@@ -8,11 +8,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from indexing.models import IndexJob, Repository, RepositoryStatus
+from tests.accounts_support import token_client
 
 
 @pytest.fixture
 def api() -> APIClient:
-    return APIClient()
+    return token_client()
 
 
 @pytest.fixture

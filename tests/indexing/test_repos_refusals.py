@@ -16,6 +16,7 @@ from indexing.exceptions import DuplicateRepository, InvalidRepositoryInput
 from indexing.models import IndexJob, JobState, Repository
 from indexing.services.repositories import add_repository
 from indexing.services.stages.fetch_and_index import run_fetch
+from tests.accounts_support import token_client
 
 ODD_BRANCH_NAMES = [
     "main", "a;b", "`id`", "$(id)", "a|b", "a>b", "a'b", 'a"b', "#a", "a{b}", "ünï", "@",
@@ -28,7 +29,7 @@ ODD_BRANCH_NAMES = [
 
 @pytest.fixture
 def api() -> APIClient:
-    return APIClient()
+    return token_client()
 
 
 @pytest.fixture

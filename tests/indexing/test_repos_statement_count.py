@@ -10,12 +10,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 import llm
 from indexing.models import IndexJob, JobKind, JobState, Repository
 from indexing.services.vectors import embed_repository, space_for
 from tests import factories
+from tests.accounts_support import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +60,7 @@ def _add_repositories(first: int, count: int) -> list[Repository]:
 
 
 def _listed() -> tuple[int, list[dict]]:
-    client = APIClient()
+    client = token_client()
     client.get("/api/repos")  # warm: settings and model caches are not the point
     with CaptureQueriesContext(connection) as captured:
         response = client.get("/api/repos")

@@ -15,6 +15,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from tests.accounts_support import token_client
 
 INDEXED = "a" * 40
 PUSHED = "b" * 40
@@ -22,7 +23,7 @@ PUSHED = "b" * 40
 
 @pytest.fixture
 def api() -> APIClient:
-    return APIClient()
+    return token_client()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 import llm
 from llm import config
 from llm.models import ModelConfig
+from tests.accounts_support import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +37,7 @@ def env_settings() -> Iterator[None]:
 
 @pytest.fixture
 def api() -> APIClient:
-    return APIClient()
+    return token_client()
 
 
 def test_get_shows_config_without_the_key(api: APIClient) -> None:

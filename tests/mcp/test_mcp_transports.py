@@ -20,9 +20,11 @@ import pytest
 import uvicorn
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
+from tests.accounts_support import bearer, make_account, token_for
 from tests.ask.corpus import FILES, build_repository
 from tests.conftest import _test_database_url
 
@@ -157,8 +159,9 @@ def test_stdio_transport(committed_shop: Repository, settings: Any) -> None:
         "REPO_SEARCH_DATA_DIR": str(settings.REPO_SEARCH_DATA_DIR),
         "LLM_PROVIDER": "none",
     }
+    make_account("read", username="agent")
     params = StdioServerParameters(
-        command=sys.executable, args=["manage.py", "mcp"], cwd=str(ROOT), env=env
+        command=sys.executable, args=["manage.py", "mcp", "--user", "agent"], cwd=str(ROOT), env=env
     )
 
     expected = expectations(committed_shop)
@@ -210,10 +213,12 @@ def test_streamable_http_transport_mounted_in_the_web_server(
     assert httpx.get(f"{web_server}/api/health", timeout=10).status_code in (200, 503)
 
     expected = expectations(committed_shop)
+    headers = bearer(token_for(make_account("read")))
 
     async def main() -> None:
         async with (
-            streamable_http_client(f"{web_server}/mcp") as (read, write),
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(f"{web_server}/mcp", http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):
             await exercise(session, expected)
@@ -221,12 +226,71 @@ def test_streamable_http_transport_mounted_in_the_web_server(
     anyio.run(main)
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "tests", "version": "0"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer rs_unknownunknownunknownunknown", "Basic YTpi", "Bearer " + "x" * 10_000,
+     "Bearer t\u00f6ken-with-umlaut-and-more"],
+    ids=["none", "empty", "no token", "unknown", "basic", "10 kB", "non-ASCII"],
+)  # fmt: skip
+def test_http_mcp_needs_a_usable_token(web_server: str, authorization: str | None) -> None:
+    import httpx
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if authorization is not None:
+        headers["Authorization"] = authorization.encode()  # type: ignore[assignment]  # bytes: httpx sends them as they are
+    response = httpx.post(f"{web_server}/mcp", headers=headers, json=INITIALIZE, timeout=10)
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert set(response.json()) == {"error"}
+
+
+def test_http_mcp_tools_see_what_the_tokens_account_sees(
+    web_server: str, committed_shop: Repository
+) -> None:
+    """A restricted repository is not listed for an outsider's token, and is for a member's."""
+    from django.contrib.auth.models import Group
+
+    team = Group.objects.create(name="shop-team")
+    committed_shop.visible_to_groups.add(team)
+    outsider = bearer(token_for(make_account("read")))
+    member = bearer(token_for(make_account("read", groups=["shop-team"])))
+
+    async def listed(headers: dict[str, str]) -> list[str]:
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(f"{web_server}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("list_repositories", {})
+            return [repo["name"] for repo in payload(result)["repositories"]]
+
+    assert anyio.run(listed, outsider) == []
+    assert anyio.run(listed, member) == [committed_shop.name]
+
+
 def test_a_foreign_host_header_is_refused(web_server: str) -> None:
     import httpx
 
     response = httpx.post(
         f"{web_server}/mcp",
-        headers={"Host": "evil.example", "Content-Type": "application/json"},
+        headers={
+            "Host": "evil.example",
+            "Content-Type": "application/json",
+            **bearer(token_for(make_account("read"))),
+        },
         content=b"{}",
         timeout=10,
     )

@@ -7,14 +7,21 @@ import urllib.request
 
 import pytest
 
+from tests.accounts_support import bearer, make_account, token_for
+
+HEADERS: dict[str, str] = {}
+
 
 def fetch(url: str) -> tuple[int, bytes, str]:
-    with urllib.request.urlopen(url, timeout=30) as response:
+    with urllib.request.urlopen(
+        urllib.request.Request(url, headers=HEADERS), timeout=30
+    ) as response:
         return response.status, response.read(), response.headers.get("Content-Type", "")
 
 
 @pytest.mark.django_db
 def test_the_docs_page_loads_only_local_assets_and_they_are_served(live_server) -> None:
+    HEADERS.update(bearer(token_for(make_account("read"))))
     status, body, _ = fetch(f"{live_server.url}/api/docs")
     assert status == 200
     page = body.decode()

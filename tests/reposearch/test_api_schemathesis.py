@@ -23,6 +23,7 @@ from schemathesis import checks
 from schemathesis.generation.stateful.state_machine import APIStateMachine
 
 import llm.config
+from tests.accounts_support import bearer, make_account, token_for
 
 CHECKS = [
     checks.not_a_server_error,
@@ -62,6 +63,11 @@ def api_server(  # type: ignore[no-untyped-def]
     llm.config.invalidate()
 
 
+def fresh_admin_headers() -> dict[str, str]:
+    """A new administrator token per call: a generated DELETE /api/tokens/{id} may revoke one."""
+    return bearer(token_for(make_account("admin")))
+
+
 def _generated_schema() -> dict[str, Any]:
     from drf_spectacular.generators import SchemaGenerator
 
@@ -78,7 +84,7 @@ schema = schemathesis.openapi.from_dict(_generated_schema())
 @schema.exclude(path="/api/health").parametrize()
 @SETTINGS
 def test_every_operation_answers_as_its_schema_says(case, api_server) -> None:  # type: ignore[no-untyped-def]
-    case.call_and_validate(base_url=api_server, checks=CHECKS)
+    case.call_and_validate(base_url=api_server, checks=CHECKS, headers=fresh_admin_headers())
 
 
 def test_the_served_schema_is_the_one_tested(api_server) -> None:  # type: ignore[no-untyped-def]
@@ -86,7 +92,8 @@ def test_the_served_schema_is_the_one_tested(api_server) -> None:  # type: ignor
     import urllib.request
 
     request = urllib.request.Request(
-        f"{api_server}/api/schema", headers={"Accept": "application/vnd.oai.openapi+json"}
+        f"{api_server}/api/schema",
+        headers={"Accept": "application/vnd.oai.openapi+json", **fresh_admin_headers()},
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         served = json.loads(response.read())
@@ -102,7 +109,7 @@ def test_call_sequences_along_the_schemas_links(api_server) -> None:  # type: ig
 
     class Checked(machine):  # type: ignore[misc, valid-type]
         def get_call_kwargs(self, case):  # type: ignore[no-untyped-def]
-            return {"base_url": api_server}
+            return {"base_url": api_server, "headers": fresh_admin_headers()}
 
         def before_call(self, case):  # type: ignore[no-untyped-def]
             # Generated strings are almost never a repository URL; give the adds a real-looking

@@ -9,6 +9,14 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from tests.accounts_support import token_client
+
+
+@pytest.fixture
+def api() -> APIClient:
+    """Signed in before the database goes away (its token is checked on every request)."""
+    return token_client()
+
 
 def _closed_port() -> int:
     with socket.socket() as sock:
@@ -43,9 +51,9 @@ def database_down() -> Iterator[Callable[[], None]]:
     ],
 )
 def test_the_api_answers_503_while_the_database_is_down(
-    database_down: Callable[[], None], method: str, path: str, body: dict | None
+    api: APIClient, database_down: Callable[[], None], method: str, path: str, body: dict | None
 ) -> None:
-    response = getattr(APIClient(), method)(path, body, format="json")
+    response = getattr(api, method)(path, body, format="json")
     assert response.status_code == 503
     error = response.json()["error"]
     assert error["code"] == "database_unavailable"
@@ -55,8 +63,8 @@ def test_the_api_answers_503_while_the_database_is_down(
 
 @pytest.mark.django_db(transaction=True)
 def test_the_api_answers_again_when_the_database_is_back(
-    database_down: Callable[[], None],
+    api: APIClient, database_down: Callable[[], None]
 ) -> None:
-    assert APIClient().get("/api/repos").status_code == 503
+    assert api.get("/api/repos").status_code == 503
     database_down()
-    assert APIClient().get("/api/repos").status_code == 200
+    assert api.get("/api/repos").status_code == 200

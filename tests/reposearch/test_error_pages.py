@@ -11,7 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.test import Client
+
+from tests.accounts_support import session_client
 
 ROOT = Path(__file__).resolve().parents[2]
 LEAKS = (b"Traceback", b"URLconf", b"DATABASE_URL", b"SECRET_KEY", b"urlpatterns", b"Django")
@@ -32,7 +33,7 @@ def assert_friendly_page(response, status: int, title: bytes) -> None:  # type: 
 )
 def test_unknown_pages_get_the_friendly_404_even_with_debug_on(settings, debug, path) -> None:
     settings.DEBUG = debug
-    response = Client().get(path.format(id=uuid.uuid4()))
+    response = session_client().get(path.format(id=uuid.uuid4()))
     assert_friendly_page(response, 404, b"Not found")
     assert b"Back to search" in response.content
 
@@ -41,7 +42,7 @@ def test_unknown_pages_get_the_friendly_404_even_with_debug_on(settings, debug, 
 @pytest.mark.parametrize("debug", [False, True])
 def test_unknown_api_paths_are_404_in_the_error_shape(settings, debug) -> None:
     settings.DEBUG = debug
-    response = Client().get("/api/repos/x/y/z")
+    response = session_client().get("/api/repos/x/y/z")
     assert response.status_code == 404
     assert response.json() == {
         "error": {
@@ -54,7 +55,7 @@ def test_unknown_api_paths_are_404_in_the_error_shape(settings, debug) -> None:
 
 @pytest.mark.django_db
 def test_a_missing_trailing_slash_still_redirects() -> None:
-    response = Client().get("/repos")
+    response = session_client().get("/repos")
     assert response.status_code == 301
     assert response["Location"] == "/repos/"
 
@@ -62,7 +63,8 @@ def test_a_missing_trailing_slash_still_redirects() -> None:
 @pytest.mark.django_db
 def test_a_failing_page_is_the_friendly_500_without_internals(settings) -> None:
     settings.ROOT_URLCONF = "tests.reposearch.error_urls"
-    client = Client(raise_request_exception=False)
+    client = session_client()
+    client.raise_request_exception = False
     response = client.get("/boom/")
     assert_friendly_page(response, 500, b"Something went wrong")
     assert b"pw@db" not in response.content
@@ -72,7 +74,9 @@ def test_a_failing_page_is_the_friendly_500_without_internals(settings) -> None:
 @pytest.mark.parametrize("path", ["/api/boom", "/api/boom-plain"])
 def test_a_failing_api_call_is_a_500_in_the_error_shape(settings, path) -> None:
     settings.ROOT_URLCONF = "tests.reposearch.error_urls"
-    response = Client(raise_request_exception=False).get(path)
+    client = session_client()
+    client.raise_request_exception = False
+    response = client.get(path)
     assert response.status_code == 500
     error = response.json()["error"]
     assert error["code"] == "internal_error"
@@ -83,6 +87,9 @@ PROBE = """
 import django, json
 django.setup()
 from django.test import Client
+
+from tests.accounts_support import session_client
+from tests.accounts_support import session_client
 client = Client(HTTP_HOST="localhost")
 page = client.get("/repos/00000000-0000-0000-0000-000000000000/")
 api = client.get("/api/nope")

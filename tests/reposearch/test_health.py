@@ -5,9 +5,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-from rest_framework.test import APIClient
 
 from reposearch.celery import app as celery_app
+from tests.accounts_support import token_client
 
 
 def closed_port() -> int:
@@ -18,7 +18,7 @@ def closed_port() -> int:
 
 @pytest.mark.django_db
 def test_health_ok_with_database_broker_and_a_live_worker(celery_worker_process) -> None:
-    response = APIClient().get("/api/health")
+    response = token_client().get("/api/health")
     assert response.status_code == 200, response.json()
     body = response.json()
     assert body["status"] == "ok"
@@ -33,8 +33,8 @@ def test_one_worker_ping_answers_health_for_a_few_seconds(celery_worker_process)
     from reposearch import health
 
     health.forget_worker_ping()
-    first = APIClient().get("/api/health").json()["workers"]
-    second = APIClient().get("/api/health").json()["workers"]
+    first = token_client().get("/api/health").json()["workers"]
+    second = token_client().get("/api/health").json()["workers"]
     assert first["ok"] and second["ok"], (first, second)
     assert second["checked_at"] == first["checked_at"]  # the same ping, not a new 1 s wait
     assert second["count"] == first["count"]
@@ -46,8 +46,8 @@ def test_an_expired_worker_ping_is_redone(celery_worker_process, monkeypatch) ->
 
     health.forget_worker_ping()
     monkeypatch.setattr(health, "WORKER_PING_CACHE_SECS", 0.0)
-    first = APIClient().get("/api/health").json()["workers"]
-    second = APIClient().get("/api/health").json()["workers"]
+    first = token_client().get("/api/health").json()["workers"]
+    second = token_client().get("/api/health").json()["workers"]
     assert second["checked_at"] != first["checked_at"]
     assert second["age_s"] == 0.0
 
@@ -59,7 +59,7 @@ def test_health_503_names_the_broker_when_it_is_down(settings, monkeypatch) -> N
     dead = f"redis://127.0.0.1:{closed_port()}/0"
     settings.CELERY_BROKER_URL = dead
     monkeypatch.setattr(celery_app.conf, "broker_url", dead)
-    response = APIClient().get("/api/health")
+    response = token_client().get("/api/health")
     assert response.status_code == 503
     body = response.json()
     assert "broker" in body["down"]
@@ -74,7 +74,7 @@ def test_health_503_names_absent_workers(settings, monkeypatch, celery_worker_pr
     empty = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
     settings.CELERY_BROKER_URL = empty
     monkeypatch.setattr(celery_app.conf, "broker_url", empty)
-    response = APIClient().get("/api/health")
+    response = token_client().get("/api/health")
     assert response.status_code == 503
     body = response.json()
     assert body["down"] == ["workers"]

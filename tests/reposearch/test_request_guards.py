@@ -12,6 +12,7 @@ from django.test import Client
 from indexing.models import IndexJob, Repository
 from llm.models import ModelConfig
 from reposearch.request_guards import MAX_JSON_DEPTH, json_depth_exceeds
+from tests.accounts_support import session_client
 
 TEN_MB = 10 * 1024 * 1024
 
@@ -52,7 +53,7 @@ def nothing_changed(repository: Repository) -> None:
 
 @pytest.mark.django_db
 def test_a_10_mb_body_is_413_before_parsing_on_every_json_endpoint(repository) -> None:
-    client = Client()
+    client = session_client()
     body = b'{"query": "' + b"a" * TEN_MB + b'", "name": "x", "chat_model": "y"}'
     for method, path in json_endpoints(repository):
         response = send(client, method, path, body)
@@ -70,7 +71,7 @@ def test_a_10_mb_body_is_413_before_parsing_on_every_json_endpoint(repository) -
 @pytest.mark.django_db
 @pytest.mark.parametrize("depth", [50_000, 100_000])
 def test_json_nested_50k_to_100k_deep_is_400_on_every_json_endpoint(repository, depth) -> None:
-    client = Client()
+    client = session_client()
     bare = b"[" * depth + b"]" * depth
     as_value = b'{"query": ' + b'{"a": ' * depth + b"1" + b"}" * depth + b"}"
     for method, path in json_endpoints(repository):
@@ -94,7 +95,7 @@ def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
 
 @pytest.mark.django_db
 def test_a_query_full_of_brackets_is_searched_not_refused() -> None:
-    response = Client().post(
+    response = session_client().post(
         "/api/search",
         {"query": "[" * 400 + "x" + "]" * 400, "use_vector": False},
         content_type="application/json",
@@ -118,7 +119,7 @@ def test_a_query_full_of_brackets_is_searched_not_refused() -> None:
     ],
 )
 def test_nul_characters_and_wrong_types_in_bodies_are_400(repository, path, body, fragment) -> None:
-    response = Client().post(path, body, content_type="application/json")
+    response = session_client().post(path, body, content_type="application/json")
     assert response.status_code == 400, response.content[:300]
     assert fragment in error_of(response)["message"]
     nothing_changed(repository)
@@ -126,18 +127,18 @@ def test_nul_characters_and_wrong_types_in_bodies_are_400(repository, path, body
 
 @pytest.mark.django_db
 def test_config_refuses_nul_characters_and_keeps_the_settings(repository) -> None:
-    before = Client().get("/api/config").json()
-    response = Client().put(
+    before = session_client().get("/api/config").json()
+    response = session_client().put(
         "/api/config", {"chat_model": "llama\x00"}, content_type="application/json"
     )
     assert response.status_code == 400
     assert "Null characters" in error_of(response)["message"]
-    assert Client().get("/api/config").json() == before
+    assert session_client().get("/api/config").json() == before
 
 
 @pytest.mark.django_db
 def test_a_nul_in_the_file_views_path_is_a_400_page_not_a_database_error(repository) -> None:
-    response = Client().get(f"/repos/{repository.pk}/file", {"path": "pkg/pool.py\x00.txt"})
+    response = session_client().get(f"/repos/{repository.pk}/file", {"path": "pkg/pool.py\x00.txt"})
     assert response.status_code == 400
     assert b"contains a NUL character" in response.content
     assert b"Traceback" not in response.content and b"DataError" not in response.content
@@ -145,7 +146,7 @@ def test_a_nul_in_the_file_views_path_is_a_400_page_not_a_database_error(reposit
 
 @pytest.mark.django_db
 def test_a_nul_in_an_api_query_parameter_is_a_400_in_the_error_shape() -> None:
-    response = Client().get("/api/repos", {"x": "a\x00"})
+    response = session_client().get("/api/repos", {"x": "a\x00"})
     assert response.status_code == 400
     assert error_of(response) == {
         "code": "invalid",
@@ -156,7 +157,7 @@ def test_a_nul_in_an_api_query_parameter_is_a_400_in_the_error_shape() -> None:
 
 @pytest.mark.django_db
 def test_a_chunked_body_without_a_length_is_411_not_read_as_empty(repository) -> None:
-    response = Client().generic(
+    response = session_client().generic(
         "POST",
         "/api/repos",
         b'{"url": "https://example.org/a.git"}',
@@ -171,7 +172,7 @@ def test_a_chunked_body_without_a_length_is_411_not_read_as_empty(repository) ->
 
 @pytest.mark.django_db
 def test_more_query_parameters_than_django_takes_is_a_400_not_a_crash() -> None:
-    response = Client().get("/api/repos?" + "a=1&" * 1500)
+    response = session_client().get("/api/repos?" + "a=1&" * 1500)
     assert response.status_code == 400
     assert error_of(response)["message"] == "too many query parameters (over 1000)"
 
@@ -188,7 +189,7 @@ def test_more_query_parameters_than_django_takes_is_a_400_not_a_crash() -> None:
 )
 def test_wrongly_typed_requests_to_ui_results_are_400(request_part, fragment) -> None:
     body = {"request": request_part, "response": {"results": [], "trace": []}}
-    response = Client().post("/ui/results", body, content_type="application/json")
+    response = session_client().post("/ui/results", body, content_type="application/json")
     assert response.status_code == 400
     assert fragment in response.content
 
@@ -199,6 +200,6 @@ def test_ui_results_still_renders_a_well_typed_request() -> None:
         "request": {"query": "pool", "repo_ids": [str(uuid.uuid4())], "paths": ["src/"]},
         "response": {"query": "pool", "results": [], "trace": []},
     }
-    response = Client().post("/ui/results", body, content_type="application/json")
+    response = session_client().post("/ui/results", body, content_type="application/json")
     assert response.status_code == 200
     assert b"paths: src/" in response.content

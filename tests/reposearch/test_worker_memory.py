@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 from django.conf import settings
-from rest_framework.test import APIClient
 
 from indexing.models import IndexJob
+from tests.accounts_support import token_client
 from tests.indexing.git_server import commit_files, init_bare_repo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -40,7 +40,7 @@ def test_the_child_that_embedded_gives_its_memory_back(
     before = set(celery_worker_process.pool_children())
     repo = init_bare_repo(str(tmp_path / "handlers.git"))
     commit_files(repo, {"app/handlers.py": SOURCE}, message="handlers")
-    response = APIClient().post(
+    response = token_client().post(
         "/api/repos", {"url": str(tmp_path / "handlers.git")}, format="json"
     )
     assert response.status_code == 202, response.json()

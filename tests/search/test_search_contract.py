@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from rest_framework.test import APIClient
 
 from search import contract
 from search.executor import SearchRequest
 from search.mcp.tools import search_code
+from tests.accounts_support import token_client
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 
@@ -58,7 +58,7 @@ def test_api_command_and_mcp_tool_answer_alike() -> None:
         ],
     )
     fields = {"query": "retry call", "limit": 5, "use_vector": False, "paths": ["net/*"]}
-    response = APIClient().post("/api/search", fields, format="json")
+    response = token_client().post("/api/search", fields, format="json")
     assert response.status_code == 200, response.json()
     api = response.json()
     symbols = [hit["symbol"] for hit in api["results"]]

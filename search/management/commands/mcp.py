@@ -23,10 +23,29 @@ class Command(BaseCommand):
             default="stdio",
             help="stdio (the web server serves streamable HTTP at /mcp).",
         )
+        parser.add_argument(
+            "--user",
+            default=None,
+            help="Act as this account: the tools see the repositories it may see. Without it, "
+            "only repositories visible to every account.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from django.contrib.auth import get_user_model
+        from django.core.management.base import CommandError
+
+        from accounts.roles import role_of
+        from accounts.visibility import Viewer, viewer_for
+        from search.mcp.identity import act_as
         from search.mcp.server import build_server
 
+        viewer = Viewer()
+        if options["user"] is not None:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None or role_of(user) is None:
+                raise CommandError(f"no active account named {options['user']!r}")
+            viewer = viewer_for(user)
+        act_as(viewer)
         # Anything on stdout that is not a protocol message breaks the client.
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
         build_server().run("stdio")

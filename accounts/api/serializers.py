@@ -1,0 +1,72 @@
+"""Shapes of the tokens and audit API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from accounts.models import ApiToken, AuditEntry
+from accounts.roles import ROLE_NAMES
+from accounts.tokens import MAX_EXPIRY_DAYS
+from reposearch.api_serializers import StrictSerializer
+
+
+class TokenCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100, trim_whitespace=True)
+    scope = serializers.ChoiceField(choices=ROLE_NAMES, default="read")
+    expires_in_days = serializers.IntegerField(
+        min_value=1, max_value=MAX_EXPIRY_DAYS, required=False, allow_null=True
+    )
+
+
+class TokenSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username", read_only=True)
+    expired = serializers.BooleanField(source="is_expired", read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id",
+            "name",
+            "scope",
+            "prefix",
+            "user",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "expired",
+        ]
+
+
+class NewTokenSerializer(TokenSerializer):
+    token = serializers.CharField(read_only=True, help_text="The secret; shown only this once.")
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "token"]
+
+
+class TokenListSerializer(serializers.Serializer):
+    results = TokenSerializer(many=True)
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEntry
+        fields = [
+            "id",
+            "at",
+            "actor",
+            "token_name",
+            "action",
+            "target",
+            "address",
+            "outcome",
+            "details",
+        ]
+
+
+class AuditPageSerializer(serializers.Serializer):
+    results = AuditEntrySerializer(many=True)
+    next_before = serializers.IntegerField(
+        allow_null=True, help_text="Pass as `before` for the next (older) page; null: no more."
+    )

@@ -1,0 +1,46 @@
+"""The first start on an empty database writes the administrator's secrets to a 0600 file; later
+starts leave it alone; the secrets never reach the command's output."""
+
+from __future__ import annotations
+
+import io
+import stat
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_first_run_writes_initial_admin_txt_and_later_runs_leave_it(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    out = io.StringIO()
+    call_command("initial_admin", stdout=out)
+    path = tmp_path / "initial-admin.txt"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    lines = path.read_text().splitlines()
+    assert [line.split(": ", 1)[0] for line in lines] == ["username", "password", "token"]
+    values = dict(line.split(": ", 1) for line in lines)
+    assert values["username"] == "admin"
+    assert str(path) in out.getvalue()
+    assert values["password"] not in out.getvalue() and values["token"] not in out.getvalue()
+
+    admin = User.objects.get(username="admin")
+    assert admin.is_superuser and admin.check_password(values["password"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {values['token']}")
+    assert client.get("/api/audit").status_code == 200  # an admin token
+
+    before = path.read_text()
+    call_command("initial_admin", stdout=io.StringIO())
+    assert path.read_text() == before and User.objects.count() == 1
+
+
+def test_nothing_is_created_when_accounts_exist(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    User.objects.create_user("someone")
+    call_command("initial_admin", stdout=io.StringIO())
+    assert not (tmp_path / "initial-admin.txt").exists()
+    assert not User.objects.filter(username="admin").exists()
