@@ -204,12 +204,21 @@ class EmbeddedPostgres:
         """Set the superuser's password (single-user mode: nothing listens meanwhile) and allow
         only password logins: a new cluster, one from an older reposearch, lost passwords."""
         say("setting PostgreSQL's passwords and password-only authentication")
-        result = self._run(
-            "postgres", "--single", "-D", str(self.pgdata), "postgres",
-            stdin=set_superuser_password_sql(creds), check=False,
-        )  # fmt: skip
-        if result.returncode != 0 or "ERROR" in result.stdout + result.stderr:
-            raise RuntimeError(f"could not set PostgreSQL's password:\n{result.stderr[-2000:]}")
+        for attempt in (1, 2):  # once more after a transient failure (seen once, under load)
+            result = self._run(
+                "postgres", "--single", "-D", str(self.pgdata), "postgres",
+                stdin=set_superuser_password_sql(creds), check=False,
+            )  # fmt: skip
+            output = result.stdout + result.stderr
+            if result.returncode == 0 and "ERROR:" not in output and "FATAL:" not in output:
+                break
+            if attempt == 2:
+                raise RuntimeError(
+                    f"could not set PostgreSQL's password (exit code {result.returncode}):\n"
+                    + output[-3000:]
+                )
+            say(f"single-user PostgreSQL failed (exit code {result.returncode}); once more")
+            time.sleep(1)
         hba = self.pgdata / "pg_hba.conf"
         if hba.exists() and hba_is_weak(hba.read_text()):
             shutil.copy2(hba, self.pgdata / "pg_hba.conf.before-passwords")
