@@ -20,4 +20,4 @@ USER reposearch
 ENV REPO_SEARCH_DATA_DIR=/data DJANGO_SETTINGS_MODULE=reposearch.settings.production
 EXPOSE 9000
 # reposearch/processes.py's web_command("0.0.0.0", 9000, 2) (a test keeps them equal).
-CMD ["uvicorn", "reposearch.asgi:application", "--host", "0.0.0.0", "--port", "9000", "--workers", "2", "--lifespan", "on"]
+CMD ["uvicorn", "reposearch.asgi:application", "--host", "0.0.0.0", "--port", "9000", "--workers", "2", "--lifespan", "on", "--no-proxy-headers"]

@@ -237,6 +237,7 @@ def plans_for(executor: Any, repo_ids: list[Any] | None) -> tuple[list[str], lis
 
 def hnsw_recall(repo_ids: list[Any] | None, limit: int = 10) -> dict[str, Any]:
     """recall@limit of the vector list the executor would use, against an exact scan."""
+    from accounts.visibility import Viewer
     from llm import get_embedder
     from search.executor import SearchRequest
     from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
@@ -250,7 +251,7 @@ def hnsw_recall(repo_ids: list[Any] | None, limit: int = 10) -> dict[str, Any]:
     strategies: dict[str, int] = {}
     for query in [q for group in QUERIES.values() for q in group]:
         scope = resolve_scope(SearchRequest(query=query, repo_ids=repo_ids))
-        scope_filter = build_scope_filter(scope, scope_repositories(repo_ids))
+        scope_filter = build_scope_filter(scope, scope_repositories(repo_ids, Viewer.everything()))
         estimated = estimate_rows(scope_filter, None, scope.include_tests, scope.include_docs)
         vector = embedder.embed([query])[0]
         found = vector_search(

@@ -15,14 +15,15 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.visibility import viewer_for, visible_repositories
 from frontend.ask import build_answer, build_ask_pipeline, build_failure
-from indexing.models import Repository
 from search.ask.serializers import MAX_QUESTION_CHARS
 
 
 @require_GET
 def ask_page(request: HttpRequest) -> HttpResponse:
-    repositories = list(Repository.objects.only("id", "name", "status", "active_generation"))
+    visible = visible_repositories(viewer_for(request.user))
+    repositories = list(visible.only("id", "name", "status", "active_generation"))
     return render(
         request,
         "frontend/ask.html",

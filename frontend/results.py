@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from django.db.models import Q
 from django.urls import reverse
 
+from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
 from indexing.models import Chunk, Repository
 from indexing.upstream_urls import upstream_file_url
@@ -149,7 +150,11 @@ def file_view_url(repo_id: str, path: str, start: int, end: int) -> str:
     return f"{reverse('frontend:file', args=[repo_id])}?{query}#L{start}"
 
 
-def build_results(response: Mapping[str, Any], query: str, *, offset: int = 0) -> list[ResultView]:
+def build_results(
+    response: Mapping[str, Any], query: str, viewer: Viewer, *, offset: int = 0
+) -> list[ResultView]:
+    """Result views of a posted response; stored text is read only from repositories ``viewer``
+    may see (the response is the browser's, so it may name any repository)."""
     raw_results = response.get("results")
     if not isinstance(raw_results, list):
         return []
@@ -157,7 +162,9 @@ def build_results(response: Mapping[str, Any], query: str, *, offset: int = 0) -
     repo_ids = {_text(item.get("repo_id")) for item in raw_results}
     repositories = {
         str(repo.pk): repo
-        for repo in Repository.objects.filter(pk__in=[rid for rid in repo_ids if _is_uuid(rid)])
+        for repo in visible_repositories(viewer).filter(
+            pk__in=[rid for rid in repo_ids if _is_uuid(rid)]
+        )
     }
     stored = stored_contents(raw_results, repositories)
     terms = query_terms(query)

@@ -18,19 +18,21 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from dulwich.errors import NotGitRepository
 
+from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.highlighting import highlight_lines
 from frontend.results import build_pipeline, build_results, describe_filters
 from indexing.clone_paths import repository_dir
 from indexing.git.tree import GitTreeReader
-from indexing.models import Repository, SourceFile
+from indexing.models import SourceFile
 from indexing.upstream_urls import upstream_file_url
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 
-def _languages() -> list[str]:
-    """Languages present in what searches see (each repository's active generation)."""
+def _languages(viewer: Viewer) -> list[str]:
+    """Languages present in what the viewer's searches see (each repository's active generation)."""
     languages: set[str] = set()
-    for repo_id, generation in Repository.objects.filter(active_generation__gt=0).values_list(
+    visible = visible_repositories(viewer)
+    for repo_id, generation in visible.filter(active_generation__gt=0).values_list(
         "pk", "active_generation"
     ):
         languages.update(
@@ -44,14 +46,16 @@ def _languages() -> list[str]:
 
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
-    repositories = list(Repository.objects.only("id", "name", "status", "active_generation"))
+    viewer = viewer_for(request.user)
+    visible = visible_repositories(viewer)
+    repositories = list(visible.only("id", "name", "status", "active_generation"))
     return render(
         request,
         "frontend/search.html",
         {
             "page": "search",
             "repositories": repositories,
-            "languages": _languages(),
+            "languages": _languages(viewer),
             "has_indexed": any(repo.active_generation for repo in repositories),
         },
     )
@@ -75,10 +79,12 @@ def render_results(request: HttpRequest) -> HttpResponse:
     response: dict[str, Any] = body["response"]
     query = str(response.get("query") or search_request.get("query") or "")
     repo_ids = [str(rid) for rid in search_request.get("repo_ids") or [] if _is_uuid(str(rid))]
-    repo_names = list(Repository.objects.filter(pk__in=repo_ids).values_list("name", flat=True))
+    viewer = viewer_for(request.user)
+    visible = visible_repositories(viewer)
+    repo_names = list(visible.filter(pk__in=repo_ids).values_list("name", flat=True))
     offset = body.get("offset")  # a further page ("load more") continues the numbering
     offset = offset if isinstance(offset, int) and 0 <= offset <= 100_000 else 0
-    results = build_results(response, query, offset=offset)
+    results = build_results(response, query, viewer, offset=offset)
     return render(
         request,
         "frontend/_results.html",
@@ -172,7 +178,8 @@ def file_view(request: HttpRequest, repository_id: uuid.UUID) -> HttpResponse:
     The path is only ever a lookup key among the files of the active generation; the content is
     read from git by that row's blob id, so no path reaches the file system.
     """
-    repository = Repository.objects.filter(pk=repository_id).first()
+    # A repository the account may not see is "no repository", word for word.
+    repository = visible_repositories(viewer_for(request.user)).filter(pk=repository_id).first()
     if repository is None:
         return _not_found(
             request, "There is no repository with this id (it may have been deleted)."

@@ -63,7 +63,7 @@ class RepositoryAddForm(forms.ModelForm):
 
     class Meta:
         model = Repository
-        fields = ("url", "branch", "name", "contextual_summaries")
+        fields = ("url", "branch", "name", "contextual_summaries", "visible_to_groups")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -92,6 +92,8 @@ class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
                        "last_indexed_at", "active_generation", "file_count", "chunk_count",
                        "embedded_count", "size_bytes", "indexed_bytes", "created_at",
                        "updated_at")  # fmt: skip
+    # The admin sees every repository; here it chooses who else may (no groups: every account).
+    filter_horizontal = ("visible_to_groups",)
     inlines = [IndexJobInline]
     actions = ["reindex_selected"]  # with Django's own "Delete selected", through the service
 
@@ -105,8 +107,8 @@ class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ("url", "branch", "name", "contextual_summaries")
-        return ("name", "contextual_summaries", *self.readonly_fields)
+            return ("url", "branch", "name", "contextual_summaries", "visible_to_groups")
+        return ("name", "contextual_summaries", "visible_to_groups", *self.readonly_fields)
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
         return self.inlines if obj is not None else []
@@ -116,7 +118,10 @@ class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         try:
-            job = add_repository(obj.url, obj.branch, obj.name, obj.contextual_summaries)
+            groups = [group.name for group in form.cleaned_data.get("visible_to_groups") or []]
+            job = add_repository(
+                obj.url, obj.branch, obj.name, obj.contextual_summaries, visibility_groups=groups
+            )
         except RepositoryRefused as error:  # a race with another add since the form was validated
             self.message_user(request, error.message, messages.ERROR)
             raise

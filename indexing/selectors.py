@@ -31,12 +31,13 @@ def _count_per_repository(rows: QuerySet[Any]) -> Coalesce:
 
 
 def annotated_repositories(repositories: QuerySet[Repository] | None = None) -> list[Repository]:
-    """Repositories with what the API shows of each, in two statements whatever their number.
+    """Repositories with what the API shows of each, in three statements whatever their number.
+    Callers narrow ``repositories`` to what the viewer may see first (``visible_repositories``).
 
     Each one carries ``live_vectors`` (live chunks with a vector of the embedding model in
     force), ``pending_summary_calls`` (chat calls the next run makes for contextual summaries;
     0 when the option is off) and ``current_job`` (the newest unfinished job, else the newest job,
-    else None).
+    else None), and its visibility groups prefetched.
     """
     from llm import current_space_key
 
@@ -49,7 +50,9 @@ def annotated_repositories(repositories: QuerySet[Repository] | None = None) -> 
         Case(When(state__in=FINISHED_JOB_STATES, then=Value(1)), default=Value(0)), "-created_at"
     )
     rows: list[Repository] = list(
-        (repositories if repositories is not None else Repository.objects.all()).annotate(
+        (repositories if repositories is not None else Repository.objects.all())
+        .prefetch_related("visible_to_groups")
+        .annotate(
             live_vectors=_count_per_repository(vectors),
             pending_summary_calls=Case(
                 When(contextual_summaries=True, then=_count_per_repository(unsummarised)),
@@ -66,7 +69,11 @@ def annotated_repositories(repositories: QuerySet[Repository] | None = None) -> 
     return rows
 
 
-def annotated_repository(repository_id: Any) -> Repository | None:
-    """One repository with ``annotated_repositories``' facts; None when there is none."""
-    found = annotated_repositories(Repository.objects.filter(pk=repository_id))
+def annotated_repository(
+    repository_id: Any, repositories: QuerySet[Repository] | None = None
+) -> Repository | None:
+    """One repository (among ``repositories``: those the viewer may see) with
+    ``annotated_repositories``' facts; None when there is none."""
+    rows = repositories if repositories is not None else Repository.objects.all()
+    found = annotated_repositories(rows.filter(pk=repository_id))
     return found[0] if found else None

@@ -47,6 +47,9 @@ def web_command(
         str(workers),
         "--lifespan",
         "on",
+        # Client addresses come from trusted proxies only (accounts/identity/proxies.py); uvicorn
+        # would believe X-Forwarded-For from any local process.
+        "--no-proxy-headers",
     ]
 
 

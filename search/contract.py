@@ -4,8 +4,9 @@
   into the executor's ``SearchRequest``. ``fields`` uses the API's names (``REQUEST_FIELDS``);
   any of them but ``query`` may be left out and then takes the executor's default; empty lists
   mean "no filter". ``tuning`` sets executor fields the API does not expose (the evaluation
-  harness's configurations). The view, ``manage.py search``, the MCP tool, ``ask`` and the
-  evaluation harness all build their requests here.
+  harness's configurations). ``viewer`` says who is asking (``accounts.visibility.Viewer``;
+  left out: unrestricted repositories only). The view, ``manage.py search``, the MCP tool,
+  ``ask`` and the evaluation harness all build their requests here.
 - ``response_document(request, result)`` turns a ``SearchResult`` into the JSON document the API
   answers and ``manage.py search --json`` prints (shape: ``SearchResponseSerializer``).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from accounts.visibility import Viewer
 from search.serializers import SearchResponseSerializer
 from search.types import SearchRequest, SearchResult
 
@@ -35,8 +37,11 @@ REQUEST_FIELDS = {
 LIST_FIELDS = frozenset({"repo_ids", "languages", "paths"})
 
 
-def search_request(fields: Mapping[str, Any], **tuning: Any) -> SearchRequest:
-    """The executor's request for validated API ``fields`` (plus executor-only ``tuning``)."""
+def search_request(
+    fields: Mapping[str, Any], *, viewer: Viewer | None = None, **tuning: Any
+) -> SearchRequest:
+    """The executor's request for validated API ``fields`` (plus executor-only ``tuning``),
+    searching what ``viewer`` may see."""
     unknown = set(fields) - set(REQUEST_FIELDS)
     if unknown:
         raise ValueError(f"not search request fields: {sorted(unknown)}")
@@ -48,7 +53,7 @@ def search_request(fields: Mapping[str, Any], **tuning: Any) -> SearchRequest:
     twice = set(values) & set(tuning)
     if twice:
         raise ValueError(f"set both as request fields and as tuning: {sorted(twice)}")
-    return SearchRequest(**values, **tuning)
+    return SearchRequest(**values, **tuning, viewer=viewer or Viewer())
 
 
 def response_document(request: SearchRequest, result: SearchResult) -> dict[str, Any]:

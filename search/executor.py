@@ -105,7 +105,9 @@ class SearchExecutor:
     """Runs a ``SearchRequest``. ``embedder`` / ``chat`` default to the model layer's current
     ones (``llm.get_embedder()`` / ``llm.get_chat()``), looked up per run.
 
-    Raises ``search.retrieval.scope.UnknownRepositories`` for repository ids that do not exist and
+    Only repositories ``request.viewer`` may see are searched (``scope_repositories``).
+    Raises ``search.retrieval.scope.UnknownRepositories`` for repository ids that do not exist
+    (or are not visible) and
     ``search.retrieval.scope.InvalidGlob`` for unusable path globs; every other problem ends up in the
     trace of the stage it happened in.
     """
@@ -137,7 +139,7 @@ class SearchExecutor:
         scope = resolve_scope(request)
         scope_filter = build_scope_filter(
             scope,
-            scope_repositories(request.repo_ids),
+            scope_repositories(request.repo_ids, request.viewer),
             request.exclude_path_globs,
             request.exclude_languages,
         )

@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from accounts.visibility import Viewer
+
 StageStatus = Literal["ran", "skipped", "failed"]
 FulltextRanking = Literal["bm25", "ts_rank_cd"]
 
@@ -17,6 +19,9 @@ class SearchRequest:
 
     query: str
     limit: int = 10
+    # Who is asking: every retrieval query keeps to the repositories this viewer may see. The
+    # default sees only unrestricted repositories (code that forgets to say fails safe).
+    viewer: Viewer = field(default_factory=Viewer)
     use_bm25: bool = True  # the full-text lists (ranked by ``fulltext_ranking``)
     use_vector: bool = True
     use_rerank: bool = False

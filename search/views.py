@@ -6,7 +6,7 @@ search, ``"literals"`` exact search, ``/regex/`` regex search; ``mode`` override
 
 Errors: 400 for invalid input (empty query, bad types, limit outside 1..100, unknown fields,
 malformed JSON, bad path globs), 413 for a query over 1,000 characters, 404 for repository ids
-that do not exist (the message names them). A model that is down, slow or answers garbage is
+that do not exist or the account may not see (the message names them, the same for both). A model that is down, slow or answers garbage is
 never an error: the search answers without that stage and the trace says why.
 """
 
@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import Role
 from accounts.throttles import SearchRateThrottle
+from accounts.visibility import viewer_for
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search import contract
@@ -59,7 +60,8 @@ class SearchView(APIView):
         mode, cursor, context_lines = (
             fields.pop(k, None) for k in ("mode", "cursor", "context_lines")
         )
-        search_request = contract.search_request(fields)
+        # Only the repositories the account may see are searched, counted and named.
+        search_request = contract.search_request(fields, viewer=viewer_for(request.user))
         # QueryRejected (400/404), UnknownRepositories (404) and InvalidGlob (400) are answered
         # by reposearch.api_errors. Text without query syntax runs exactly this hybrid request.
         outcome = run_search(

@@ -9,12 +9,23 @@ from rest_framework import serializers
 
 from indexing import progress as job_progress
 from indexing.models import IndexJob, Repository
+from indexing.services.visibility import visibility_group_names
 from reposearch.api_serializers import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
 )
+
+
+def _visibility_groups_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictCharField(max_length=150),
+        required=False,
+        max_length=50,
+        help_text="Names of existing groups whose members alone may see the repository "
+        "(unknown names: 400); [] or left out: every account.",
+    )
 
 
 class RepositoryCreateSerializer(StrictSerializer):
@@ -37,10 +48,12 @@ class RepositoryCreateSerializer(StrictSerializer):
         default=False,
         help_text="Opt-in contextual retrieval: one chat-model call per chunk at index time.",
     )
+    visibility_groups = _visibility_groups_field()
 
 
 class RepositoryUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
+    visibility_groups = _visibility_groups_field()
     contextual_summaries = StrictBooleanField(required=False)
     poll_interval_secs = StrictIntegerField(
         required=False,
@@ -136,6 +149,9 @@ class RepositorySerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="The remote's tip (last check or push) is not the indexed commit; null: unknown.",
     )
+    visibility_groups = serializers.SerializerMethodField(
+        help_text="Groups whose members alone may see it; []: every account."
+    )
 
     class Meta:
         model = Repository
@@ -146,7 +162,7 @@ class RepositorySerializer(serializers.ModelSerializer):
             "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
             "remote_tip", "last_polled_at", "next_poll_at", "poll_error", "poll_interval_secs",
-            "behind",
+            "behind", "visibility_groups",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -161,6 +177,9 @@ class RepositorySerializer(serializers.ModelSerializer):
 
     def get_contextual_summary_calls(self, repository: Repository) -> int:
         return int(repository.pending_summary_calls)  # type: ignore[attr-defined]
+
+    def get_visibility_groups(self, repository: Repository) -> list[str]:
+        return visibility_group_names(repository)
 
     def get_current_job(self, repository: Repository) -> dict[str, Any] | None:
         job: IndexJob | None = repository.current_job  # type: ignore[attr-defined]

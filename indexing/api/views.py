@@ -1,10 +1,16 @@
-"""Thin views: parse with a serializer, call one service, serialize the result."""
+"""Thin views: parse with a serializer, call one service, serialize the result.
+
+Every view reads repositories and jobs through the requesting account's viewer
+(``accounts.visibility``): a repository it may not see, and its jobs, answer exactly like ones
+that do not exist (404, the same body).
+"""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -13,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.audit import AuditedWrites
+from accounts.visibility import Viewer, viewer_for, visible_repositories
 from indexing.api.serializers import (
     IndexJobSerializer,
     RepositoryCreateSerializer,
@@ -46,18 +53,30 @@ def _not_found(repository_id: str) -> ApiError:
     return ApiError(f"no repository with id {repository_id}", code="not_found", status_code=404)
 
 
-def _get_repository(repository_id: str) -> Repository:
+def viewer_of(request: Request) -> Viewer:
+    """Whose view of the repositories this request reads with."""
+    return viewer_for(request.user)
+
+
+def _visible(request: Request) -> QuerySet[Repository]:
+    return visible_repositories(viewer_of(request))
+
+
+def _get_repository(request: Request, repository_id: str) -> Repository:
+    """The repository the request's account may see, else the 404 of a missing one."""
     _check_id(repository_id)
-    repository = Repository.objects.filter(pk=repository_id).first()
+    repository = _visible(request).filter(pk=repository_id).first()
     if repository is None:
         raise _not_found(repository_id)
     return repository
 
 
-def _serialised(repository_id: Any) -> dict[str, Any]:
+def _serialised(
+    repository_id: Any, repositories: QuerySet[Repository] | None = None
+) -> dict[str, Any]:
     """The repository as the API shows it, read with the selector's facts (no query per row)."""
-    repository = annotated_repository(repository_id)
-    if repository is None:  # deleted meanwhile
+    repository = annotated_repository(repository_id, repositories)
+    if repository is None:  # deleted meanwhile, or not visible
         raise _not_found(str(repository_id))
     return dict(RepositorySerializer(repository).data)
 
@@ -67,7 +86,8 @@ class RepositoryListView(AuditedWrites, APIView):
 
     @extend_schema(responses={200: RepositorySerializer(many=True), **error_responses(400)})
     def get(self, request: Request) -> Response:
-        return Response(RepositorySerializer(annotated_repositories(), many=True).data)
+        rows = annotated_repositories(_visible(request))
+        return Response(RepositorySerializer(rows, many=True).data)
 
     @extend_schema(
         request=RepositoryCreateSerializer,
@@ -91,7 +111,8 @@ class RepositoryListView(AuditedWrites, APIView):
             raise ApiError("the body must be a JSON object", code="invalid")
         serializer = RepositoryCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        job = add_repository(**serializer.validated_data)
+        job = add_repository(**serializer.validated_data, viewer=viewer_of(request))
+        # The writer just chose its visibility: answer with it even if they are not in a group.
         body = _serialised(job.repository_id)
         body["job"] = IndexJobSerializer(job).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -103,25 +124,27 @@ class RepositoryDetailView(AuditedWrites, APIView):
     @extend_schema(responses={200: RepositorySerializer, **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
         _check_id(repository_id)
-        return Response(_serialised(repository_id))
+        return Response(_serialised(repository_id, _visible(request)))
 
     @extend_schema(
         request=RepositoryUpdateSerializer,
         responses={200: RepositorySerializer, **error_responses(400, 404, 413)},
     )
     def patch(self, request: Request, repository_id: str) -> Response:
-        """Rename, or opt in to contextual summaries; the response shows their cost in calls."""
-        repository = _get_repository(repository_id)
+        """Rename, opt in to contextual summaries (the response shows their cost in calls), or
+        set who may see it (``visibility_groups``)."""
+        repository = _get_repository(request, repository_id)
         if not isinstance(request.data, dict):
             raise ApiError("the body must be a JSON object", code="invalid")
         serializer = RepositoryUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         update_repository(repository, **serializer.validated_data)
+        # Answered with the change made, even when the writer restricted it away from themselves.
         return Response(_serialised(repository.pk))
 
     @extend_schema(responses={204: None, **error_responses(404)})
     def delete(self, request: Request, repository_id: str) -> Response:
-        delete_repository(_get_repository(repository_id))
+        delete_repository(_get_repository(request, repository_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -130,7 +153,7 @@ class RepositoryReindexView(AuditedWrites, APIView):
 
     @extend_schema(request=None, responses={202: IndexJobSerializer, **error_responses(404)})
     def post(self, request: Request, repository_id: str) -> Response:
-        job, created = reindex_repository(_get_repository(repository_id))
+        job, created = reindex_repository(_get_repository(request, repository_id))
         body = IndexJobSerializer(job).data
         body["coalesced"] = not created
         return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -139,11 +162,13 @@ class RepositoryReindexView(AuditedWrites, APIView):
 class JobDetailView(APIView):
     @extend_schema(responses={200: IndexJobSerializer, **error_responses(404)})
     def get(self, request: Request, job_id: int) -> Response:
-        return Response(IndexJobSerializer(get_object_or_404(IndexJob, pk=job_id)).data)
+        # A job of a repository the account may not see is a 404 like a missing one.
+        jobs = IndexJob.objects.filter(viewer_of(request).repository_filter("repository__"))
+        return Response(IndexJobSerializer(get_object_or_404(jobs, pk=job_id)).data)
 
 
 class RepositoryJobsView(APIView):
     @extend_schema(responses={200: IndexJobSerializer(many=True), **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
-        repository = _get_repository(repository_id)
+        repository = _get_repository(request, repository_id)
         return Response(IndexJobSerializer(repository.jobs.all()[:50], many=True).data)

@@ -12,7 +12,8 @@ from rest_framework.views import APIView
 
 from accounts.audit import AuditedWrites
 from accounts.roles import Role
-from indexing.api.views import _get_repository
+from accounts.visibility import Viewer, visible_repositories
+from indexing.api.views import _check_id, _get_repository, _not_found
 from indexing.models import Repository
 from indexing.webhooks.deliveries import receive_delivery, rotate_webhook_secret
 from reposearch.api_schema import error_responses
@@ -75,8 +76,14 @@ class WebhookDeliveryView(AuditedWrites, APIView):
     )
     def post(self, request: Request, repository_id: str) -> Response:
         """A push from GitHub, GitLab, Gitea/Forgejo or Bitbucket Cloud: 202 with what was
-        done (a re-index queued or coalesced, or why nothing was), 200 for a ping."""
-        repository = _get_repository(repository_id)
+        done (a re-index queued or coalesced, or why nothing was), 200 for a ping.
+
+        The git host has no account: the delivery is authenticated by the repository's secret,
+        so every repository, restricted or not, is looked up."""
+        _check_id(repository_id)
+        repository = visible_repositories(Viewer.everything()).filter(pk=repository_id).first()
+        if repository is None:
+            raise _not_found(repository_id)
         result = receive_delivery(
             repository, request.headers, request.body, request.content_type or ""
         )
@@ -90,7 +97,7 @@ class RepositoryWebhookView(APIView):
     @extend_schema(responses={200: WebhookSerializer, **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
         """The payload URL and secret to configure a push webhook on the git host."""
-        return Response(_webhook_body(request, _get_repository(repository_id)))
+        return Response(_webhook_body(request, _get_repository(request, repository_id)))
 
 
 class RepositoryWebhookRotateView(AuditedWrites, APIView):
@@ -99,6 +106,6 @@ class RepositoryWebhookRotateView(AuditedWrites, APIView):
     @extend_schema(request=None, responses={200: WebhookSerializer, **error_responses(404)})
     def post(self, request: Request, repository_id: str) -> Response:
         """A new secret; deliveries signed with the old one get 401 from now on."""
-        repository = _get_repository(repository_id)
+        repository = _get_repository(request, repository_id)
         rotate_webhook_secret(repository)
         return Response(_webhook_body(request, repository))

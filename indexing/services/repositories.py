@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 import shutil
 import socket
+from collections.abc import Sequence
 
 import redis
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts.visibility import Viewer, visible_repositories
 from indexing.clone_paths import repository_dir
 from indexing.enqueue import enqueue_embed, enqueue_fetch
 from indexing.exceptions import (
@@ -25,6 +27,7 @@ from indexing.git.branch_names import branch_name_problem
 from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
 from indexing.services.locks import LockBusy, repository_lock
+from indexing.services.visibility import groups_named
 
 logger = logging.getLogger(__name__)
 
@@ -89,20 +92,35 @@ def default_branch_taken(repository: Repository, branch: str) -> str:
     )
     if other is None:
         return ""
+    if other.visible_to_groups.exists():  # the job's readers may not see it: do not name it
+        return (
+            f"the default branch {branch} of this URL is already indexed in a restricted "
+            "repository; delete this copy"
+        )
     return (
         f"the default branch {branch} of this URL is already indexed as '{other.name}' "
         f"({other.pk}); delete this copy"
     )
 
 
+def _sees(viewer: Viewer | None, repository: Repository) -> bool:
+    if viewer is None or viewer.sees_everything:
+        return True
+    return visible_repositories(viewer).filter(pk=repository.pk).exists()
+
+
 def active_job(repository: Repository) -> IndexJob | None:
     return repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
 
 
-def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str]:
+def validate_new_repository(
+    url: str, branch: str | None, viewer: Viewer | None = None
+) -> tuple[str, str, str]:
     """Check a repository to add: URL policy, branch name, duplicate, limit.
 
     Returns (normalized url, branch, display name); raises ``RepositoryRefused`` with the reason.
+    A duplicate that ``viewer`` may not see is refused without its name or id (default viewer:
+    sees everything, as the admin does).
     """
     branch = _clean_branch(branch)
     try:
@@ -116,6 +134,12 @@ def validate_new_repository(url: str, branch: str | None) -> tuple[str, str, str
         refused = RepositoryCheckUnavailable if error.transient else InvalidRepositoryInput
         raise refused("url_refused", error.message, {"field": "url"}) from None
     existing = _find_duplicate(checked.url, branch)
+    if existing is not None and not _sees(viewer, existing):
+        raise DuplicateRepository(
+            "duplicate",
+            "this repository is already indexed, restricted to groups you are not in;"
+            " ask an administrator for access",
+        )
     if existing is not None:
         shown = f"branch {existing.branch}" if existing.branch else "its default branch"
         raise DuplicateRepository(
@@ -139,8 +163,14 @@ def add_repository(
     branch: str | None = None,
     name: str | None = None,
     contextual_summaries: bool = False,
+    visibility_groups: Sequence[str] | None = None,
+    viewer: Viewer | None = None,
 ) -> IndexJob:
-    """Validate, create the repository and its first job, and enqueue it after commit."""
+    """Validate, create the repository and its first job, and enqueue it after commit.
+
+    ``visibility_groups`` (names of existing groups) restricts it to their members; ``viewer``
+    is who adds it (for the duplicate check; default: the admin's all-seeing view)."""
+    groups = groups_named(visibility_groups) if visibility_groups else []
     display = (name or "").strip()
     if len(display) > 200:
         raise InvalidRepositoryInput(
@@ -150,13 +180,15 @@ def add_repository(
         # Serialise adds so the limit and the duplicate checks cannot race.
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:add_repository'))")
-        clean_url, branch, default_name = validate_new_repository(url, branch)
+        clean_url, branch, default_name = validate_new_repository(url, branch, viewer)
         repository = Repository.objects.create(
             url=clean_url,
             branch=branch,
             name=display or default_name,
             contextual_summaries=contextual_summaries,
         )
+        if groups:
+            repository.visible_to_groups.set(groups)
         job = IndexJob.objects.create(repository=repository, kind=JobKind.FULL)
         enqueue_fetch(job.pk)
     logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, clean_url)
@@ -164,8 +196,11 @@ def add_repository(
 
 
 def update_repository(repository: Repository, **changes: object) -> Repository:
-    """Rename, switch contextual summaries on or off (takes effect at the next run), or set the
-    poll interval."""
+    """Rename, switch contextual summaries on or off (takes effect at the next run), set the
+    poll interval, or set ``visibility_groups`` (names of groups; []: every account)."""
+    if changes.get("visibility_groups") is not None:
+        groups = groups_named(list(changes["visibility_groups"]))  # type: ignore[call-overload]
+        repository.visible_to_groups.set(groups)
     name = changes.get("name")
     if name is not None:
         name = str(name).strip()

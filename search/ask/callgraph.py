@@ -8,7 +8,7 @@ or package), then anywhere -- and only the best one per name; a name defined in 
 none of them near the caller, is ambiguous and not followed, so that a common name (``run``,
 ``close``) cannot flood the context with unrelated code. Callers are the live chunks whose ``calls``
 contain a retrieved chunk's name (``calls @> '["name"]'``). Test code is only followed from
-test code. Both lists are bounded.
+test code. Both lists are bounded. Every lookup keeps to the repositories the viewer may see.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from accounts.visibility import Viewer
 from search.ask.context import ContextSnippet, live_chunks, snippet_from_chunk
 
 # Names that resolve to far too many definitions to be informative.
@@ -47,6 +48,7 @@ def _closeness(caller: ContextSnippet, path: str) -> int:
 
 
 def _callees(
+    viewer: Viewer,
     frontier: Sequence[ContextSnippet],
     seen: set[int],
     level: int,
@@ -66,7 +68,7 @@ def _callees(
     definitions: dict[tuple[object, str], list[ContextSnippet]] = {}
     for repo_id, names in names_by_repo.items():
         rows = (
-            live_chunks(repository_id=repo_id, symbol_name__in=sorted(names))
+            live_chunks(viewer, repository_id=repo_id, symbol_name__in=sorted(names))
             .exclude(pk__in=seen)
             .exclude(is_doc=True)
             .order_by("path", "start_line")[:_ROWS_PER_LEVEL]
@@ -101,7 +103,7 @@ def _callees(
 
 
 def _callers(
-    seeds: Sequence[ContextSnippet], seen: set[int], limits: ExpansionLimits
+    viewer: Viewer, seeds: Sequence[ContextSnippet], seen: set[int], limits: ExpansionLimits
 ) -> list[ContextSnippet]:
     added: list[ContextSnippet] = []
     for seed in seeds:
@@ -111,7 +113,7 @@ def _callers(
         if not name or name in _IGNORED_NAMES:
             continue
         rows = (
-            live_chunks(repository_id=seed.repo_id, calls__contains=[name])
+            live_chunks(viewer, repository_id=seed.repo_id, calls__contains=[name])
             .exclude(pk__in=seen)
             .order_by("is_test", "path", "start_line")[:20]
         )
@@ -128,7 +130,7 @@ def _callers(
 
 
 def expand_call_graph(
-    seeds: Sequence[ContextSnippet], limits: ExpansionLimits | None = None
+    seeds: Sequence[ContextSnippet], viewer: Viewer, limits: ExpansionLimits | None = None
 ) -> list[ContextSnippet]:
     """Definitions the ``seeds`` call (to ``limits.depth``) and a few of their callers.
 
@@ -143,8 +145,8 @@ def expand_call_graph(
         budget = limits.max_callees - len(callees)
         if budget <= 0 or not frontier:
             break
-        found = _callees(frontier, seen, level, limits, budget)
+        found = _callees(viewer, frontier, seen, level, limits, budget)
         callees.extend(found)
         frontier = found
-    callers = _callers(seeds, seen, limits) if limits.max_callers > 0 else []
+    callers = _callers(viewer, seeds, seen, limits) if limits.max_callers > 0 else []
     return callees + callers

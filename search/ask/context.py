@@ -16,6 +16,7 @@ from uuid import UUID
 
 from django.db.models import F
 
+from accounts.visibility import Viewer
 from indexing.models import Chunk, RepositoryStatus
 from indexing.upstream_urls import upstream_file_url
 
@@ -93,13 +94,17 @@ class ContextSnippet:
         }
 
 
-def live_chunks(**filters: Any) -> Any:
-    """Chunks of the active generation of ready repositories (a queryset)."""
-    return Chunk.objects.filter(
-        generation=F("repository__active_generation"),
-        repository__status=RepositoryStatus.READY,
-        **filters,
-    ).select_related("repository")
+def live_chunks(viewer: Viewer, **filters: Any) -> Any:
+    """Chunks of the active generation of ready repositories ``viewer`` may see (a queryset)."""
+    return (
+        Chunk.objects.filter(
+            generation=F("repository__active_generation"),
+            repository__status=RepositoryStatus.READY,
+            **filters,
+        )
+        .filter(viewer.repository_filter("repository__"))
+        .select_related("repository")
+    )
 
 
 def snippet_from_chunk(chunk: Chunk, **extra: Any) -> ContextSnippet:
@@ -128,12 +133,14 @@ def snippet_from_chunk(chunk: Chunk, **extra: Any) -> ContextSnippet:
 
 def load_snippets(
     chunk_ids: Sequence[int],
+    viewer: Viewer,
     *,
     origin: Origin = "search",
     scores: dict[int, float] | None = None,
 ) -> list[ContextSnippet]:
-    """Snippets for ``chunk_ids`` in that order; chunks no longer live are left out."""
-    by_id = {c.pk: c for c in live_chunks(pk__in=list(chunk_ids))}
+    """Snippets for ``chunk_ids`` in that order; chunks no longer live (or in a repository
+    ``viewer`` may not see) are left out."""
+    by_id = {c.pk: c for c in live_chunks(viewer, pk__in=list(chunk_ids))}
     return [
         snippet_from_chunk(
             by_id[cid], origin=origin, score=(scores or {}).get(cid) if scores else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from accounts.visibility import Viewer
 from indexing.models import Chunk
 from search.ask.context import ContextSnippet
 from search.ask.service import AskFailed, AskRequest, answer_question, retrieve_context
@@ -95,12 +96,16 @@ def check_citations(
     expand: bool = False,
     hyde: bool = False,
     chat: Any = None,
+    viewer: Viewer | None = None,
 ) -> CitationCheck:
-    """Ask every question; count answers whose citations all resolve to context chunks."""
+    """Ask every question (as ``viewer``; default: unrestricted repositories only); count
+    answers whose citations all resolve to context chunks."""
     check = CitationCheck()
     for question in questions:
         check.questions += 1
-        request = AskRequest(question, repo_ids=repo_ids, k=k, expand=expand, hyde=hyde)
+        request = AskRequest(
+            question, repo_ids=repo_ids, k=k, expand=expand, hyde=hyde, viewer=viewer or Viewer()
+        )
         try:
             result = answer_question(request, chat=chat)
         except AskFailed as exc:
@@ -131,11 +136,14 @@ def retrieve_for_evaluation(
     expand: bool = False,
     repo_ids: list[UUID] | None = None,
     chat: Any = None,
+    viewer: Viewer | None = None,
 ) -> tuple[list[ContextSnippet], list[StageTrace]]:
     """The snippets ask would give the model for ``question`` (ranked), and the stage trace."""
     from llm import get_chat
 
     trace: list[StageTrace] = []
-    request = AskRequest(question, repo_ids=repo_ids, k=k, hyde=hyde, expand=expand)
+    request = AskRequest(
+        question, repo_ids=repo_ids, k=k, hyde=hyde, expand=expand, viewer=viewer or Viewer()
+    )
     snippets = retrieve_context(request, chat if chat is not None else get_chat(), trace, {})
     return snippets, trace

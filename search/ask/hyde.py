@@ -66,7 +66,7 @@ def search_with_snippet(
 ) -> tuple[list[tuple[int, float]], dict[str, Any]]:
     """Vector search for ``snippet`` within the scope ``request`` describes."""
     scope = resolve_scope(request)
-    scope_filter = build_scope_filter(scope, scope_repositories(request.repo_ids))
+    scope_filter = build_scope_filter(scope, scope_repositories(request.repo_ids, request.viewer))
     space = find_space(embedder.space_key)
     with_vectors = repositories_with_vectors(space, scope_filter) if space else []
     if space is None or not with_vectors:

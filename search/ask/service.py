@@ -16,6 +16,7 @@ from uuid import UUID
 
 from django.conf import settings
 
+from accounts.visibility import Viewer
 from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.citations import parse_citations
@@ -38,6 +39,9 @@ class AskRequest:
     hyde: bool = False
     include_tests: bool | None = None
     include_docs: bool | None = None
+    # Who asks: retrieval, HyDE and call-graph expansion keep to what this viewer may see, so
+    # the model is never shown a restricted repository's code (default: unrestricted only).
+    viewer: Viewer = field(default_factory=Viewer)
 
 
 @dataclass
@@ -118,7 +122,8 @@ def retrieve_context(
             "repo_ids": request.repo_ids,
             "include_tests": request.include_tests,
             "include_docs": request.include_docs,
-        }
+        },
+        viewer=request.viewer,
     )
     started = time.perf_counter()
     result = SearchExecutor(chat=chat).run(search_request)  # raises UnknownRepositories
@@ -135,7 +140,7 @@ def retrieve_context(
             order = [cid for cid, _ in fused]
             scores = dict(fused)
         timings["hyde_ms"] = _ms(started)
-    snippets = load_snippets(order, scores=scores)
+    snippets = load_snippets(order, request.viewer, scores=scores)
     hyde_only = set(order) - {h.chunk_id for h in result.hits}
     for snippet in snippets:
         if snippet.chunk_id in hyde_only:
@@ -143,7 +148,9 @@ def retrieve_context(
     if request.expand:
         started = time.perf_counter()
         stage = StageTrace(name="callgraph", status="ran")
-        added = expand_call_graph(snippets, ExpansionLimits(depth=request.expand_depth))
+        added = expand_call_graph(
+            snippets, request.viewer, ExpansionLimits(depth=request.expand_depth)
+        )
         stage.detail = {
             "depth": request.expand_depth,
             "callees": sum(1 for s in added if s.origin == "callee"),

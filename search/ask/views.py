@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import Role
 from accounts.throttles import AskRateThrottle
+from accounts.visibility import viewer_for
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
@@ -60,6 +61,7 @@ class AskView(APIView):
             hyde=data["hyde"],
             include_tests=data.get("include_tests"),
             include_docs=data.get("include_docs"),
+            viewer=viewer_for(request.user),  # what the account may see, and the model with it
         )
         # UnknownRepositories (404) and AskFailed (502/503, with the sources in details) are
         # answered by reposearch.api_errors.

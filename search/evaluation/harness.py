@@ -17,7 +17,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from search.evaluation.metrics import (
@@ -28,6 +28,9 @@ from search.evaluation.metrics import (
     first_hit_rank,
 )
 from search.evaluation.queries import QuerySet
+
+if TYPE_CHECKING:
+    from accounts.visibility import Viewer
 
 NO_SCOPE = {"include_tests": True, "include_docs": True}
 
@@ -173,16 +176,22 @@ def _request_fields() -> set[str]:
 
 
 def build_request(
-    query: str, configuration: Configuration, *, k: int, repo_ids: Sequence[UUID] | None
+    query: str,
+    configuration: Configuration,
+    *,
+    k: int,
+    repo_ids: Sequence[UUID] | None,
+    viewer: Viewer | None = None,
 ) -> Any:
-    """The ``SearchRequest`` for one query under one configuration."""
+    """The ``SearchRequest`` for one query under one configuration, as ``viewer`` sees the
+    repositories (default: unrestricted ones only; ``manage.py eval`` sees everything)."""
     from search import contract
 
     unknown = set(configuration.overrides) - _request_fields()
     if unknown:
         raise ValueError(f"{configuration.name}: SearchRequest has no field(s) {sorted(unknown)}")
     fields = {"query": query, "limit": k, "repo_ids": repo_ids}
-    return contract.search_request(fields, **configuration.overrides)
+    return contract.search_request(fields, viewer=viewer, **configuration.overrides)
 
 
 def _slots(result: Any) -> tuple[ResultSlot, ...]:
@@ -200,7 +209,12 @@ def _slots(result: Any) -> tuple[ResultSlot, ...]:
 
 
 def _ask_context(
-    question: str, configuration: Configuration, *, k: int, repo_ids: Sequence[UUID] | None
+    question: str,
+    configuration: Configuration,
+    *,
+    k: int,
+    repo_ids: Sequence[UUID] | None,
+    viewer: Viewer | None = None,
 ) -> tuple[tuple[ResultSlot, ...], list[Any]]:
     """What ask would give the model for ``question``, as result slots, and its trace."""
     from search.ask.evaluation import retrieve_for_evaluation
@@ -209,6 +223,7 @@ def _ask_context(
         question,
         k=k,
         repo_ids=list(repo_ids) if repo_ids else None,
+        viewer=viewer,
         **(configuration.ask_options or {}),
     )
     slots = tuple(
@@ -258,15 +273,20 @@ def run_configuration(
     k: int,
     repo_ids: Sequence[UUID] | None,
     search: SearchFunction,
+    viewer: Viewer | None = None,
 ) -> ConfigurationReport:
     report = ConfigurationReport(configuration.name, configuration.description)
     problems: dict[str, int] = {}
     for query in query_set.queries:
         started = time.perf_counter()
         if configuration.ask_options is not None:
-            slots, result = _ask_context(query.query, configuration, k=k, repo_ids=repo_ids)
+            slots, result = _ask_context(
+                query.query, configuration, k=k, repo_ids=repo_ids, viewer=viewer
+            )
         else:
-            request = build_request(query.query, configuration, k=k, repo_ids=repo_ids)
+            request = build_request(
+                query.query, configuration, k=k, repo_ids=repo_ids, viewer=viewer
+            )
             result = search(request)
             slots = _slots(result)[:k]
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -308,8 +328,10 @@ def run_ablation(
     search: SearchFunction | None = None,
     warmup: bool = True,
     on_progress: Callable[[str], None] | None = None,
+    viewer: Viewer | None = None,
 ) -> AblationReport:
-    """Run every configuration over the query set; LLM ones only ``with_llm`` and a chat model."""
+    """Run every configuration over the query set; LLM ones only ``with_llm`` and a chat model.
+    Searches see what ``viewer`` sees (default: unrestricted repositories only)."""
     if search is None:
         from search.executor import SearchExecutor
 
@@ -320,8 +342,9 @@ def run_ablation(
     if warmup and query_set.queries:
         # Loads the embedding model and warms caches, so the first query's latency is fair.
         first = query_set.queries[0].query
-        search(build_request(first, configurations[0], k=k, repo_ids=repo_ids))
-        search(build_request(first, Configuration("warmup", {}), k=k, repo_ids=repo_ids))
+        search(build_request(first, configurations[0], k=k, repo_ids=repo_ids, viewer=viewer))
+        warm = Configuration("warmup", {})
+        search(build_request(first, warm, k=k, repo_ids=repo_ids, viewer=viewer))
     reports = []
     for configuration in configurations:
         if configuration.needs_chat and llm_reason:
@@ -334,7 +357,9 @@ def run_ablation(
         if on_progress:
             on_progress(configuration.name)
         reports.append(
-            run_configuration(configuration, query_set, k=k, repo_ids=repo_ids, search=search)
+            run_configuration(
+                configuration, query_set, k=k, repo_ids=repo_ids, search=search, viewer=viewer
+            )
         )
     return AblationReport(k=k, queries=len(query_set.queries), configurations=reports)
 

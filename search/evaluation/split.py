@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from search.evaluation.bootstrap import DEFAULT_RESAMPLES, PairedDifference, paired_bootstrap
@@ -29,6 +29,9 @@ from search.evaluation.harness import (
 )
 from search.evaluation.metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
 from search.evaluation.queries import QuerySet
+
+if TYPE_CHECKING:
+    from accounts.visibility import Viewer
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ def run_split(
     seed: int | None = None,
     search: SearchFunction | None = None,
     on_progress: Callable[[str], None] | None = None,
+    viewer: Viewer | None = None,
 ) -> SplitReport:
     """Every configuration over every corpus of the split, pooled, and the asked comparisons."""
     per_corpus: dict[str, AblationReport] = {}
@@ -182,6 +186,7 @@ def run_split(
             configurations=configurations,
             search=search,
             on_progress=progress,
+            viewer=viewer,
         )
     pooled: dict[str, Metrics] = {}
     skipped: dict[str, str] = {}

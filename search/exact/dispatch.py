@@ -12,6 +12,11 @@
   one literal / pattern, ``semantic`` always runs hybrid.
 
 The body is built here for the API view and the MCP tool alike (``search.exact.response``).
+
+Every mode keeps to the repositories the request's ``viewer`` may see: ``repo:`` patterns are
+matched among those only (so a restricted repository's name matches nothing, exactly like a
+name that does not exist), requested ids outside them are ``UnknownRepositories``, and the
+exact engine, symbol search and the exact-match count are given only visible ids.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from uuid import UUID
 
-from indexing.models import Repository, RepositoryStatus
+from accounts.visibility import Viewer, visible_repositories
+from indexing.models import RepositoryStatus
 from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.cursor import query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
@@ -30,7 +36,7 @@ from search.exact.patterns import LineMatcher, compile_term, regex_required_lite
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.exact.symbols import DefinitionHit, find_definitions
 from search.executor import SearchExecutor, SearchRequest, SearchResult
-from search.retrieval.scope import InvalidGlob, paths_regex
+from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex", "symbol"]
@@ -63,12 +69,25 @@ class SearchOutcome:
     definitions_truncated: bool = False
 
 
-def _ready_repositories() -> list[tuple[UUID, str, str]]:
+def _ready_repositories(viewer: Viewer) -> list[tuple[UUID, str, str]]:
+    """(id, name, branch) of the searchable repositories ``viewer`` may see, by name."""
     return list(
-        Repository.objects.filter(status=RepositoryStatus.READY, active_generation__gt=0)
+        visible_repositories(viewer)
+        .filter(status=RepositoryStatus.READY, active_generation__gt=0)
         .order_by("name")
         .values_list("pk", "name", "branch")
     )
+
+
+def check_visible(repo_ids: list[UUID] | None, viewer: Viewer) -> None:
+    """Raise ``UnknownRepositories`` for requested ids that do not exist or ``viewer`` may not
+    see -- the same error for both (as the hybrid executor's ``scope_repositories``)."""
+    if not repo_ids:
+        return
+    known = set(visible_repositories(viewer).filter(pk__in=repo_ids).values_list("pk", flat=True))
+    unknown = [rid for rid in dict.fromkeys(repo_ids) if rid not in known]
+    if unknown:
+        raise UnknownRepositories(unknown)
 
 
 def _matching(pattern: str, repositories: list[tuple[UUID, str, str]]) -> set[UUID]:
@@ -80,12 +99,15 @@ def _matching(pattern: str, repositories: list[tuple[UUID, str, str]]) -> set[UU
     }
 
 
-def resolve_repositories(parsed: SearchQuery, base_ids: list[UUID] | None) -> list[UUID] | None:
-    """Repository ids the query's ``repo:``/``-repo:``/``branch:`` filters leave (None: all).
-    A ``repo:`` or ``branch:`` that matches no ready repository is a 404 naming it."""
+def resolve_repositories(
+    parsed: SearchQuery, base_ids: list[UUID] | None, viewer: Viewer
+) -> list[UUID] | None:
+    """Repository ids the query's ``repo:``/``-repo:``/``branch:`` filters leave (None: all
+    that ``viewer`` may see). A ``repo:`` or ``branch:`` that matches no ready repository
+    ``viewer`` may see is a 404 naming it."""
     if not (parsed.repos or parsed.exclude_repos or parsed.branches):
         return base_ids
-    repositories = _ready_repositories()
+    repositories = _ready_repositories(viewer)
     if base_ids is not None:
         allowed = set(base_ids)
         repositories = [r for r in repositories if r[0] in allowed]
@@ -171,7 +193,7 @@ def hybrid_request(parsed: SearchQuery, base: SearchRequest) -> SearchRequest:
     return replace(
         base,
         query=text,
-        repo_ids=resolve_repositories(parsed, base.repo_ids),
+        repo_ids=resolve_repositories(parsed, base.repo_ids, base.viewer),
         languages=languages,
         path_globs=globs,
         exclude_path_globs=parsed.exclude_files or None,
@@ -196,9 +218,9 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         else PatternCondition(regex_required_literals(t.text))
         for t in terms
     ]
-    repo_ids = resolve_repositories(parsed, base.repo_ids)
+    repo_ids = resolve_repositories(parsed, base.repo_ids, base.viewer)
     if repo_ids is None:
-        repo_ids = [pk for pk, _, _ in _ready_repositories()]
+        repo_ids = [pk for pk, _, _ in _ready_repositories(base.viewer)]
     languages = [lang.lower() for lang in (base.languages or [])] + parsed.languages
     globs = (base.path_globs or []) + parsed.files
     scope = CandidateScope(
@@ -228,10 +250,11 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
     )
 
 
-def count_exact_matches(text: str, repo_ids: list[UUID] | None) -> tuple[int, bool]:
-    """How many files hold ``text`` exactly (case-insensitive), with a short budget."""
+def count_exact_matches(text: str, repo_ids: list[UUID] | None, viewer: Viewer) -> tuple[int, bool]:
+    """How many files ``viewer`` may see hold ``text`` exactly (case-insensitive), with a short
+    budget. ``repo_ids`` were checked already (the hybrid search ran on them)."""
     if repo_ids is None:
-        repo_ids = [pk for pk, _, _ in _ready_repositories()]
+        repo_ids = [pk for pk, _, _ in _ready_repositories(viewer)]
     term = Term("literal", text, 0)
     result = run_exact(
         ExactRequest(
@@ -255,6 +278,8 @@ def run_search(call: SearchCall) -> SearchOutcome:
 
     parsed = parse_search_query(call.request.query)
     ran, terms = choose_mode(parsed, call.mode)
+    # Requested ids the viewer may not see are unknown in every mode, before any filter.
+    check_visible(call.request.repo_ids, call.request.viewer)
     if ran == "hybrid":
         if call.cursor:
             raise QueryRejected(
@@ -267,7 +292,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
         if call.count_exact_matches and identifier and request.query.isascii():
             stripped = request.query.strip().strip("`").removesuffix("()")
             outcome.exact_matches, outcome.exact_matches_is_lower_bound = count_exact_matches(
-                stripped, request.repo_ids
+                stripped, request.repo_ids, request.viewer
             )
         return outcome
     if ran == "symbol":

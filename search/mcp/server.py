@@ -4,6 +4,10 @@ Tools are synchronous (the SDK runs them in a worker thread); each one closes it
 database connection when done, so a pool of worker threads never holds idle connections.
 Bad input comes back as a tool error (``isError``) whose text is the JSON from
 ``search.mcp.tools.ToolInputError``; argument type errors are the SDK's own validation messages.
+
+Every tool runs as ``search.mcp.identity.current_viewer()``: the account of the stdio session
+(``manage.py mcp --user``) or of the HTTP request's token, unrestricted repositories only when
+nobody said.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from search.mcp import tools
+from search.mcp.identity import current_viewer
 
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -31,7 +36,7 @@ INSTRUCTIONS = (
 
 def _run(fn: Callable[..., T], *args: Any) -> T:
     try:
-        return fn(*args)
+        return fn(*args, viewer=current_viewer())
     except tools.ToolInputError as exc:
         raise ToolError(str(exc)) from None
     finally:

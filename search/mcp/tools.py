@@ -4,6 +4,11 @@
 raises ``ToolInputError`` whose message is a JSON object ``{"error": {"code", "message",
 "valid"}}`` -- ``valid`` says what acceptable input looks like, so an agent can correct itself.
 Every argument left unset (None) takes the server default in ``DEFAULTS``.
+
+Each tool takes ``viewer`` (``accounts.visibility.Viewer``; default: unrestricted repositories
+only): it lists, resolves, searches and reads only the repositories that viewer may see, and a
+repository it may not see is "no repository" -- the same error, and left out of the names the
+error suggests.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 import uuid
 from typing import Any
 
+from accounts.visibility import Viewer, visible_repositories
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
 from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
@@ -42,23 +48,24 @@ class ToolInputError(ValueError):
         super().__init__(json.dumps(self.payload))
 
 
-def _repositories_hint() -> str:
-    names = list(Repository.objects.order_by("name").values_list("name", flat=True)[:20])
+def _repositories_hint(viewer: Viewer) -> str:
+    names = list(visible_repositories(viewer).order_by("name").values_list("name", flat=True)[:20])
     listed = ", ".join(repr(n) for n in names) if names else "none are indexed yet"
     return f"a repository name or id from list_repositories ({listed})"
 
 
-def resolve_repository(repo: str) -> Repository:
-    """The repository named ``repo`` (its id or its name)."""
+def resolve_repository(repo: str, viewer: Viewer) -> Repository:
+    """The repository named ``repo`` (its id or its name) among those ``viewer`` may see."""
     if not isinstance(repo, str) or not repo.strip():
         raise ToolInputError(
-            "invalid_repo", "repo must be a non-empty string", _repositories_hint()
+            "invalid_repo", "repo must be a non-empty string", _repositories_hint(viewer)
         )
     repo = repo.strip()
+    visible = visible_repositories(viewer)
     try:
-        found = Repository.objects.filter(pk=uuid.UUID(repo)).first()
+        found = visible.filter(pk=uuid.UUID(repo)).first()
     except ValueError:
-        matches = list(Repository.objects.filter(name=repo)[:3])
+        matches = list(visible.filter(name=repo)[:3])
         if len(matches) > 1:
             ids = ", ".join(str(m.pk) for m in matches)
             raise ToolInputError(
@@ -66,7 +73,7 @@ def resolve_repository(repo: str) -> Repository:
             ) from None
         found = matches[0] if matches else None
     if found is None:
-        raise ToolInputError("unknown_repo", f"no repository {repo!r}", _repositories_hint())
+        raise ToolInputError("unknown_repo", f"no repository {repo!r}", _repositories_hint(viewer))
     return found
 
 
@@ -109,6 +116,8 @@ def search_code(
     repo: str | None = None,
     mode: str | None = None,
     cursor: str | None = None,
+    *,
+    viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
     """The query language (``search.exact.query_language``) in ``mode``; hybrid answers gain,
     with ``expand``, definitions the hits call and a few callers."""
@@ -128,7 +137,7 @@ def search_code(
     mode = mode or "auto"
     if mode not in MODES:
         raise ToolInputError("invalid_mode", f"mode={mode!r} is unknown", " | ".join(MODES))
-    repo_ids = [resolve_repository(repo).pk] if repo is not None else None
+    repo_ids = [resolve_repository(repo, viewer).pk] if repo is not None else None
     request = contract.search_request(
         {
             "query": query.strip(),
@@ -137,14 +146,15 @@ def search_code(
             "repo_ids": repo_ids,
             "include_tests": _choose("include_tests", include_tests),
             "include_docs": _choose("include_docs", include_docs),
-        }
+        },
+        viewer=viewer,
     )
     try:
         outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
     except QueryRejected as exc:
         raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
-        raise ToolInputError("invalid_scope", str(exc), _repositories_hint()) from None
+        raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:
         return definitions_answer(outcome)
     if outcome.hybrid is None:
@@ -152,10 +162,10 @@ def search_code(
     result = outcome.hybrid
     semantic = {h.chunk_id for h in result.hits if h.bm25_score is None}
     scores = {h.chunk_id: h.combined_score for h in result.hits}
-    snippets = load_snippets([h.chunk_id for h in result.hits], scores=scores)
+    snippets = load_snippets([h.chunk_id for h in result.hits], viewer, scores=scores)
     hits = [_hit(s, s.score) | {"semantic": s.chunk_id in semantic} for s in snippets]
     if _choose("expand", expand):
-        hits += [_hit(s, None) for s in expand_call_graph(snippets, ExpansionLimits())]
+        hits += [_hit(s, None) for s in expand_call_graph(snippets, viewer, ExpansionLimits())]
     return {
         "query": (outcome.hybrid_request or request).query,
         "mode": "hybrid",
@@ -165,9 +175,9 @@ def search_code(
     }
 
 
-def list_repositories() -> dict[str, Any]:
-    """Every repository with its state and indexed commit."""
-    rows = Repository.objects.order_by("name")
+def list_repositories(*, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: B008
+    """Every repository ``viewer`` may see with its state and indexed commit."""
+    rows = visible_repositories(viewer).order_by("name")
     return {
         "repositories": [
             {
@@ -187,10 +197,10 @@ def list_repositories() -> dict[str, Any]:
     }
 
 
-def repository_status(repo: str) -> dict[str, Any]:
+def repository_status(repo: str, *, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: B008
     """How fresh one repository's index is: the indexed commit and when, the remote's tip at
     the last check, whether the remote has moved on, and the job in progress."""
-    r = resolve_repository(repo)
+    r = resolve_repository(repo, viewer)
     job = r.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
     return {
         "id": str(r.pk),
@@ -211,16 +221,23 @@ def repository_status(repo: str) -> dict[str, Any]:
 
 
 def get_file(
-    repo: str, path: str, start_line: int | None = None, end_line: int | None = None
+    repo: str,
+    path: str,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    *,
+    viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
     """Lines ``start_line..end_line`` (1-based, at most 400) of an indexed file at its commit."""
     from indexing.clone_paths import repository_dir
     from indexing.git.tree import GitTreeReader
 
-    repository = resolve_repository(repo)
+    repository = resolve_repository(repo, viewer)
     if not repository.active_generation:
         raise ToolInputError(
-            "not_indexed", f"{repository.name} has no indexed version yet", _repositories_hint()
+            "not_indexed",
+            f"{repository.name} has no indexed version yet",
+            _repositories_hint(viewer),
         )
     if not isinstance(path, str) or not path.strip():
         raise ToolInputError("invalid_path", "path must not be empty", "a path from search_code")

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from accounts.visibility import Viewer, visible_repositories
 from indexing.identifiers import identifier_words
-from indexing.models import Repository, RepositoryStatus
+from indexing.models import RepositoryStatus
 from search.types import ScopeApplied, SearchRequest
 
 TEST_WORDS = frozenset(
@@ -80,7 +81,8 @@ MAX_GLOB_LENGTH = 300
 
 
 class UnknownRepositories(LookupError):
-    """Some requested repository ids do not exist."""
+    """Some requested repository ids do not exist (or the viewer may not see them: the same
+    error, word for word, so that a restricted repository cannot be told from a missing one)."""
 
     def __init__(self, ids: Sequence[UUID]) -> None:
         super().__init__("unknown repository id(s): " + ", ".join(str(i) for i in ids))
@@ -156,9 +158,11 @@ class ScopeRepository:
     chunks: int
 
 
-def scope_repositories(repo_ids: Sequence[UUID] | None) -> list[ScopeRepository]:
-    """Ready repositories in scope. Raises UnknownRepositories for ids that do not exist."""
-    rows = Repository.objects.all()
+def scope_repositories(repo_ids: Sequence[UUID] | None, viewer: Viewer) -> list[ScopeRepository]:
+    """Ready repositories in scope that ``viewer`` may see: the one gate of full-text, vector
+    and hybrid search (every retrieval query keeps to these ids). Raises UnknownRepositories
+    for ids that do not exist or are not visible to ``viewer``."""
+    rows = visible_repositories(viewer)
     if repo_ids:
         rows = rows.filter(pk__in=list(repo_ids))
     found = list(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from accounts.visibility import Viewer
 from indexing.models import Chunk
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import load_snippets
@@ -17,11 +18,11 @@ pytestmark = pytest.mark.django_db
 
 def seeds(*symbols: str) -> list[Any]:
     ids = [Chunk.objects.get(symbol=s).pk for s in symbols]
-    return load_snippets(ids)
+    return load_snippets(ids, Viewer())
 
 
 def test_callees_are_followed_to_the_configured_depth(shop) -> None:
-    added = expand_call_graph(seeds("start_app"), ExpansionLimits(depth=2, max_callers=0))
+    added = expand_call_graph(seeds("start_app"), Viewer(), ExpansionLimits(depth=2, max_callers=0))
     found = {(s.symbol, s.origin, s.depth, s.via) for s in added}
     assert ("configure_pool", "callee", 1, "start_app") in found
     assert ("serve", "callee", 1, "start_app") in found
@@ -30,23 +31,31 @@ def test_callees_are_followed_to_the_configured_depth(shop) -> None:
     # clamp sits three calls away: beyond depth 2.
     assert "clamp" not in {s.symbol for s in added}
 
-    deeper = expand_call_graph(seeds("start_app"), ExpansionLimits(depth=3, max_callers=0))
+    deeper = expand_call_graph(
+        seeds("start_app"), Viewer(), ExpansionLimits(depth=3, max_callers=0)
+    )
     clamp = next(s for s in deeper if s.symbol == "clamp")
     assert (clamp.path, clamp.depth, clamp.via) == ("src/util.py", 3, "read_pool_size")
 
-    shallow = expand_call_graph(seeds("start_app"), ExpansionLimits(depth=1, max_callers=0))
+    shallow = expand_call_graph(
+        seeds("start_app"), Viewer(), ExpansionLimits(depth=1, max_callers=0)
+    )
     assert {s.symbol for s in shallow} == {"configure_pool", "serve"}
 
 
 def test_expansion_is_bounded_and_never_repeats_a_retrieved_chunk(shop) -> None:
     start = seeds("start_app", "configure_pool")
-    added = expand_call_graph(start, ExpansionLimits(depth=4, max_callees=2, max_callers=0))
+    added = expand_call_graph(
+        start, Viewer(), ExpansionLimits(depth=4, max_callees=2, max_callers=0)
+    )
     assert len(added) == 2
     assert not {s.chunk_id for s in added} & {s.chunk_id for s in start}
 
 
 def test_callers_come_from_the_calls_index_and_tests_only_for_tests(shop) -> None:
-    added = expand_call_graph(seeds("configure_pool"), ExpansionLimits(depth=0, max_callers=3))
+    added = expand_call_graph(
+        seeds("configure_pool"), Viewer(), ExpansionLimits(depth=0, max_callers=3)
+    )
     assert [(s.symbol, s.origin, s.via) for s in added] == [
         ("start_app", "caller", "configure_pool")
     ]
@@ -61,7 +70,9 @@ def test_a_definition_in_the_same_file_wins_over_one_elsewhere(shop) -> None:
         SourceDoc("vendor/other.py", [Piece("def read_pool_size():\n    pass", "read_pool_size")])
     )
     store_files(shop.pk, shop.active_generation, [other])
-    added = expand_call_graph(seeds("configure_pool"), ExpansionLimits(depth=1, max_callers=0))
+    added = expand_call_graph(
+        seeds("configure_pool"), Viewer(), ExpansionLimits(depth=1, max_callers=0)
+    )
     chosen = next(s for s in added if s.symbol == "read_pool_size")
     assert chosen.path == "src/pool.py"
 

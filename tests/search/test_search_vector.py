@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from accounts.visibility import Viewer
 from indexing.models import EmbeddingSpace, Repository, SourceFile
 from indexing.services.vectors import embed_repository, embedding_space, space_for
 from search.executor import SearchExecutor, SearchRequest
@@ -85,7 +86,7 @@ def test_filtered_vector_search_recall_against_exact() -> None:
     for name in ("ten", "one"):
         repository, ids, vectors = vectors_of[name]
         scope = resolve_scope(SearchRequest(query="q", repo_ids=[repository.pk]))
-        scope_filter = build_scope_filter(scope, scope_repositories([repository.pk]))
+        scope_filter = build_scope_filter(scope, scope_repositories([repository.pk], Viewer()))
         estimated = estimate_rows(scope_filter, None, scope.include_tests, scope.include_docs)
         assert estimated == len(ids)
         for strategy in ("auto", "hnsw", "exact"):
@@ -134,7 +135,7 @@ def test_hnsw_path_with_a_large_scope_falls_back_when_a_filter_leaves_too_few_ro
         cursor.execute("UPDATE indexing_chunk SET path = 'keep/x.py' WHERE id = ANY(%s)", [ids[:6]])
     embedding_space("test", "synthetic", DIM, key="test/synthetic/32b")
     scope = resolve_scope(SearchRequest(query="q", path_globs=["keep/*.py"]))
-    scope_filter = build_scope_filter(scope, scope_repositories([repository.pk]))
+    scope_filter = build_scope_filter(scope, scope_repositories([repository.pk], Viewer()))
     found = vector_search(
         "q", vectors[100], space, scope_filter, limit=K, estimated_rows=600, exact_max_rows=100
     )

@@ -16,11 +16,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from search.ask.serializers import MAX_DEPTH, MAX_K, MAX_QUESTION_CHARS
 from search.ask.service import AskFailed, AskRequest, answer_question
+from search.management.viewer_option import add_user_option, viewer_from_options
 from search.retrieval.scope import UnknownRepositories
 
 
 class Command(BaseCommand):
-    help = "Answer a question about the indexed code, with citations to exact lines."
+    help = (
+        "Answer a question about the indexed code, with citations to exact lines. Sees every"
+        " repository, restricted ones too, unless --user NAME is given."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question")
@@ -34,6 +38,7 @@ class Command(BaseCommand):
         parser.add_argument("--tests", choices=["auto", "yes", "no"], default="auto")
         parser.add_argument("--docs", choices=["auto", "yes", "no"], default="auto")
         parser.add_argument("--json", action="store_true", help="Print the API's JSON document.")
+        add_user_option(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         question = options["question"].strip()
@@ -59,6 +64,7 @@ class Command(BaseCommand):
             hyde=options["hyde"],
             include_tests=tristate[options["tests"]],
             include_docs=tristate[options["docs"]],
+            viewer=viewer_from_options(options),
         )
         try:
             result = answer_question(request)

@@ -11,6 +11,9 @@ With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``
 queries, shows MRR@k per corpus and per kind, and for each ``--compare A,B`` a paired bootstrap
 interval of MRR(B) - MRR(A); ``--baseline old.json`` pairs every configuration with the same
 one in a report saved earlier (another code or index state: ``search/evaluation/compare.py``).
+
+An operator tool: it sees every repository, restricted ones too; ``--user NAME`` evaluates what
+that account would see instead.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounts.visibility import Viewer, visible_repositories
 from indexing.models import Repository
 from search.ask.evaluation import check_citations
 from search.evaluation.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -36,17 +40,19 @@ from search.evaluation.harness import (
 )
 from search.evaluation.queries import QuerySetError, load_query_set
 from search.evaluation.split import CorpusRun, format_split_report, run_split
+from search.management.viewer_option import add_user_option, viewer_from_options
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "bench" / "eval" / "corpora.json"
 
 
-def find_repository(ref: str) -> Repository:
-    """A repository by id, or by name when the name is unique."""
+def find_repository(ref: str, viewer: Viewer) -> Repository:
+    """A repository ``viewer`` may see by id, or by name when the name is unique."""
+    visible = visible_repositories(viewer)
     try:
-        repository = Repository.objects.filter(pk=uuid.UUID(ref)).first()
+        repository = visible.filter(pk=uuid.UUID(ref)).first()
     except ValueError:
-        matches = list(Repository.objects.filter(name=ref)[:2])
+        matches = list(visible.filter(name=ref)[:2])
         if len(matches) > 1:
             raise CommandError(f"several repositories are named {ref!r}; pass the id") from None
         repository = matches[0] if matches else None
@@ -89,8 +95,9 @@ def parse_comparisons(
     return pairs
 
 
-def split_runs(manifest: Path, split: str, names: list[str]) -> list[CorpusRun]:
-    """The corpora of the split with their query sets and indexed repositories."""
+def split_runs(manifest: Path, split: str, names: list[str], viewer: Viewer) -> list[CorpusRun]:
+    """The corpora of the split with their query sets and indexed repositories (as ``viewer``
+    sees them)."""
     try:
         corpora = select_corpora(load_manifest(manifest), split=split, names=names)
     except (OSError, ManifestError) as error:
@@ -101,7 +108,7 @@ def split_runs(manifest: Path, split: str, names: list[str]) -> list[CorpusRun]:
             query_set = load_query_set(ROOT / corpus.queries)
         except (OSError, QuerySetError) as error:
             raise CommandError(f"corpus {corpus.name}: {error}") from None
-        repository = Repository.objects.filter(name=corpus.name).first()
+        repository = visible_repositories(viewer).filter(name=corpus.name).first()
         if repository is None or not repository.active_generation:
             raise CommandError(
                 f"corpus {corpus.name} is not indexed: run"
@@ -119,7 +126,10 @@ def split_runs(manifest: Path, split: str, names: list[str]) -> list[CorpusRun]:
 
 
 class Command(BaseCommand):
-    help = "Evaluate search configurations (an ablation) on a labelled query set or a split."
+    help = (
+        "Evaluate search configurations (an ablation) on a labelled query set or a split. Sees"
+        " every repository, restricted ones too, unless --user NAME is given."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--repo", help="repository id or unique name (without --split)")
@@ -166,14 +176,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        add_user_option(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         k = options["k"] if options["k"] is not None else (10 if options["split"] else 5)
         if not 1 <= k <= 100:
             raise CommandError("--k must be between 1 and 100")
         configurations = parse_configurations(options["configs"])
+        viewer = viewer_from_options(options)
         if options["split"]:
-            self.handle_split(options, k, configurations)
+            self.handle_split(options, k, configurations, viewer)
             return
         if options["compare"] or options["corpus"]:
             raise CommandError("--compare and --corpus need --split")
@@ -183,7 +195,7 @@ class Command(BaseCommand):
             query_set = load_query_set(options["queries"])
         except (OSError, QuerySetError) as error:
             raise CommandError(str(error)) from None
-        repository = find_repository(options["repo"])
+        repository = find_repository(options["repo"], viewer)
         self.stdout.write(
             f"repository {repository.name} ({repository.pk}) at {repository.last_indexed_commit[:12]}:"
             f" {repository.chunk_count} chunks, {repository.embedded_count} with vectors;"
@@ -196,6 +208,7 @@ class Command(BaseCommand):
             with_llm=options["with_llm"],
             configurations=configurations,
             on_progress=lambda name: self.stderr.write(f"running {name} ..."),
+            viewer=viewer,
         )
         report.context = {
             "repository": str(repository.pk),
@@ -209,7 +222,7 @@ class Command(BaseCommand):
         if options["with_llm"] and chat_unavailable_reason() is None:
             questions = [query.query for query in query_set.queries[: options["ask_questions"]]]
             self.stderr.write(f"asking {len(questions)} questions for the citation check ...")
-            check = check_citations(questions, repo_ids=[repository.pk], k=8)
+            check = check_citations(questions, repo_ids=[repository.pk], k=8, viewer=viewer)
             report.context["ask_citations"] = check.as_dict()
         self.stdout.write(format_report(report))
         citations = report.context.get("ask_citations")
@@ -224,14 +237,18 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {options['json']}")
 
     def handle_split(
-        self, options: dict[str, Any], k: int, configurations: tuple[Configuration, ...]
+        self,
+        options: dict[str, Any],
+        k: int,
+        configurations: tuple[Configuration, ...],
+        viewer: Viewer,
     ) -> None:
         if options["repo"] or options["queries"]:
             raise CommandError("--split reads the manifest: leave out --repo and --queries")
         if options["resamples"] < 1:
             raise CommandError("--resamples must be at least 1")
         comparisons = parse_comparisons(options["compare"], configurations)
-        runs = split_runs(options["manifest"], options["split"], options["corpus"])
+        runs = split_runs(options["manifest"], options["split"], options["corpus"], viewer)
         for run in runs:
             self.stdout.write(
                 f"{run.corpus.name} ({run.corpus.language}, {run.corpus.split}) at"
@@ -249,6 +266,7 @@ class Command(BaseCommand):
                 resamples=options["resamples"],
                 seed=options["seed"],
                 on_progress=lambda name: self.stderr.write(f"running {name} ..."),
+                viewer=viewer,
             )
         except ValueError as error:  # a comparison whose configuration was skipped
             raise CommandError(str(error)) from None

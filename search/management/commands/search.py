@@ -2,6 +2,8 @@
 
 Prints ``repo:path:start-end  symbol`` then the first lines of each snippet; ``--json`` prints
 the same document as ``POST /api/search`` for scripts. The trace goes to stderr unless --quiet.
+An operator tool: it searches every repository, restricted ones too, unless ``--user NAME``
+says whose view to take.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from search import contract
 from search.exact.dispatch import SearchCall, SearchOutcome, run_search
 from search.exact.errors import QueryRejected
 from search.exact.response import search_body
+from search.management.viewer_option import add_user_option, viewer_from_options
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
@@ -23,7 +26,10 @@ SNIPPET_LINES = 6
 
 
 class Command(BaseCommand):
-    help = "Search the indexed repositories (hybrid full-text + vector search)."
+    help = (
+        "Search the indexed repositories (hybrid full-text + vector search). Sees every"
+        " repository, restricted ones too, unless --user NAME is given."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query")
@@ -39,6 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--expand", action="store_true")
         parser.add_argument("--json", action="store_true", help="Print the API's JSON document.")
         parser.add_argument("--quiet", action="store_true", help="No trace on stderr.")
+        add_user_option(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         query = options["query"].strip()
@@ -66,7 +73,8 @@ class Command(BaseCommand):
                 "paths": options["path"],
                 "include_tests": tristate[options["tests"]],
                 "include_docs": tristate[options["docs"]],
-            }
+            },
+            viewer=viewer_from_options(options),
         )
         try:
             outcome = run_search(SearchCall(request))

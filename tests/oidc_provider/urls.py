@@ -1,0 +1,11 @@
+"""The provider's pages: its sign-in form and django-oauth-toolkit's OAuth 2 / OIDC endpoints."""
+
+from __future__ import annotations
+
+from django.contrib.auth.views import LoginView
+from django.urls import include, path
+
+urlpatterns = [
+    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
+]
