@@ -99,6 +99,12 @@ def command_run(args: argparse.Namespace) -> int:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _initial_admin_file(settings: Any) -> str:
+    from accounts.first_run import initial_admin_path
+
+    return str(initial_admin_path(settings.REPO_SEARCH_DATA_DIR))
+
+
 def command_up(args: argparse.Namespace) -> int:
     """Start everything and supervise it until Ctrl-C (or a child dies)."""
     from reposearch.startup import load_settings_or_exit
@@ -213,7 +219,8 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
         f"  admin     {base}/admin/",
         f"  health    {base}/api/health",
         f"  MCP       {base}/mcp",
-        f"create the first user: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
+        f"sign in as admin: password and API token in {_initial_admin_file(settings)}",
+        f"more accounts: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
         "press Ctrl-C to stop everything",
     ]
     if _browsable_host(settings.REPO_SEARCH_BIND_HOST) != settings.REPO_SEARCH_BIND_HOST.strip(
