@@ -17,6 +17,7 @@ from indexing.models import IndexJob, Repository, RepositoryFileState
 from indexing.repository_sets.reconcile import check_repository_file
 from indexing.services.repositories import add_repository
 from indexing.services.visibility import visibility_group_names
+from tests.accounts_support import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +61,9 @@ repositories:
     assert (alpha.name, alpha.poll_interval_secs, alpha.managed_by_file) == ("alpha", 300, True)
     assert visibility_group_names(alpha) == ["team-a"]
     assert (beta.branch, beta.managed_by_file) == ("dev", True)
+    shown = token_client().get(f"/api/repos/{alpha.pk}").json()
+    assert shown["managed_by_file"] is True and shown["visibility_groups"] == ["team-a"]
+    assert token_client().get(f"/api/repos/{by_hand.pk}").json()["managed_by_file"] is False
     assert IndexJob.objects.filter(repository__in=[alpha, beta]).count() == 2  # queued to index
     added = AuditEntry.objects.filter(action="repos_file.add").order_by("id")
     assert [(row.target, row.details["line"], row.actor) for row in added] == [
