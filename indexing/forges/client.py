@@ -79,7 +79,10 @@ class ForgeClient:
         for _ in range(MAX_PAGES):
             assert url is not None
             response = self._get(url, query)
-            items = response.json() if response.content else []
+            try:
+                items = response.json() if response.content else []
+            except ValueError:
+                raise ForgeError(f"{url.split('?')[0]} did not answer JSON") from None
             if not isinstance(items, list):
                 raise ForgeError(
                     f"{url}: expected a JSON list of repositories, got {type(items).__name__}"

@@ -180,8 +180,7 @@ def _read_entry(item: Located, problems: list[Problem]) -> Entry | None:
         entry.fields[key] = Located(_plain(value.value), value.line)
     if "url" not in item.value:
         problems.append(Problem(item.line, "'url' is missing"))
-        return None
-    return entry
+    return entry if "url" in entry.fields else None
 
 
 def _plain(value: Any) -> Any:

@@ -180,6 +180,9 @@ def test_not_yaml_and_a_missing_list_are_refused_with_a_line(tmp_path: Path) -> 
     path = write(tmp_path / "repos.yaml", "repositories:\n  - url: [unclosed\n")
     with pytest.raises(CommandError, match=r"repos.yaml:3: not valid YAML"):
         sync(path)
+    path = write(tmp_path / "typed.yaml", "repositories:\n  - url: 42\n    name: ok\n")
+    with pytest.raises(CommandError, match=r"typed.yaml:2: url must be a string, not 42"):
+        sync(path)
     path = write(tmp_path / "other.yaml", "prune: yes please\nrepos: []\n")
     with pytest.raises(CommandError) as refused:
         sync(path)
@@ -196,6 +199,18 @@ def test_from_settings_reports_an_invalid_file_without_failing_the_start(
     assert "r.yaml:1: repositories must be a list" in err.getvalue()
     settings.REPO_SEARCH_REPOS_FILE = None
     call_command("sync_repos", "--from-settings", stdout=StringIO())  # unset: nothing to do
+
+
+def test_from_settings_applies_the_file_at_start_and_the_beat_check_then_sees_no_change(
+    tmp_path: Path, settings
+) -> None:
+    path = write(tmp_path / "repos.yaml", f"repositories:\n  - url: {A}\n    name: alpha\n")
+    settings.REPO_SEARCH_REPOS_FILE = str(path)
+    out = StringIO()
+    call_command("sync_repos", "--from-settings", stdout=out)  # what make up / migrate run
+    assert "1 add, 0 update, 0 remove, 0 unchanged (applied)" in out.getvalue()
+    assert Repository.objects.get(url=A).managed_by_file
+    assert check_repository_file() == "unchanged"  # not applied a second time by beat
 
 
 def test_the_beat_check_applies_the_file_when_it_changes(
