@@ -32,6 +32,7 @@ class ForgeBehaviour:
     rate_limit_page: int | None = None  # first request for this page is rate limited (once)
     fail_page: int | None = None  # this page always answers 500
     next_link_origin: str | None = None  # send rel="next" links to another server
+    exhaust_page: int | None = None  # this page's 200 uses the last request of the budget
     limited: set[int] = field(default_factory=set)
 
 
@@ -178,8 +179,10 @@ class ForgeServer:
         )
         answer["Link"] = ", ".join(links)
         if self.kind == "github":
-            answer.update({"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4990",
-                           "X-RateLimit-Reset": str(int(time.time()) + 3600)})  # fmt: skip
+            exhausted = behaviour.exhaust_page == page
+            answer.update({"X-RateLimit-Limit": "5000",
+                           "X-RateLimit-Remaining": "0" if exhausted else "4990",
+                           "X-RateLimit-Reset": str(int(time.time()) + (1 if exhausted else 3600))})  # fmt: skip
         elif self.kind == "gitlab":
             answer.update({"X-Page": str(page), "X-Per-Page": str(size),
                            "X-Next-Page": str(page + 1) if page < pages else "",

@@ -78,6 +78,18 @@ def test_github_three_pages_a_rate_limit_waited_out_forks_and_archives_skipped(s
     assert audited.count() == 4 and audited.first().details["source"] == "github:acme"
 
 
+def test_a_page_that_uses_up_the_budget_makes_the_next_request_wait_for_the_reset(
+    settings,
+) -> None:
+    settings.REPO_SEARCH_GITHUB_TOKEN = "good-token"
+    with ForgeServer("github", "acme", github_org(), ForgeBehaviour(exhaust_page=1)) as server:
+        lines = run("github", "acme", server)
+    assert server.pages_requested() == [1, 2, 3]  # nothing refused: it waited instead
+    assert server.seen[1].at >= int(server.seen[0].at) + 1
+    assert any("rate limit of" in line and "is used up" in line for line in lines)
+    assert "7 listed over 3 pages" in lines[-2]
+
+
 def test_gitlab_group_with_subgroups_paged_by_its_headers_and_a_429(settings) -> None:
     settings.REPO_SEARCH_GITLAB_TOKEN = "good-token"
     projects = [
