@@ -132,7 +132,8 @@ def plan_repository_file(repository_file: RepositoryFile) -> Plan:
         )
     plan = Plan(repository_file, changes)
     limit = settings.REPO_SEARCH_MAX_REPOS
-    total = Repository.objects.count() + plan.count("add") - plan.count("remove")
+    # Removals run after the commit that makes the additions, so they do not make room for them.
+    total = Repository.objects.count() + plan.count("add")
     if plan.count("add") and total > limit:
         raise RepositoryFileInvalid(
             repository_file.path,

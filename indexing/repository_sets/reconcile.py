@@ -28,8 +28,9 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditOutcome
+from indexing.exceptions import RepositoryCheckUnavailable, RepositoryRefused
 from indexing.models import Repository, RepositoryFileState
-from indexing.repository_sets.loading import RepositoryFileInvalid, read_repository_file
+from indexing.repository_sets.loading import Problem, RepositoryFileInvalid, read_repository_file
 from indexing.repository_sets.planning import Change, Plan, plan_repository_file
 from indexing.services.repositories import add_repository, delete_repository, update_repository
 
@@ -57,11 +58,17 @@ def sync_repository_file(path: str | Path, *, dry_run: bool = False) -> SyncResu
         if dry_run:
             return SyncResult(plan, applied=False)
         for change in plan.changes:
-            if change.kind == "add":
-                _add(shown, change)
-            elif change.kind == "update":
-                _update(shown, change)
-            elif change.kind == "remove":
+            try:
+                if change.kind == "add":
+                    _add(shown, change)
+                elif change.kind == "update":
+                    _update(shown, change)
+            except RepositoryRefused as refusal:  # e.g. a URL that stopped resolving meanwhile
+                problem = Problem(change.line or 0, f"{change.url}: {refusal.message}")
+                raise RepositoryFileInvalid(
+                    shown, [problem], transient=isinstance(refusal, RepositoryCheckUnavailable)
+                ) from None
+            if change.kind == "remove":
                 transaction.on_commit(partial(_remove, shown, change))
         _remember(shown, repository_file.sha256, error="", signature=signature)
     logger.info("repository file %s applied: %s", shown, plan.summary)

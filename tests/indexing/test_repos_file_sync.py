@@ -235,3 +235,12 @@ def test_the_beat_check_applies_the_file_when_it_changes(
         assert check_repository_file() == "applied: 1 add, 0 update, 1 remove, 0 unchanged"
     assert list(Repository.objects.values_list("url", flat=True)) == [B]
     assert RepositoryFileState.objects.get(path=str(path)).error == ""
+
+
+def test_a_file_that_would_pass_the_repository_limit_adds_none(tmp_path: Path, settings) -> None:
+    settings.REPO_SEARCH_MAX_REPOS = 2
+    add_repository("http://127.0.0.1:9/team/by-hand.git")
+    path = write(tmp_path / "repos.yaml", f"repositories:\n  - url: {A}\n  - url: {B}\n")
+    with pytest.raises(CommandError, match=r"3 repositories would pass the limit of 2"):
+        sync(path)
+    assert Repository.objects.count() == 1
