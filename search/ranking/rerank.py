@@ -77,15 +77,23 @@ def rerank_candidates(
     lock = threading.Lock()
     scores: dict[int, float] = {}
     errors: list[str] = []
-    counts = {"unreadable": 0, "not_started": 0, "timed_out": 0, "unreachable": 0, "errors": 0}
+    counts = {"unreadable": 0, "late": 0, "timed_out": 0, "unreachable": 0, "errors": 0}
+    calls = {"started": 0, "finished": 0}
     unconfigured = threading.Event()
 
     def judge(candidate: RerankCandidate) -> None:
         remaining = deadline - time.monotonic()
         if remaining < MIN_CALL_SECONDS or unconfigured.is_set():
-            with lock:
-                counts["not_started"] += 1
             return
+        with lock:
+            calls["started"] += 1
+        try:
+            _judge(candidate, remaining)
+        finally:
+            with lock:
+                calls["finished"] += 1
+
+    def _judge(candidate: RerankCandidate, remaining: float) -> None:
         try:
             answer = chat.chat(
                 _messages(query, candidate, max_chars), max_tokens=60, timeout=remaining
@@ -95,7 +103,7 @@ def rerank_candidates(
             return
         except ModelUnavailable as exc:
             with lock:
-                counts["timed_out" if "timed out" in str(exc).lower() else "unreachable"] += 1
+                counts["timed_out" if _is_timeout(exc) else "unreachable"] += 1
                 errors.append(str(exc)[:160])
             return
         except ModelError as exc:
@@ -109,6 +117,8 @@ def rerank_candidates(
                 counts["unreadable"] += 1
             elif time.monotonic() <= deadline:
                 scores[candidate.chunk_id] = verdict.score
+            else:
+                counts["late"] += 1
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="rerank")
     try:
@@ -120,6 +130,10 @@ def rerank_candidates(
         judged = dict(scores)
         counts = dict(counts)
         first_error = errors[0] if errors else ""
+        # True counts when the budget ends: calls still waiting on the model, and candidates
+        # whose call never started (queued behind a slow model, or too little time left).
+        counts["in_flight"] = calls["started"] - calls["finished"]
+        counts["not_started"] = len(candidates) - calls["started"]
     counts["judged"] = len(judged)
     counts["candidates"] = len(candidates)
     if unconfigured.is_set():
@@ -127,7 +141,10 @@ def rerank_candidates(
     out_of_time = time.monotonic() >= deadline and len(judged) < len(candidates)
     if not judged:
         if out_of_time or counts["timed_out"]:
-            reason = f"chat model timed out after {budget_s:g} s; the fusion order stands"
+            reason = (
+                f"chat model timed out after {budget_s:g} s ({_pending(counts)}); "
+                "the fusion order stands"
+            )
             return Reranking("skipped", reason, detail=counts)
         if counts["unreachable"]:
             return Reranking("skipped", f"chat model unavailable: {first_error}", detail=counts)
@@ -136,6 +153,23 @@ def rerank_candidates(
         return Reranking("failed", "the chat model's answers held no yes/no verdict", detail=counts)
     reason = ""
     if len(judged) < len(candidates):
-        why = f"the {budget_s:g} s budget ran out" if out_of_time else "the others failed"
+        why = (
+            f"the {budget_s:g} s budget ran out: {_pending(counts)}"
+            if out_of_time
+            else "the others failed"
+        )
         reason = f"{len(judged)} of {len(candidates)} candidates judged ({why})"
     return Reranking("ran", reason, scores=judged, detail=counts)
+
+
+def _pending(counts: dict[str, int]) -> str:
+    return (
+        f"{counts['in_flight']} still waiting on the model, {counts['timed_out']} timed out, "
+        f"{counts['not_started']} never started"
+    )
+
+
+def _is_timeout(exc: Exception) -> bool:
+    """A call that ran out of time (``llm.http``: "no answer within ...", "... timed out")."""
+    text = str(exc).lower()
+    return "no answer within" in text or "timed out" in text or "timeout" in text

@@ -113,7 +113,14 @@ def test_chat_server_too_slow_for_the_budget(model_server: ModelServer) -> None:
     result = run(server_chat(model_server.url, timeout=10), use_rerank=True, rerank_budget_s=0.5)
     status, reason = stage(result, "rerank")
     assert status == "skipped"
-    assert reason == "chat model timed out after 0.5 s; the fusion order stands"
+    assert reason.startswith("chat model timed out after 0.5 s (")
+    assert reason.endswith("); the fusion order stands")
+    detail = result.stage("rerank").detail  # type: ignore[union-attr]
+    # Every candidate is accounted for: still waiting on the model or timed out, none judged
+    # and none counted as unreachable (the server was there, only slow).
+    assert (detail["judged"], detail["unreachable"]) == (0, 0), detail
+    assert detail["in_flight"] + detail["timed_out"] + detail["not_started"] == 3, detail
+    assert f"{detail['in_flight']} still waiting on the model" in reason
     assert result.hits[0].symbol == "crop" and result.hits[0].rerank_score is None
 
 
