@@ -34,9 +34,9 @@ from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
-from search.exact.symbols import DefinitionHit, find_definitions
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
+from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex", "symbol"]
