@@ -2,16 +2,17 @@
 
 A definition: ``name``, ``symbol`` (qualified), ``kind``, ``container`` (``Client`` of
 ``Client.send``), ``language``, ``repository``, ``repo_id``, ``path``, ``start_line``,
-``end_line``, ``match`` (how its name matched), ``commit``, ``url`` (the file view at the
-indexed commit, at its lines) and ``upstream_url``; with ``snippet`` when asked, its first lines.
+``end_line``, ``match`` (how its name matched), ``commit``, ``url`` (its permalink at the
+indexed commit and its lines) and ``upstream_url``; with ``snippet`` when asked, its first lines.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from accounts.visibility import Viewer
+from frontend.permalinks import Permalinks
 from indexing.upstream_urls import upstream_file_url
-from search.exact.response import file_url
 from search.symbols.lookup import DefinitionHit
 
 SNIPPET_LINES = 12
@@ -23,7 +24,9 @@ def snippet_of(content: str, lines: int = SNIPPET_LINES) -> str:
     return "\n".join(line[:MAX_LINE_CHARS] for line in kept)
 
 
-def definition_doc(hit: DefinitionHit, *, snippet: bool = False) -> dict[str, Any]:
+def definition_doc(
+    hit: DefinitionHit, links: Permalinks, *, snippet: bool = False
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "name": hit.name,
         "symbol": hit.symbol,
@@ -37,7 +40,7 @@ def definition_doc(hit: DefinitionHit, *, snippet: bool = False) -> dict[str, An
         "end_line": hit.end_line,
         "match": hit.tier,
         "commit": hit.commit,
-        "url": file_url(hit.repo_id, hit.path, hit.start_line, hit.end_line),
+        "url": links.blob(hit.repo_id, hit.commit, hit.path, hit.start_line, hit.end_line),
         "upstream_url": upstream_file_url(
             hit.repo_url, hit.commit, hit.path, hit.start_line, hit.end_line
         ),
@@ -45,3 +48,10 @@ def definition_doc(hit: DefinitionHit, *, snippet: bool = False) -> dict[str, An
     if snippet:
         doc["snippet"] = snippet_of(hit.content)
     return doc
+
+
+def definitions_doc(
+    hits: list[DefinitionHit], viewer: Viewer, *, snippet: bool = False
+) -> list[dict[str, Any]]:
+    links = Permalinks({(h.repo_id, h.repo_name) for h in hits}, viewer)
+    return [definition_doc(hit, links, snippet=snippet) for hit in hits]

@@ -18,11 +18,11 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
+from frontend.permalinks import blob_url
 from indexing.repository_refs import link_refs
 from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.engine import ExactRequest, run_exact
 from search.exact.errors import QueryRejected
-from search.exact.response import file_url
 from search.retrieval.db import search_cursor
 from search.retrieval.scope import LIVE_CHUNKS_SQL
 from search.symbols.service import checked_name, readable_repository_ids
@@ -51,6 +51,7 @@ class IdentifierMatcher:
 class Reference:
     repo_id: UUID
     repo_name: str
+    commit: str
     path: str
     language: str
     line: int
@@ -68,7 +69,7 @@ class ReferenceAnswer:
 
 
 _CALL_CHUNKS_SQL = """
-    SELECT r.id, r.name, c.path, c.language, c.start_line, c.end_line, c.content,
+    SELECT r.id, r.name, r.last_indexed_commit, c.path, c.language, c.start_line, c.end_line, c.content,
            (c.symbol_name = %s) AS defines
     FROM indexing_chunk c {live}
     WHERE {scope} AND (c.calls @> %s::jsonb OR c.symbol_name = %s)
@@ -88,7 +89,9 @@ def _call_lines(
         rows = cursor.fetchall()
     calls: dict[tuple[UUID, str, int], Reference] = {}
     definitions: set[tuple[UUID, str, int]] = set()
-    for repo_id, repo_name, path, language, start, end, content, defines in rows[:MAX_CALL_CHUNKS]:
+    for repo_id, repo_name, commit, path, language, start, end, content, defines in rows[
+        :MAX_CALL_CHUNKS
+    ]:
         first_seen = True
         for offset, text in enumerate(content.split("\n")[: end - start + 1]):
             ranges = matcher.ranges(text)
@@ -101,7 +104,7 @@ def _call_lines(
                 continue
             if not defines:
                 calls[key] = Reference(
-                    repo_id, repo_name, path, language, start + offset, text, ranges, "call"
+                    repo_id, repo_name, commit, path, language, start + offset, text, ranges, "call"
                 )
     return calls, definitions, len(rows) > MAX_CALL_CHUNKS
 
@@ -148,6 +151,7 @@ def find_references(
             found[key] = Reference(
                 hit.file.repo_id,
                 hit.file.repo_name,
+                hit.file.commit,
                 hit.file.path,
                 hit.file.language,
                 match.line,
@@ -180,5 +184,10 @@ def reference_doc(reference: Reference) -> dict[str, Any]:
         "snippet": reference.text[:MAX_LINE_CHARS],
         "ranges": [list(r) for r in reference.ranges],
         "via": reference.via,
-        "url": file_url(reference.repo_id, reference.path, reference.line, reference.line),
+        "url": blob_url(
+            reference.link_ref or str(reference.repo_id),
+            reference.commit,
+            reference.path,
+            reference.line,
+        ),
     }

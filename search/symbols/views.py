@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from accounts.throttles import SearchRateThrottle
 from accounts.visibility import viewer_for
 from reposearch.api_schema import error_responses
-from search.symbols.documents import definition_doc
+from search.symbols.documents import definitions_doc
 from search.symbols.serializers import (
     DefinitionQuerySerializer,
     ReferenceListSerializer,
@@ -54,8 +54,9 @@ class SymbolListView(APIView):
     )
     def get(self, request: Request) -> Response:
         params = _params(request, SymbolQuerySerializer)
-        answer = search_symbols(params.pop("q"), viewer_for(request.user), **params)
-        hits = [definition_doc(hit) for hit in answer.hits]
+        viewer = viewer_for(request.user)
+        answer = search_symbols(params.pop("q"), viewer, **params)
+        hits = definitions_doc(answer.hits, viewer)
         return Response(
             {
                 "query": answer.query,
@@ -78,8 +79,9 @@ class DefinitionListView(APIView):
     )
     def get(self, request: Request) -> Response:
         params = _params(request, DefinitionQuerySerializer)
-        answer = go_to_definition(params.pop("name"), viewer_for(request.user), **params)
-        hits = [definition_doc(hit, snippet=True) for hit in answer.hits]
+        viewer = viewer_for(request.user)
+        answer = go_to_definition(params.pop("name"), viewer, **params)
+        hits = definitions_doc(answer.hits, viewer, snippet=True)
         return Response(
             {
                 "query": answer.query,
