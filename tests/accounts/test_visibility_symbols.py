@@ -70,3 +70,38 @@ def test_naming_the_restricted_repository_is_answered_like_a_missing_one(
         assert got == json.loads(json.dumps(want).replace(missing, hidden))
         status, _ = answer(corpus.member, path, **{param: "make_pool", "repo": hidden})
         assert status == 200
+
+
+@pytest.mark.parametrize("who", ["outsider", "anonymous"])
+def test_the_mcp_navigation_tools_keep_to_what_the_viewer_may_see(corpus: Corpus, who: str) -> None:
+    from accounts.visibility import Viewer
+    from search.mcp import navigation_tools
+    from search.mcp.tools import ToolInputError
+
+    viewer = corpus.as_outsider if who == "outsider" else Viewer()
+    answers = [
+        navigation_tools.find_symbol("zanzibar_quokka_token", viewer=viewer),
+        navigation_tools.find_symbol("zanzibar", viewer=viewer),
+        navigation_tools.find_references("zanzibar_quokka_token", viewer=viewer),
+        navigation_tools.find_references("connect_vault", viewer=viewer),
+        navigation_tools.list_files("acme/shop", viewer=viewer),
+    ]
+    for answer in answers:
+        assert leaks(answer, corpus.vault) == [], answer
+    assert answers[0]["definitions"] == []
+    assert answers[2]["references"] == [
+        "acme/shop:src/pool.py:3: token = zanzibar_quokka_token(settings) (call)"
+    ]
+    for call, args in (
+        (navigation_tools.list_files, ("acme/vault",)),
+        (navigation_tools.list_files, (str(corpus.vault.pk),)),
+        (navigation_tools.find_symbol, ("open_vault", "acme/vault")),
+        (navigation_tools.find_references, ("open_vault", "acme/vault")),
+    ):
+        with pytest.raises(ToolInputError) as caught:
+            call(*args, viewer=viewer)
+        error = json.loads(str(caught.value))["error"]
+        assert error["code"] == "unknown_repo" and "acme/vault" not in error["valid"]
+    member = corpus.as_member
+    assert navigation_tools.find_symbol("zanzibar_quokka_token", viewer=member)["definitions"]
+    assert "src/vault.py" in navigation_tools.list_files("acme/vault", viewer=member)["files"]
