@@ -87,6 +87,7 @@ def _call_lines(
     with search_cursor(4000) as cursor:
         cursor.execute(sql, [name, *params, json.dumps([name]), name, MAX_CALL_CHUNKS + 1])
         rows = cursor.fetchall()
+    call_syntax = re.compile(r"(?<![\w$])" + re.escape(name) + r"\s*[(!]")
     calls: dict[tuple[UUID, str, int], Reference] = {}
     definitions: set[tuple[UUID, str, int]] = set()
     for repo_id, repo_name, commit, path, language, start, end, content, defines in rows[
@@ -103,8 +104,10 @@ def _call_lines(
                 first_seen = False
                 continue
             if not defines:
+                # In a chunk that calls it: a call where the line calls it, else a mention.
+                via = "call" if call_syntax.search(text) else "text"
                 calls[key] = Reference(
-                    repo_id, repo_name, commit, path, language, start + offset, text, ranges, "call"
+                    repo_id, repo_name, commit, path, language, start + offset, text, ranges, via
                 )
     return calls, definitions, len(rows) > MAX_CALL_CHUNKS
 
