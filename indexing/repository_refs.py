@@ -5,7 +5,7 @@ Repository names are not unique (the same URL on two branches may share one) and
 only among the repositories a ``Viewer`` may see, so a restricted repository is "not found"
 exactly like a missing one, and an ambiguity names only visible ids. ``link_refs`` gives the
 segment links should use for each repository: its name when no other visible repository shares
-it, else its id (which always resolves).
+it and fits in an address (``linkable``), else its id (which always resolves).
 """
 
 from __future__ import annotations
@@ -81,6 +81,19 @@ def link_refs(repositories: Iterable[tuple[Any, str]], viewer: Viewer) -> dict[A
         visible_repositories(viewer).filter(name__in=names).values_list("name", flat=True)
     )
     return {
-        pk: name if counts.get(name, 0) == 1 and parse_id(name) is None else str(pk)
-        for pk, name in pairs
+        pk: name if counts.get(name, 0) == 1 and linkable(name) else str(pk) for pk, name in pairs
     }
+
+
+def linkable(name: str) -> bool:
+    """Whether ``name`` can stand for its repository in an address: not an id, and nothing the
+    addresses' ``/-/`` separator or an empty segment would cut short."""
+    return (
+        parse_id(name) is None
+        and "/-/" not in name
+        and not name.endswith("/-")
+        and not name.startswith("/")
+        and not name.endswith("/")
+        and "//" not in name
+        and name.strip() == name
+    )

@@ -151,6 +151,8 @@ def test_an_id_addresses_the_repository_and_twins_get_their_id_in_links(
         ("/repos/acme/shop/-/blob/HEAD/src//cart.py", 400),
         ("/repos/acme/shop/-/tree/HEAD/nowhere", 404),
         ("/repos/acme/shop/-/tree/HEAD/../..", 400),
+        ("/repos/acme/shop/-/blob/HEAD/src/%00cart.py", 400),  # NUL
+        ("/repos/acme/shop/-/blob/HEAD/" + "a/" * 600 + "b.py", 404),  # very long
     ],
 )
 def test_bad_addresses_are_clear_pages_never_a_500(
@@ -184,3 +186,15 @@ def test_a_restricted_repository_is_no_repository_to_an_outsider(
         assert hidden.status_code == missing.status_code == 404, url
         assert b"add_item" not in hidden.content and b"acme/shop" not in hidden.content
         assert session_client(user=member).get(url, follow=True).status_code == 200, url
+
+
+@pytest.mark.parametrize(
+    "name", ["odd/-/name", "trailing/", "00000000-0000-0000-0000-000000000001"]
+)
+def test_names_an_address_would_cut_short_link_by_id(client: Client, name: str) -> None:
+    repository = indexed_repository(name, ["def f():\n    pass"])
+    response = client.post(
+        "/api/search", {"query": "sym:s0", "limit": 5}, content_type="application/json"
+    )
+    (hit,) = response.json()["results"]
+    assert hit["url"].startswith(f"/repos/{repository.pk}/-/blob/")
