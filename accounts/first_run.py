@@ -12,12 +12,6 @@ import os
 import secrets
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
-from django.db import transaction
-
-from accounts.audit import record
-from accounts.tokens import create_token
-
 FILE_NAME = "initial-admin.txt"
 USERNAME = "admin"
 
@@ -28,6 +22,13 @@ def initial_admin_path(data_dir: Path) -> Path:
 
 def ensure_initial_admin(data_dir: Path) -> Path | None:
     """Create the first administrator if there is no account; the file written, else ``None``."""
+    # Imported here: ``initial_admin_path`` is used before Django's apps are loaded.
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from accounts.audit import record
+    from accounts.tokens import create_token
+
     users = get_user_model().objects
     with transaction.atomic():
         if users.exists():

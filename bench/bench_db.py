@@ -44,7 +44,7 @@ def _configure_server(postgres) -> bool:  # type: ignore[no-untyped-def]
     import psycopg
 
     restart = False
-    with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
+    with psycopg.connect(postgres.superuser_url("postgres"), autocommit=True) as conn:
         for name, value in SERVER_SETTINGS.items():
             row = conn.execute(
                 "SELECT setting, unit, context FROM pg_settings WHERE name = %s", (name,)
@@ -82,11 +82,30 @@ def start_postgres(port: int = DEFAULT_PORT):  # type: ignore[no-untyped-def]
 
 def set_environment(port: int, redis_port: int | None = None) -> None:
     """Must run before anything imports ``reposearch``: its package import loads the settings."""
-    os.environ["DATABASE_URL"] = (
-        EXTERNAL_DATABASE_URL or f"postgresql://postgres@127.0.0.1:{port}/reposearch"
-    )
+    credentials = _credentials_module()
+    if EXTERNAL_DATABASE_URL:
+        os.environ["DATABASE_URL"] = EXTERNAL_DATABASE_URL
+    else:  # the cluster's passwords, generated on its first start
+        creds, _created = credentials.ensure(PG_ROOT)
+        os.environ["DATABASE_URL"] = credentials.postgres_url(
+            "127.0.0.1", port, "reposearch", creds
+        )
     if redis_port:
-        os.environ["REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+        creds, _created = credentials.ensure(CORPORA / "redis")
+        os.environ["REDIS_URL"] = credentials.redis_url("127.0.0.1", redis_port, creds)
+
+
+def _credentials_module():  # type: ignore[no-untyped-def]
+    """``reposearch.embedded_credentials`` without importing the package (that loads settings)."""
+    import importlib.util
+
+    path = ROOT / "reposearch" / "embedded_credentials.py"
+    spec = importlib.util.spec_from_file_location("_bench_embedded_credentials", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
     os.environ.setdefault("REPO_SEARCH_DATA_DIR", str(CORPORA / "data"))
     os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")

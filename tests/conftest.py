@@ -24,7 +24,8 @@ def _test_database_url() -> str:
     db = connection.settings_dict
     host = db["HOST"] or "127.0.0.1"
     port = f":{db['PORT']}" if db["PORT"] else ""
-    return f"postgresql://{db['USER']}@{host}{port}/{db['NAME']}"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgresql://{db['USER']}{password}@{host}{port}/{db['NAME']}"
 
 
 class WorkerProcess:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import secrets
 import signal
 import subprocess
 import sys
@@ -92,22 +93,25 @@ class _NamespacedPostgres(EmbeddedPostgres):
         super().__init__(root, port)
         self.host = host
 
-    def url(self, database: str = "reposearch") -> str:  # the operator's way in: the socket
-        return f"postgresql://postgres@/{database}?host={self.pgdata}&port={self.port}"
+    def _url(self, user: str, password: str, database: str) -> str:  # the operator's: the socket
+        return f"postgresql://{user}:{password}@/{database}?host={self.pgdata}&port={self.port}"
 
-    def tcp_url(self) -> str:
-        return f"postgresql://postgres@{self.host.address}:{self.port}/reposearch"
+    def tcp_url(self) -> str:  # the other hosts' way in, with the application role's password
+        password = self._creds().pg_app_password
+        return f"postgresql://reposearch:{password}@{self.host.address}:{self.port}/reposearch"
 
     def start(self) -> None:
         super().start()
         hba = self.pgdata / "pg_hba.conf"
-        rule = f"host all all {SUBNET}.0/24 trust\n"
+        rule = f"host all all {SUBNET}.0/24 scram-sha-256\n"
         if rule not in hba.read_text():
             with open(hba, "a") as rules:
                 rules.write(rule)
             self._run("pg_ctl", "-D", str(self.pgdata), "reload")
 
-    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         command = list(args)
         if "-o" in command:  # listen on the host's address, not on its loopback
             at = command.index("-o") + 1
@@ -119,7 +123,7 @@ class _NamespacedPostgres(EmbeddedPostgres):
                     "--clear-groups"]  # fmt: skip
         return subprocess.run(
             [*self.host.prefix(), *user, str(self.bin / command[0]), *command[1:]],
-            check=check, capture_output=True, text=True, cwd="/", timeout=120,
+            check=check, capture_output=True, text=True, input=stdin, cwd="/", timeout=120,
         )  # fmt: skip
 
 
@@ -136,12 +140,13 @@ class NetnsLab(WatchesJobs):
         self.postgres = _NamespacedPostgres(root / "pg", free_port(), self.db)
         self.redis_port = free_port()
         self.redis_socket = root / "redis" / "redis.sock"
+        self.redis_password = secrets.token_urlsafe(24)
         self.processes: list[subprocess.Popen[bytes]] = []
         self.git_port = 0
         self.env = dict(os.environ)
         self.env.update(
             DATABASE_URL=self.postgres.tcp_url(),
-            REDIS_URL=f"redis://{DB_ADDRESS}:{self.redis_port}/0",
+            REDIS_URL=f"redis://:{self.redis_password}@{DB_ADDRESS}:{self.redis_port}/0",
             DJANGO_SETTINGS_MODULE="reposearch.settings.test",
             REPO_SEARCH_DATA_DIR=str(root / "data"),  # one shared volume, as compose mounts it
             REPO_SEARCH_ALLOW_LOCAL_PATHS="1",
@@ -190,9 +195,12 @@ class NetnsLab(WatchesJobs):
     def start_servers(self, repositories: dict[str, Path]) -> None:
         self.postgres.start()
         self.redis_socket.parent.mkdir(parents=True, exist_ok=True)
+        config = self.redis_socket.parent / "redis.conf"  # the password stays out of `ps`
+        config.touch(mode=0o600)
+        config.write_text(f"requirepass {self.redis_password}\n")
         self._spawn(self.db, [
-            EmbeddedRedis.binary(), "--port", str(self.redis_port), "--bind", DB_ADDRESS,
-            "--unixsocket", str(self.redis_socket), "--unixsocketperm", "700",
+            EmbeddedRedis.binary(), str(config), "--port", str(self.redis_port), "--bind",
+            DB_ADDRESS, "--unixsocket", str(self.redis_socket), "--unixsocketperm", "700",
             "--save", "", "--appendonly", "no", "--dir", str(self.redis_socket.parent),
         ], self.root / "redis.log")  # fmt: skip
         self._wait(lambda: self._redis_answers(), 30, "Redis")
@@ -212,7 +220,9 @@ class NetnsLab(WatchesJobs):
             return False
 
     def redis(self) -> redis.Redis:
-        return redis.Redis(unix_socket_path=str(self.redis_socket), socket_timeout=5)
+        return redis.Redis(
+            unix_socket_path=str(self.redis_socket), password=self.redis_password, socket_timeout=5
+        )
 
     def log_path(self, name: str) -> Path:
         return self.root / f"worker-{name}.log"

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from reposearch import embedded_credentials
+
 PROVIDERS_CHAT = ("ollama", "openai", "none")
 PROVIDERS_EMBEDDING = ("local", "ollama", "openai")
 LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -216,16 +218,25 @@ def allowed_hosts(env: EnvReader, bind_host: str) -> list[str]:
 
 
 def database_url(env: EnvReader) -> str:
-    """``DATABASE_URL``, by default the embedded PostgreSQL on ``REPO_SEARCH_PG_PORT``."""
+    """``DATABASE_URL``, by default the embedded PostgreSQL on ``REPO_SEARCH_PG_PORT`` as the
+    application role, with the password ``make up`` keeps in the data directory."""
     port = env.port("REPO_SEARCH_PG_PORT", DEFAULT_PG_PORT)
-    default = f"postgresql://postgres@127.0.0.1:{port}/reposearch"
+    if env.raw("DATABASE_URL") is not None:
+        return env.url("DATABASE_URL", "", ("postgres", "postgresql"))
+    creds = embedded_credentials.read(data_dir(env))
+    default = embedded_credentials.postgres_url("127.0.0.1", port, "reposearch", creds)
     return env.url("DATABASE_URL", default, ("postgres", "postgresql"))
 
 
 def redis_url(env: EnvReader) -> str:
-    """``REDIS_URL``, by default the embedded Redis on ``REPO_SEARCH_REDIS_PORT``."""
+    """``REDIS_URL``, by default the embedded Redis on ``REPO_SEARCH_REDIS_PORT``, with the
+    password ``make up`` keeps in the data directory."""
     port = env.port("REPO_SEARCH_REDIS_PORT", DEFAULT_REDIS_PORT)
-    return env.url("REDIS_URL", f"redis://127.0.0.1:{port}/0", ("redis", "rediss", "unix"))
+    if env.raw("REDIS_URL") is not None:
+        return env.url("REDIS_URL", "", ("redis", "rediss", "unix"))
+    creds = embedded_credentials.read(data_dir(env))
+    default = embedded_credentials.redis_url("127.0.0.1", port, creds)
+    return env.url("REDIS_URL", default, ("redis", "rediss", "unix"))
 
 
 def redact_url(url: str) -> str:

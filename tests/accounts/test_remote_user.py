@@ -286,7 +286,7 @@ def uvicorn_behind_a_proxy(transactional_db) -> Iterator[str]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "reposearch.settings.test",
-        "DATABASE_URL": f"postgresql://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT']}/{db['NAME']}",
+        "DATABASE_URL": f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT']}/{db['NAME']}",
         "REPO_SEARCH_TRUSTED_PROXIES": "127.0.0.2",
         "REPO_SEARCH_REMOTE_USER_HEADER": "X-Forwarded-User",
     }

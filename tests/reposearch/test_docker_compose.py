@@ -97,7 +97,7 @@ def test_every_setting_reaches_the_containers_through_env_example() -> None:
     listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", example, flags=re.MULTILINE))
     missing = _read_names() - listed
     assert not missing, f".env.example does not list {sorted(missing)}"
-    compose_only = {"POSTGRES_PASSWORD", "REPO_SEARCH_PORT"}
+    compose_only = {"POSTGRES_PASSWORD", "REDIS_PASSWORD", "REPO_SEARCH_PORT"}
     unknown = listed - _read_names() - compose_only
     assert not unknown, f".env.example lists variables nothing reads: {sorted(unknown)}"
     for name in APP_SERVICES:
@@ -114,6 +114,21 @@ def test_services_restart_and_report_their_health() -> None:
         assert "healthcheck" in service, name
     web = COMPOSE["services"]["web"]["healthcheck"]["test"]
     assert web[1:4] == ["python", "-m", "reposearch.healthcheck"]
-    assert "--appendonly" in COMPOSE["services"]["redis"]["command"]
-    assert COMPOSE["services"]["redis"]["command"][2] == "yes"
+    assert "--appendonly yes" in " ".join(COMPOSE["services"]["redis"]["command"])
     assert "host.docker.internal:host-gateway" in COMPOSE["services"]["worker"]["extra_hosts"]
+
+
+def test_redis_and_postgres_take_passwords_that_stay_off_the_command_line() -> None:
+    redis = COMPOSE["services"]["redis"]
+    command = " ".join(redis["command"])
+    assert "requirepass %s" in command and "$$REDIS_PASSWORD" in command
+    assert "--requirepass" not in command  # `ps` on the docker host would show it
+    assert command.endswith("--appendonly yes --appendfsync everysec")
+    assert redis["environment"]["REDISCLI_AUTH"] == redis["environment"]["REDIS_PASSWORD"]
+    assert redis["environment"]["REDIS_PASSWORD"].startswith("${REDIS_PASSWORD:?")
+    env = COMPOSE["x-app-env"]
+    assert env["REDIS_URL"].startswith("redis://:${REDIS_PASSWORD:?")
+    assert env["DATABASE_URL"].startswith("postgresql://reposearch:${POSTGRES_PASSWORD:?")
+    assert COMPOSE["services"]["db"]["environment"]["POSTGRES_PASSWORD"].startswith(
+        "${POSTGRES_PASSWORD:?"
+    )

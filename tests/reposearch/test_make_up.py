@@ -11,6 +11,7 @@ import http.cookiejar
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -103,12 +104,13 @@ def get(url: str, opener: urllib.request.OpenerDirector | None = None) -> tuple[
         return error.code, error.headers.get("Content-Type", ""), body
 
 
-def test_it_prints_the_urls_to_open_and_how_to_create_the_first_user(stack: Stack) -> None:
+def test_it_prints_the_urls_to_open_and_where_the_first_admin_is(stack: Stack) -> None:
     output = stack.output()
     for path in ("/", "/api/docs", "/admin/", "/api/health"):
         assert f"{stack.base}{path}" in output
     create = next(line for line in output.splitlines() if "createsuperuser" in line)
     assert f"REPO_SEARCH_PG_PORT={stack.pg_port}" in create
+    assert "initial-admin.txt" in next(line for line in output.splitlines() if "sign in" in line)
     assert get(f"{stack.base}/api/health")[0] == 200
 
 
@@ -186,5 +188,65 @@ def test_a_command_that_cannot_reach_the_database_names_the_address(tmp_path: Pa
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert f"cannot reach the database at postgresql://postgres@127.0.0.1:{closed}/" in lines[0]
+    assert f"cannot reach the database at postgresql://reposearch@127.0.0.1:{closed}/" in lines[0]
     assert "REPO_SEARCH_PG_PORT" in lines[0]
+
+
+def test_the_first_start_generates_private_passwords_and_never_prints_them(stack: Stack) -> None:
+    from reposearch import embedded_credentials
+
+    data = Path(stack.env["REPO_SEARCH_DATA_DIR"])
+    path = embedded_credentials.path(data)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    creds = embedded_credentials.read(data)
+    assert creds is not None
+    output = stack.output()
+    assert str(path) in output  # where they are, not what they are
+    for secret in (creds.pg_superuser_password, creds.pg_app_password, creds.redis_password):
+        assert secret not in output
+
+
+def call(stack: Stack, method: str, path: str, body: dict | None = None, token: str = "") -> int:
+    """The status of one API call, with the README's headers."""
+    import json
+
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        f"{stack.base}{path}", data=data, method=method, headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def test_the_first_start_writes_the_admins_secrets_and_its_token_opens_the_api(
+    stack: Stack,
+) -> None:
+    path = Path(stack.env["REPO_SEARCH_DATA_DIR"]) / "initial-admin.txt"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    values = dict(line.split(": ", 1) for line in path.read_text().splitlines())
+    assert set(values) == {"username", "password", "token"} and values["username"] == "admin"
+    output = stack.output()
+    assert str(path) in output
+    assert values["password"] not in output and values["token"] not in output
+
+    # Without a token every endpoint is closed; with the file's token the README's calls work.
+    assert call(stack, "GET", "/api/repos") == 401
+    assert call(stack, "POST", "/api/search", {"query": "x"}) == 401
+    assert call(stack, "GET", "/api/repos", token=values["token"]) == 200
+    assert call(stack, "POST", "/api/search", {"query": "where"}, values["token"]) == 200
+
+    # A read token made from it is refused writes.
+    made = subprocess.run(
+        [sys.executable, "manage.py", "createtoken", "admin", "reader", "--scope", "read"],
+        cwd=ROOT, env=stack.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    reader = made.stdout.strip()
+    assert call(stack, "GET", "/api/repos", token=reader) == 200
+    assert call(stack, "POST", "/api/repos", {"url": "https://example.org/a.git"}, reader) == 403

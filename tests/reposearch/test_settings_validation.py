@@ -130,15 +130,42 @@ def run_shell(code: str, env_overrides: dict[str, str], cwd: Path = ROOT) -> str
     return result.stdout.strip().splitlines()[-1]
 
 
-def test_commands_reach_the_servers_of_make_up_on_the_same_ports() -> None:
+def test_commands_reach_the_servers_of_make_up_on_the_same_ports(tmp_path: Path) -> None:
     code = (
         "from django.conf import settings as s; "
         "print(s.DATABASES['default']['PORT'], s.CELERY_BROKER_URL, s.DEBUG)"
     )
-    ports = {"REPO_SEARCH_PG_PORT": "55432", "REPO_SEARCH_REDIS_PORT": "56379"}
+    ports = {
+        "REPO_SEARCH_PG_PORT": "55432",
+        "REPO_SEARCH_REDIS_PORT": "56379",
+        "REPO_SEARCH_DATA_DIR": str(tmp_path),  # no credentials.env: no passwords yet
+    }
     assert run_shell(code, ports) == "55432 redis://127.0.0.1:56379/0 False"
     given = dict(ports, DATABASE_URL="postgresql://u@db.example:5433/x", DEBUG="1")
     assert run_shell(code, given).split()[0::2] == ["5433", "True"]
+
+
+def test_commands_connect_with_the_passwords_make_up_keeps_in_the_data_directory(
+    tmp_path: Path,
+) -> None:
+    from reposearch import embedded_credentials
+
+    creds, created = embedded_credentials.ensure(tmp_path)
+    assert created
+    code = (
+        "from django.conf import settings as s; d = s.DATABASES['default']; "
+        "print(d['USER'], d['PASSWORD'], d['NAME'], s.CELERY_BROKER_URL)"
+    )
+    env = {"REPO_SEARCH_DATA_DIR": str(tmp_path), "REPO_SEARCH_REDIS_PORT": "56379"}
+    assert run_shell(code, env).split() == [
+        "reposearch",
+        creds.pg_app_password,
+        "reposearch",
+        f"redis://:{creds.redis_password}@127.0.0.1:56379/0",
+    ]
+    # DATABASE_URL / REDIS_URL still win over the file.
+    given = dict(env, DATABASE_URL="postgresql://u:p@db.example/x", REDIS_URL="redis://r:6379/1")
+    assert run_shell(code, given).split() == ["u", "p", "x", "redis://r:6379/1"]
 
 
 def test_a_command_started_elsewhere_uses_the_checkouts_data_directory(tmp_path: Path) -> None:

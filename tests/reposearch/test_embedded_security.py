@@ -1,0 +1,344 @@
+"""The embedded stack is a server too: passwords for PostgreSQL and Redis, no superuser for the
+application, fsync on, and an older cluster (trust for everyone) upgraded in place.
+
+The first tests start the servers alone; the rest run ``python -m reposearch.embedded_stack up``
+(what ``make up`` runs) on a data directory made the way reposearch made it before it had
+passwords: a trust-auth cluster, fsync off, everything owned by the ``postgres`` superuser,
+migrated, with rows in it. They look at the running stack from outside, as a local user would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from reposearch import embedded_credentials
+from reposearch.embedded_credentials import Credentials
+from reposearch.embedded_provision import hba_is_weak
+from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
+from tests.reposearch.test_make_up import READY_LINE, user_environment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def refusal(url: str) -> str:
+    """Why PostgreSQL refused ``url`` (the test fails when it let it in)."""
+    env_password = os.environ.pop("PGPASSWORD", None)  # libpq would use it
+    try:
+        with psycopg.connect(url, connect_timeout=5):
+            pass
+    except psycopg.OperationalError as error:
+        return str(error)
+    finally:
+        if env_password is not None:
+            os.environ["PGPASSWORD"] = env_password
+    raise AssertionError(f"connected without the right password: {url.split('@')[-1]}")
+
+
+def redis_says(port: int, *commands: str) -> list[str]:
+    """Redis's first reply line to each inline command, on one plain connection."""
+    replies = []
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        reader = sock.makefile("rb")
+        for command in commands:
+            sock.sendall(command.encode() + b"\r\n")
+            replies.append(reader.readline().decode().strip())
+    return replies
+
+
+def command_lines() -> str:
+    """Every process's command line on this machine, as `ps` shows them to any user."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            lines.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return "\n".join(lines)
+
+
+def secrets_of(creds: Credentials) -> tuple[str, ...]:
+    return creds.pg_superuser_password, creds.pg_app_password, creds.redis_password
+
+
+# --- the servers on their own -------------------------------------------------------------------
+def test_a_new_cluster_lets_in_only_the_passwords_it_generated(tmp_path: Path) -> None:
+    postgres = EmbeddedPostgres(tmp_path, free_port())
+    postgres.start()
+    try:
+        creds = embedded_credentials.read(tmp_path)
+        assert creds is not None
+        assert stat.S_IMODE(embedded_credentials.path(tmp_path).stat().st_mode) == 0o600
+        assert not hba_is_weak((postgres.pgdata / "pg_hba.conf").read_text())
+        tcp = f"127.0.0.1:{postgres.port}"
+        socket_dir = f"host={postgres.pgdata}&port={postgres.port}"
+        for user in ("postgres", "reposearch"):
+            assert "no password supplied" in refusal(f"postgresql://{user}@{tcp}/postgres")
+            assert "no password supplied" in refusal(f"postgresql://{user}@/postgres?{socket_dir}")
+            wrong = f"postgresql://{user}:not-the-password@{tcp}/postgres"
+            assert "password authentication failed" in refusal(wrong)
+        with psycopg.connect(postgres.url(), autocommit=True) as conn:
+            assert conn.execute("SHOW fsync").fetchone() == ("on",)
+            # pytest-django's test databases: the role may create them, with the extensions.
+            conn.execute("CREATE DATABASE made_by_the_app")
+        with psycopg.connect(postgres.url("made_by_the_app")) as conn:
+            names = {row[0] for row in conn.execute("SELECT extname FROM pg_extension")}
+            assert {"vector", "pg_trgm"} <= names
+            assert conn.execute("SELECT '[1,2]'::vector <-> '[1,3]'::vector").fetchone() == (1,)
+
+        postgres.stop()  # a second start keeps the passwords
+        postgres.start()
+        assert embedded_credentials.read(tmp_path) == creds
+        with psycopg.connect(postgres.url(), autocommit=True) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == ("reposearch",)
+    finally:
+        postgres.stop()
+
+
+def test_lost_passwords_are_replaced_by_new_ones_and_the_old_ones_stop_working(
+    tmp_path: Path,
+) -> None:
+    postgres = EmbeddedPostgres(tmp_path, free_port())
+    postgres.start()
+    try:
+        old_url = postgres.url()
+        with psycopg.connect(old_url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (value int)")
+            conn.execute("INSERT INTO kept VALUES (7)")
+        postgres.stop()
+        embedded_credentials.path(tmp_path).unlink()
+        again = EmbeddedPostgres(tmp_path, postgres.port)
+        again.start()
+        assert again.url() != old_url
+        assert "password authentication failed" in refusal(old_url)
+        with psycopg.connect(again.url(), autocommit=True) as conn:
+            assert conn.execute("SELECT value FROM kept").fetchone() == (7,)
+    finally:
+        postgres.stop()
+
+
+def test_the_psql_command_connects_with_the_kept_passwords(tmp_path: Path) -> None:
+    postgres = EmbeddedPostgres(tmp_path, free_port())
+    postgres.start()
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PGPASSWORD")}
+        env.update(REPO_SEARCH_DATA_DIR=str(tmp_path), REPO_SEARCH_PG_PORT=str(postgres.port))
+        answers = []
+        for args in (["-Atc", "SELECT current_user"], ["--superuser", "-Atc", "SELECT 'su'"]):
+            result = subprocess.run(
+                [sys.executable, "-m", "reposearch.embedded_stack", "psql", *args],
+                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            answers.append(result.stdout.strip())
+        assert answers == ["reposearch", "su"]
+    finally:
+        postgres.stop()
+
+
+def test_redis_refuses_commands_without_the_password_which_ps_does_not_show(
+    tmp_path: Path,
+) -> None:
+    redis = EmbeddedRedis(tmp_path, free_port())
+    redis.start()
+    try:
+        noauth, wrong = redis_says(redis.port, "SET stolen 1", "AUTH not-the-password")
+        assert noauth.startswith("-NOAUTH"), noauth
+        assert wrong.startswith(("-WRONGPASS", "-ERR")), wrong
+        assert redis_says(redis.port, f"AUTH {redis.password}", "PING") == ["+OK", "+PONG"]
+        assert redis.password not in command_lines()
+    finally:
+        redis.stop()
+
+
+# --- make up on a cluster from before the passwords ---------------------------------------------
+class OldTrustPostgres(EmbeddedPostgres):
+    """A cluster the way reposearch made one before it had passwords."""
+
+    def old_url(self, database: str = "reposearch") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        self.pgdata.mkdir(parents=True)
+        self.pgdata.chmod(0o700)
+        self._prepare_user()
+        initdb = ("initdb", "-D", str(self.pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8")
+        self._run(*initdb)
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c fsync=off"
+        log = str(self.pgdata / "server.log")
+        self._run("pg_ctl", "-D", str(self.pgdata), "-l", log, "-w", "-o", options, "start")
+        with psycopg.connect(self.old_url("postgres"), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "reposearch"')
+
+
+OLD_ROWS = """
+from django.contrib.auth.models import User
+from indexing.models import Repository
+Repository.objects.create(url="https://example.org/kept/old.git", name="kept/old")
+User.objects.create_user("old-admin", password="an-old-password-42")
+"""
+
+
+@dataclass
+class UpgradedStack:
+    base: str
+    env: dict[str, str]
+    data: Path
+    log: Path
+    pg_port: int
+    redis_port: int
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def credentials(self) -> Credentials:
+        creds = embedded_credentials.read(self.data)
+        assert creds is not None
+        return creds
+
+    def app_url(self) -> str:
+        return embedded_credentials.postgres_url(
+            "127.0.0.1", self.pg_port, "reposearch", self.credentials()
+        )
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpgradedStack]:
+    tmp = tmp_path_factory.mktemp("upgrade")
+    env, pg_port = user_environment(tmp)
+    data = Path(env["REPO_SEARCH_DATA_DIR"])
+    old = OldTrustPostgres(data, pg_port)
+    old.start()
+    try:
+        migrated = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c",
+             f"from django.core.management import call_command\n"
+             f"call_command('migrate', verbosity=0)\n{OLD_ROWS}"],
+            cwd=ROOT, env=dict(env, DATABASE_URL=old.old_url()), capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert migrated.returncode == 0, migrated.stderr
+    finally:
+        old.stop()
+    assert not embedded_credentials.path(data).exists()
+
+    log = tmp / "make-up.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "reposearch.embedded_stack", "up"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    running = UpgradedStack(
+        f"http://{env['REPO_SEARCH_BIND_ADDR']}", env, data, log, pg_port,
+        int(env["REPO_SEARCH_REDIS_PORT"]),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while READY_LINE not in running.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"make up did not get ready:\n{running.output()[-4000:]}")
+            time.sleep(0.5)
+        yield running
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGINT)
+            try:
+                process.wait(90)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+
+
+def test_the_old_clusters_rows_survive_and_now_belong_to_the_application(
+    stack: UpgradedStack,
+) -> None:
+    with psycopg.connect(stack.app_url(), autocommit=True) as conn:
+        names = conn.execute("SELECT name FROM indexing_repository").fetchall()
+        assert names == [("kept/old",)]
+        users = conn.execute("SELECT username FROM auth_user").fetchall()
+        assert users == [("old-admin",)]
+        foreign = conn.execute(
+            "SELECT c.relname, pg_get_userbyid(c.relowner) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'"
+            " AND c.relkind IN ('r', 'S', 'v', 'i') AND pg_get_userbyid(c.relowner) <> 'reposearch'"
+            " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')"
+        ).fetchall()
+        assert foreign == []
+        owner = conn.execute(
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'reposearch'"
+        ).fetchone()
+        assert owner == ("reposearch",)
+        # The application may still change its tables the old superuser made (a migration will).
+        conn.execute("ALTER TABLE indexing_repository ADD COLUMN upgrade_probe int")
+        conn.execute("ALTER TABLE indexing_repository DROP COLUMN upgrade_probe")
+    assert "object(s) owned by postgres to reposearch" in stack.output()
+    with urllib.request.urlopen(f"{stack.base}/api/health", timeout=30) as response:
+        assert response.status == 200
+
+
+def test_postgres_refuses_connections_without_the_password(stack: UpgradedStack) -> None:
+    pgdata = stack.data / "postgres"
+    assert not hba_is_weak((pgdata / "pg_hba.conf").read_text())
+    for user in ("postgres", "reposearch"):
+        tcp = f"postgresql://{user}@127.0.0.1:{stack.pg_port}/reposearch"
+        assert "no password supplied" in refusal(tcp)
+        local = f"postgresql://{user}@/reposearch?host={pgdata}&port={stack.pg_port}"
+        assert "no password supplied" in refusal(local)
+
+
+def test_the_application_role_is_no_superuser_and_cannot_run_programs(
+    stack: UpgradedStack,
+) -> None:
+    with psycopg.connect(stack.app_url(), autocommit=True) as conn:
+        role = conn.execute(
+            "SELECT rolname, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles"
+            " WHERE rolname = current_user"
+        ).fetchone()
+        assert role == ("reposearch", False, False, True)
+        conn.execute("CREATE TEMP TABLE shell (line text)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="external program"):
+            conn.execute("COPY shell FROM PROGRAM 'id'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT pg_read_file('/etc/passwd')")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("ALTER ROLE reposearch SUPERUSER")
+
+
+def test_fsync_is_on(stack: UpgradedStack) -> None:
+    with psycopg.connect(stack.app_url(), autocommit=True) as conn:
+        assert conn.execute("SHOW fsync").fetchone() == ("on",)
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+
+
+def test_redis_answers_noauth_to_a_client_without_the_password(stack: UpgradedStack) -> None:
+    [reply] = redis_says(stack.redis_port, "KEYS *")
+    assert reply.startswith("-NOAUTH"), reply
+    password = stack.credentials().redis_password
+    assert redis_says(stack.redis_port, f"AUTH {password}", "PING") == ["+OK", "+PONG"]
+
+
+def test_the_passwords_are_private_and_appear_in_no_output_and_no_command_line(
+    stack: UpgradedStack,
+) -> None:
+    path = embedded_credentials.path(stack.data)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    output, commands = stack.output(), command_lines()
+    assert str(path) in output
+    for secret in secrets_of(stack.credentials()):
+        assert secret not in output
+        assert secret not in commands
+    server_log = (stack.data / "postgres" / "server.log").read_text(errors="replace")
+    for secret in secrets_of(stack.credentials()):
+        assert secret not in server_log
