@@ -5,7 +5,8 @@ A definition's name is ``Chunk.symbol_name`` (the last part of ``symbol``, e.g. 
 name, names starting with it, names containing it, then names merely similar to it (``pg_trgm``
 similarity at its default threshold, 0.3: ``get_user`` finds ``get_users`` and ``fetch_user``),
 most similar first. Within a tier shorter names come first, then repository, path and line --
-stable, so equal queries agree. A definition split over several chunks is one hit spanning them.
+stable, so equal queries agree. A definition split over several chunks is one hit spanning them,
+and a class spans its members (its own chunk is only its header).
 
 One service for ``sym:NAME`` in the query language, ``GET /api/symbols`` and the MCP tool
 ``find_symbol``; every caller passes a scope of repositories the viewer may see.
@@ -112,6 +113,7 @@ def find_definitions(
         rows = cursor.fetchall()
     hits: list[DefinitionHit] = []
     first: dict[tuple[int, str], int] = {}
+    file_ids: dict[int, int] = {}
     for row in rows:
         *fields, file_id, tier, _closeness = row
         key = (file_id, fields[11])
@@ -120,8 +122,9 @@ def find_definitions(
             hits[index] = replace(hits[index], end_line=max(hits[index].end_line, fields[10]))
             continue
         first[key] = len(hits)
+        file_ids[fields[0]] = file_id
         hits.append(DefinitionHit(*fields, TIERS[tier]))  # type: ignore[call-arg]
-    return hits[:limit], len(hits) > limit or len(rows) >= fetch
+    return with_members(hits[:limit], file_ids), len(hits) > limit or len(rows) >= fetch
 
 
 # Go to definition: the exact name only, the clicked file's repository and language first, then
@@ -159,11 +162,40 @@ def definitions_named(
     return _merged(rows, "exact", limit, fetch)
 
 
+# A class's chunk is its header; its methods are chunks of their own (``Client.send``). A
+# definition spans to the last line of anything defined inside it, in the same file.
+_SPAN_SQL = """
+    SELECT h.file_id, h.symbol, max(c.end_line)
+    FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS h(file_id, symbol, pattern)
+    JOIN indexing_chunk c ON c.file_id = h.file_id AND c.symbol LIKE h.pattern
+    GROUP BY h.file_id, h.symbol
+"""
+
+
+def with_members(hits: list[DefinitionHit], file_ids: dict[int, int]) -> list[DefinitionHit]:
+    """``hits`` with ``end_line`` reaching the last line of their members (``file_ids``: each
+    hit's chunk id -> file id)."""
+    if not hits:
+        return hits
+    files = [file_ids[h.chunk_id] for h in hits]
+    with search_cursor(2000) as cursor:
+        cursor.execute(
+            _SPAN_SQL,
+            [files, [h.symbol for h in hits], [escape_like(h.symbol) + ".%" for h in hits]],
+        )
+        ends = {(file_id, symbol): end for file_id, symbol, end in cursor.fetchall()}
+    return [
+        replace(h, end_line=max(h.end_line, ends.get((file_ids[h.chunk_id], h.symbol), 0)))
+        for h in hits
+    ]
+
+
 def _merged(
     rows: list[tuple[object, ...]], tier: Tier, limit: int, fetch: int
 ) -> tuple[list[DefinitionHit], bool]:
     hits: list[DefinitionHit] = []
     first: dict[tuple[object, object], int] = {}
+    file_ids: dict[int, int] = {}
     for row in rows:
         *fields, file_id = row
         key = (file_id, fields[11])
@@ -173,5 +205,6 @@ def _merged(
             hits[index] = replace(hits[index], end_line=end)
             continue
         first[key] = len(hits)
+        file_ids[int(fields[0])] = int(file_id)  # type: ignore[call-overload]
         hits.append(DefinitionHit(*fields, tier))  # type: ignore[arg-type,call-arg]
-    return hits[:limit], len(hits) > limit or len(rows) >= fetch
+    return with_members(hits[:limit], file_ids), len(hits) > limit or len(rows) >= fetch

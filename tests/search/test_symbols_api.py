@@ -52,7 +52,7 @@ def test_symbol_hits_carry_location_language_and_a_link(indexed, client: Client)
     assert hit["name"] == hit["symbol"] == "Client"
     assert hit["kind"] == "class" and hit["language"] == "python"
     assert hit["repository"] == "acme/httpclient" and hit["repo_id"] == str(repository.pk)
-    assert (hit["start_line"], hit["end_line"]) == (3, 4)  # the class chunk: its header
+    assert (hit["start_line"], hit["end_line"]) == (3, 10)  # the class with its methods
     assert hit["commit"] == repository.last_indexed_commit
     page = client.get(hit["url"], follow=True)
     assert page.status_code == 200 and b'id="L19"' in page.content and b"_transport" in page.content
