@@ -2,7 +2,7 @@
 
 The pages talk to the public API from the browser (``/api/search``, ``/api/repos``,
 ``/api/config``); the server only renders what needs Pygments: search results
-(``render_results``) and whole files (``file_view``).
+(``render_results``); files and directories are ``frontend.browse_views``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
-from dulwich.errors import NotGitRepository
 
 from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.access import account_page, may, reader_fragment, reader_page
-from frontend.highlighting import highlight_lines
 from frontend.results import build_pipeline, build_results, describe_filters
-from indexing.clone_paths import repository_dir
-from indexing.git.tree import GitTreeReader
 from indexing.models import SourceFile
-from indexing.upstream_urls import upstream_file_url
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 
@@ -157,77 +152,3 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _not_found(request: HttpRequest, message: str) -> HttpResponse:
-    return render(
-        request, "frontend/not_found.html", {"message": message, "page": "file"}, status=404
-    )
-
-
-def _line_range(request: HttpRequest) -> tuple[int, int]:
-    try:
-        start = int(request.GET.get("start", "0"))
-        end = int(request.GET.get("end", str(start)))
-    except ValueError:
-        return 0, 0
-    if start < 1:
-        return 0, 0
-    return start, max(end, start)
-
-
-@require_GET
-@reader_page
-def file_view(request: HttpRequest, repository_id: uuid.UUID) -> HttpResponse:
-    """The whole file at the indexed commit, highlighted, with line anchors and the hit marked.
-
-    The path is only ever a lookup key among the files of the active generation; the content is
-    read from git by that row's blob id, so no path reaches the file system.
-    """
-    # A repository the account may not see is "no repository", word for word.
-    repository = visible_repositories(viewer_for(request.user)).filter(pk=repository_id).first()
-    if repository is None:
-        return _not_found(
-            request, "There is no repository with this id (it may have been deleted)."
-        )
-    path = request.GET.get("path", "")  # a NUL in it is a 400 (reposearch.request_guards)
-    if not path:
-        return _not_found(request, f"Which file? Add ?path=… to the address ({repository.name}).")
-    if not repository.active_generation:
-        return _not_found(request, f"{repository.name} has not finished indexing yet.")
-    source = SourceFile.objects.filter(
-        repository=repository, generation=repository.active_generation, path=path
-    ).first()
-    if source is None:
-        return _not_found(
-            request, f"{repository.name} has no indexed file at “{path}” at the indexed commit."
-        )
-    try:
-        with GitTreeReader(repository_dir(repository.pk)) as reader:
-            data = reader.read_blob(source.blob_sha)
-    except (NotGitRepository, OSError, KeyError, ValueError):
-        return _not_found(
-            request, f"The clone of {repository.name} no longer holds {path}; re-index it."
-        )
-    start, end = _line_range(request)
-    commit = repository.last_indexed_commit
-    lines = highlight_lines(
-        data.decode("utf-8", errors="replace"), path=path, language=source.language
-    )
-    return render(
-        request,
-        "frontend/file.html",
-        {
-            "page": "file",
-            "repository": repository,
-            "source": source,
-            "path": path,
-            "commit": commit,
-            "lines": lines,
-            "start": start,
-            "end": end,
-            "upstream_url": upstream_file_url(
-                repository.url, commit, path, start or None, end or None
-            ),
-        },
-    )

@@ -25,6 +25,7 @@ from indexing.exceptions import (
     RepositoryLimitReached,
     RepositoryRefused,
 )
+from indexing.repository_refs import AmbiguousRepository, RepositoryNotFound
 from indexing.webhooks.providers import BadSignature, WebhookRejected
 from search.ask.service import AskFailed
 from search.exact.errors import QueryRejected
@@ -74,6 +75,8 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
     RepositoryLimitReached: DomainError(status.HTTP_409_CONFLICT),
     RepositoryCheckUnavailable: DomainError(status.HTTP_503_SERVICE_UNAVAILABLE),
     WebhookRejected: DomainError(status.HTTP_400_BAD_REQUEST),
+    RepositoryNotFound: DomainError(status.HTTP_404_NOT_FOUND),
+    AmbiguousRepository: DomainError(status.HTTP_400_BAD_REQUEST),
     BadSignature: DomainError(status.HTTP_401_UNAUTHORIZED),
     UnknownRepositories: DomainError(
         status.HTTP_404_NOT_FOUND,

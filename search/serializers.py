@@ -124,7 +124,7 @@ class SearchHitSerializer(serializers.Serializer):
     upstream_url = serializers.CharField(required=False, allow_null=True)
     match_count = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
     symbol_match = serializers.ChoiceField(
-        choices=["exact", "prefix", "substring"], required=False, help_text="sym: hits."
+        choices=["exact", "prefix", "substring", "fuzzy"], required=False, help_text="sym: hits."
     )
     matches = LineMatchSerializer(many=True, required=False)
     snippets = SnippetSerializer(many=True, required=False)

@@ -1,6 +1,8 @@
 """Thin views: parse with a serializer, call one service, serialize the result.
 
-Every view reads repositories and jobs through the requesting account's viewer
+A repository in a path is its id or its name (URL-encoded: ``acme%2Fshop``; a name several
+repositories share is a 400 listing their ids). Every view reads repositories and jobs through
+the requesting account's viewer
 (``accounts.visibility``): a repository it may not see, and its jobs, answer exactly like ones
 that do not exist (404, the same body).
 """
@@ -27,6 +29,7 @@ from indexing.api.serializers import (
     RepositoryUpdateSerializer,
 )
 from indexing.models import IndexJob, Repository
+from indexing.repository_refs import RepositoryNotFound, find_repository, parse_id
 from indexing.selectors import annotated_repositories, annotated_repository
 from indexing.services.repositories import (
     add_repository,
@@ -50,6 +53,10 @@ def _check_id(repository_id: str) -> None:
 
 
 def _not_found(repository_id: str) -> ApiError:
+    if parse_id(str(repository_id)) is None:
+        return ApiError(
+            f"no repository named {str(repository_id)[:300]!r}", code="not_found", status_code=404
+        )
     return ApiError(f"no repository with id {repository_id}", code="not_found", status_code=404)
 
 
@@ -63,12 +70,12 @@ def _visible(request: Request) -> QuerySet[Repository]:
 
 
 def _get_repository(request: Request, repository_id: str) -> Repository:
-    """The repository the request's account may see, else the 404 of a missing one."""
-    _check_id(repository_id)
-    repository = _visible(request).filter(pk=repository_id).first()
-    if repository is None:
-        raise _not_found(repository_id)
-    return repository
+    """The repository the request's account may see, by id or by name (``acme%2Fshop``), else
+    the 404 of a missing one; a name several visible repositories share is a 400 listing them."""
+    try:
+        return find_repository(repository_id, viewer_of(request))
+    except RepositoryNotFound:
+        raise _not_found(repository_id) from None
 
 
 def _serialised(
@@ -123,8 +130,8 @@ class RepositoryDetailView(AuditedWrites, APIView):
 
     @extend_schema(responses={200: RepositorySerializer, **error_responses(404)})
     def get(self, request: Request, repository_id: str) -> Response:
-        _check_id(repository_id)
-        return Response(_serialised(repository_id, _visible(request)))
+        repository = _get_repository(request, repository_id)
+        return Response(_serialised(repository.pk, _visible(request)))
 
     @extend_schema(
         request=RepositoryUpdateSerializer,

@@ -19,6 +19,7 @@ MODE_FILE = 0o100644
 MODE_EXECUTABLE = 0o100755
 MODE_SYMLINK = 0o120000
 MODE_GITLINK = 0o160000  # a submodule: never fetched, never indexed
+MODE_TREE = 0o040000  # a directory
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,29 @@ class GitTreeReader:
         deleted.sort()
         return TreeDiff(added=added, modified=modified, deleted=deleted)
 
+    def entry_at(self, commit_sha: str, path: str) -> tuple[int, str] | None:
+        """``(mode, sha)`` of ``path`` (a file, symlink, submodule or directory; "" is the
+        root) in the commit's tree, or None when there is nothing at that path."""
+        mode, sha = _MODE_TREE, self._tree_id(commit_sha)
+        for name in [part for part in path.split("/") if part]:
+            if mode != _MODE_TREE:
+                return None
+            found = next((item for item in self._tree_items(sha) if item[0] == name), None)
+            if found is None:
+                return None
+            _, mode, sha = found
+        return mode, sha.decode("ascii")
+
+    def list_directory(self, commit_sha: str, path: str) -> list[tuple[str, bool, int, str]] | None:
+        """``(name, is_directory, mode, sha)`` of a directory's entries at the commit,
+        directories first, then by name; None when ``path`` is not a directory there."""
+        entry = self.entry_at(commit_sha, path)
+        if entry is None or entry[0] != _MODE_TREE:
+            return None
+        items = self._tree_items(ObjectID(entry[1].encode("ascii")))
+        rows = [(name, mode == _MODE_TREE, mode, sha.decode("ascii")) for name, mode, sha in items]
+        return sorted(rows, key=lambda row: (not row[1], row[0]))
+
     # -- internals ---------------------------------------------------------------------
 
     def _tree_id(self, commit_sha: str) -> ObjectID:
@@ -201,7 +225,7 @@ class GitTreeReader:
         return len(self._store.get_raw(sha)[1])
 
 
-_MODE_TREE = 0o040000
+_MODE_TREE = MODE_TREE
 _OFS_DELTA = 6
 _REF_DELTA = 7
 

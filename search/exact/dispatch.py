@@ -34,9 +34,9 @@ from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
-from search.exact.symbols import DefinitionHit, find_definitions
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
+from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex", "symbol"]
@@ -67,6 +67,7 @@ class SearchOutcome:
     exact_matches_is_lower_bound: bool = False
     definitions: list[DefinitionHit] | None = None
     definitions_truncated: bool = False
+    viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
 
 
 def _ready_repositories(viewer: Viewer) -> list[tuple[UUID, str, str]]:
@@ -287,7 +288,9 @@ def run_search(call: SearchCall) -> SearchOutcome:
             )
         request = hybrid_request(parsed, call.request)
         result = (call.executor or SearchExecutor()).run(request)
-        outcome = SearchOutcome("hybrid", parsed, hybrid=result, hybrid_request=request)
+        outcome = SearchOutcome(
+            "hybrid", parsed, hybrid=result, hybrid_request=request, viewer=call.request.viewer
+        )
         identifier = identifier_query(request.query)
         if call.count_exact_matches and identifier and request.query.isascii():
             stripped = request.query.strip().strip("`").removesuffix("()")
@@ -300,11 +303,23 @@ def run_search(call: SearchCall) -> SearchOutcome:
             raise QueryRejected("invalid_cursor", "symbol results have no further pages", {})
         scope = exact_request(parsed, terms, call).scope
         found, more = find_definitions(terms[0].text, scope, limit=call.request.limit)
-        outcome = SearchOutcome("symbol", parsed, definitions=found, definitions_truncated=more)
+        outcome = SearchOutcome(
+            "symbol",
+            parsed,
+            definitions=found,
+            definitions_truncated=more,
+            viewer=call.request.viewer,
+        )
         outcome.exact_scope = {**_scope_doc_for(scope), "path_globs": None}
         return outcome
     exact = exact_request(parsed, terms, call)
-    return SearchOutcome(ran, parsed, exact=run_exact(exact), exact_scope=_scope_doc(exact))
+    return SearchOutcome(
+        ran,
+        parsed,
+        exact=run_exact(exact),
+        exact_scope=_scope_doc(exact),
+        viewer=call.request.viewer,
+    )
 
 
 def _scope_doc(request: ExactRequest) -> dict[str, Any]:

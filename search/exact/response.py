@@ -1,7 +1,7 @@
 """The response document of a search, for every mode, built once for the API and MCP alike.
 
-Hybrid hits are the executor's ``SearchHit`` fields plus ``url`` (the file view at the hit's
-lines), ``upstream_url`` and ``semantic`` (found by the vector lists alone: similar, not
+Hybrid hits are the executor's ``SearchHit`` fields plus ``url`` (the file's permalink at the
+hit's commit and lines, ``frontend.permalinks``), ``upstream_url`` and ``semantic`` (found by the vector lists alone: similar, not
 containing the words). Exact and regex hits are one per file: the same fields (``content`` /
 ``start_line`` / ``end_line`` are its first snippet) plus ``match_count``, ``matches``
 (``[{"line", "text", "ranges"}]``, ranges ``[start, end)`` in characters) and ``snippets``.
@@ -11,22 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from typing import Any
-from urllib.parse import urlencode
 
-from django.urls import reverse
-
+from frontend.permalinks import Permalinks
 from indexing.models import Repository
 from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 
 
-def file_url(repo_id: object, path: str, start: int, end: int) -> str:
-    query = urlencode({"path": path, "start": start, "end": end})
-    return f"{reverse('frontend:file', args=[str(repo_id)])}?{query}#L{start}"
-
-
-def _exact_hit(hit: FileHit) -> dict[str, Any]:
+def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
     file = hit.file
     first_start, first_end, first_text = hit.snippets[0] if hit.snippets else (1, 1, "")
     first_line = hit.matches[0].line if hit.matches else first_start
@@ -58,7 +51,7 @@ def _exact_hit(hit: FileHit) -> dict[str, Any]:
             {"start_line": start, "end_line": end, "content": text}
             for start, end, text in hit.snippets
         ],
-        "url": file_url(file.repo_id, file.path, first_line, first_line),
+        "url": links.blob(file.repo_id, file.commit, file.path, first_line, first_line),
         "upstream_url": upstream_file_url(file.repo_url, file.commit, file.path, first_line),
     }
 
@@ -66,6 +59,7 @@ def _exact_hit(hit: FileHit) -> dict[str, Any]:
 def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
     assert outcome.hybrid is not None
     hits = outcome.hybrid.hits
+    links = Permalinks({(h.repo_id, h.repo_name) for h in hits}, outcome.viewer)
     urls = dict(
         Repository.objects.filter(pk__in={h.repo_id for h in hits}).values_list("pk", "url")
     )
@@ -73,7 +67,9 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
     for hit in hits:
         row = dataclasses.asdict(hit)
         row["semantic"] = hit.bm25_score is None and hit.vector_score is not None
-        row["url"] = file_url(hit.repo_id, hit.file_path, hit.start_line, hit.end_line)
+        row["url"] = links.blob(
+            hit.repo_id, hit.commit, hit.file_path, hit.start_line, hit.end_line
+        )
         row["upstream_url"] = upstream_file_url(
             urls.get(hit.repo_id, ""), hit.commit, hit.file_path, hit.start_line, hit.end_line
         )
@@ -121,11 +117,12 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         return _symbol_body(outcome)
     exact = outcome.exact
     assert exact is not None
+    links = Permalinks({(h.file.repo_id, h.file.repo_name) for h in exact.hits}, outcome.viewer)
     return {
         "query": outcome.parsed.text,
         "mode": outcome.mode,
         "queries": [outcome.parsed.text],
-        "results": _with_freshness([_exact_hit(h) for h in exact.hits]),
+        "results": _with_freshness([_exact_hit(h, links) for h in exact.hits]),
         "total": exact.total,
         "total_is_lower_bound": exact.total_is_lower_bound,
         "match_total": exact.match_total,
@@ -152,6 +149,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
 
 def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
     found = outcome.definitions or []
+    links = Permalinks({(d.repo_id, d.repo_name) for d in found}, outcome.viewer)
     hits = [
         {
             "repo_id": d.repo_id,
@@ -173,7 +171,7 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
             "rerank_score": None,
             "semantic": False,
             "symbol_match": d.tier,
-            "url": file_url(d.repo_id, d.path, d.start_line, d.end_line),
+            "url": links.blob(d.repo_id, d.commit, d.path, d.start_line, d.end_line),
             "upstream_url": upstream_file_url(
                 d.repo_url, d.commit, d.path, d.start_line, d.end_line
             ),

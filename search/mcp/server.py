@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from search.mcp import refresh, tools
+from search.mcp import navigation_tools, refresh, tools
 from search.mcp.identity import current_viewer
 
 T = TypeVar("T")
@@ -34,7 +34,8 @@ INSTRUCTIONS = (
     "reposearch searches the code of the repositories indexed on this server (read-only). "
     "Use search_code to find where something is implemented; each hit has 'location' "
     "(path:start-end), the symbol, a snippet and the indexed commit. Read around a hit with "
-    "get_file(repo, path, start_line, end_line). list_repositories names what is indexed."
+    "get_file(repo, path, start_line, end_line). list_repositories names what is indexed; "
+    "find_symbol / find_references navigate definitions and uses; list_files lists files."
 )
 
 
@@ -118,6 +119,46 @@ def get_file(
     return _run(tools.get_file, repo, path, start_line, end_line)
 
 
+def find_symbol(
+    name: Annotated[str, Field(description="A definition's name, or part of one: 'send'.")],
+    repo: Annotated[
+        str | None, Field(description="Only this repository (name or id; default: all).")
+    ] = None,
+    lang: Annotated[str | None, Field(description="Only this language, e.g. python.")] = None,
+    kind: Annotated[
+        str | None, Field(description="Only this kind: function, method, class, ...")
+    ] = None,
+    limit: Annotated[int | None, Field(description="Definitions to return, 1..50 (20).")] = None,
+) -> dict[str, Any]:
+    """Find definitions by name (what tree-sitter indexed): exact names first, then prefixes,
+    substrings and similar names. Each has location (path:start-end), symbol, kind, match."""
+    return _run(navigation_tools.find_symbol, name, repo, lang, kind, limit)
+
+
+def find_references(
+    name: Annotated[str, Field(description="An identifier: 'send', 'Client'.")],
+    repo: Annotated[
+        str | None, Field(description="Only this repository (name or id; default: all).")
+    ] = None,
+    limit: Annotated[int | None, Field(description="References to return, 1..200 (50).")] = None,
+) -> dict[str, Any]:
+    """Find where an identifier is used: call sites indexing recorded plus whole-word,
+    case-sensitive matches, as 'repo:path:line: text' (' (call)' for a recorded call)."""
+    return _run(navigation_tools.find_references, name, repo, limit)
+
+
+def list_files(
+    repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
+    path: Annotated[str | None, Field(description="Only under this directory: 'src/app'.")] = None,
+    glob: Annotated[
+        str | None, Field(description="Only paths matching this glob: '*.py', 'src/**/test_*'.")
+    ] = None,
+) -> dict[str, Any]:
+    """List the indexed files of a repository at the indexed commit (at most 500 paths; total
+    and truncated say how many matched)."""
+    return _run(navigation_tools.list_files, repo, path, glob)
+
+
 def refresh_repository(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
 ) -> dict[str, Any]:
@@ -129,7 +170,15 @@ def refresh_repository(
 def build_server() -> MCPServer:
     """A new MCP server with its read-only tools."""
     server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
-    for fn in (search_code, list_repositories, repository_status, get_file):
+    for fn in (
+        search_code,
+        list_repositories,
+        repository_status,
+        get_file,
+        find_symbol,
+        find_references,
+        list_files,
+    ):
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
     server.add_tool(refresh_repository, annotations=QUEUES_WORK, structured_output=True)
     return server

@@ -271,6 +271,8 @@ def get_file(
             f"1 <= start_line <= end_line, start_line <= {total}",
         )
     last = min(end, total, start + MAX_FILE_LINES - 1)
+    # Cut at the cap: the lines asked for (by default, the rest of the file) go on past `last`.
+    wanted_end = total if end_line is None else min(end, total)
     return {
         "repository": repository.name,
         "repo_id": str(repository.pk),
@@ -279,7 +281,7 @@ def get_file(
         "start_line": start,
         "end_line": last,
         "total_lines": total,
-        "truncated": last < min(end, total),
+        "truncated": last < wanted_end,
         "next_start_line": last + 1 if last < total else None,
         "content": "\n".join(lines[start - 1 : last]),
     }

@@ -148,7 +148,7 @@ def test_pages_show_only_visible_repositories_languages_and_files(corpus: Corpus
     assert without_csrf(hidden.content.decode()).replace(str(corpus.vault.pk), str(missing_id)) == (
         without_csrf(missing.content.decode())
     )
-    shown = member.get(f"/repos/{corpus.vault.pk}/file", {"path": "src/vault.py"})
+    shown = member.get(f"/repos/{corpus.vault.pk}/file", {"path": "src/vault.py"}, follow=True)
     assert shown.status_code == 200 and SECRET in shown.content.decode()
 
 

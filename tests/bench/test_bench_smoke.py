@@ -8,6 +8,7 @@ are far too small for the figures to mean anything: that is what the README's ru
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -119,3 +120,16 @@ def test_index_benchmark(source_tree: Path) -> None:
     assert "indexed: 4 files" in output
     assert "searchable by full text" in output
     assert "embedding stage" in output and "standalone model" in output
+
+
+@pytest.mark.django_db
+def test_symbol_search_benchmark(bench_database: str, source_tree: Path, tmp_path: Path) -> None:
+    env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
+    report = tmp_path / "symbols.json"
+    output = _run(
+        "symbol_search.py", "--source", str(source_tree / "tinypkg-1.0"), "--repeats", "1",
+        "--json", str(report), env=env,
+    )  # fmt: skip
+    calls = json.loads(report.read_text())["calls"]
+    assert len(calls) == 7 and all("p95" in call for call in calls), output[-2000:]
+    assert calls[0]["results"] >= 1  # the name defined once is found

@@ -108,13 +108,16 @@ def test_ask_and_follow_a_citation_to_the_cited_lines(
     # The citation opens the file view at the cited lines.
     asked = len(chat_model.requests_to("/api/chat"))
     browser.find_element(By.CSS_SELECTOR, ".answer a.cite").click()
-    wait_until(browser, lambda d: "/file?" in d.current_url)
+    # The old address the citation links redirects to the permalink; file.js marks the lines.
+    wait_until(browser, lambda d: "/-/blob/" in d.current_url)
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hit"))
     lines = range(chunk.start_line, chunk.end_line + 1)
     hits = browser.find_elements(By.CSS_SELECTOR, "tr.hit")
     assert [hit.get_attribute("id") for hit in hits] == [f"L{n}" for n in lines]
-    assert browser.execute_script("return document.querySelector(':target').id") == (
-        f"L{chunk.start_line}"
+    fragment = f"#L{chunk.start_line}" + (
+        f"-L{chunk.end_line}" if chunk.end_line > chunk.start_line else ""
     )
+    assert browser.current_url.endswith(fragment)
     assert browser.find_element(By.CSS_SELECTOR, ".file-path").text == "src/pool.py"
 
     # Back shows the same answer, without asking the model again.

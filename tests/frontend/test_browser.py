@@ -110,9 +110,11 @@ def test_add_a_repository_and_watch_it_become_ready(
     browser.get(
         f"{live_server.url}/repos/{repository.pk}/file?path=src/app/parser.py&start=4&end=7#L4"
     )
+    # (the old address redirects to the permalink, the lines in its fragment, marked by file.js)
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hit"))
     hits = browser.find_elements(By.CSS_SELECTOR, "tr.hit")
     assert [hit.get_attribute("id") for hit in hits] == ["L4", "L5", "L6", "L7"]
-    assert browser.execute_script("return document.querySelector(':target').id") == "L4"
+    assert "/-/blob/" in browser.current_url and browser.current_url.endswith("#L4-L7")
     assert browser.find_elements(By.CSS_SELECTOR, ".code .nf")  # Pygments' function names
     screenshot(browser, "file-view")
 
@@ -167,8 +169,8 @@ def search_flow(browser: WebDriver, base_url: str, shots: str) -> None:
     browser.find_element(By.ID, "q").send_keys(Keys.ARROW_DOWN)
     assert browser.switch_to.active_element.get_attribute("data-position") == "1"
     browser.switch_to.active_element.send_keys(Keys.ENTER)
-    wait_until(browser, lambda d: "/file?" in d.current_url)
-    assert browser.find_elements(By.CSS_SELECTOR, "tr.hit")
+    wait_until(browser, lambda d: "/-/blob/" in d.current_url)
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hit"))
     assert "parser.py" in browser.find_element(By.CSS_SELECTOR, ".file-path").text
 
     # Back returns to the same search.

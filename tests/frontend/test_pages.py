@@ -134,13 +134,16 @@ def test_file_view_shows_the_whole_file_with_anchors_and_the_hit_marked(
     indexed: Repository,
 ) -> None:
     response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py&start=4&end=5")
+    # The old address is a redirect to the permalink, the lines in its fragment (file.js marks them).
+    permalink = f"/repos/acme/demo/-/blob/{indexed.last_indexed_commit}/src/parser.py"
+    assert response.status_code == 302 and response["Location"] == f"{permalink}#L4-L5"
+    response = ui_client().get(permalink)
     assert response.status_code == 200
     html = response.content.decode()
     assert 'id="L1"' in html and 'id="L7"' in html and 'id="L8"' not in html
-    assert '<tr id="L4" class="hit">' in html and '<tr id="L5" class="hit">' in html
-    assert '<tr id="L6">' in html
+    assert '<tr id="L4">' in html and 'data-line="4"' in html
     assert 'class="nf"' in html  # highlighted
-    assert f"/blob/{indexed.last_indexed_commit}/src/parser.py#L4-L5" in html
+    assert f'data-permalink="{permalink}"' in html and "frontend/file.js" in html
 
 
 @pytest.mark.parametrize(
@@ -163,7 +166,7 @@ def test_file_view_of_an_unknown_repository_is_a_plain_404() -> None:
 
 def test_file_view_when_the_clone_is_gone(indexed: Repository) -> None:
     shutil.rmtree(repository_dir(indexed.pk))
-    response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py")
+    response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py", follow=True)
     assert response.status_code == 404
     assert "re-index it" in response.content.decode()
 

@@ -129,8 +129,9 @@ def ui_pages(client: Client, repository: Repository) -> dict[str, str]:
             "/settings/",
             "/tokens/",
             "/audit/",
-            f"/repos/{repository.pk}/file?path={file_path}&start=1&end=2",
-            f"/repos/{repository.pk}/file?path=missing.py",
+            f"/repos/{repository.name}/-/blob/HEAD/{file_path}",
+            f"/repos/{repository.name}/-/tree/HEAD",
+            f"/repos/{repository.pk}/-/blob/HEAD/missing.py",
             "/no-such-page",
             "/api/docs",
         )

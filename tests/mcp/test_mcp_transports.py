@@ -26,7 +26,16 @@ from tests.ask.corpus import FILES, build_repository
 from tests.conftest import _test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"search_code", "list_repositories", "repository_status", "get_file", "refresh_repository"}
+TOOLS = {
+    "search_code",
+    "list_repositories",
+    "repository_status",
+    "get_file",
+    "find_symbol",
+    "find_references",
+    "list_files",
+    "refresh_repository",
+}
 WRITING_TOOLS = {"refresh_repository"}  # queues a re-index; needs the write role
 
 
@@ -148,6 +157,14 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
 
     missing = await session.call_tool("get_file", {"repo": "acme/shop"})
     assert missing.is_error and "path" in missing.content[0].text
+
+    # Navigation: definitions, references and the file list, through the same transport.
+    defined = payload(await session.call_tool("find_symbol", {"name": "configure_pool"}))
+    assert defined["definitions"][0]["location"] == f"src/pool.py:{start}-{end}"
+    used = payload(await session.call_tool("find_references", {"name": "configure_pool"}))
+    assert used["truncated"] is False and all("configure_pool" in r for r in used["references"])
+    files = payload(await session.call_tool("list_files", {"repo": "acme/shop", "glob": "*.py"}))
+    assert "src/pool.py" in files["files"] and files["commit"] == commit
 
 
 def test_stdio_transport(committed_shop: Repository, settings: Any) -> None:

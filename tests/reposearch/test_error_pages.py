@@ -42,12 +42,12 @@ def test_unknown_pages_get_the_friendly_404_even_with_debug_on(settings, debug, 
 @pytest.mark.parametrize("debug", [False, True])
 def test_unknown_api_paths_are_404_in_the_error_shape(settings, debug) -> None:
     settings.DEBUG = debug
-    response = session_client().get("/api/repos/x/y/z")
+    response = session_client().get("/api/nope/x/y/z")
     assert response.status_code == 404
     assert response.json() == {
         "error": {
             "code": "not_found",
-            "message": "no such endpoint: /api/repos/x/y/z",
+            "message": "no such endpoint: /api/nope/x/y/z",
             "details": {},
         }
     }
@@ -91,7 +91,7 @@ from django.test import Client
 from tests.accounts_support import session_client
 from tests.accounts_support import session_client
 client = Client(HTTP_HOST="localhost")
-page = client.get("/repos/00000000-0000-0000-0000-000000000000/")
+page = client.get("/nope/00000000-0000-0000-0000-000000000000/")
 api = client.get("/api/nope")
 print(json.dumps({"page": [page.status_code, page.content.decode()],
                   "api": [api.status_code, api.json()]}))

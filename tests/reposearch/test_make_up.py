@@ -115,7 +115,7 @@ def test_it_prints_the_urls_to_open_and_where_the_first_admin_is(stack: Stack) -
 
 
 def test_debug_is_off_so_a_missing_page_shows_no_internals(stack: Stack) -> None:
-    for path in (f"/repos/{uuid.uuid4()}/", "/no-such-page/"):
+    for path in (f"/nope/{uuid.uuid4()}/", "/no-such-page/"):
         status, _type, body = get(f"{stack.base}{path}")
         assert status == 404, path
         for leak in ("URLconf", "Traceback", "DEBUG = True", "DATABASE_URL", "Django tried"):

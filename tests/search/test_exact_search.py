@@ -126,7 +126,8 @@ def test_ranges_context_and_links(indexed, client: Client) -> None:  # type: ign
     assert [(s["start_line"], s["end_line"]) for s in hit["snippets"]] == [(4, 9)]
     assert hit["content"].split("\n")[2] == "    def __init__(self, follow_redirects=True):"
     assert hit["commit"] == repository.last_indexed_commit
-    assert hit["url"].startswith(f"/repos/{repository.pk}/file?") and hit["url"].endswith("#L6")
+    commit = repository.last_indexed_commit
+    assert hit["url"] == f"/repos/acme/httpclient/-/blob/{commit}/src/httpclient/client.py#L6"
 
 
 def test_filters_narrow_exact_search(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]

@@ -76,7 +76,12 @@ def test_hybrid_hits_say_which_are_semantic_and_link_to_the_file(indexed, client
     assert status == 200 and body["results"]
     for hit in body["results"]:
         assert hit["semantic"] is (hit["bm25_score"] is None and hit["vector_score"] is not None)
-        assert hit["url"].endswith(f"#L{hit['start_line']}")
+        lines = f"#L{hit['start_line']}" + (
+            f"-L{hit['end_line']}" if hit["end_line"] > hit["start_line"] else ""
+        )
+        assert hit["url"] == (
+            f"/repos/acme/httpclient/-/blob/{hit['commit']}/{hit['file_path']}{lines}"
+        )
     assert any(h["semantic"] for h in body["results"])  # a vector-only neighbour is marked
 
 

@@ -1,0 +1,99 @@
+"""Naming a repository by its id or by its name, for paths, filters and links.
+
+Repository names are not unique (the same URL on two branches may share one) and may hold
+``/`` (``acme/shop``). ``find_repository`` accepts either an id (a UUID) or a name and looks
+only among the repositories a ``Viewer`` may see, so a restricted repository is "not found"
+exactly like a missing one, and an ambiguity names only visible ids. ``link_refs`` gives the
+segment links should use for each repository: its name when no other visible repository shares
+it and fits in an address (``linkable``), else its id (which always resolves).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from accounts.visibility import Viewer, visible_repositories
+from indexing.models import Repository
+
+MAX_REF_CHARS = 300
+
+
+class RepositoryNotFound(LookupError):
+    """No repository the viewer may see has this id or name."""
+
+    code = "not_found"
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref[:MAX_REF_CHARS]
+        self.message = f"no repository {self.ref!r}"
+        self.details: dict[str, Any] = {"repository": self.ref}
+        super().__init__(self.message)
+
+
+class AmbiguousRepository(LookupError):
+    """Several visible repositories have this name; ``details.ids`` lists them."""
+
+    code = "ambiguous_repository"
+
+    def __init__(self, ref: str, ids: list[str]) -> None:
+        self.ref = ref
+        self.message = f"several repositories are named {ref!r}: use one of their ids"
+        self.details: dict[str, Any] = {"repository": ref, "ids": ids}
+        super().__init__(self.message)
+
+
+def parse_id(ref: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(ref)
+    except ValueError:
+        return None
+
+
+def find_repository(ref: str, viewer: Viewer) -> Repository:
+    """The repository ``ref`` (an id or a name) names among those ``viewer`` may see."""
+    ref = (ref or "").strip()
+    if not ref or len(ref) > MAX_REF_CHARS or "\x00" in ref:
+        raise RepositoryNotFound(ref)
+    visible = visible_repositories(viewer)
+    repository_id = parse_id(ref)
+    if repository_id is not None:
+        found = visible.filter(pk=repository_id).first()
+        if found is None:
+            raise RepositoryNotFound(ref)
+        return found
+    matches = list(visible.filter(name=ref).order_by("created_at")[:5])
+    if not matches:
+        raise RepositoryNotFound(ref)
+    if len(matches) > 1:
+        raise AmbiguousRepository(ref, [str(m.pk) for m in matches])
+    return matches[0]
+
+
+def link_refs(repositories: Iterable[tuple[Any, str]], viewer: Viewer) -> dict[Any, str]:
+    """``{id: segment}`` for ``(id, name)`` pairs: the name where it names one visible
+    repository (and does not look like an id), else the id."""
+    pairs = list(repositories)
+    names = {name for _, name in pairs}
+    counts = Counter(
+        visible_repositories(viewer).filter(name__in=names).values_list("name", flat=True)
+    )
+    return {
+        pk: name if counts.get(name, 0) == 1 and linkable(name) else str(pk) for pk, name in pairs
+    }
+
+
+def linkable(name: str) -> bool:
+    """Whether ``name`` can stand for its repository in an address: not an id, and nothing the
+    addresses' ``/-/`` separator or an empty segment would cut short."""
+    return (
+        parse_id(name) is None
+        and "/-/" not in name
+        and not name.endswith("/-")
+        and not name.startswith("/")
+        and not name.endswith("/")
+        and "//" not in name
+        and name.strip() == name
+    )

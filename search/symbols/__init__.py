@@ -1,0 +1,1 @@
+"""Symbols: the definitions tree-sitter found, go to definition and find references."""
