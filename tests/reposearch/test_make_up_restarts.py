@@ -160,9 +160,9 @@ def test_a_web_server_that_cannot_start_makes_make_up_give_up(tmp_path: Path) ->
                 pytest.fail(f"make up kept going:\n{running.output()[-4000:]}")
             output = running.output()
     assert code != 0, output[-4000:]
-    delays = re.findall(r"web exited \(code 1\); restarting it in (\d+) s", output)
+    delays = re.findall(r"web exited \(code \d+\); restarting it in (\d+) s", output)
     assert delays == ["1", "2", "4", "8"], output[-4000:]
-    assert "web exited (code 1); it crashed 5 times in a row" in output
+    assert "it crashed 5 times in a row" in output
     assert "giving up and stopping everything" in output
     assert "address already in use" in output.lower()  # uvicorn's own reason, above ours
     assert "stopped" in output.splitlines()[-1]
