@@ -153,18 +153,19 @@ class FaultStack(WatchesJobs):
                 conn.rollback()
             conn.close()
 
-    def wait_blocked(self, seconds: float = 240) -> str:
-        """Wait until a worker's statement waits for a lock; return that statement."""
+    def wait_blocked(self, containing: str, seconds: float = 240) -> str:
+        """Wait until a worker's statement ``containing`` this waits for a lock; return it."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             rows = self.query(
                 "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND pid <> pg_backend_pid()"
+                " AND pid <> pg_backend_pid() AND position(%s in query) > 0",
+                containing,
             )
             if rows:
                 return str(rows[0][0])
             time.sleep(0.1)
-        raise AssertionError(f"no statement waits for a lock\nworker log:\n{self.log_tail()}")
+        raise AssertionError(f"no {containing!r} waits for a lock\nworker log:\n{self.log_tail()}")
 
     def wait_for(self, job_id: int, predicate: Any, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -42,6 +43,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     vectors to borrow from the others); ``fetch`` is served by a server that pauses."""
     root = tmp_path_factory.mktemp("git")
     names = ["clean", "index", "store", "swap", "pg-store", "broker-lost", "broker-aof"]
+    names += ["handover", "handover-aof"]
     repos = {}
     for name in [*names, "embed", "fetch"]:
         repos[name] = init_bare_repo(str(root / f"{name}.git"))
@@ -138,11 +140,20 @@ def test_the_worker_killed_at_a_stage_leaves_a_job_a_new_worker_completes(
     stack: FaultStack, served: dict[str, str], clean: list[Any], stage: str
 ) -> None:
     job_id, repository_id = _queued(stack, served[stage])
-    if stage in HOLDS:
+    if stage == "swap":  # the fetch updates the repository row: hold that only from the store on
+        with ExitStack() as held:
+            with stack.holding(HOLDS["store"][0], *_params("store", repository_id)):
+                stack.start_worker()
+                stack.wait_blocked("INSERT INTO indexing_sourcefile")
+                held.enter_context(stack.holding(HOLDS["swap"][0], repository_id))
+            stack.wait_blocked("FOR UPDATE")  # the store is done; the swap waits for the row
+            assert stack.job(job_id)["state"] == "storing"
+            _kill_main_and_restart(stack)
+    elif stage in HOLDS:
         sql, state, blocked_on = HOLDS[stage]
         with stack.holding(sql, *_params(stage, repository_id)):
             stack.start_worker()
-            assert blocked_on in stack.wait_blocked()
+            stack.wait_blocked(blocked_on)
             assert stack.job(job_id)["state"] == state
             if stage == "store":  # the first batch is in: a half-written generation
                 assert stack.query("SELECT 1 FROM indexing_chunk WHERE repository_id = %s",
@@ -176,7 +187,7 @@ def test_the_database_restarted_mid_store_delays_the_job_but_loses_nothing(
     sql = HOLDS["store"][0]
     with stack.holding(sql, *_params("store", repository_id)):
         stack.start_worker()
-        assert "INSERT INTO indexing_sourcefile" in stack.wait_blocked()
+        stack.wait_blocked("INSERT INTO indexing_sourcefile")
         stack.postgres.stop()  # ends every session, the held one and the blocked store's
     time.sleep(8)  # an outage, not a blip
     stack.postgres.start()
@@ -211,3 +222,34 @@ def test_a_redis_restart_with_a_job_queued(
     job = stack.wait_until_finished(job_id)
     _assert_like_a_clean_run(stack, job, clean)
     assert job["resumes"] == (0 if persistent else 1), (job["resumes"], job["error"])
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["no-persistence", "append-only-file"])
+def test_redis_down_for_30_s_as_a_stage_hands_over_to_the_next(
+    stack: FaultStack, served: dict[str, str], clean: list[Any], persistent: bool
+) -> None:
+    """The index stage finishes while Redis is away: queueing the embed stage meets no broker.
+    The worker stays up and the job still ends done once Redis is back."""
+    if stack.worker_alive():
+        stack.kill_worker()
+    stack.redis.stop()
+    stack.redis.persistent = persistent
+    stack.redis.start()
+    job_id, repository_id = _queued(stack, served["handover-aof" if persistent else "handover"])
+    with stack.holding(HOLDS["store"][0], *_params("store", repository_id)):
+        stack.start_worker()
+        stack.wait_blocked("INSERT INTO indexing_sourcefile")
+        stack.redis.stop()
+    # Released: the store and the swap complete, then the hand-over to embed needs the broker.
+    down_since = time.monotonic()
+    live = "SELECT active_generation FROM indexing_repository WHERE id = %s"
+    while stack.query(live, repository_id) != [(1,)]:
+        assert time.monotonic() - down_since < 25, (stack.job(job_id), stack.log_tail())
+        time.sleep(0.2)
+    time.sleep(max(0.0, 30 - (time.monotonic() - down_since)))
+    stack.redis.start()
+
+    job = stack.wait_until_finished(job_id)
+    _assert_like_a_clean_run(stack, job, clean)
+    assert stack.worker_alive(), stack.log_tail()
+    assert "Unrecoverable error" not in stack.log_tail(500_000)

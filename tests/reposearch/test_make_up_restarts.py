@@ -1,7 +1,7 @@
 """``make up`` restarts a process that dies instead of stopping everything, on a stack of this
 module's own (``python -m reposearch.embedded_stack up`` in a temporary data directory):
 the web server SIGKILLed comes back and the worker never noticed; the worker SIGKILLed comes
-back and takes a queued job; Redis SIGKILLed comes back; a web server that cannot start at all
+back and takes a queued job; Redis and PostgreSQL SIGKILLed come back; a web server that cannot start at all
 (its port taken) makes ``make up`` give up after its retries, exit non-zero and say why.
 """
 
@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,14 +90,14 @@ def _token(stack: Stack) -> str:
     return dict(line.split(": ", 1) for line in path.read_text().splitlines())["token"]
 
 
-def _api(stack: Stack, method: str, path: str, body: dict | None = None) -> dict:  # type: ignore[type-arg]
+def _api(stack: Stack, method: str, path: str, body: dict | None = None) -> Any:  # type: ignore[type-arg]
     request = urllib.request.Request(
         f"{stack.base}{path}", method=method,
         data=json.dumps(body).encode() if body is not None else None,
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {_token(stack)}"},
     )  # fmt: skip
     with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
+        return json.loads(response.read())
 
 
 def test_a_killed_web_server_comes_back_and_the_worker_is_untouched(stack: Stack) -> None:
@@ -145,6 +146,25 @@ def test_a_killed_redis_comes_back(stack: Stack) -> None:
     _wait("a new Redis", redis_back, stack, 60)
     assert "Redis exited (code -9, SIGKILL); restarting it in 1 s" in stack.output()
     _wait("health 200 again", lambda: _healthy(stack), stack)
+
+
+def test_a_killed_postgresql_comes_back(stack: Stack) -> None:
+    pidfile = Path(stack.env["REPO_SEARCH_DATA_DIR"]) / "postgres" / "postmaster.pid"
+    postmaster = int(pidfile.read_text().splitlines()[0])
+    os.kill(postmaster, signal.SIGKILL)
+
+    def postgres_back() -> bool:
+        try:
+            pid = int(pidfile.read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return False
+        return pid != postmaster and pid_alive(pid)
+
+    _wait("a new PostgreSQL", postgres_back, stack, 120)
+    assert "PostgreSQL exited (code unknown); restarting it in 1 s" in stack.output()
+    _wait("health 200 again", lambda: _healthy(stack), stack)
+    # What was indexed before is still there (the worker test added team/small).
+    assert any(r["name"].endswith("small") for r in _api(stack, "GET", "/api/repos"))
 
 
 def test_a_web_server_that_cannot_start_makes_make_up_give_up(tmp_path: Path) -> None:
