@@ -50,7 +50,8 @@ class FaultStack(WatchesJobs):
         self, root: Path, data_dir: Path | None = None, *, persistent_redis: bool = False
     ) -> None:
         self.root = root
-        self.postgres = EmbeddedPostgres(root / "pg", free_port())
+        # Throwaway: no fsync (a "restart" here is a stop and a start, not a power cut).
+        self.postgres = EmbeddedPostgres(root / "pg", free_port(), durable=False)
         self.redis = EmbeddedRedis(root / "redis", free_port(), persistent=persistent_redis)
         self.env = dict(os.environ)
         self.env.update(

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from reposearch.embedded_services import pid_alive
+from reposearch.embedded_services import pid_alive, port_open
 from tests.fault_stack import FaultStack, fault_stack
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 
@@ -189,6 +189,7 @@ def test_the_database_restarted_mid_store_delays_the_job_but_loses_nothing(
         stack.start_worker()
         stack.wait_blocked("INSERT INTO indexing_sourcefile")
         stack.postgres.stop()  # ends every session, the held one and the blocked store's
+        assert not port_open(stack.postgres.port), "PostgreSQL did not stop"
     time.sleep(8)  # an outage, not a blip
     stack.postgres.start()
 
