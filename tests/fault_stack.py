@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import kombu.exceptions
 import psycopg
+import redis.exceptions
 from celery import Celery
 
 from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
@@ -93,8 +95,11 @@ class FaultStack(WatchesJobs):
             while time.monotonic() < deadline:
                 if self.worker.poll() is not None:
                     raise RuntimeError(f"worker exited: {self.log_tail()}")
-                if app.control.ping(timeout=1.0):
-                    return
+                try:
+                    if app.control.ping(timeout=1.0):
+                        return
+                except (OSError, redis.exceptions.ConnectionError, kombu.exceptions.KombuError):
+                    time.sleep(0.5)  # a Redis that has just been restarted
             raise RuntimeError(f"worker did not answer a ping: {self.log_tail()}")
         finally:
             app.close()
