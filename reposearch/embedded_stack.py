@@ -202,12 +202,12 @@ def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:
         def postgres_exit() -> int | None:
             return None if server.running_pid() is not None else -1
 
-        return Watched("PostgreSQL", server.start, postgres_exit, server.stop)
+        return Watched("PostgreSQL", server.start, postgres_exit)
 
     def redis_exit() -> int | None:
         return None if server.process is None else server.process.poll()
 
-    return Watched("Redis", server.start, redis_exit, server.stop)
+    return Watched("Redis", server.start, redis_exit)
 
 
 def _browsable_host(host: str) -> str:

@@ -55,12 +55,11 @@ class Backoff:
 
 @dataclass
 class Watched:
-    """One supervised process: how to start it, whether it still runs, how to stop it."""
+    """One supervised process: how to start it and whether it still runs."""
 
     name: str
     start: Callable[[], None]
-    exit_code: Callable[[], int | None]  # None while it runs; "?" is shown for -1 (unknown)
-    stop: Callable[[], None]
+    exit_code: Callable[[], int | None]  # None while it runs; -1: it stopped, code unknown
     backoff: Backoff = field(default_factory=Backoff)
     started_at: float = 0.0
     restart_at: float | None = None
@@ -115,7 +114,7 @@ class Child:
             self.process.wait(10)
 
     def watched(self) -> Watched:
-        return Watched(self.name, self.start, self.exit_code, self.stop)
+        return Watched(self.name, self.start, self.exit_code)
 
 
 def _shown(code: int) -> str:
