@@ -86,9 +86,9 @@ class RepositoryAddForm(forms.ModelForm):
 class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ("name", "url", "branch", "status", "file_count", "chunk_count",
                     "embedded_count", "last_indexed_commit", "updated_at")  # fmt: skip
-    list_filter = ("status", "last_indexed_at")
+    list_filter = ("status", "last_indexed_at", "managed_by_file")
     search_fields = ("name", "url", "last_indexed_commit")
-    readonly_fields = ("id", "url", "branch", "status", "error", "last_indexed_commit",
+    readonly_fields = ("id", "url", "branch", "managed_by_file", "status", "error", "last_indexed_commit",
                        "last_indexed_at", "active_generation", "file_count", "chunk_count",
                        "embedded_count", "size_bytes", "indexed_bytes", "created_at",
                        "updated_at")  # fmt: skip

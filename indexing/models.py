@@ -67,6 +67,11 @@ class Repository(models.Model):
         "0: never.",
     )
     webhook_secret = models.CharField(max_length=64, default=new_webhook_secret)
+    # Declarative sets (indexing.repository_sets): added by REPO_SEARCH_REPOS_FILE / sync_repos,
+    # so a prune may remove it; repositories added by hand are never pruned.
+    managed_by_file = models.BooleanField(
+        default=False, help_text="Added by the repository file; `prune: true` may remove it."
+    )
     # Visibility (accounts.visibility): no groups = every account; else members of these only.
     visible_to_groups = models.ManyToManyField(
         "auth.Group",
@@ -97,6 +102,21 @@ class Repository(models.Model):
         if not self.remote_tip or not self.last_indexed_commit:
             return None
         return self.remote_tip != self.last_indexed_commit
+
+
+class RepositoryFileState(models.Model):
+    """What the file-change check last saw of a repository file (indexing.repository_sets)."""
+
+    path = models.CharField(max_length=1024, unique=True)
+    mtime_ns = models.BigIntegerField(default=0)
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, help_text="Why the last version was not applied.")
+
+    def __str__(self) -> str:
+        return self.path
 
 
 class JobKind(models.TextChoices):

@@ -145,6 +145,7 @@ def command_up(args: argparse.Namespace) -> int:
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
         # The first start on an empty database: `admin`'s secrets go to a file, never the screen.
         subprocess.run([*manage, "initial_admin"], env=env, check=True)
+        subprocess.run([*manage, "sync_repos", "--from-settings"], env=env, check=True)
         python = (sys.executable, "-m")
         worker = worker_command(
             beat_schedule=str(run_dir / "celerybeat-schedule"), program=(*python, "celery")

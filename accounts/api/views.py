@@ -7,7 +7,7 @@ available to anonymous requests, whatever ``REPO_SEARCH_ANONYMOUS_READ`` says.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -120,7 +120,9 @@ def _time_param(request: Request, name: str) -> datetime | None:
         return None
     try:
         value = parse_datetime(raw)
-    except ValueError:
+        if value is not None:  # to UTC: PostgreSQL takes offsets up to 15:59 only
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError):
         value = None
     if value is None:
         raise ApiError(

@@ -162,7 +162,7 @@ class RepositorySerializer(serializers.ModelSerializer):
             "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
             "remote_tip", "last_polled_at", "next_poll_at", "poll_error", "poll_interval_secs",
-            "behind", "visibility_groups",
+            "behind", "visibility_groups", "managed_by_file",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -35,7 +35,7 @@ BRANCH_MAX_LENGTH = 255
 DELETE_WAIT_SECS = 30.0
 
 
-def _clean_branch(branch: str | None) -> str:
+def clean_branch(branch: str | None) -> str:
     branch = (branch or "").strip()
     if branch.startswith("refs/heads/"):
         branch = branch.removeprefix("refs/heads/")
@@ -55,7 +55,7 @@ def _clean_branch(branch: str | None) -> str:
     return branch
 
 
-def _same_repository_urls(url: str) -> list[str]:
+def same_repository_urls(url: str) -> list[str]:
     """Spellings of ``url`` that name the same remote repository.
 
     ``check_repository_url`` already lower-cased the host, dropped the default port, the
@@ -68,7 +68,7 @@ def _same_repository_urls(url: str) -> list[str]:
     return [base, f"{base}.git"]
 
 
-def _find_duplicate(url: str, branch: str) -> Repository | None:
+def find_duplicate(url: str, branch: str) -> Repository | None:
     """An existing copy of the same URL and branch, or one that may turn out to be it.
 
     Without a branch, the remote's default branch is meant; any copy of that URL may be it
@@ -77,7 +77,7 @@ def _find_duplicate(url: str, branch: str) -> Repository | None:
     learning its default branch may resolve to one added meanwhile; its fetch then fails with
     a message naming the other copy, see ``default_branch_taken``.)
     """
-    copies = Repository.objects.filter(url__in=_same_repository_urls(url)).order_by("created_at")
+    copies = Repository.objects.filter(url__in=same_repository_urls(url)).order_by("created_at")
     if not branch:
         return copies.first()
     return copies.filter(branch=branch).first()
@@ -86,7 +86,7 @@ def _find_duplicate(url: str, branch: str) -> Repository | None:
 def default_branch_taken(repository: Repository, branch: str) -> str:
     """Why ``repository`` cannot take ``branch`` (its resolved default), or "" when it can."""
     other = (
-        Repository.objects.filter(url__in=_same_repository_urls(repository.url), branch=branch)
+        Repository.objects.filter(url__in=same_repository_urls(repository.url), branch=branch)
         .exclude(pk=repository.pk)
         .first()
     )
@@ -109,6 +109,21 @@ def _sees(viewer: Viewer | None, repository: Repository) -> bool:
     return visible_repositories(viewer).filter(pk=repository.pk).exists()
 
 
+def checked_url(url: str) -> tuple[str, str]:
+    """``url`` normalised under the URL policy, and its display name; raises ``RepositoryRefused``."""
+    try:
+        checked = check_repository_url(
+            url,
+            allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
+            allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+            resolve=socket.getaddrinfo,  # looked up per call, so tests can stand in for DNS
+        )
+    except UnsafeRepositoryUrl as error:
+        refused = RepositoryCheckUnavailable if error.transient else InvalidRepositoryInput
+        raise refused("url_refused", error.message, {"field": "url"}) from None
+    return checked.url, checked.display_name
+
+
 def active_job(repository: Repository) -> IndexJob | None:
     return repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
 
@@ -122,18 +137,9 @@ def validate_new_repository(
     A duplicate that ``viewer`` may not see is refused without its name or id (default viewer:
     sees everything, as the admin does).
     """
-    branch = _clean_branch(branch)
-    try:
-        checked = check_repository_url(
-            url,
-            allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
-            allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
-            resolve=socket.getaddrinfo,  # looked up per call, so tests can stand in for DNS
-        )
-    except UnsafeRepositoryUrl as error:
-        refused = RepositoryCheckUnavailable if error.transient else InvalidRepositoryInput
-        raise refused("url_refused", error.message, {"field": "url"}) from None
-    existing = _find_duplicate(checked.url, branch)
+    branch = clean_branch(branch)
+    clean_url, display_name = checked_url(url)
+    existing = find_duplicate(clean_url, branch)
     if existing is not None and not _sees(viewer, existing):
         raise DuplicateRepository(
             "duplicate",
@@ -155,7 +161,7 @@ def validate_new_repository(
             f"the repository limit is reached ({limit}; REPO_SEARCH_MAX_REPOS)",
             {"limit": limit},
         )
-    return checked.url, branch, checked.display_name
+    return clean_url, branch, display_name
 
 
 def add_repository(
@@ -165,11 +171,14 @@ def add_repository(
     contextual_summaries: bool = False,
     visibility_groups: Sequence[str] | None = None,
     viewer: Viewer | None = None,
+    poll_interval_secs: int | None = None,
+    managed_by_file: bool = False,
 ) -> IndexJob:
     """Validate, create the repository and its first job, and enqueue it after commit.
 
     ``visibility_groups`` (names of existing groups) restricts it to their members; ``viewer``
-    is who adds it (for the duplicate check; default: the admin's all-seeing view)."""
+    is who adds it (for the duplicate check; default: the admin's all-seeing view).
+    ``managed_by_file``: added by the repository file (``indexing.repository_sets``)."""
     groups = groups_named(visibility_groups) if visibility_groups else []
     display = (name or "").strip()
     if len(display) > 200:
@@ -186,6 +195,8 @@ def add_repository(
             branch=branch,
             name=display or default_name,
             contextual_summaries=contextual_summaries,
+            poll_interval_secs=poll_interval_secs,
+            managed_by_file=managed_by_file,
         )
         if groups:
             repository.visible_to_groups.set(groups)

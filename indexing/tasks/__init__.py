@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from indexing.tasks import embed, git, index, maintenance, polling
+from indexing.tasks import embed, git, index, maintenance, polling, repository_file
 
-__all__ = ["embed", "git", "index", "maintenance", "polling"]
+__all__ = ["embed", "git", "index", "maintenance", "polling", "repository_file"]

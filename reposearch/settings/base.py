@@ -73,6 +73,13 @@ REPO_SEARCH_POLL_INTERVAL_SECS = env.non_negative_int("REPO_SEARCH_POLL_INTERVAL
 # ... looking for due repositories every tick, backing off up to this long on a failing remote.
 REPO_SEARCH_POLL_TICK_SECS = env.positive_int("REPO_SEARCH_POLL_TICK_SECS", 30)
 REPO_SEARCH_POLL_MAX_BACKOFF_SECS = env.positive_int("REPO_SEARCH_POLL_MAX_BACKOFF_SECS", 21_600)
+# Declarative repository set (indexing.repository_sets): reconciled at start and when it changes.
+REPO_SEARCH_REPOS_FILE = env.optional("REPO_SEARCH_REPOS_FILE")
+REPO_SEARCH_REPOS_FILE_CHECK_SECS = env.positive_int("REPO_SEARCH_REPOS_FILE_CHECK_SECS", 60)
+# Bulk import (manage.py import_repos): API tokens, sent only to the host's --base-url.
+REPO_SEARCH_GITHUB_TOKEN = env.optional("REPO_SEARCH_GITHUB_TOKEN")
+REPO_SEARCH_GITLAB_TOKEN = env.optional("REPO_SEARCH_GITLAB_TOKEN")
+REPO_SEARCH_GITEA_TOKEN = env.optional("REPO_SEARCH_GITEA_TOKEN")
 
 # --- Accounts (accounts/) -----------------------------------------------------------------------
 # Anonymous requests may read (search, ask, view) when set; writes always need an account.
@@ -355,6 +362,10 @@ CELERY_BEAT_SCHEDULE = {
     "poll-remotes": {
         "task": "indexing.tasks.polling.poll_due_repositories",
         "schedule": float(REPO_SEARCH_POLL_TICK_SECS),
+    },
+    "check-repository-file": {
+        "task": "indexing.tasks.repository_file.check_repository_file",
+        "schedule": float(REPO_SEARCH_REPOS_FILE_CHECK_SECS),
     },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

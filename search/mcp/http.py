@@ -62,19 +62,20 @@ def _refusal(status: int, code: str, message: str) -> tuple[int, list[tuple[byte
     return status, headers, body
 
 
-def _identify(headers: list[tuple[bytes, bytes]]) -> Any:
-    """The viewer for a request's headers, or a refusal (status, headers, body)."""
+def _identify(headers: list[tuple[bytes, bytes]], address: str | None = None) -> Any:
+    """The (viewer, caller) for a request's headers, or a refusal (status, headers, body)."""
     from rest_framework.exceptions import AuthenticationFailed
 
     from accounts.authentication import token_from_header
     from accounts.tokens import effective_role
     from accounts.visibility import Viewer, viewer_for
+    from search.mcp.identity import Caller
 
     values = [value for name, value in headers if name.lower() == b"authorization"]
     try:
         if not values:
             if settings.REPO_SEARCH_ANONYMOUS_READ:
-                return Viewer()
+                return Viewer(), Caller(address=address)
             return _refusal(
                 401, "not_authenticated", "send an API token: Authorization: Bearer <token>"
             )
@@ -88,9 +89,10 @@ def _identify(headers: list[tuple[bytes, bytes]]) -> Any:
             token = token_from_header(header)
         except AuthenticationFailed as error:
             return _refusal(401, "authentication_failed", str(error.detail))
-        if effective_role(token) is None:
+        role = effective_role(token)
+        if role is None:
             return _refusal(403, "permission_denied", "this account cannot read")
-        return viewer_for(token.user)
+        return viewer_for(token.user), Caller(role, token.user, token, address)
     finally:
         from django.db import connection
 
@@ -105,13 +107,17 @@ def authenticated(app: Any) -> Any:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        outcome = await sync_to_async(_identify, thread_sensitive=False)(scope.get("headers", []))
-        if isinstance(outcome, tuple):
+        client = scope.get("client")
+        address = str(client[0]) if client else None
+        outcome = await sync_to_async(_identify, thread_sensitive=False)(
+            scope.get("headers", []), address
+        )
+        if len(outcome) == 3:
             status, headers, body = outcome
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        act_as(outcome)
+        act_as(*outcome)
         await app(scope, receive, send)
 
     return guarded

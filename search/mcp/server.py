@@ -21,11 +21,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from search.mcp import tools
+from search.mcp import refresh, tools
 from search.mcp.identity import current_viewer
 
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+# Queues work (never deletes anything); asking twice is harmless (coalesced).
+QUEUES_WORK = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 INSTRUCTIONS = (
     "reposearch searches the code of the repositories indexed on this server (read-only). "
     "Use search_code to find where something is implemented; each hit has 'location' "
@@ -114,9 +118,18 @@ def get_file(
     return _run(tools.get_file, repo, path, start_line, end_line)
 
 
+def refresh_repository(
+    repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
+) -> dict[str, Any]:
+    """Queue a re-index of a repository (incremental; joined with a run already going). Needs a
+    token with the write role; the answer names the queued job (see repository_status)."""
+    return _run(refresh.refresh_repository, repo)
+
+
 def build_server() -> MCPServer:
     """A new MCP server with its read-only tools."""
     server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in (search_code, list_repositories, repository_status, get_file):
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
+    server.add_tool(refresh_repository, annotations=QUEUES_WORK, structured_output=True)
     return server

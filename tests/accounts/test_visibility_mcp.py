@@ -7,16 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,6 +22,7 @@ from search.mcp.identity import acting_as, current_viewer
 from search.mcp.server import build_server
 from tests.accounts.visibility_corpus import SECRET, Corpus, build_corpus
 from tests.accounts_support import bearer, token_for
+from tests.asgi_server import serving_the_site
 from tests.conftest import _test_database_url
 from tests.mcp.test_mcp_transports import ROOT
 
@@ -72,34 +69,11 @@ def test_the_tools_run_as_the_sessions_viewer(committed_corpus: Corpus) -> None:
         assert SECRET not in json.dumps(outsider)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def web_server(committed_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The whole ASGI app (Django + /mcp) under uvicorn in a thread, on a free local port."""
-    from django.db import connections
-
-    from reposearch.asgi import build_application
-
-    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
-    port = _free_port()
-    config = uvicorn.Config(
-        build_application(), host="127.0.0.1", port=port, lifespan="on", log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serving_the_site(monkeypatch) as base:
+        yield base
 
 
 def test_mcp_over_http_sees_what_the_tokens_account_sees(

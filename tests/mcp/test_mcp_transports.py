@@ -7,17 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -25,11 +21,13 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
 from tests.accounts_support import bearer, make_account, token_for
+from tests.asgi_server import serving_the_site
 from tests.ask.corpus import FILES, build_repository
 from tests.conftest import _test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"search_code", "list_repositories", "repository_status", "get_file"}
+TOOLS = {"search_code", "list_repositories", "repository_status", "get_file", "refresh_repository"}
+WRITING_TOOLS = {"refresh_repository"}  # queues a re-index; needs the write role
 
 
 @pytest.fixture
@@ -73,7 +71,8 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
     listed = await session.list_tools()
     assert {t.name for t in listed.tools} == TOOLS
     for tool in listed.tools:
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (tool.name not in WRITING_TOOLS), tool.name
         assert tool.description
     search_schema = next(t for t in listed.tools if t.name == "search_code").input_schema
     assert search_schema["required"] == ["query"]  # everything else has a server default
@@ -173,35 +172,11 @@ def test_stdio_transport(committed_shop: Repository, settings: Any) -> None:
     anyio.run(main)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def web_server(committed_shop: Repository, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The whole ASGI app (Django + /mcp) under uvicorn in a thread, on a free local port."""
-    from django.db import connections
-
-    from reposearch.asgi import build_application
-
-    # Request threads must not keep connections open past the test (the database is dropped).
-    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
-    port = _free_port()
-    config = uvicorn.Config(
-        build_application(), host="127.0.0.1", port=port, lifespan="on", log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serving_the_site(monkeypatch) as base:
+        yield base
 
 
 def test_streamable_http_transport_mounted_in_the_web_server(
@@ -282,31 +257,6 @@ def test_http_mcp_refuses_tokens_that_no_longer_hold(web_server: str, kind: str)
     response = httpx.post(f"{web_server}/mcp", headers=headers, json=INITIALIZE, timeout=10)
     assert response.status_code == 401
     assert response.json()["error"]["message"] == "unknown, expired or revoked API token"
-
-
-def test_http_mcp_tools_see_what_the_tokens_account_sees(
-    web_server: str, committed_shop: Repository
-) -> None:
-    """A restricted repository is not listed for an outsider's token, and is for a member's."""
-    from django.contrib.auth.models import Group
-
-    team = Group.objects.create(name="shop-team")
-    committed_shop.visible_to_groups.add(team)
-    outsider = bearer(token_for(make_account("read")))
-    member = bearer(token_for(make_account("read", groups=["shop-team"])))
-
-    async def listed(headers: dict[str, str]) -> list[str]:
-        async with (
-            create_mcp_http_client(headers=headers) as http,
-            streamable_http_client(f"{web_server}/mcp", http_client=http) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            result = await session.call_tool("list_repositories", {})
-            return [repo["name"] for repo in payload(result)["repositories"]]
-
-    assert anyio.run(listed, outsider) == []
-    assert anyio.run(listed, member) == [committed_shop.name]
 
 
 def test_a_foreign_host_header_is_refused(web_server: str) -> None:

@@ -26,8 +26,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--user",
             default=None,
-            help="Act as this account: the tools see the repositories it may see. Without it, "
-            "only repositories visible to every account.",
+            help="Act as this account: the tools see the repositories it may see, and "
+            "refresh_repository needs its write role. Without it, only repositories visible to "
+            "every account, read-only.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -36,16 +37,16 @@ class Command(BaseCommand):
 
         from accounts.roles import role_of
         from accounts.visibility import Viewer, viewer_for
-        from search.mcp.identity import act_as
+        from search.mcp.identity import Caller, act_as
         from search.mcp.server import build_server
 
-        viewer = Viewer()
+        viewer, caller = Viewer(), Caller()
         if options["user"] is not None:
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None or role_of(user) is None:
                 raise CommandError(f"no active account named {options['user']!r}")
-            viewer = viewer_for(user)
-        act_as(viewer)
+            viewer, caller = viewer_for(user), Caller(role_of(user), user)
+        act_as(viewer, caller)
         # Anything on stdout that is not a protocol message breaks the client.
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
         build_server().run("stdio")
