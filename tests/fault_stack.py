@@ -171,7 +171,14 @@ class FaultStack(WatchesJobs):
             if rows:
                 return str(rows[0][0])
             time.sleep(0.1)
-        raise AssertionError(f"no {containing!r} waits for a lock\nworker log:\n{self.log_tail()}")
+        sessions = self.query(
+            "SELECT pid, state, wait_event_type, wait_event, left(query, 160) FROM"
+            " pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        raise AssertionError(
+            f"no {containing!r} waits for a lock; sessions: {sessions}\n"
+            f"worker log:\n{self.log_tail()}"
+        )
 
     def wait_for(self, job_id: int, predicate: Any, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds

@@ -128,7 +128,7 @@ HOLDS = {
     "swap": (
         "SELECT 1 FROM indexing_repository WHERE id = %s FOR KEY SHARE",
         "storing",
-        "FOR UPDATE",
+        'SELECT "indexing_repository"."id"',
     ),
 }
 
@@ -148,7 +148,9 @@ def test_the_worker_killed_at_a_stage_leaves_a_job_a_new_worker_completes(
                 stack.start_worker()
                 stack.wait_blocked("INSERT INTO indexing_sourcefile")
                 held.enter_context(stack.holding(HOLDS["swap"][0], repository_id))
-            stack.wait_blocked("FOR UPDATE")  # the store is done; the swap waits for the row
+            # The store is done; the swap's SELECT ... FOR UPDATE waits for the row (a plain
+            # SELECT never waits; the statement's text is cut at 1 kB before "FOR UPDATE").
+            stack.wait_blocked('SELECT "indexing_repository"."id"')
             assert stack.job(job_id)["state"] == "storing"
             _kill_main_and_restart(stack)
     elif stage in HOLDS:
