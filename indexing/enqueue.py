@@ -8,9 +8,14 @@ Routing to the ``git`` / ``index`` / ``embed`` queues is in the settings (``CELE
 
 from __future__ import annotations
 
+import logging
+import time
 from functools import partial
+from typing import Any
 
 from django.db import transaction
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue_fetch(job_id: int) -> None:
@@ -20,18 +25,50 @@ def enqueue_fetch(job_id: int) -> None:
     transaction.on_commit(partial(fetch_repository.delay, job_id))
 
 
+# A stage's task handing its job over to the next stage must not lose it to a broker outage at
+# that moment (the job would sit at the finished stage until the reaper). kombu's own publish
+# retries give up within seconds when the connection is down, so the worker tries again itself,
+# 1 s … 30 s apart for about ten minutes, until Redis is back.
+HANDOVER_DELAYS_SECS = (1, 2, 4, 8, 15, *([30] * 18))
+
+
+def _publish_waiting_for_broker(task: Any, job_id: int) -> None:
+    from kombu.exceptions import OperationalError
+
+    for delay in (*HANDOVER_DELAYS_SECS, None):
+        try:
+            task.apply_async((job_id,))
+            return
+        except OperationalError as error:
+            if delay is None:
+                raise
+            logger.warning(
+                "job=%s broker unreachable, handing over to %s (%s); again in %s s",
+                job_id, task.name, error, delay,
+            )  # fmt: skip
+            time.sleep(delay)
+
+
+def _send(task: Any, job_id: int, *, wait_for_broker: bool) -> None:
+    if wait_for_broker:
+        transaction.on_commit(partial(_publish_waiting_for_broker, task, job_id))
+    else:
+        transaction.on_commit(partial(task.delay, job_id))
+
+
 def enqueue_index(job_id: int) -> None:
-    """Walk, chunk and store the fetched commit (then embed it)."""
+    """Walk, chunk and store the fetched commit (then embed it); sent by the fetch stage."""
     from indexing.tasks.index import index_repository
 
-    transaction.on_commit(partial(index_repository.delay, job_id))
+    _send(index_repository, job_id, wait_for_broker=True)
 
 
-def enqueue_embed(job_id: int) -> None:
-    """Embed the job's chunks that have no vector in the current embedding space."""
+def enqueue_embed(job_id: int, *, wait_for_broker: bool = False) -> None:
+    """Embed the job's chunks that have no vector in the current embedding space.
+    ``wait_for_broker``: the index stage's hand-over (see ``HANDOVER_DELAYS_SECS``)."""
     from indexing.tasks.embed import embed_repository
 
-    transaction.on_commit(partial(embed_repository.delay, job_id))
+    _send(embed_repository, job_id, wait_for_broker=wait_for_broker)
 
 
 def enqueue_poll(repository_id: object, countdown: float = 0.0) -> None:

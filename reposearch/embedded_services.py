@@ -132,7 +132,7 @@ class EmbeddedPostgres:
         shutil.chown(self.pgdata, user=self.run_as)
         self.pgdata.chmod(0o700)  # PostgreSQL refuses a data directory others can read
 
-    def _running_pid(self) -> int | None:
+    def running_pid(self) -> int | None:
         pidfile = self.pgdata / "postmaster.pid"
         if not pidfile.exists():
             return None
@@ -154,11 +154,11 @@ class EmbeddedPostgres:
                 "initdb", "-D", str(self.pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"
             )
         secured = self._secured(creds)
-        if secured and self._running_pid() is not None and port_open(self.port):
+        if secured and self.running_pid() is not None and port_open(self.port):
             say(f"PostgreSQL already running on port {self.port}; reusing it")
         else:
             stale = self.pgdata / "postmaster.pid"
-            if stale.exists() and self._running_pid() is None:
+            if stale.exists() and self.running_pid() is None:
                 say("removing a stale postmaster.pid left by a crash")
                 stale.unlink()
             elif stale.exists():
@@ -236,17 +236,20 @@ class EmbeddedPostgres:
                 shutil.chown(item, user=self.run_as)
 
     def stop(self) -> None:
-        if self._running_pid() is None:
+        if self.running_pid() is None:
             return
         self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
 
 
 class EmbeddedRedis:
-    """A Redis server in ``<data>/redis`` on 127.0.0.1:<port>, no persistence, ``requirepass``
-    with the password in ``<data>/credentials.env`` (given on stdin, never on the command line)."""
+    """A Redis server in ``<data>/redis`` on 127.0.0.1:<port>, ``requirepass`` with the password
+    in ``<data>/credentials.env`` (given on stdin, never on the command line). ``persistent``:
+    an append-only file (fsync every second), so queued tasks survive a restart of Redis;
+    without it (a throwaway stack) a restart empties the queues."""
 
-    def __init__(self, root: Path, port: int) -> None:
+    def __init__(self, root: Path, port: int, *, persistent: bool = False) -> None:
         self.root = root
+        self.persistent = persistent
         self.dir = root / "redis"
         self.port = port
         self.pidfile = self.dir / "redis.pid"
@@ -281,7 +284,8 @@ class EmbeddedRedis:
             "bind": "127.0.0.1",
             "dir": str(self.dir),
             "save": '""',
-            "appendonly": "no",
+            "appendonly": "yes" if self.persistent else "no",
+            "appendfsync": "everysec",
             "pidfile": str(self.pidfile),
             "daemonize": "no",
             "logfile": str(self.dir / "redis.log"),

@@ -40,6 +40,7 @@ from reposearch.embedded_services import (
     wait_until,
 )
 from reposearch.processes import web_command, worker_command
+from reposearch.supervisor import Child, GaveUp, Watched, check
 
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
 
@@ -49,12 +50,18 @@ READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 
 
 @contextlib.contextmanager
 def services(
-    root: Path, pg_port: int, redis_port: int, *, durable: bool = True
+    root: Path,
+    pg_port: int,
+    redis_port: int,
+    *,
+    durable: bool = True,
+    started: list[EmbeddedPostgres | EmbeddedRedis] | None = None,
 ) -> Iterator[dict[str, str]]:
     """Start whichever of PostgreSQL and Redis the environment does not provide; yield the env.
-    ``durable=False`` only for a cluster that is deleted afterwards (no fsync)."""
+    ``durable=False`` only for a cluster that is deleted afterwards (no fsync). ``started``
+    receives the servers started here (``make up`` watches them)."""
     env: dict[str, str] = {}
-    started: list[EmbeddedPostgres | EmbeddedRedis] = []
+    started = [] if started is None else started
     try:
         if not os.environ.get("DATABASE_URL"):
             postgres = EmbeddedPostgres(root, pg_port, durable=durable)
@@ -63,7 +70,7 @@ def services(
             started.append(postgres)
             env["DATABASE_URL"] = postgres.url()
         if not os.environ.get("REDIS_URL"):
-            redis = EmbeddedRedis(root, redis_port)
+            redis = EmbeddedRedis(root, redis_port, persistent=durable)
             say(f"starting Redis on 127.0.0.1:{redis_port}")
             redis.start()
             started.append(redis)
@@ -106,7 +113,8 @@ def _initial_admin_file(settings: Any) -> str:
 
 
 def command_up(args: argparse.Namespace) -> int:
-    """Start everything and supervise it until Ctrl-C (or a child dies)."""
+    """Start everything and supervise it until Ctrl-C: a process that dies is started again
+    with backoff (reposearch/supervisor.py); one that keeps crashing stops everything (exit 1)."""
     from reposearch.startup import load_settings_or_exit
 
     load_settings_or_exit()  # a bad setting stops us before anything starts
@@ -117,8 +125,9 @@ def command_up(args: argparse.Namespace) -> int:
     run_dir = root / "run"
     run_dir.mkdir(exist_ok=True)
     _stop_leftover_children(run_dir)
-    children: list[subprocess.Popen[bytes]] = []
+    servers: list[EmbeddedPostgres | EmbeddedRedis] = []
     stopping = False
+    exit_code = 0
 
     def _stop(signum: int, _frame: object) -> None:
         nonlocal stopping
@@ -126,7 +135,9 @@ def command_up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    with services(root, settings.REPO_SEARCH_PG_PORT, settings.REPO_SEARCH_REDIS_PORT) as extra:
+    with services(
+        root, settings.REPO_SEARCH_PG_PORT, settings.REPO_SEARCH_REDIS_PORT, started=servers
+    ) as extra:
         env = _child_env(extra)
         manage = [sys.executable, "manage.py"]
         say("applying migrations")
@@ -145,23 +156,22 @@ def command_up(args: argparse.Namespace) -> int:
             settings.REPO_SEARCH_WEB_WORKERS,
             program=(*python, "uvicorn"),
         )
-        for name, command in (("worker", worker), ("web", web)):
-            process = subprocess.Popen(command, env=env, start_new_session=True)
-            (run_dir / f"{name}.pid").write_text(str(process.pid))
-            children.append(process)
+        children = [Child("worker", worker, env, run_dir), Child("web", web, env, run_dir)]
+        for child in children:
+            child.start()
         say(
             f"starting {settings.REPO_SEARCH_WEB_WORKERS} web worker(s) and a Celery worker"
             f" with {settings.REPO_SEARCH_WORKER_CONCURRENCY} processes"
             + (" (DEBUG is on)" if settings.DEBUG else "")
         )
+        watched = [*(_watched_service(s) for s in servers), *(c.watched() for c in children)]
+        for process in watched:
+            process.started_at = time.monotonic()
         announced = False
         started = time.monotonic()
         try:
             while not stopping:
-                dead = [child for child in children if child.poll() is not None]
-                if dead:
-                    say(f"a process exited (code {dead[0].returncode}); stopping everything")
-                    break
+                check(watched)
                 if not announced:
                     health = _health_status(
                         settings.REPO_SEARCH_BIND_HOST, settings.REPO_SEARCH_BIND_PORT
@@ -171,21 +181,34 @@ def command_up(args: argparse.Namespace) -> int:
                             say(line)
                         announced = True
                 time.sleep(0.5)
+        except GaveUp:
+            exit_code = 1
         finally:
             say("stopping")
             for child in children:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGTERM)
+                child.terminate()
             for child in children:
-                try:
-                    child.wait(20)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(child.pid, signal.SIGKILL)
+                child.stop()
             for pidfile in run_dir.glob("*.pid"):
                 pidfile.unlink(missing_ok=True)
     say("stopped")
-    return 0
+    return exit_code
+
+
+def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:
+    """PostgreSQL or Redis as a supervised process (pg_ctl's server is no child of ours: its
+    exit code is unknown)."""
+    if isinstance(server, EmbeddedPostgres):
+
+        def postgres_exit() -> int | None:
+            return None if server.running_pid() is not None else -1
+
+        return Watched("PostgreSQL", server.start, postgres_exit)
+
+    def redis_exit() -> int | None:
+        return None if server.process is None else server.process.poll()
+
+    return Watched("Redis", server.start, redis_exit)
 
 
 def _browsable_host(host: str) -> str:

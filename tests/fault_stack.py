@@ -7,6 +7,7 @@ subprocesses (with the stack's environment) to add repositories, and plain SQL t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import kombu.exceptions
 import psycopg
+import redis.exceptions
 from celery import Celery
 
 from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
@@ -45,10 +48,13 @@ class WatchesJobs:
 
 
 class FaultStack(WatchesJobs):
-    def __init__(self, root: Path, data_dir: Path | None = None) -> None:
+    def __init__(
+        self, root: Path, data_dir: Path | None = None, *, persistent_redis: bool = False
+    ) -> None:
         self.root = root
-        self.postgres = EmbeddedPostgres(root / "pg", free_port())
-        self.redis = EmbeddedRedis(root / "redis", free_port())
+        # Throwaway: no fsync (a "restart" here is a stop and a start, not a power cut).
+        self.postgres = EmbeddedPostgres(root / "pg", free_port(), durable=False)
+        self.redis = EmbeddedRedis(root / "redis", free_port(), persistent=persistent_redis)
         self.env = dict(os.environ)
         self.env.update(
             DATABASE_URL=self.postgres.url(),
@@ -58,15 +64,17 @@ class FaultStack(WatchesJobs):
             REPO_SEARCH_ALLOW_LOCAL_PATHS="1",
             REPO_SEARCH_ALLOW_PRIVATE_HOSTS="1",
         )
+        self.data_dir = Path(self.env["REPO_SEARCH_DATA_DIR"])
         self.worker: subprocess.Popen[bytes] | None = None
         self.log_path = root / "worker.log"
 
     # --- the servers -------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, *, worker: bool = True) -> None:
         self.postgres.start()
         self.redis.start()
         self.manage("migrate", "-v0")
-        self.start_worker()
+        if worker:
+            self.start_worker()
 
     def stop(self) -> None:
         self.kill_worker()
@@ -87,8 +95,11 @@ class FaultStack(WatchesJobs):
             while time.monotonic() < deadline:
                 if self.worker.poll() is not None:
                     raise RuntimeError(f"worker exited: {self.log_tail()}")
-                if app.control.ping(timeout=1.0):
-                    return
+                try:
+                    if app.control.ping(timeout=1.0):
+                        return
+                except (OSError, redis.exceptions.ConnectionError, kombu.exceptions.KombuError):
+                    time.sleep(0.5)  # a Redis that has just been restarted
             raise RuntimeError(f"worker did not answer a ping: {self.log_tail()}")
         finally:
             app.close()
@@ -97,6 +108,17 @@ class FaultStack(WatchesJobs):
         if self.worker is not None and self.worker.poll() is None:
             os.killpg(self.worker.pid, 9)
             self.worker.wait(30)
+
+    def kill_worker_main(self) -> list[int]:
+        """SIGKILL the worker's main process only; return the pool children it had (they are
+        meant to die with it: Celery gives them a parent-death signal)."""
+        import psutil
+
+        assert self.worker is not None and self.worker.poll() is None
+        children = [child.pid for child in psutil.Process(self.worker.pid).children(True)]
+        os.kill(self.worker.pid, 9)
+        self.worker.wait(30)
+        return children
 
     def worker_alive(self) -> bool:
         return self.worker is not None and self.worker.poll() is None
@@ -120,6 +142,44 @@ class FaultStack(WatchesJobs):
         )
         return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
 
+    def clone_dirs(self) -> set[str]:
+        """Entries of the clone directory (``<data>/repos``): one per repository, no leftovers."""
+        repos = self.data_dir / "repos"
+        return {item.name for item in repos.iterdir()} if repos.exists() else set()
+
+    @contextmanager
+    def holding(self, sql: str, *params: Any) -> Iterator[None]:
+        """Run ``sql`` in a transaction that stays open (its locks held) until the block ends."""
+        conn = psycopg.connect(self.postgres.url())
+        try:
+            conn.execute(sql, params)
+            yield
+        finally:
+            with contextlib.suppress(psycopg.Error):  # the server may have gone meanwhile
+                conn.rollback()
+            conn.close()
+
+    def wait_blocked(self, containing: str, seconds: float = 240) -> str:
+        """Wait until a worker's statement ``containing`` this waits for a lock; return it."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rows = self.query(
+                "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND pid <> pg_backend_pid() AND position(%s in query) > 0",
+                containing,
+            )
+            if rows:
+                return str(rows[0][0])
+            time.sleep(0.1)
+        sessions = self.query(
+            "SELECT pid, state, wait_event_type, wait_event, left(query, 160) FROM"
+            " pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        raise AssertionError(
+            f"no {containing!r} waits for a lock; sessions: {sessions}\n"
+            f"worker log:\n{self.log_tail()}"
+        )
+
     def wait_for(self, job_id: int, predicate: Any, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
         while True:
@@ -138,10 +198,12 @@ class FaultStack(WatchesJobs):
 
 
 @contextmanager
-def fault_stack(root: Path, data_dir: Path | None = None) -> Iterator[FaultStack]:
-    stack = FaultStack(root, data_dir)
+def fault_stack(
+    root: Path, data_dir: Path | None = None, *, worker: bool = True, persistent_redis: bool = False
+) -> Iterator[FaultStack]:
+    stack = FaultStack(root, data_dir, persistent_redis=persistent_redis)
     try:
-        stack.start()
+        stack.start(worker=worker)
         yield stack
     finally:
         stack.stop()

@@ -82,12 +82,27 @@ def repository_lock(
     finally:
         stop.set()
         keeper.join(timeout=5)
-        # With Redis gone the lock cannot be released, and need not be: its TTL ends it. The
-        # stage's work is done; failing the task now would only make it run again.
+        # With Redis gone the lock cannot be released now, and need not be: its TTL ends it. The
+        # stage's work is done; failing the task now would only make it run again. A thread
+        # tries again meanwhile, so a Redis that kept the key (its append-only file) does not
+        # make the job's next stage wait out the TTL.
         try:
             redis_client.eval(_RELEASE, 1, key, token)
         except redis.RedisError as error:
             logger.warning("repository lock %s left to expire: %s", key, error)
+            threading.Thread(
+                target=_release_when_back, args=(redis_client, key, token, ttl_seconds),
+                name="repository-lock-release", daemon=True,
+            ).start()  # fmt: skip
+
+
+def _release_when_back(redis_client: redis.Redis, key: str, token: str, ttl_seconds: int) -> None:
+    deadline = time.monotonic() + ttl_seconds
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        with contextlib.suppress(redis.RedisError):
+            redis_client.eval(_RELEASE, 1, key, token)
+            return
 
 
 def break_repository_lock(repository_id: object) -> bool:

@@ -43,4 +43,4 @@ def _index(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     except JobCancelled:
         return
     if proceed:
-        enqueue_embed(job_id)
+        enqueue_embed(job_id, wait_for_broker=True)  # a broker outage now must not lose it

@@ -1,0 +1,263 @@
+"""The fault matrix on a stack of this module's own (tests/fault_stack.py): the worker's main
+process SIGKILLed at each stage of a job (fetch, index, store, swap, embed) and a new worker
+started; PostgreSQL restarted mid-store; Redis restarted while a job is queued, with and without
+its append-only file. After each the job ends done with the rows of a clean run of the same
+layout, nothing doubled, one clone directory per repository and nothing else.
+
+A stage is stopped at a known point with a lock the test holds (nothing in the code knows about
+tests): the index stage waits for ``indexing_chunk`` (discarding unfinished rows), the store for
+a file row the test is inserting in an open transaction (the unique key), the swap for the
+repository row. The fetch is held by a git server that answers after a pause.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from reposearch.embedded_services import pid_alive, port_open
+from tests.fault_stack import FaultStack, fault_stack
+from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
+
+MODULES = 200  # about 600 chunks: two store batches of 500
+LAST_FILE = "pkg/module_99.py"  # the walk's last file (tree order): in the last store batch
+
+
+def _modules(salt: int) -> dict[str, object]:
+    return {
+        f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value * {n} + {salt}\n\n\n"
+        f"class Model{n}:\n    def method(self):\n        return function_{n}({salt})\n"
+        for n in range(MODULES)
+    }
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """URLs by name: every repository has the same layout; ``embed``'s content differs (no
+    vectors to borrow from the others); ``fetch`` is served by a server that pauses."""
+    root = tmp_path_factory.mktemp("git")
+    names = ["clean", "index", "store", "swap", "pg-store", "broker-lost", "broker-aof"]
+    names += ["handover", "handover-aof"]
+    repos = {}
+    for name in [*names, "embed", "fetch"]:
+        repos[name] = init_bare_repo(str(root / f"{name}.git"))
+        commit_files(repos[name], _modules(5 if name == "embed" else 0), message="modules")  # type: ignore[arg-type]
+    quick = GitHttpServer({f"team/{name}.git": repos[name] for name in [*names, "embed"]})
+    slow = GitHttpServer({"team/fetch.git": repos["fetch"]}, stall_s=3)
+    with quick, slow:
+        urls = {name: quick.url(f"team/{name}.git") for name in [*names, "embed"]}
+        yield urls | {"fetch": slow.url("team/fetch.git")}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, served: dict[str, str]) -> Iterator[FaultStack]:
+    with fault_stack(tmp_path_factory.mktemp("stack")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def clean(stack: FaultStack, served: dict[str, str]) -> list[tuple[Any, ...]]:
+    """The chunk rows of a run nothing disturbed."""
+    job = stack.wait_until_finished(stack.add_repository(served["clean"]))
+    assert job["state"] == "done", (job["error"], stack.log_tail())
+    return _layout(stack, job["repository_id"])
+
+
+def _layout(stack: FaultStack, repository_id: object) -> list[tuple[Any, ...]]:
+    return stack.query(
+        'SELECT path, "index", start_line, end_line, symbol FROM indexing_chunk'
+        ' WHERE repository_id = %s ORDER BY path, "index"',
+        repository_id,
+    )
+
+
+def _assert_like_a_clean_run(stack: FaultStack, job: dict[str, Any], clean: list[Any]) -> None:
+    assert job["state"] == "done", (job["state"], job["error"], stack.log_tail())
+    repository_id = job["repository_id"]
+    assert _layout(stack, repository_id) == clean  # nothing lost, nothing written twice
+    [(chunk_count, generations, files, vectors, distinct)] = stack.query(
+        "SELECT r.chunk_count,"
+        " (SELECT array_agg(DISTINCT generation) FROM indexing_chunk c WHERE c.repository_id = r.id),"
+        " (SELECT count(*) FROM indexing_sourcefile f WHERE f.repository_id = r.id),"
+        " (SELECT count(*) FROM indexing_chunkembedding e WHERE e.repository_id = r.id),"
+        " (SELECT count(DISTINCT chunk_id) FROM indexing_chunkembedding e"
+        "  WHERE e.repository_id = r.id)"
+        " FROM indexing_repository r WHERE r.id = %s",
+        repository_id,
+    )
+    assert chunk_count == len(clean) and generations == [1] and files == MODULES
+    assert vectors == distinct == chunk_count  # every chunk's vector once
+    repositories = {str(row[0]) for row in stack.query("SELECT id FROM indexing_repository")}
+    clones = stack.clone_dirs()
+    assert str(repository_id) in clones
+    assert clones <= repositories, clones - repositories  # no orphaned clone, no leftovers
+
+
+def _queued(stack: FaultStack, url: str) -> tuple[int, str]:
+    """A job added while no worker runs (it waits in the broker); its repository's id."""
+    if stack.worker_alive():
+        stack.kill_worker()
+    job_id = stack.add_repository(url)
+    return job_id, str(stack.job(job_id)["repository_id"])
+
+
+def _kill_main_and_restart(stack: FaultStack) -> None:
+    children = stack.kill_worker_main()
+    assert children, "the worker had no pool processes"
+    deadline = time.monotonic() + 20
+    while any(pid_alive(pid) for pid in children):
+        assert time.monotonic() < deadline, "pool processes outlived their main process"
+        time.sleep(0.1)
+
+
+# The held lock for each stage (none for embed: it runs long enough to be caught in the act).
+HOLDS = {
+    "index": ("LOCK TABLE indexing_chunk IN ACCESS EXCLUSIVE MODE", "walking", "indexing_chunk"),
+    "store": (
+        "INSERT INTO indexing_sourcefile (repository_id, generation, path, language, blob_sha,"
+        " size_bytes, line_count, is_test, is_doc) VALUES (%s, 1, %s, '', '', 0, 0, false, false)",
+        "storing",
+        "INSERT INTO indexing_sourcefile",
+    ),
+    "swap": (
+        "SELECT 1 FROM indexing_repository WHERE id = %s FOR KEY SHARE",
+        "storing",
+        'SELECT "indexing_repository"."id"',
+    ),
+}
+
+
+def _params(stage: str, repository_id: str) -> tuple[Any, ...]:
+    return {"index": (), "store": (repository_id, LAST_FILE), "swap": (repository_id,)}[stage]
+
+
+@pytest.mark.parametrize("stage", ["fetch", "index", "store", "swap", "embed"])
+def test_the_worker_killed_at_a_stage_leaves_a_job_a_new_worker_completes(
+    stack: FaultStack, served: dict[str, str], clean: list[Any], stage: str
+) -> None:
+    job_id, repository_id = _queued(stack, served[stage])
+    if stage == "swap":  # the fetch updates the repository row: hold that only from the store on
+        with ExitStack() as held:
+            with stack.holding(HOLDS["store"][0], *_params("store", repository_id)):
+                stack.start_worker()
+                stack.wait_blocked("INSERT INTO indexing_sourcefile")
+                held.enter_context(stack.holding(HOLDS["swap"][0], repository_id))
+            # The store is done; the swap's SELECT ... FOR UPDATE waits for the row (a plain
+            # SELECT never waits; the statement's text is cut at 1 kB before "FOR UPDATE").
+            stack.wait_blocked('SELECT "indexing_repository"."id"')
+            assert stack.job(job_id)["state"] == "storing"
+            _kill_main_and_restart(stack)
+    elif stage in HOLDS:
+        sql, state, blocked_on = HOLDS[stage]
+        with stack.holding(sql, *_params(stage, repository_id)):
+            stack.start_worker()
+            stack.wait_blocked(blocked_on)
+            assert stack.job(job_id)["state"] == state
+            if stage == "store":  # the first batch is in: a half-written generation
+                assert stack.query("SELECT 1 FROM indexing_chunk WHERE repository_id = %s",
+                                   repository_id)  # fmt: skip
+            _kill_main_and_restart(stack)
+    else:
+        stack.start_worker()
+        if stage == "fetch":  # mid-clone: the directory is there, the pack is not
+            stack.wait_for(job_id, lambda j: j["state"] == "cloning", 120)
+            deadline = time.monotonic() + 30
+            while repository_id not in stack.clone_dirs():
+                assert time.monotonic() < deadline, stack.log_tail()
+                time.sleep(0.05)
+        else:
+            stack.wait_for(
+                job_id, lambda j: j["state"] == "embedding" and j["chunks_embedded"], 240
+            )
+        _kill_main_and_restart(stack)
+    assert stack.job(job_id)["state"] not in {"done", "failed"}
+    stack.start_worker()  # nobody touches the job: the new worker finds it lost and resumes it
+
+    job = stack.wait_until_finished(job_id)
+    _assert_like_a_clean_run(stack, job, clean)
+    assert job["resumes"] == 1, (job["resumes"], job["error"])
+
+
+def test_the_database_restarted_mid_store_delays_the_job_but_loses_nothing(
+    stack: FaultStack, served: dict[str, str], clean: list[Any]
+) -> None:
+    job_id, repository_id = _queued(stack, served["pg-store"])
+    sql = HOLDS["store"][0]
+    with stack.holding(sql, *_params("store", repository_id)):
+        stack.start_worker()
+        stack.wait_blocked("INSERT INTO indexing_sourcefile")
+        stack.postgres.stop()  # ends every session, the held one and the blocked store's
+        assert not port_open(stack.postgres.port), "PostgreSQL did not stop"
+    time.sleep(8)  # an outage, not a blip
+    stack.postgres.start()
+
+    job = stack.wait_until_finished(job_id)
+    _assert_like_a_clean_run(stack, job, clean)
+    assert job["resumes"] == 0  # retried by its own task, not found lost
+    assert stack.worker_alive()
+    assert "waiting for the database" in stack.log_tail(500_000)
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["no-persistence", "append-only-file"])
+def test_a_redis_restart_with_a_job_queued(
+    stack: FaultStack, served: dict[str, str], clean: list[Any], persistent: bool
+) -> None:
+    """With its append-only file Redis keeps the queued task and the job runs as if nothing
+    happened; without, the task is gone and the starting worker's census resumes the job."""
+    if stack.worker_alive():
+        stack.kill_worker()
+    stack.redis.stop()
+    stack.redis.persistent = persistent
+    stack.redis.start()
+    job_id, _ = _queued(stack, served["broker-aof" if persistent else "broker-lost"])
+    time.sleep(2)  # appendfsync everysec: the task is on disk
+    assert stack.redis.process is not None
+    stack.redis.process.kill()  # a crash: no shutdown save
+    stack.redis.process.wait(10)
+    time.sleep(3)
+    stack.redis.start()
+    stack.start_worker()
+
+    job = stack.wait_until_finished(job_id)
+    _assert_like_a_clean_run(stack, job, clean)
+    assert job["resumes"] == (0 if persistent else 1), (job["resumes"], job["error"])
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["no-persistence", "append-only-file"])
+def test_redis_down_for_30_s_as_a_stage_hands_over_to_the_next(
+    stack: FaultStack, served: dict[str, str], clean: list[Any], persistent: bool
+) -> None:
+    """The index stage finishes while Redis is away: queueing the embed stage meets no broker.
+    The worker stays up and the job still ends done once Redis is back."""
+    if stack.worker_alive():
+        stack.kill_worker()
+    stack.redis.stop()
+    stack.redis.persistent = persistent
+    stack.redis.start()
+    job_id, repository_id = _queued(stack, served["handover-aof" if persistent else "handover"])
+    with stack.holding(HOLDS["store"][0], *_params("store", repository_id)):
+        stack.start_worker()
+        stack.wait_blocked("INSERT INTO indexing_sourcefile")
+        stack.redis.stop()
+    # Released: the store and the swap complete, then the hand-over to embed needs the broker.
+    down_since = time.monotonic()
+    live = "SELECT active_generation FROM indexing_repository WHERE id = %s"
+    while stack.query(live, repository_id) != [(1,)]:
+        assert time.monotonic() - down_since < 25, (stack.job(job_id), stack.log_tail())
+        time.sleep(0.2)
+    time.sleep(max(0.0, 30 - (time.monotonic() - down_since)))
+    stack.redis.start()
+
+    job = stack.wait_until_finished(job_id)
+    _assert_like_a_clean_run(stack, job, clean)
+    assert stack.worker_alive(), stack.log_tail()
+    log = stack.log_tail(500_000)
+    assert f"job={job_id} broker unreachable, handing over to indexing.tasks.embed" in log
+    assert "Unrecoverable error" not in log
+    assert job["resumes"] == 0  # handed over once Redis was back, not found lost
