@@ -50,8 +50,19 @@ def embedding_space(provider: str, model: str, dim: int, key: str | None = None)
 _indexed_spaces: set[int] = set()
 
 
+# Two first embeds of a new space (two repositories added together, e.g. by a repository file)
+# would both run CREATE INDEX IF NOT EXISTS; PostgreSQL can then refuse one with a duplicate
+# pg_class row. One transaction-scoped advisory lock per space makes the second wait and see it.
+HNSW_INDEX_LOCK = 0x72730001
+
+
 def _ensure_hnsw_index(space: EmbeddingSpace) -> None:
     with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [space.index_name])
+        if cursor.fetchone():
+            return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [HNSW_INDEX_LOCK, int(space.pk)])
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [space.index_name])
         if cursor.fetchone():
             return
