@@ -24,11 +24,11 @@ from search.evaluation.harness import (
     AblationReport,
     Configuration,
     SearchFunction,
-    _fmt,
     run_ablation,
 )
 from search.evaluation.metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
 from search.evaluation.queries import QuerySet
+from search.evaluation.report_text import fmt
 
 if TYPE_CHECKING:
     from accounts.visibility import Viewer
@@ -232,10 +232,10 @@ def format_split_report(report: SplitReport) -> str:
         rows.append(
             [
                 name,
-                _fmt(m.mrr, percent=False),
-                _fmt(m.hit_at_1),
-                _fmt(m.hit_at_k),
-                _fmt(m.recall_at_k),
+                fmt(m.mrr, percent=False),
+                fmt(m.hit_at_1),
+                fmt(m.hit_at_k),
+                fmt(m.recall_at_k),
                 f"{m.p50_ms:.0f} / {m.p95_ms:.0f}",
             ]
         )
@@ -250,7 +250,7 @@ def format_split_report(report: SplitReport) -> str:
         cells = []
         for corpus in names:
             found = next(c for c in report.per_corpus[corpus].configurations if c.name == name)
-            cells.append(_fmt(found.metrics.mrr if found.metrics else None, percent=False))
+            cells.append(fmt(found.metrics.mrr if found.metrics else None, percent=False))
         rows.append([name, *cells])
     lines += _table(["configuration", *(f"{c} ({counts[c]})" for c in names)], rows)
     kinds = sorted({kind for name in ran for kind in report.pooled[name].by_kind})
@@ -261,7 +261,7 @@ def format_split_report(report: SplitReport) -> str:
             [
                 name,
                 *(
-                    _fmt(report.pooled[name].by_kind.get(kind, {}).get("mrr"), percent=False)
+                    fmt(report.pooled[name].by_kind.get(kind, {}).get("mrr"), percent=False)
                     for kind in kinds
                 ),
             ]

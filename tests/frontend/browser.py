@@ -123,3 +123,7 @@ def screenshot(driver: WebDriver, name: str, size: tuple[int, int] = WIDE) -> Pa
     driver.save_screenshot(str(path))
     driver.set_window_size(*size)
     return path
+
+
+def text_of(driver: WebDriver, css: str) -> str:
+    return " ".join(node.text for node in driver.find_elements(By.CSS_SELECTOR, css))

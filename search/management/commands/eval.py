@@ -35,10 +35,10 @@ from search.evaluation.harness import (
     ABLATION,
     Configuration,
     chat_unavailable_reason,
-    format_report,
     run_ablation,
 )
 from search.evaluation.queries import QuerySetError, load_query_set
+from search.evaluation.report_text import format_report
 from search.evaluation.split import CorpusRun, format_split_report, run_split
 from search.management.viewer_option import add_user_option, viewer_from_options
 
