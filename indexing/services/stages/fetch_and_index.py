@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
 from indexing.services.stages import clone_budget
 from indexing.services.stages.claims import StageClaim, drop_late_delivery
+from indexing.services.stages.index_batches import BatchedWalk, BatchLimits, chunk_inputs, classify
 from indexing.services.stages.run_context import (
     TransientFailure,
     check_alive,
@@ -37,19 +39,19 @@ from indexing.services.stages.run_context import (
     record_timing,
 )
 from indexing.services.storing import (
+    INSERT_BATCH_BYTES,
     FileToStore,
     StoredChunk,
     discard_unfinished_generations,
     store_files,
     swap_generation,
 )
-from indexing.walking import WalkedFile, walk_tree
+from indexing.walking import WalkedFile
 from search.retrieval.corpus_stats import refresh_search_stats
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_FILES = 50
-MAX_SKIPPED_LISTED = 200  # skipped paths kept on the job with their reason (all are counted)
 
 
 @dataclass(frozen=True)
@@ -192,8 +194,24 @@ def _still_running(job_id: int) -> None:
     jobs.heartbeat(job_id)
 
 
+def _to_store(walked: WalkedFile) -> FileToStore:
+    text = walked.text
+    return FileToStore(
+        path=walked.path, blob_sha=walked.sha, size_bytes=walked.size,
+        language=walked.language or "", is_test=walked.is_test, is_doc=walked.is_doc,
+        chunks=_chunks_for(walked),
+        line_count=text.count("\n") + (0 if text.endswith("\n") else 1),
+    )  # fmt: skip
+
+
 def run_index(job_id: int, *, task_id: str = "") -> bool:
-    """Walk, chunk and store the fetched commit as a new generation, then swap it in."""
+    """Walk, chunk and store the fetched commit as a new generation, then swap it in.
+
+    Memory stays bounded by ``REPO_SEARCH_INDEX_BATCH_MB`` / ``_FILES`` (``index_batches``):
+    the walk keeps tree entries, not texts; files are read again a batch at a time, chunked
+    and handed to the store as they come, which commits every few hundred chunks. The new
+    generation stays invisible until the swap, after the last batch.
+    """
     context = load_run(job_id)
     if context is None:
         return False
@@ -219,55 +237,52 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
                 "path", "blob_sha"
             )
         )
+    limits = BatchLimits.from_settings()
     with GitTreeReader(repository_dir(repository.pk)) as reader:
         entries = reader.list_tree(job.commit)
         only_paths = _changed_paths(reader, repository, entries, previous)
-        walked = walk_tree(
-            entries, reader.read_blob,
-            max_file_bytes=settings.REPO_SEARCH_MAX_FILE_BYTES, only_paths=only_paths,
+        chosen = entries if only_paths is None else [e for e in entries if e.path in only_paths]
+        walk = BatchedWalk(entries, reader.read_blob, limits)
+        summary = classify(walk, chosen, previous, on_batch=lambda: _still_running(job_id))
+        if only_paths is not None:  # unchanged files were not walked: carried as they were
+            current = {entry.path: entry.sha for entry in entries}
+            summary.carried = [path for path, sha in previous.items() if current.get(path) == sha]
+        del entries, chosen
+        changed, carried = len(summary.changed), len(summary.carried)
+        job = claim.advance(
+            job, JobState.CHUNKING, files_total=changed + carried,
+            files_skipped=summary.skipped_count, files_done=carried,
+            skipped_files=summary.skipped_listed,
+            stage_timings=record_timing(job, "walking", started), failures=summary.failures,
         )  # fmt: skip
-    failures = [{"path": s.path, "reason": s.reason} for s in walked.errors]
-    changed = [f for f in walked.files if previous.get(f.path) != f.sha]
-    if only_paths is None:
-        carried = [f.path for f in walked.files if previous.get(f.path) == f.sha]
-    else:
-        current = {entry.path: entry.sha for entry in entries}
-        carried = [path for path, sha in previous.items() if current.get(path) == sha]
-    job = claim.advance(
-        job, JobState.CHUNKING, files_total=len(changed) + len(carried),
-        files_skipped=len(walked.skipped), files_done=len(carried),
-        skipped_files=[
-            {"path": s.path, "reason": s.reason} for s in walked.skipped[:MAX_SKIPPED_LISTED]
-        ],
-        stage_timings=record_timing(job, "walking", started), failures=failures,
-    )  # fmt: skip
-    started = time.monotonic()
-    to_store: list[FileToStore] = []
-    for number, walked_file in enumerate(changed, start=1):
-        chunks = _chunks_for(walked_file)
-        to_store.append(
-            FileToStore(
-                path=walked_file.path, blob_sha=walked_file.sha, size_bytes=walked_file.size,
-                language=walked_file.language or "", is_test=walked_file.is_test,
-                is_doc=walked_file.is_doc, chunks=chunks,
-                line_count=walked_file.text.count("\n") + (0 if walked_file.text.endswith("\n") else 1),
-            )
+        started = storing_started = time.monotonic()
+        chunks_total = 0
+
+        def files_to_store() -> Iterator[FileToStore]:
+            nonlocal job, chunks_total, storing_started
+            for number, walked in enumerate(chunk_inputs(walk, summary), start=1):
+                stored = _to_store(walked)
+                del walked
+                chunks_total += len(stored.chunks)
+                yield stored
+                if number % HEARTBEAT_EVERY_FILES == 0:
+                    check_alive(job_id)
+                    jobs.heartbeat(job_id, files_done=carried + number)
+            # Every file is chunked; the store's last batch and the swap are what is left.
+            job = claim.advance(
+                job, JobState.STORING, files_done=changed + carried,
+                chunks_total=chunks_total, failures=summary.failures,
+                stage_timings=record_timing(job, "chunking", started),
+            )  # fmt: skip
+            storing_started = time.monotonic()
+
+        store_files(
+            repository.pk, generation, files_to_store(),
+            on_batch=lambda _: _still_running(job_id), fence=claim.check,
+            batch_bytes=min(INSERT_BATCH_BYTES, limits.max_bytes),
         )  # fmt: skip
-        if number % HEARTBEAT_EVERY_FILES == 0:
-            check_alive(job_id)
-            jobs.heartbeat(job_id, files_done=len(carried) + number)
-    job = claim.advance(
-        job, JobState.STORING, files_done=len(changed) + len(carried),
-        chunks_total=sum(len(f.chunks) for f in to_store),
-        stage_timings=record_timing(job, "chunking", started),
-    )  # fmt: skip
-    started = time.monotonic()
-    store_files(
-        repository.pk, generation, to_store,
-        on_batch=lambda _: _still_running(job_id), fence=claim.check,
-    )  # fmt: skip
     repository = swap_generation(
-        repository.pk, generation, carried, job.commit, before_swap=claim.check
+        repository.pk, generation, summary.carried, job.commit, before_swap=claim.check
     )
     jobs.heartbeat(job_id)
     try:
@@ -278,10 +293,10 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         logger.exception("job=%s BM25 statistics refresh failed", job.pk)
     IndexJob.objects.filter(pk=job.pk).update(
         chunks_total=repository.chunk_count,
-        stage_timings=record_timing(job, "storing", started),
+        stage_timings=record_timing(job, "storing", storing_started),
     )
     logger.info(
         "job=%s repository=%s generation=%s files=%s changed=%s chunks=%s",
-        job.pk, repository.pk, generation, repository.file_count, len(changed), repository.chunk_count,
+        job.pk, repository.pk, generation, repository.file_count, changed, repository.chunk_count,
     )  # fmt: skip
     return True
