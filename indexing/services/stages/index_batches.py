@@ -107,6 +107,7 @@ class BatchedWalk:
                     reported.add(skip.path)
                 skips.append(skip)
             yield result.files, skips
+            result.files.clear()  # the caller is done with them: this batch's texts go now
 
 
 @dataclass
@@ -173,6 +174,6 @@ def chunk_inputs(walk: BatchedWalk, summary: WalkSummary) -> Iterator[WalkedFile
             logger.warning("path=%s not readable a second time: %s", skipped.path, skipped.reason)
             summary.failures.append({"path": skipped.path, "reason": skipped.reason})
         pending = deque(files)
-        del files
+        files.clear()
         while pending:
             yield pending.popleft()
