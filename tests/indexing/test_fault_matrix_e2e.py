@@ -165,10 +165,11 @@ def test_the_worker_killed_at_a_stage_leaves_a_job_a_new_worker_completes(
             _kill_main_and_restart(stack)
     else:
         stack.start_worker()
-        if stage == "fetch":  # mid-clone: the directory is there, the pack is not
+        if stage == "fetch":  # mid-clone: the staging directory is there, the pack is not
             stack.wait_for(job_id, lambda j: j["state"] == "cloning", 120)
             deadline = time.monotonic() + 30
-            while repository_id not in stack.clone_dirs():
+            staging = f"{repository_id}.fetch-"
+            while not any(name.startswith(staging) for name in stack.clone_dirs()):
                 assert time.monotonic() < deadline, stack.log_tail()
                 time.sleep(0.05)
         else:

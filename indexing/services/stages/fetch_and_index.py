@@ -1,5 +1,6 @@
-"""The fetch and index stages of an index run, one function per Celery task: fetch, then walk,
-chunk, store and swap (the embed stage is ``embed.py``; shared helpers ``run_context.py``).
+"""The fetch and index stages of an index run, one function per Celery task: fetch (``fetch.py``,
+re-exported here), then walk, chunk, store and swap (the embed stage is ``embed.py``; shared
+helpers ``run_context.py``).
 
 Every function takes a job id, reloads the row, returns quietly when the job is gone or finished,
 and records progress on the job. Re-running a stage converges: a fetch into a partial directory
@@ -10,34 +11,20 @@ live generation is only replaced by a complete one.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 
 from indexing.chunking import chunk_file
 from indexing.clone_paths import repository_dir
-from indexing.git.errors import GitFetchError
-from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
-from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import IndexJob, JobState, Repository
 from indexing.services import jobs
-from indexing.services.locks import clone_slot
-from indexing.services.repositories import default_branch_taken
-from indexing.services.stages import clone_budget
 from indexing.services.stages.claims import StageClaim, drop_late_delivery
+from indexing.services.stages.fetch import run_fetch
 from indexing.services.stages.index_batches import BatchedWalk, BatchLimits, chunk_inputs, classify
-from indexing.services.stages.run_context import (
-    TransientFailure,
-    check_alive,
-    fail_job,
-    load_run,
-    record_timing,
-)
+from indexing.services.stages.run_context import check_alive, fail_job, load_run, record_timing
 from indexing.services.storing import (
     INSERT_BATCH_BYTES,
     FileToStore,
@@ -51,100 +38,9 @@ from search.retrieval.corpus_stats import refresh_search_stats
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["run_fetch", "run_index"]
+
 HEARTBEAT_EVERY_FILES = 50
-
-
-@dataclass(frozen=True)
-class FetchLimits:
-    """The operator's limits and credentials, passed to every fetch."""
-
-    max_bytes: int
-    timeout_s: float
-    allow_private_hosts: bool
-    allow_local_paths: bool
-    token: str | None
-    token_hosts: list[str]
-
-    def as_kwargs(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def directory_size(path: Path) -> int:
-    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
-
-
-def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> bool:
-    """Fetch the repository's branch. True when the index stage should run next."""
-    context = load_run(job_id)
-    if context is None:
-        return False
-    job, repository = context.job, context.repository
-    if drop_late_delivery(job, "fetch"):
-        return False
-    if job.state != JobState.QUEUED:
-        job = jobs.transition(job, JobState.QUEUED)  # a retry after a crash: start over
-    job = jobs.transition(job, JobState.CLONING, celery_task_id=task_id, attempts=job.attempts + 1)
-    Repository.objects.filter(pk=repository.pk).update(
-        status=RepositoryStatus.INDEXING if repository.active_generation == 0 else repository.status
-    )
-    started = time.monotonic()
-    if clone_budget.seconds_left(job) < clone_budget.MIN_ATTEMPT_SECS:
-        fail_job(job, clone_budget.exhausted_message(job))
-        return False
-    target = repository_dir(repository.pk)
-    limits = FetchLimits(
-        max_bytes=settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
-        timeout_s=clone_budget.seconds_left(job),  # what earlier attempts left of the deadline
-        allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
-        allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
-        token=settings.REPO_SEARCH_GIT_TOKEN,
-        token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
-    )
-    fetching = started
-    try:
-        with clone_slot(
-            ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
-            wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
-        ):
-            fetching = time.monotonic()
-            check_alive(job_id)
-            # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
-            usable = (
-                repository.active_generation
-                and (target / "HEAD").exists()
-                and directory_size(target) < limits.max_bytes
-            )
-            if usable and repository.branch:
-                result = fetch_update(
-                    target, repository.url, repository.branch, **limits.as_kwargs()
-                )
-            else:
-                shutil.rmtree(target, ignore_errors=True)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                result = fetch_branch(
-                    repository.url, target, branch=repository.branch or None, **limits.as_kwargs()
-                )
-    except GitFetchError as error:
-        job = clone_budget.charge_failed_attempt(job, fetching)
-        if clone_budget.may_retry(error, job, final_attempt):
-            jobs.transition(job, JobState.QUEUED, error=f"retrying: {error.message}")
-            raise TransientFailure(error.message) from error
-        fail_job(job, clone_budget.failure_message(error, job, final_attempt))
-        return False
-    check_alive(job_id)
-    if not repository.branch:
-        taken = default_branch_taken(repository, result.branch)
-        if taken:  # another copy was added with this branch while this one was queued
-            fail_job(job, taken)
-            return False
-        Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
-    Repository.objects.filter(pk=repository.pk).update(size_bytes=directory_size(target))
-    IndexJob.objects.filter(pk=job.pk).update(
-        commit=result.commit_sha,
-        bytes_fetched=result.bytes_received,
-        stage_timings=record_timing(job, "cloning", started),
-    )
-    return True
 
 
 def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
