@@ -12,7 +12,7 @@ standalone model's on the same chunks, and the worker's peak memory (all its pro
     .venv/bin/python bench/index_benchmark.py --assemble 500           # a ~500 MB repository
 
 ``--assemble MB`` builds (once; kept in ``bench/corpora/assembled-<MB>.git``) a repository of
-about MB megabytes without the internet: the text files of this venv's site-packages and of
+about MB megabytes without the internet (``BENCH_CORPORA_DIR`` moves it): the text files of this venv's site-packages and of
 the system's Python library, the venv's compiled extensions (``.so``: binary, skipped unread,
 as a real repository's assets are), and generated Python modules with distinct names until the
 tree reaches the size. It is fetched from its local path (``REPO_SEARCH_ALLOW_LOCAL_PATHS``)
@@ -93,7 +93,8 @@ def assembled_repository(megabytes: int) -> Path:
     """A bare repository of about ``megabytes`` MB of files, built with git once (no internet)."""
     import sysconfig
 
-    target = ROOT / "bench" / "corpora" / f"assembled-{megabytes}.git"
+    corpora = Path(os.environ.get("BENCH_CORPORA_DIR") or ROOT / "bench" / "corpora")
+    target = corpora / f"assembled-{megabytes}.git"
     if (target / "HEAD").exists():
         return target
     budget = megabytes * 1_000_000

@@ -120,6 +120,19 @@ def test_index_benchmark(source_tree: Path) -> None:
     assert "indexed: 4 files" in output
     assert "searchable by full text" in output
     assert "embedding stage" in output and "standalone model" in output
+    assert "worker peak RSS:" in output and "its largest process" in output
+
+
+def test_index_benchmark_on_an_assembled_repository(tmp_path: Path) -> None:
+    output = _run(
+        "index_benchmark.py", "--assemble", "3", env={"BENCH_CORPORA_DIR": str(tmp_path)},
+        drop=("DATABASE_URL", "REDIS_URL"),
+    )  # fmt: skip
+    assert (tmp_path / "assembled-3.git" / "HEAD").exists()
+    assert "assembled" in output and "searchable by full text" in output, output[-3000:]
+    indexed = int(output.split("indexed: ")[1].split(" files")[0])
+    assert indexed > 100  # the venv's and the standard library's text files
+    assert "worker peak RSS:" in output
 
 
 @pytest.mark.django_db
