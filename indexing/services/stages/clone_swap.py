@@ -103,7 +103,7 @@ def copy_for_update(target: Path, staging: Path) -> None:
     are hard-linked, everything else (refs, HEAD, shallow, config) copied."""
 
     def link_or_copy(source: str, destination: str) -> None:
-        if f"{os.sep}objects{os.sep}" in source:
+        if Path(source).relative_to(target).parts[0] == "objects":
             with contextlib.suppress(OSError):
                 os.link(source, destination)
                 return
