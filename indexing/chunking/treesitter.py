@@ -17,6 +17,13 @@ edges of a chunk are trimmed, and a gap holding only closing punctuation (``}``,
 ``end``) is appended to the chunk before it instead of becoming a chunk of its own — so
 every non-blank line of the file is in exactly one chunk.
 
+Tests inside source files are marked (``ChunkPiece.is_test``): in Rust, an item under
+``#[cfg(test)]`` (the usual inline ``mod tests``) and a function under ``#[test]`` /
+``#[tokio::test]``. In JavaScript and TypeScript test files (``test_blocks``), ``describe`` /
+``it`` / ``test`` blocks are definitions: a ``describe`` block is a class whose members are its
+blocks, each named by its description (``buffer.emits batches of input values``), instead of the
+file falling into whole-file module chunks.
+
 ``calls`` of a chunk are the names called in its lines (``foo()`` -> ``foo``,
 ``obj.method()`` -> ``method``), found with a tree-sitter query over the whole file.
 """
@@ -43,12 +50,27 @@ from indexing.chunking.model import (
     SourceLines,
     split_rows,
 )
-from indexing.chunking.specs import SPECS, LanguageSpec, body_of, definition_name, leaf_name
+from indexing.chunking.specs import (
+    SPECS,
+    LanguageSpec,
+    body_of,
+    definition_name,
+    leaf_name,
+    node_text,
+)
 
 _CALL_NAME = re.compile(r"^[A-Za-z_$][\w$]*[?!]?$")
 # Lines that close a block and say nothing: `}`, `};`, `})`, `end`, `}  // namespace x`.
 _CLOSING_LINE = re.compile(r"^\s*(?:[\]\)\};,]+\s*(?://.*|#.*|/\*.*)?|end\b\s*(?:#.*)?|\)?;?)\s*$")
 _BOUNDARY_DEPTH = 6
+# Rust attributes that make an item test-only: `cfg(test)`, `cfg(all(test, ...))`, `test`,
+# `tokio::test` (not `cfg(not(test))`).
+_RUST_TEST_ATTRIBUTE = re.compile(r"^(?:cfg\s*\((?:all\s*\()?\s*test\b|(?:\w+::)*test\s*$)")
+_TEST_CALLS = frozenset(
+    {"describe", "it", "test", "context", "suite", "specify", "fdescribe", "xdescribe",
+     "fit", "xit", "bench"}
+)  # fmt: skip
+_TEST_NAME_CHARS = 200
 # C/C++ specifiers are only definitions when they have a body (not `struct P;`).
 _BODY_REQUIRED = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "type_definition"}
@@ -96,13 +118,23 @@ def _captures(query: tree_sitter.Query | None, root: Node) -> list[Node]:
 class TreeChunker:
     """Chunks one file from its syntax tree; use ``chunk()`` once."""
 
-    def __init__(self, lines: SourceLines, root: Node, grammar: str, budget: ChunkBudget) -> None:
+    def __init__(
+        self,
+        lines: SourceLines,
+        root: Node,
+        grammar: str,
+        budget: ChunkBudget,
+        *,
+        test_blocks: bool = False,
+    ) -> None:
         self.lines = lines
         self.root = root
         self.grammar = grammar
         self.spec: LanguageSpec = SPECS[grammar]
         self.budget = budget
+        self.test_blocks = test_blocks and grammar in ("javascript", "typescript", "tsx")
         self.pieces: list[list] = []  # [first_row, last_row, symbol, kind]
+        self.test_ranges: list[tuple[int, int]] = []  # rows of test-only items
         self._encoded: dict[int, bytes] = {}
 
     # -- rows ---------------------------------------------------------------------
@@ -182,11 +214,66 @@ class TreeChunker:
         name = declarators[0].child_by_field_name("name")
         return leaf_name(name) if name is not None and name.type == "identifier" else None
 
+    def _rust_test_item(self, node: Node) -> int | None:
+        """The first row of the attributes that make ``node`` test-only, or None."""
+        first: int | None = None
+        sibling = node.prev_named_sibling
+        while sibling is not None and (
+            sibling.type == "attribute_item" or sibling.type in self.spec.comments
+        ):
+            if sibling.type == "attribute_item":
+                attribute = next((c for c in sibling.named_children if c.type == "attribute"), None)
+                text = node_text(attribute).strip()
+                if _RUST_TEST_ATTRIBUTE.match(text):
+                    first = sibling.start_point.row
+            sibling = sibling.prev_named_sibling
+        return first
+
+    def _test_block(
+        self, outer: Node, node: Node, chain: tuple[str, ...]
+    ) -> list[Definition] | None:
+        """A ``describe('name', () => {...})`` / ``it(...)`` block as a definition, or None."""
+        callee = node.child_by_field_name("function")
+        root = callee
+        for _ in range(6):  # describe.each(table)(...), it.only, test.concurrent.skip
+            if root is None or root.type == "identifier":
+                break
+            root = root.child_by_field_name(
+                "function" if root.type == "call_expression" else "object"
+            )
+        if root is None or root.type != "identifier" or node_text(root) not in _TEST_CALLS:
+            return None
+        arguments = node.child_by_field_name("arguments")
+        named = arguments.named_children if arguments is not None else []
+        if len(named) < 2 or named[0].type not in ("string", "template_string"):
+            return None
+        body_owner = next((a for a in named[1:] if a.type in self.spec.function_values), None)
+        body = body_owner.child_by_field_name("body") if body_owner is not None else None
+        if body is None:
+            return None
+        name = " ".join(node_text(named[0]).strip("'\"`").split())[:_TEST_NAME_CHARS]
+        if not name:
+            return None
+        symbol = ".".join((*chain, name))
+        children = self._collect(body, (*chain, name)) if body.type == "statement_block" else []
+        if not children:
+            kind = KIND_METHOD if chain else KIND_FUNCTION
+            return [self._make(outer, node, symbol, kind)]
+        definition = self._make(outer, node, symbol, KIND_CLASS)
+        definition.children = self._normalise(children, node.start_point.row + 1, definition.end)
+        return [definition]
+
     def _definitions_of(self, outer: Node, chain: tuple[str, ...]) -> list[Definition]:
         node = self._unwrap(outer)
         if node is None:
             return []
         spec = self.spec
+        if self.grammar == "rust":
+            test_start = self._rust_test_item(outer)
+            if test_start is not None:
+                self.test_ranges.append((test_start, self._end_row(outer)))
+        if self.test_blocks and node.type == "call_expression":
+            return self._test_block(outer, node, chain) or []
         kind_of_function = KIND_METHOD if chain else KIND_FUNCTION
         if node.type in spec.namespaces:
             body = body_of(node)
@@ -346,6 +433,7 @@ class TreeChunker:
         definitions = self._normalise(self._collect(self.root, ()), 0, last_row)
         self._emit_region(0, last_row, definitions, None, KIND_MODULE, self.root)
         call_rows, call_names = self._call_index()
+        tests = self.test_ranges
         pieces: list[ChunkPiece] = []
         for index, (first, last, symbol, kind) in enumerate(self.pieces):
             lo = bisect.bisect_left(call_rows, first)
@@ -359,6 +447,7 @@ class TreeChunker:
                     kind=kind,
                     content=self.lines.content(first, last),
                     calls=tuple(sorted(set(call_names[lo:hi]))),
+                    is_test=any(lo_row <= first and last <= hi_row for lo_row, hi_row in tests),
                 )
             )
         return pieces
