@@ -273,26 +273,33 @@ class SearchExecutor:
         extra_vector: list[RankedList] = []
         embedder = QueryMemoEmbedder(self._get_embedder) if left_out_filter else None
 
-        def vector_lists_of() -> None:
+        def scoped_vector() -> None:
             self._vector(
                 request, queries, scope, scope_filter, vector_lists, vector_trace, embedder
             )
+
+        def left_out_vector() -> None:
             if left_out_filter is not None:
                 self._vector(request, queries, scope, left_out_filter, extra_vector, [], embedder)
 
-        def fulltext_lists_of() -> None:
-            self._fulltext(request, queries, scope_filter, lists, trace)
+        def left_out_fulltext() -> None:
             if left_out_filter is not None:
                 self._fulltext(request, queries, left_out_filter, extra_fulltext, [])
 
         concurrent = request.use_bm25 and request.use_vector and not connection.in_atomic_block
         if concurrent:
-            future = run_beside(vector_lists_of)
-            fulltext_lists_of()
-            future.result()
+            # The left-out lists run on connections of their own too (search.ranking.left_out).
+            futures = [run_beside(scoped_vector)]
+            if left_out_filter is not None:
+                futures += [run_beside(left_out_vector), run_beside(left_out_fulltext)]
+            self._fulltext(request, queries, scope_filter, lists, trace)
+            for future in futures:
+                future.result()
         else:
-            fulltext_lists_of()
-            vector_lists_of()
+            self._fulltext(request, queries, scope_filter, lists, trace)
+            left_out_fulltext()
+            scoped_vector()
+            left_out_vector()
         if left_out_lists is not None:
             left_out_lists.extend([*extra_fulltext, *extra_vector])
         for stage in vector_trace:

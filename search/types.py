@@ -55,7 +55,7 @@ class SearchRequest:
     file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
     # Tests/docs the scope left out by default come back at this share of the fusion score they
     # would have had unscoped (search.ranking.left_out); 0: they stay out.
-    left_out_weight: float = 0.0
+    left_out_weight: float = 0.5
     left_out_best_rank: int = 0  # ... and only when they would rank this high in a list (0: any)
 
     # Expansion and rerank

@@ -15,6 +15,8 @@ undo (measured in ``docs/evaluation.md``). The left-out chunk's RRF score is the
 ``left_out_weight``: at 1.0 it competes as in an unscoped search, below 1.0 it has to beat the
 code clearly before it shows.
 
+A left-out chunk has to outrank at least one in-scope candidate: it comes back to answer better
+than some of the code, not to fill the slots that the code of a small repository leaves empty.
 Only kinds left out *by default* come back; an explicit ``include_tests: false`` is kept.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,6 +83,10 @@ def place_left_out(
         if candidate.best_rank == 1:
             candidate.score += first_rank_bonus
         candidate.score *= weight
+    # They come back to answer better than some of the code, never to fill the slots the code
+    # leaves empty (a small repository's code query would otherwise list its tests after it).
+    floor = min((c.score for c in fused), default=float("inf"))
+    added = {cid: c for cid, c in added.items() if c.score > floor}
     merged = sorted([*fused, *added.values()], key=lambda c: (-c.score, c.best_rank, c.chunk_id))
     for rank, candidate in enumerate(merged, start=1):
         candidate.rank = rank
@@ -93,23 +100,27 @@ class QueryMemoEmbedder:
     def __init__(self, get_embedder: Callable[[], Any]) -> None:
         self._get_embedder = get_embedder
         self._embedder: Any = None
+        self._lock = threading.Lock()
 
     def get(self) -> Any:
-        if self._embedder is None:
-            self._embedder = _Memo(self._get_embedder())
-        return self._embedder
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = _Memo(self._get_embedder())
+            return self._embedder
 
 
 class _Memo:
     def __init__(self, embedder: Any) -> None:
         self._embedder = embedder
         self._vectors: dict[tuple[str, ...], Any] = {}
+        self._lock = threading.Lock()  # the two vector lists may ask at the same time
 
     def embed(self, texts: Sequence[str]) -> Any:
         key = tuple(texts)
-        if key not in self._vectors:
-            self._vectors[key] = self._embedder.embed(list(texts))
-        return self._vectors[key]
+        with self._lock:
+            if key not in self._vectors:
+                self._vectors[key] = self._embedder.embed(list(texts))
+            return self._vectors[key]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)

@@ -14,7 +14,7 @@ from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 def _lists() -> tuple[list[RankedList], list[RankedList]]:
     code = [
-        RankedList("fulltext", 0, [(1, 9.0), (2, 5.0), (3, 1.0)]),
+        RankedList("fulltext", 0, [(1, 9.0), (2, 5.0), (3, 1.0), (4, 0.05)]),
         RankedList("vector", 0, [(2, 0.8), (1, 0.7), (3, 0.2)]),
     ]
     left_out = [
@@ -37,7 +37,7 @@ def test_left_out_chunks_get_their_unscoped_ranks_and_the_code_keeps_its_own() -
     # chunk it beats.
     assert scores[10] == pytest.approx(2 / 61.5 + 2 / 64.5)
     assert scores[11] == pytest.approx(2 / 64.5 + 2 / 60.5 + 0.05)
-    assert [c.rank for c in merged] == list(range(1, 6))
+    assert [c.rank for c in merged] == list(range(1, 7))
     assert [c.chunk_id for c in merged][2] == 11  # behind the two code chunks that led both lists
 
 
@@ -47,13 +47,15 @@ def test_the_weight_scales_them_and_a_rank_limit_or_the_depth_keeps_them_out() -
     half, _ = place_left_out(
         fuse_ranked_lists(code, top=None), code, left_out, weight=0.5, depth=50
     )
-    assert {c.chunk_id: c.score for c in half}[10] == pytest.approx(0.5 * (2 / 61.5 + 2 / 64.5))
+    assert {c.chunk_id: c.score for c in half}[11] == pytest.approx(
+        0.5 * (2 / 64.5 + 2 / 60.5 + 0.05)
+    )
     only_first, added = place_left_out(
         fused, code, left_out, weight=1.0, depth=50, best_rank_at_most=1
     )
     assert added == 1 and 10 not in {c.chunk_id for c in only_first}
     shallow, _ = place_left_out(fused, code, left_out, weight=1.0, depth=2)
-    assert {c.chunk_id for c in shallow} == {1, 2, 3, 10, 11}
+    assert {c.chunk_id for c in shallow} == {1, 2, 3, 4, 10, 11}
     scores = {c.chunk_id: c.score for c in shallow}
     assert scores[10] == pytest.approx(2 / 61.5)  # its vector rank is too deep
     assert scores[11] == pytest.approx(2 / 60.5 + 0.05)
@@ -113,3 +115,14 @@ def test_a_test_that_answers_better_than_the_code_comes_back() -> None:
         SearchRequest(query=query, use_vector=False, left_out_weight=1.0, include_tests=False)
     )
     assert [h.file_path for h in kept_out.hits] == ["backoff/retry.py"]
+
+
+def test_they_do_not_fill_the_slots_the_code_leaves_empty() -> None:
+    code = [RankedList("fulltext", 0, [(1, 9.0)])]
+    behind = [RankedList("fulltext", 0, [(10, 3.0)])]  # would be 2nd, behind the only code chunk
+    merged, added = place_left_out(
+        fuse_ranked_lists(code, top=None), code, behind, weight=1.0, depth=50
+    )
+    assert added == 0 and [c.chunk_id for c in merged] == [1]
+    nothing, added = place_left_out([], [], behind, weight=1.0, depth=50)
+    assert added == 0 and nothing == []
