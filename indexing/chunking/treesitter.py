@@ -17,7 +17,8 @@ edges of a chunk are trimmed, and a gap holding only closing punctuation (``}``,
 ``end``) is appended to the chunk before it instead of becoming a chunk of its own — so
 every non-blank line of the file is in exactly one chunk.
 
-Tests inside source files are marked (``ChunkPiece.is_test``): in Rust, an item under
+Optionally (``MARK_INLINE_TESTS``, ``TEST_BLOCKS``; off, see docs/evaluation.md), tests inside
+source files are marked (``ChunkPiece.is_test``): in Rust, an item under
 ``#[cfg(test)]`` (the usual inline ``mod tests``) and a function under ``#[test]`` /
 ``#[tokio::test]``. In JavaScript and TypeScript test files (``test_blocks``), ``describe`` /
 ``it`` / ``test`` blocks are definitions: a ``describe`` block is a class whose members are its
@@ -71,6 +72,10 @@ _TEST_CALLS = frozenset(
      "fit", "xit", "bench"}
 )  # fmt: skip
 _TEST_NAME_CHARS = 200
+# Both measured on the split and left off (docs/evaluation.md, "Tests inside files"): no gain
+# outside the noise on either half. The chunk-level flag reaches the store when it is on.
+MARK_INLINE_TESTS = False
+TEST_BLOCKS = False
 # C/C++ specifiers are only definitions when they have a body (not `struct P;`).
 _BODY_REQUIRED = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "type_definition"}
@@ -132,7 +137,9 @@ class TreeChunker:
         self.grammar = grammar
         self.spec: LanguageSpec = SPECS[grammar]
         self.budget = budget
-        self.test_blocks = test_blocks and grammar in ("javascript", "typescript", "tsx")
+        self.test_blocks = (
+            test_blocks and TEST_BLOCKS and grammar in ("javascript", "typescript", "tsx")
+        )
         self.pieces: list[list] = []  # [first_row, last_row, symbol, kind]
         self.test_ranges: list[tuple[int, int]] = []  # rows of test-only items
         self._encoded: dict[int, bytes] = {}
@@ -268,7 +275,7 @@ class TreeChunker:
         if node is None:
             return []
         spec = self.spec
-        if self.grammar == "rust":
+        if self.grammar == "rust" and MARK_INLINE_TESTS:
             test_start = self._rust_test_item(outer)
             if test_start is not None:
                 self.test_ranges.append((test_start, self._end_row(outer)))

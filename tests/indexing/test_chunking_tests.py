@@ -1,8 +1,17 @@
-"""Tests inside files: Rust's inline test modules are marked, JS/TS describe/it blocks are chunks."""
+"""Tests inside files (opt-in): Rust's inline test modules marked, JS/TS describe/it blocks chunks."""
 
 from __future__ import annotations
 
-from indexing.chunking import chunk_file
+import pytest
+
+from indexing.chunking import chunk_file, treesitter
+
+
+@pytest.fixture(autouse=True)
+def _test_detection_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(treesitter, "MARK_INLINE_TESTS", True)
+    monkeypatch.setattr(treesitter, "TEST_BLOCKS", True)
+
 
 RUST = """\
 pub fn parse(input: &str) -> usize {
@@ -86,7 +95,38 @@ def test_describe_and_it_blocks_of_a_test_file_are_chunks_named_by_their_descrip
     assert [n for n in covered if n in non_blank] == non_blank
 
 
+def test_off_by_default_nothing_is_marked_and_test_files_keep_their_old_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(treesitter, "MARK_INLINE_TESTS", False)
+    monkeypatch.setattr(treesitter, "TEST_BLOCKS", False)
+    assert not any(p.is_test for p in chunk_file(RUST, "rust", "src/lib.rs"))
+    pieces = chunk_file(TYPESCRIPT, "typescript", "src/__tests__/map.test.ts")
+    assert not any(p.symbol and "maps every value" in p.symbol for p in pieces)
+
+
 def test_the_same_calls_in_a_source_file_are_not_test_blocks() -> None:
     pieces = chunk_file(TYPESCRIPT, "typescript", "src/map.ts")
     assert not any(p.symbol and "maps every value" in p.symbol for p in pieces)
     assert not any(p.is_test for p in pieces)
+
+
+@pytest.mark.django_db
+def test_a_test_chunk_of_a_source_file_is_stored_as_a_test() -> None:
+    from indexing.models import Chunk
+    from indexing.services.storing import FileToStore, StoredChunk, store_files
+    from tests import factories
+
+    repository = factories.indexed_repository("c/inline-tests", ["fn parse() {}"])
+    pieces = [
+        StoredChunk(p.index, p.start_line, p.end_line, p.symbol or "", p.kind, p.content,
+                    is_test=p.is_test)
+        for p in chunk_file(RUST, "rust", "src/lib.rs")
+    ]  # fmt: skip
+    store_files(
+        repository.pk, 2, [FileToStore("src/lib.rs", "f" * 40, 1, "rust", False, False, 30, pieces)]
+    )
+    stored = dict(
+        Chunk.objects.filter(repository=repository, generation=2).values_list("symbol", "is_test")
+    )
+    assert stored["parses_empty"] is True and stored["parse"] is False
