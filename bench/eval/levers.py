@@ -103,6 +103,12 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"left_out_weight": 0.5, "rrf_k": 5},
         {"search.retrieval.query:DROP_STOPWORDS": True},
     ),
+    "bonus ranks 2": ({}, {"search.ranking.fusion:BONUS_RANKS": 2}),
+    "bonus ranks 3": ({}, {"search.ranking.fusion:BONUS_RANKS": 3}),
+    "bonus ranks 3 x 0.1": (
+        {"first_rank_bonus": 0.1},
+        {"search.ranking.fusion:BONUS_RANKS": 3},
+    ),
     "stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": True}),
     "no stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": False}),
 }
