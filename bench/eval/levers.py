@@ -109,6 +109,16 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"first_rank_bonus": 0.1},
         {"search.ranking.fusion:BONUS_RANKS": 3},
     ),
+    "left-out docs only 0.5": ({}, {"search.retrieval.scope:LEFT_OUT_KINDS": ("docs",)}),
+    "left-out tests only 0.5": ({}, {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)}),
+    "left-out docs only 1.0": (
+        {"left_out_weight": 1.0},
+        {"search.retrieval.scope:LEFT_OUT_KINDS": ("docs",)},
+    ),
+    "left-out tests only 1.0": (
+        {"left_out_weight": 1.0},
+        {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)},
+    ),
     "stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": True}),
     "no stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": False}),
 }

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-
 # Measured and left at 1 (docs/evaluation.md): ranks 2..BONUS_RANKS would get bonus / rank.
 BONUS_RANKS = 1
 

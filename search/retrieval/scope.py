@@ -76,6 +76,7 @@ NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocki
 # included, not preferred (code still answers most of them).
 USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
 LEFT_OUT_BY_DEFAULT = "left out by default"
+LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 MAX_GLOBS = 20
 MAX_GLOB_LENGTH = 300
@@ -301,6 +302,7 @@ def build_left_out_filter(
     kept), or None when it left nothing out that way (``search.ranking.left_out``)."""
     tests = not scope.include_tests and scope.tests_reason == LEFT_OUT_BY_DEFAULT
     docs = not scope.include_docs and scope.docs_reason == LEFT_OUT_BY_DEFAULT
+    tests, docs = tests and "tests" in LEFT_OUT_KINDS, docs and "docs" in LEFT_OUT_KINDS
     if not (tests or docs):
         return None
     # Explicitly excluded kinds stay excluded; the left-out kinds are the only ones searched.
