@@ -17,8 +17,8 @@ edges of a chunk are trimmed, and a gap holding only closing punctuation (``}``,
 ``end``) is appended to the chunk before it instead of becoming a chunk of its own — so
 every non-blank line of the file is in exactly one chunk.
 
-Optionally (``MARK_INLINE_TESTS``, ``TEST_BLOCKS``; off, see docs/evaluation.md), tests inside
-source files are marked (``ChunkPiece.is_test``): in Rust, an item under
+Optionally (``inline_tests.MARK_INLINE_TESTS``, ``TEST_BLOCKS``; off, see docs/evaluation.md),
+tests inside source files are marked (``ChunkPiece.is_test``): in Rust, an item under
 ``#[cfg(test)]`` (the usual inline ``mod tests``) and a function under ``#[test]`` /
 ``#[tokio::test]``. In JavaScript and TypeScript test files (``test_blocks``), ``describe`` /
 ``it`` / ``test`` blocks are definitions: a ``describe`` block is a class whose members are its
@@ -40,6 +40,7 @@ from functools import cache
 import tree_sitter
 from tree_sitter import Node
 
+from indexing.chunking import inline_tests
 from indexing.chunking.grammars import load_language
 from indexing.chunking.model import (
     KIND_CLASS,
@@ -57,25 +58,12 @@ from indexing.chunking.specs import (
     body_of,
     definition_name,
     leaf_name,
-    node_text,
 )
 
 _CALL_NAME = re.compile(r"^[A-Za-z_$][\w$]*[?!]?$")
 # Lines that close a block and say nothing: `}`, `};`, `})`, `end`, `}  // namespace x`.
 _CLOSING_LINE = re.compile(r"^\s*(?:[\]\)\};,]+\s*(?://.*|#.*|/\*.*)?|end\b\s*(?:#.*)?|\)?;?)\s*$")
 _BOUNDARY_DEPTH = 6
-# Rust attributes that make an item test-only: `cfg(test)`, `cfg(all(test, ...))`, `test`,
-# `tokio::test` (not `cfg(not(test))`).
-_RUST_TEST_ATTRIBUTE = re.compile(r"^(?:cfg\s*\((?:all\s*\()?\s*test\b|(?:\w+::)*test\s*$)")
-_TEST_CALLS = frozenset(
-    {"describe", "it", "test", "context", "suite", "specify", "fdescribe", "xdescribe",
-     "fit", "xit", "bench"}
-)  # fmt: skip
-_TEST_NAME_CHARS = 200
-# Both measured on the split and left off (docs/evaluation.md, "Tests inside files"): no gain
-# outside the noise on either half. The chunk-level flag reaches the store when it is on.
-MARK_INLINE_TESTS = False
-TEST_BLOCKS = False
 # C/C++ specifiers are only definitions when they have a body (not `struct P;`).
 _BODY_REQUIRED = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "type_definition"}
@@ -138,7 +126,9 @@ class TreeChunker:
         self.spec: LanguageSpec = SPECS[grammar]
         self.budget = budget
         self.test_blocks = (
-            test_blocks and TEST_BLOCKS and grammar in ("javascript", "typescript", "tsx")
+            test_blocks
+            and inline_tests.TEST_BLOCKS
+            and grammar in ("javascript", "typescript", "tsx")
         )
         self.pieces: list[list] = []  # [first_row, last_row, symbol, kind]
         self.test_ranges: list[tuple[int, int]] = []  # rows of test-only items
@@ -221,46 +211,14 @@ class TreeChunker:
         name = declarators[0].child_by_field_name("name")
         return leaf_name(name) if name is not None and name.type == "identifier" else None
 
-    def _rust_test_item(self, node: Node) -> int | None:
-        """The first row of the attributes that make ``node`` test-only, or None."""
-        first: int | None = None
-        sibling = node.prev_named_sibling
-        while sibling is not None and (
-            sibling.type == "attribute_item" or sibling.type in self.spec.comments
-        ):
-            if sibling.type == "attribute_item":
-                attribute = next((c for c in sibling.named_children if c.type == "attribute"), None)
-                text = node_text(attribute).strip()
-                if _RUST_TEST_ATTRIBUTE.match(text):
-                    first = sibling.start_point.row
-            sibling = sibling.prev_named_sibling
-        return first
-
     def _test_block(
         self, outer: Node, node: Node, chain: tuple[str, ...]
     ) -> list[Definition] | None:
         """A ``describe('name', () => {...})`` / ``it(...)`` block as a definition, or None."""
-        callee = node.child_by_field_name("function")
-        root = callee
-        for _ in range(6):  # describe.each(table)(...), it.only, test.concurrent.skip
-            if root is None or root.type == "identifier":
-                break
-            root = root.child_by_field_name(
-                "function" if root.type == "call_expression" else "object"
-            )
-        if root is None or root.type != "identifier" or node_text(root) not in _TEST_CALLS:
+        found = inline_tests.test_block(node, self.spec)
+        if found is None:
             return None
-        arguments = node.child_by_field_name("arguments")
-        named = arguments.named_children if arguments is not None else []
-        if len(named) < 2 or named[0].type not in ("string", "template_string"):
-            return None
-        body_owner = next((a for a in named[1:] if a.type in self.spec.function_values), None)
-        body = body_owner.child_by_field_name("body") if body_owner is not None else None
-        if body is None:
-            return None
-        name = " ".join(node_text(named[0]).strip("'\"`").split())[:_TEST_NAME_CHARS]
-        if not name:
-            return None
+        name, body = found
         symbol = ".".join((*chain, name))
         children = self._collect(body, (*chain, name)) if body.type == "statement_block" else []
         if not children:
@@ -275,8 +233,8 @@ class TreeChunker:
         if node is None:
             return []
         spec = self.spec
-        if self.grammar == "rust" and MARK_INLINE_TESTS:
-            test_start = self._rust_test_item(outer)
+        if self.grammar == "rust" and inline_tests.MARK_INLINE_TESTS:
+            test_start = inline_tests.rust_test_start(outer, spec)
             if test_start is not None:
                 self.test_ranges.append((test_start, self._end_row(outer)))
         if self.test_blocks and node.type == "call_expression":

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from indexing.chunking import chunk_file, treesitter
+from indexing.chunking import chunk_file, inline_tests
 
 
 @pytest.fixture(autouse=True)
 def _test_detection_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(treesitter, "MARK_INLINE_TESTS", True)
-    monkeypatch.setattr(treesitter, "TEST_BLOCKS", True)
+    monkeypatch.setattr(inline_tests, "MARK_INLINE_TESTS", True)
+    monkeypatch.setattr(inline_tests, "TEST_BLOCKS", True)
 
 
 RUST = """\
@@ -98,8 +98,8 @@ def test_describe_and_it_blocks_of_a_test_file_are_chunks_named_by_their_descrip
 def test_off_by_default_nothing_is_marked_and_test_files_keep_their_old_chunks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(treesitter, "MARK_INLINE_TESTS", False)
-    monkeypatch.setattr(treesitter, "TEST_BLOCKS", False)
+    monkeypatch.setattr(inline_tests, "MARK_INLINE_TESTS", False)
+    monkeypatch.setattr(inline_tests, "TEST_BLOCKS", False)
     assert not any(p.is_test for p in chunk_file(RUST, "rust", "src/lib.rs"))
     pieces = chunk_file(TYPESCRIPT, "typescript", "src/__tests__/map.test.ts")
     assert not any(p.symbol and "maps every value" in p.symbol for p in pieces)
