@@ -5,18 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
 from indexing.models import IndexJob, Repository
-
-
-@pytest.fixture
-def admin_client(db) -> Client:
-    user = User.objects.create_superuser("operator", "op@example.org", "a-long-test-password")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
