@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -136,6 +137,15 @@ def _gelu_inplace(x: np.ndarray) -> None:
 class MiniLMRuntime:
     """The numpy BERT encoder. ``embed_token_ids`` is thread-safe (no mutable state)."""
 
+    # A layer's attention weights (under ``encoder.layer.N.``): BERT's names.
+    ATTENTION: ClassVar[dict[str, str]] = {
+        "query": "attention.self.query",
+        "key": "attention.self.key",
+        "value": "attention.self.value",
+        "out": "attention.output.dense",
+        "attention_norm": "attention.output.LayerNorm",
+    }
+
     def __init__(self, model_dir: Path | None = None, *, threads: int | None = None) -> None:
         from safetensors.numpy import load_file
 
@@ -156,23 +166,14 @@ class MiniLMRuntime:
         self.pos_emb = w("embeddings.position_embeddings.weight")
         self.type_emb = w("embeddings.token_type_embeddings.weight")
         self.emb_ln = (w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
-        # 1/sqrt(head_dim) is folded into the query projection: one pass less per layer.
-        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
-        self.layers = [
-            load_layer(
-                w,
-                f"encoder.layer.{i}.",
-                scale,
-                query="attention.self.query",
-                key="attention.self.key",
-                value="attention.self.value",
-                out="attention.output.dense",
-                attention_norm="attention.output.LayerNorm",
-            )
-            for i in range(int(config["num_hidden_layers"]))
-        ]
+        self.layers = self._load_layers(w, int(config["num_hidden_layers"]))
         self._load_tokenizer(model_dir, "[CLS]", "[SEP]")
         self._start_pool(threads)
+
+    def _load_layers(self, w: Callable[[str], np.ndarray], count: int) -> list[_Layer]:
+        # 1/sqrt(head_dim) is folded into the query projection: one pass less per layer.
+        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
+        return [load_layer(w, f"encoder.layer.{i}.", scale, **self.ATTENTION) for i in range(count)]
 
     def _load_tokenizer(self, model_dir: Path, cls_token: str, sep_token: str) -> None:
         from tokenizers import Tokenizer

