@@ -78,24 +78,23 @@ def postmaster_pid(data_dir: Path) -> int | None:
         return None
 
 
-def stack_processes(stack_pid: int, data_dir: Path) -> list[tuple[str, psutil.Process]]:
-    found: dict[int, psutil.Process] = {}
+def _add_tree(pid: int, found: dict[int, psutil.Process]) -> None:
+    """``pid`` and all its descendants into ``found`` (nothing if it is gone)."""
     try:
-        root = psutil.Process(stack_pid)
-        found[root.pid] = root
-        for child in root.children(recursive=True):
+        process = psutil.Process(pid)
+        found[process.pid] = process
+        for child in process.children(recursive=True):
             found[child.pid] = child
     except psutil.Error:
         pass
+
+
+def stack_processes(stack_pid: int, data_dir: Path) -> list[tuple[str, psutil.Process]]:
+    found: dict[int, psutil.Process] = {}
+    _add_tree(stack_pid, found)
     postmaster = postmaster_pid(data_dir)
     if postmaster is not None:  # pg_ctl daemonises the server: it is not in the stack's tree
-        try:
-            server = psutil.Process(postmaster)
-            found[server.pid] = server
-            for child in server.children(recursive=True):
-                found[child.pid] = child
-        except psutil.Error:
-            pass
+        _add_tree(postmaster, found)
     return [(role_of(p, stack_pid, postmaster), p) for p in found.values()]
 
 
