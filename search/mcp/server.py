@@ -1,4 +1,5 @@
-"""The MCP server object: tool registration with descriptions, schemas and read-only hints.
+"""The MCP server object: tool registration with descriptions, schemas and read-only hints
+(every tool but ``refresh_repository``, which queues work).
 
 Tools are synchronous (the SDK runs them in a worker thread); each one closes its thread's
 database connection when done, so a pool of worker threads never holds idle connections.
@@ -31,11 +32,14 @@ QUEUES_WORK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 INSTRUCTIONS = (
-    "reposearch searches the code of the repositories indexed on this server (read-only). "
+    "reposearch searches the code of the repositories indexed on this server. "
     "Use search_code to find where something is implemented; each hit has 'location' "
     "(path:start-end), the symbol, a snippet and the indexed commit. Read around a hit with "
     "get_file(repo, path, start_line, end_line). list_repositories names what is indexed; "
-    "find_symbol / find_references navigate definitions and uses; list_files lists files."
+    "find_symbol / find_references navigate definitions and uses; list_files lists files. "
+    "Every tool only reads, except refresh_repository, which queues a re-index of a repository "
+    "(write role needed). Answers fit max_tokens (default about 6,000); when they are cut, "
+    "truncated is true and next_cursor (search_code) or next_start_line (get_file) goes on."
 )
 
 
@@ -168,7 +172,7 @@ def refresh_repository(
 
 
 def build_server() -> MCPServer:
-    """A new MCP server with its read-only tools."""
+    """A new MCP server: the read-only tools and refresh_repository."""
     server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in (
         search_code,

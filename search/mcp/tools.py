@@ -1,4 +1,4 @@
-"""The MCP tools' work, as plain synchronous functions (read-only; no MCP types here).
+"""The MCP read tools' work, as plain synchronous functions (no MCP types here).
 
 ``search_code``, ``list_repositories`` and ``get_file`` return JSON-ready dicts. Bad input
 raises ``ToolInputError`` whose message is a JSON object ``{"error": {"code", "message",
