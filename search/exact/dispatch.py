@@ -32,6 +32,7 @@ from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.cursor import query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
+from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.executor import SearchExecutor, SearchRequest, SearchResult
@@ -61,6 +62,7 @@ class SearchOutcome:
     parsed: SearchQuery
     hybrid: SearchResult | None = None
     hybrid_request: SearchRequest | None = None
+    hybrid_page: HybridPage | None = None  # totals and cursor of the hybrid page
     exact: ExactResult | None = None
     exact_scope: dict[str, Any] = field(default_factory=dict)
     exact_matches: int | None = None
@@ -282,14 +284,15 @@ def run_search(call: SearchCall) -> SearchOutcome:
     # Requested ids the viewer may not see are unknown in every mode, before any filter.
     check_visible(call.request.repo_ids, call.request.viewer)
     if ran == "hybrid":
-        if call.cursor:
-            raise QueryRejected(
-                "invalid_cursor", "semantic (hybrid) results have no further pages", {}
-            )
         request = hybrid_request(parsed, call.request)
-        result = (call.executor or SearchExecutor()).run(request)
+        page = run_hybrid_page(call.executor or SearchExecutor(), request, call.cursor)
         outcome = SearchOutcome(
-            "hybrid", parsed, hybrid=result, hybrid_request=request, viewer=call.request.viewer
+            "hybrid",
+            parsed,
+            hybrid=page.result,
+            hybrid_request=request,
+            hybrid_page=page,
+            viewer=call.request.viewer,
         )
         identifier = identifier_query(request.query)
         if call.count_exact_matches and identifier and request.query.isascii():

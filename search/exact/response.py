@@ -94,16 +94,18 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         result = outcome.hybrid
         request = outcome.hybrid_request
         assert request is not None
+        page = outcome.hybrid_page
+        assert page is not None
         hits = _hybrid_hits(outcome)
         return {
             "query": request.query,
             "mode": "hybrid",
             "queries": result.queries,
             "results": hits,
-            "total": len(hits),
-            "total_is_lower_bound": len(hits) >= limit,
-            "truncated": len(hits) >= limit,
-            "next_cursor": None,
+            "total": page.total,
+            "total_is_lower_bound": False,
+            "truncated": page.truncated,
+            "next_cursor": page.next_cursor,
             "timed_out": False,
             "exact_matches": outcome.exact_matches,
             "exact_matches_is_lower_bound": outcome.exact_matches_is_lower_bound,
