@@ -32,11 +32,19 @@ class SearchRequestSerializer(StrictSerializer):
     use_rerank = StrictBooleanField(default=False, help_text="LLM re-ranking of the top 30.")
     use_expansion = StrictBooleanField(default=False, help_text="LLM query expansion.")
     repo_ids = serializers.ListField(
-        child=serializers.UUIDField(),
+        child=StrictCharField(max_length=300),
         required=False,
         allow_null=True,
         max_length=50,
-        help_text="Only these repositories (unknown ids are a 404).",
+        help_text="Only these repositories, by id or name (unknown ones are a 404; a name "
+        "several repositories share is a 400 listing their ids).",
+    )
+    repos = serializers.ListField(
+        child=StrictCharField(max_length=300),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text="The same as repo_ids (names read better); both together: either's.",
     )
     languages = serializers.ListField(
         child=StrictCharField(max_length=32), required=False, allow_null=True, max_length=20
