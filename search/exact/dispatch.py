@@ -64,6 +64,7 @@ class SearchOutcome:
     hybrid_request: SearchRequest | None = None
     hybrid_page: HybridPage | None = None  # totals and cursor of the hybrid page
     exact: ExactResult | None = None
+    exact_request: ExactRequest | None = None  # what ran (its cursor and fingerprint)
     exact_scope: dict[str, Any] = field(default_factory=dict)
     exact_matches: int | None = None
     exact_matches_is_lower_bound: bool = False
@@ -320,6 +321,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
         ran,
         parsed,
         exact=run_exact(exact),
+        exact_request=exact,
         exact_scope=_scope_doc(exact),
         viewer=call.request.viewer,
     )

@@ -30,7 +30,13 @@ class HybridPage:
     total: int  # results over all pages (those shown before + this page + the rest)
     truncated: bool
     next_cursor: str | None
-    shown_before: int
+    seen_before: list[int]  # chunk ids earlier pages showed
+    fingerprint: str
+
+    def cursor_after(self, shown: list[int]) -> str:
+        """The cursor of the page after this one's first hits, ``shown`` (chunk ids): for a
+        caller that showed fewer hits than the page holds (the MCP token budget)."""
+        return encode_seen([*self.seen_before, *shown], self.fingerprint)
 
 
 def hybrid_fingerprint(request: SearchRequest) -> str:
@@ -118,5 +124,6 @@ def run_hybrid_page(
         next_cursor=encode_seen([*seen, *(h.chunk_id for h in page)], fingerprint)
         if more
         else None,
-        shown_before=len(seen),
+        seen_before=seen,
+        fingerprint=fingerprint,
     )

@@ -1,76 +1,125 @@
-"""The compact MCP form of an exact or regex search: one entry per file, matching lines only.
+"""The compact MCP form of an exact or regex search and of ``sym:``, within a token budget.
 
-Each file gives ``location`` (path:first-last matching line), its ``match_count`` and up to
-``MAX_LINES_PER_FILE`` matching lines as ``"<line>: <text>"``; the commit is said once for the
-answer's repositories, not per hit. ``total`` / ``truncated`` / ``next_cursor`` are the API's.
+Each file gives ``location`` (path:first-last matching line shown), its ``match_count`` and
+matching lines as ``"<line>: <text>"`` -- up to 20 a file, fewer (10, 5, 2, 1) when the budget
+needs it for every file of the page, then fewer files; ``more_lines`` counts the lines left
+out. The commit is said once per repository (``commits``). ``total`` / ``truncated`` /
+``next_cursor`` are the API's, except that a page the budget cut short is ``truncated`` with a
+cursor that continues after the last file shown.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
 from search.exact.dispatch import SearchOutcome
+from search.exact.engine import FileHit
+from search.mcp.budget import estimate_tokens, fit
 
 MAX_LINES_PER_FILE = 20
+LINE_LEVELS = (MAX_LINES_PER_FILE, 10, 5, 2, 1)
 MAX_LINE_CHARS = 300
 
 SYNTAX_HINT = (
     'plain words, or "exact text", /regex/ (RE2), with filters repo:NAME lang:python '
-    "file:GLOB -file:GLOB case:yes, sym:NAME for definitions; mode auto|semantic|exact|regex"
+    "file:GLOB -file:GLOB case:yes, sym:NAME for definitions, type:file for file names; "
+    "mode auto|semantic|exact|regex"
 )
 
 
-def exact_answer(outcome: SearchOutcome) -> dict[str, Any]:
+def _file_entry(hit: FileHit, most: int) -> dict[str, Any]:
+    shown = hit.matches[:most]
+    first = shown[0].line if shown else 1
+    last = shown[-1].line if shown else 1
+    entry: dict[str, Any] = {
+        "location": f"{hit.file.path}:{first}-{last}",
+        "repository": hit.file.repo_name,
+        "path": hit.file.path,
+        "match_count": hit.match_count,
+        "lines": [f"{m.line}: {m.text[:MAX_LINE_CHARS]}" for m in shown],
+    }
+    if hit.match_count > len(shown):
+        entry["more_lines"] = hit.match_count - len(shown)
+    return entry
+
+
+def _cursor_after(outcome: SearchOutcome, kept: int) -> str:
+    """The cursor of the files after the page's first ``kept``."""
+    request, result = outcome.exact_request, outcome.exact
+    assert request is not None and result is not None and kept > 0
+    position = decode_cursor(request.cursor, request.fingerprint)
+    shown = result.hits[:kept]
+    after = PagePosition(
+        after=shown[-1].file.key,
+        files_before=position.files_before + kept,
+        matches_before=position.matches_before + sum(h.match_count for h in shown),
+    )
+    return encode_cursor(after, request.fingerprint)
+
+
+def exact_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]:
     result = outcome.exact
     assert result is not None
-    files = []
-    commits: dict[str, str] = {}
-    for hit in result.hits:
-        commits[hit.file.repo_name] = hit.file.commit
-        shown = hit.matches[:MAX_LINES_PER_FILE]
-        first = shown[0].line if shown else 1
-        last = shown[-1].line if shown else 1
-        entry: dict[str, Any] = {
-            "location": f"{hit.file.path}:{first}-{last}",
-            "repository": hit.file.repo_name,
-            "path": hit.file.path,
-            "match_count": hit.match_count,
-            "lines": [f"{m.line}: {m.text[:MAX_LINE_CHARS]}" for m in shown],
-        }
-        if hit.match_count > len(shown):
-            entry["more_lines"] = hit.match_count - len(shown)
-        files.append(entry)
-    return {
+    commits = {hit.file.repo_name: hit.file.commit for hit in result.hits}
+    base: dict[str, Any] = {
         "query": outcome.parsed.text,
         "mode": outcome.mode,
-        "files": files,
         "total": result.total,
         "total_is_lower_bound": result.total_is_lower_bound,
         "match_total": result.match_total,
         "truncated": result.truncated,
-        "next_cursor": result.next_cursor,
+        # as long as any cursor the budget may put here
+        "next_cursor": _cursor_after(outcome, len(result.hits))
+        if result.hits
+        else result.next_cursor,
         "timed_out": result.timed_out,
         "commits": commits,
+        "files": [],
     }
+    files, cut = fit(base, result.hits, _file_entry, LINE_LEVELS, max_tokens)
+    base["next_cursor"] = result.next_cursor
+    if cut is not None:
+        base["truncated"] = True
+        if len(files) < len(result.hits):
+            base["next_cursor"] = _cursor_after(outcome, len(files))
+        base["truncated_by"] = (
+            f"max_tokens={max_tokens}: {len(result.hits) - len(files)} of {len(result.hits)} "
+            "files of this page left out (next_cursor goes on after the last one shown)"
+        )
+    base["files"] = files
+    base["tokens"] = estimate_tokens(base) + 8
+    return base
 
 
-def definitions_answer(outcome: SearchOutcome) -> dict[str, Any]:
+def definitions_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]:
     """``sym:NAME``: each definition's location, symbol, kind and how its name matched."""
     found = outcome.definitions or []
-    return {
+    base: dict[str, Any] = {
         "query": outcome.parsed.text,
         "mode": "symbol",
-        "definitions": [
-            {
-                "location": f"{d.path}:{d.start_line}-{d.end_line}",
-                "repository": d.repo_name,
-                "symbol": d.symbol,
-                "kind": d.kind,
-                "language": d.language,
-                "match": d.tier,
-            }
-            for d in found
-        ],
         "truncated": outcome.definitions_truncated,
         "commits": {d.repo_name: d.commit for d in found},
+        "definitions": [],
     }
+
+    def render(d: Any, _: int) -> dict[str, Any]:
+        return {
+            "location": f"{d.path}:{d.start_line}-{d.end_line}",
+            "repository": d.repo_name,
+            "symbol": d.symbol,
+            "kind": d.kind,
+            "language": d.language,
+            "match": d.tier,
+        }
+
+    definitions, cut = fit(base, found, render, (0,), max_tokens)
+    if cut is not None:
+        base["truncated"] = True
+        base["truncated_by"] = (
+            f"max_tokens={max_tokens}: {len(found) - len(definitions)} of {len(found)} "
+            "definitions left out (narrow the name, or add repo: / lang:)"
+        )
+    base["definitions"] = definitions
+    base["tokens"] = estimate_tokens(base) + 8
+    return base
