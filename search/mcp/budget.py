@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 DEFAULT_MAX_TOKENS = 6000
-MIN_MAX_TOKENS = 200
+MIN_MAX_TOKENS = 500  # room for the answer's frame and at least one result
 MAX_MAX_TOKENS = 50_000
 CHARS_PER_TOKEN = 3
 RESERVE_TOKENS = 60  # for what the caller adds after fitting (truncated_by, tokens)
@@ -62,6 +62,16 @@ def fit(
         kept.append(entry)
         used += cost
     return kept, levels[-1] if levels else 0
+
+
+def largest_that_fits(build: Callable[[int], dict[str, Any]], count: int, max_tokens: int) -> Any:
+    """``build(n)`` for the largest ``n <= count`` whose answer fits in ``max_tokens`` (down to
+    0: a budget too small for one result still gets an answer that says so)."""
+    answer = build(count)
+    while count > 0 and estimate_tokens(answer) > max_tokens:
+        count -= 1
+        answer = build(count)
+    return answer
 
 
 def trim_lines(text: str, most: int, more_hint: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
-from search.mcp.budget import estimate_tokens, fit
+from search.mcp.budget import estimate_tokens, fit, largest_that_fits
 
 MAX_LINES_PER_FILE = 20
 LINE_LEVELS = (MAX_LINES_PER_FILE, 10, 5, 2, 1)
@@ -78,18 +78,29 @@ def exact_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]:
         "files": [],
     }
     files, cut = fit(base, result.hits, _file_entry, LINE_LEVELS, max_tokens)
-    base["next_cursor"] = result.next_cursor
-    if cut is not None:
-        base["truncated"] = True
-        if len(files) < len(result.hits):
-            base["next_cursor"] = _cursor_after(outcome, len(files))
-        base["truncated_by"] = (
-            f"max_tokens={max_tokens}: {len(result.hits) - len(files)} of {len(result.hits)} "
-            "files of this page left out (next_cursor goes on after the last one shown)"
-        )
-    base["files"] = files
-    base["tokens"] = estimate_tokens(base) + 8
-    return base
+
+    def build(count: int) -> dict[str, Any]:
+        answer = {**base, "next_cursor": result.next_cursor, "files": files[:count]}
+        if cut is not None or count < len(files):
+            answer["truncated"] = True
+            if count < len(result.hits):
+                answer["next_cursor"] = (
+                    _cursor_after(outcome, count) if count else request_cursor(outcome)
+                )
+            answer["truncated_by"] = (
+                f"max_tokens={max_tokens}: {len(result.hits) - count} of {len(result.hits)} "
+                "files of this page left out"
+                + (" (next_cursor goes on after the last one shown)" if count else "; raise it")
+            )
+        answer["tokens"] = estimate_tokens(answer) + 8
+        return answer
+
+    return largest_that_fits(build, len(files), max_tokens)
+
+
+def request_cursor(outcome: SearchOutcome) -> str | None:
+    """The cursor this page was asked with (nothing shown: the same page again)."""
+    return outcome.exact_request.cursor if outcome.exact_request else None
 
 
 def definitions_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]:
@@ -114,12 +125,16 @@ def definitions_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any
         }
 
     definitions, cut = fit(base, found, render, (0,), max_tokens)
-    if cut is not None:
-        base["truncated"] = True
-        base["truncated_by"] = (
-            f"max_tokens={max_tokens}: {len(found) - len(definitions)} of {len(found)} "
-            "definitions left out (narrow the name, or add repo: / lang:)"
-        )
-    base["definitions"] = definitions
-    base["tokens"] = estimate_tokens(base) + 8
-    return base
+
+    def build(count: int) -> dict[str, Any]:
+        answer = {**base, "definitions": definitions[:count]}
+        if cut is not None or count < len(definitions):
+            answer["truncated"] = True
+            answer["truncated_by"] = (
+                f"max_tokens={max_tokens}: {len(found) - count} of {len(found)} "
+                "definitions left out (narrow the name, or add repo: / lang:)"
+            )
+        answer["tokens"] = estimate_tokens(answer) + 8
+        return answer
+
+    return largest_that_fits(build, len(definitions), max_tokens)

@@ -17,7 +17,7 @@ from accounts.visibility import Viewer
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
 from search.exact.dispatch import SearchOutcome
-from search.mcp.budget import estimate_tokens, fit, trim_lines
+from search.mcp.budget import estimate_tokens, fit, largest_that_fits, trim_lines
 
 SNIPPET_LEVELS = (20, 10, 5, 2, 0)
 
@@ -92,17 +92,20 @@ def hybrid_answer(
             snippet, lines, score=snippet.score, semantic=snippet.chunk_id in semantic
         )
 
-    hits, cut = fit(base, items, render, SNIPPET_LEVELS, max_tokens)
-    shown_search = [s.chunk_id for s, retrieved in items[: len(hits)] if retrieved]
-    base["next_cursor"] = page.next_cursor
-    if cut is not None:
-        base["truncated"] = True
-        if len(shown_search) < len(found):
-            base["next_cursor"] = page.cursor_after(shown_search)
-        base["truncated_by"] = (
-            f"max_tokens={max_tokens}: {len(items) - len(hits)} of {len(items)} hits left out"
-            " (next_cursor goes on after the last one shown)"
-        )
-    base["hits"] = hits
-    base["tokens"] = estimate_tokens(base) + 8  # with this field itself
-    return base
+    rendered, cut = fit(base, items, render, SNIPPET_LEVELS, max_tokens)
+
+    def build(count: int) -> dict[str, Any]:
+        answer = {**base, "next_cursor": page.next_cursor, "hits": rendered[:count]}
+        shown = [s.chunk_id for s, retrieved in items[:count] if retrieved]
+        if cut is not None or count < len(rendered):
+            answer["truncated"] = True
+            if len(shown) < len(found):
+                answer["next_cursor"] = page.cursor_after(shown)
+            answer["truncated_by"] = (
+                f"max_tokens={max_tokens}: {len(items) - count} of {len(items)} hits left out"
+                + (" (next_cursor goes on after the last one shown)" if count else "; raise it")
+            )
+        answer["tokens"] = estimate_tokens(answer) + 8  # with this field itself
+        return answer
+
+    return largest_that_fits(build, len(rendered), max_tokens)
