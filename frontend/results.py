@@ -57,7 +57,9 @@ class ResultView:
 
     @property
     def location(self) -> str:
-        """``path:start-end`` (``path:start`` for one line)."""
+        """``path:start-end`` (``path:start`` for one line; ``path`` for a file-name hit)."""
+        if self.start_line < 1:
+            return self.path
         if self.end_line > self.start_line:
             return f"{self.path}:{self.start_line}-{self.end_line}"
         return f"{self.path}:{self.start_line}"
@@ -183,7 +185,11 @@ def build_results(
         if content is None:
             content = stored.get((repo_id, path, _int(item.get("chunk_index"), -1)), "")
         snippets = item.get("snippets")
-        if isinstance(snippets, list) and snippets:
+        file_name_hit = "file_match" in item  # a file-name hit: the file itself, no lines
+        lines: list[Line]
+        if file_name_hit:
+            lines, start, end = [], 0, 0
+        elif isinstance(snippets, list) and snippets:
             lines = file_match_lines(item, snippets, path=path, language=language, terms=terms)
         else:
             lines = highlight_lines(
@@ -209,7 +215,9 @@ def build_results(
                 lines=shown,
                 lines_omitted=omitted,
                 scores=[(label, format_score(item.get(key))) for key, label in SCORE_FIELDS],
-                file_url=links.blob(repository.pk, commit, path, start, end) if repository else "",
+                file_url=links.blob(repository.pk, commit, path, 0 if file_name_hit else start, end)
+                if repository
+                else "",
                 upstream_url=upstream_file_url(repository.url, commit, path, start, end)
                 if repository
                 else None,

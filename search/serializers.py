@@ -135,6 +135,16 @@ class SearchHitSerializer(serializers.Serializer):
         choices=["exact", "prefix", "substring", "fuzzy"], required=False, help_text="sym: hits."
     )
     matches = LineMatchSerializer(many=True, required=False)
+    file_match = serializers.ChoiceField(
+        choices=["name", "name_without_extension", "words_in_name", "words_in_path"],
+        required=False,
+        help_text="type:file hits: how the file's name matched the words.",
+    )
+    path_ranges = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        required=False,
+        help_text="type:file hits: [start, end) of the words in file_path.",
+    )
     snippets = SnippetSerializer(many=True, required=False)
 
 
@@ -161,7 +171,7 @@ class SearchResponseSerializer(serializers.Serializer):
     queries = serializers.ListField(
         child=serializers.CharField(), help_text="The query, then the expansions used."
     )
-    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex", "symbol"])
+    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex", "symbol", "file"])
     results = SearchHitSerializer(many=True)
     total = serializers.IntegerField(help_text="Results (files for exact/regex) in all pages.")
     total_is_lower_bound = serializers.BooleanField()

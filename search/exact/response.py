@@ -17,6 +17,7 @@ from indexing.models import Repository
 from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
+from search.exact.file_names import TIERS
 
 
 def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
@@ -117,6 +118,8 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         }
     if outcome.definitions is not None:
         return _symbol_body(outcome)
+    if outcome.files is not None:
+        return _file_names_body(outcome)
     exact = outcome.exact
     assert exact is not None
     links = Permalinks({(h.file.repo_id, h.file.repo_name) for h in exact.hits}, outcome.viewer)
@@ -197,4 +200,56 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
         "scope": outcome.exact_scope,
         "trace": [{"name": "symbol", "status": "ran", "reason": "", "ms": 0.0, "detail": {}}],
         "ms": 0.0,
+    }
+
+
+def _file_names_body(outcome: SearchOutcome) -> dict[str, Any]:
+    """``type:file``: one hit per file, ``path_ranges`` where the words are in its path."""
+    result = outcome.files
+    assert result is not None
+    links = Permalinks({(h.file.repo_id, h.file.repo_name) for h in result.hits}, outcome.viewer)
+    hits = [
+        {
+            "repo_id": h.file.repo_id,
+            "repo_name": h.file.repo_name,
+            "file_path": h.file.path,
+            "chunk_index": 0,
+            "content": "",
+            "language": h.file.language,
+            "start_line": 1,
+            "end_line": 1,
+            "symbol": "",
+            "kind": "file",
+            "commit": h.file.commit,
+            "is_test": h.file.is_test,
+            "is_doc": h.file.is_doc,
+            "bm25_score": None,
+            "vector_score": None,
+            "combined_score": 0.0,
+            "rerank_score": None,
+            "semantic": False,
+            "file_match": TIERS[h.tier],
+            "path_ranges": [list(r) for r in h.ranges],
+            "url": links.blob(h.file.repo_id, h.file.commit, h.file.path, 0, 0),
+            "upstream_url": upstream_file_url(h.file.repo_url, h.file.commit, h.file.path),
+        }
+        for h in result.hits
+    ]
+    return {
+        "query": outcome.parsed.text,
+        "mode": "file",
+        "queries": [outcome.parsed.text],
+        "results": _with_freshness(hits),
+        "total": result.total,
+        "total_is_lower_bound": False,
+        "truncated": result.truncated,
+        "next_cursor": result.next_cursor,
+        "timed_out": False,
+        "exact_matches": None,
+        "exact_matches_is_lower_bound": False,
+        "total_bm25_hits": 0,
+        "total_vector_hits": 0,
+        "scope": outcome.exact_scope,
+        "trace": [{"name": "file", "status": "ran", "reason": "", "ms": result.ms, "detail": {}}],
+        "ms": result.ms,
     }

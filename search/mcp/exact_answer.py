@@ -138,3 +138,33 @@ def definitions_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any
         return answer
 
     return largest_that_fits(build, len(definitions), max_tokens)
+
+
+def file_names_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]:
+    """``type:file``: ``repository:path`` per file, best match first."""
+    result = outcome.files
+    assert result is not None
+    base: dict[str, Any] = {
+        "query": outcome.parsed.text,
+        "mode": "file",
+        "total": result.total,
+        "truncated": result.truncated,
+        "next_cursor": result.cursor_after(len(result.hits)),  # as long as any it may get
+        "commits": {h.file.repo_name: h.file.commit for h in result.hits},
+        "files": [],
+    }
+    entries = [f"{h.file.repo_name}:{h.file.path}" for h in result.hits]
+
+    def build(count: int) -> dict[str, Any]:
+        answer = {**base, "next_cursor": result.next_cursor, "files": entries[:count]}
+        if count < len(entries):
+            answer["truncated"] = True
+            answer["next_cursor"] = result.cursor_after(count)
+            answer["truncated_by"] = (
+                f"max_tokens={max_tokens}: {len(entries) - count} of {len(entries)} files of "
+                "this page left out (next_cursor goes on after the last one shown)"
+            )
+        answer["tokens"] = estimate_tokens(answer) + 8
+        return answer
+
+    return largest_that_fits(build, len(entries), max_tokens)

@@ -31,7 +31,12 @@ from search.mcp.budget import (
     compact_json,
     estimate_tokens,
 )
-from search.mcp.exact_answer import SYNTAX_HINT, definitions_answer, exact_answer
+from search.mcp.exact_answer import (
+    SYNTAX_HINT,
+    definitions_answer,
+    exact_answer,
+    file_names_answer,
+)
 from search.mcp.hybrid_answer import hybrid_answer
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
@@ -164,6 +169,8 @@ def search_code(
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:
         return definitions_answer(outcome, budget)
+    if outcome.files is not None:
+        return file_names_answer(outcome, budget)
     if outcome.hybrid is None:
         return exact_answer(outcome, budget)
     return hybrid_answer(

@@ -80,3 +80,15 @@ def test_a_posted_hit_of_a_hidden_repository_gets_no_link_and_no_text(corpus: Co
         f'href="/repos/acme/vault/-/blob/{hit["commit"]}/src/vault.py#L1-L3"'
         in html.content.decode()
     )
+
+
+def test_file_name_results_are_listed_without_an_empty_snippet(indexed) -> None:  # type: ignore[no-untyped-def]
+    request = {"query": "type:file parser"}
+    response = search(**request)
+    assert response["mode"] == "file" and response["total"] == 1
+    status, html = render({"request": request, "response": response})
+    assert status == 200 and "file names" in html
+    (article,) = articles(html)
+    commit = indexed.last_indexed_commit
+    assert f'href="/repos/acme/demo/-/blob/{commit}/src/parser.py"' in article
+    assert 'class="code snippet"' not in article

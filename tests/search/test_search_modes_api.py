@@ -147,7 +147,7 @@ def test_counting_stops_at_its_cap_with_a_lower_bound(indexed) -> None:  # type:
         ('"a\u0000b"', 400, "invalid"),
         ("lang:go " * 120, 400, "too_many_filters"),
         ("repo:acme/httpclient", 400, "empty_query"),
-        ("type:file client", 400, "unsupported_filter"),
+        ("type:file /client/", 400, "invalid_filter"),  # file names take no regex
         ("sym:a sym:b", 400, "invalid_filter"),
         ("x" * 1001, 413, None),
     ],

@@ -87,6 +87,12 @@ class Command(BaseCommand):
         if outcome.exact is not None:
             self._write_exact(outcome)
             return
+        if outcome.files is not None:  # type:file
+            for found in outcome.files.hits:
+                self.stdout.write(f"{found.file.repo_name}:{found.file.path}")
+            if not outcome.files.hits:
+                self.stdout.write("no results")
+            return
         for definition in outcome.definitions or []:
             self.stdout.write(
                 f"{definition.repo_name}:{definition.path}:{definition.start_line}"
