@@ -94,3 +94,35 @@ def test_an_exact_cursor_or_garbage_on_a_hybrid_search_is_a_400(indexed, client:
         status, body = post(client, {"query": QUESTION, "cursor": bad})
         assert status == 400, (bad, body)
         assert body["error"]["code"] == "invalid_cursor" and body["error"]["message"]
+
+
+def test_pages_keep_to_what_the_account_may_see(corpus) -> None:  # type: ignore[no-untyped-def]
+    from tests.accounts.test_visibility_api import api
+    from tests.accounts.visibility_corpus import leaks
+
+    question = {"query": "vault token for the connection pool", "limit": 1}
+    names: dict[str, set[str]] = {}
+    cursors: dict[str, str] = {}
+    for who in ("member", "outsider"):
+        client = api(getattr(corpus, who))
+        seen: set[str] = set()
+        status, page = post_api(client, question)
+        cursors[who] = page["next_cursor"]
+        while True:
+            assert status == 200, page
+            seen |= {h["repo_name"] for h in page["results"]}
+            if who == "outsider":
+                assert not leaks(page, corpus.vault)
+            if not page["next_cursor"]:
+                break
+            status, page = post_api(client, {**question, "cursor": page["next_cursor"]})
+        names[who] = seen
+    assert names == {"member": {"acme/shop", "acme/vault"}, "outsider": {"acme/shop"}}
+    # Another account's cursor is refused like a corrupt one.
+    status, body = post_api(api(corpus.outsider), {**question, "cursor": cursors["member"]})
+    assert status == 400 and body["error"]["code"] == "invalid_cursor"
+
+
+def post_api(client: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    response = client.post(URL, body, format="json")
+    return response.status_code, response.json()
