@@ -29,7 +29,7 @@ from uuid import UUID
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import RepositoryStatus
 from search.exact.candidates import CandidateScope, PatternCondition
-from search.exact.cursor import query_fingerprint
+from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
 from search.exact.file_names import (
@@ -78,6 +78,9 @@ class SearchOutcome:
     definitions: list[DefinitionHit] | None = None
     files: FileNameResult | None = None  # type:file
     definitions_truncated: bool = False
+    definitions_offset: int = 0  # definitions earlier pages showed
+    definitions_fingerprint: str = ""
+    definitions_next_cursor: str | None = None
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
 
 
@@ -325,17 +328,24 @@ def run_search(call: SearchCall) -> SearchOutcome:
             )
         return outcome
     if ran == "symbol":
-        if call.cursor:
-            raise QueryRejected("invalid_cursor", "symbol results have no further pages", {})
         scope = exact_request(parsed, terms, call).scope
-        found, more = find_definitions(terms[0].text, scope, limit=call.request.limit)
+        fingerprint = _fingerprint("symbol", terms, False, scope)
+        offset = decode_offset(call.cursor, fingerprint)
+        # Pages by position: the lookup's order is fixed (tier, then name, path, line).
+        found, more = find_definitions(terms[0].text, scope, limit=offset + call.request.limit)
+        definitions = found[offset:]
+        end = offset + len(definitions)
         outcome = SearchOutcome(
             "symbol",
             parsed,
-            definitions=found,
+            definitions=definitions,
             definitions_truncated=more,
+            definitions_offset=offset,
+            definitions_fingerprint=fingerprint,
             viewer=call.request.viewer,
         )
+        if more and definitions and end < MAX_OFFSET:
+            outcome.definitions_next_cursor = encode_offset(end, fingerprint)
         outcome.exact_scope = {**_scope_doc_for(scope), "path_globs": None}
         return outcome
     if ran == "file":

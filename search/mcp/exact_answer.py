@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
+from search.exact.cursor import (
+    MAX_OFFSET,
+    PagePosition,
+    decode_cursor,
+    encode_cursor,
+    encode_offset,
+)
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.mcp.budget import estimate_tokens, fit, largest_that_fits
@@ -110,6 +116,7 @@ def definitions_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any
         "query": outcome.parsed.text,
         "mode": "symbol",
         "truncated": outcome.definitions_truncated,
+        "next_cursor": _offset_cursor(outcome, len(found)),  # as long as any it may get
         "commits": {d.repo_name: d.commit for d in found},
         "definitions": [],
     }
@@ -127,12 +134,17 @@ def definitions_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any
     definitions, cut = fit(base, found, render, (0,), max_tokens)
 
     def build(count: int) -> dict[str, Any]:
-        answer = {**base, "definitions": definitions[:count]}
+        answer = {
+            **base,
+            "next_cursor": outcome.definitions_next_cursor,
+            "definitions": definitions[:count],
+        }
         if cut is not None or count < len(definitions):
             answer["truncated"] = True
+            answer["next_cursor"] = _offset_cursor(outcome, count)
             answer["truncated_by"] = (
                 f"max_tokens={max_tokens}: {len(found) - count} of {len(found)} "
-                "definitions left out (narrow the name, or add repo: / lang:)"
+                "definitions left out (next_cursor goes on after the last one shown)"
             )
         answer["tokens"] = estimate_tokens(answer) + 8
         return answer
@@ -168,3 +180,11 @@ def file_names_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]
         return answer
 
     return largest_that_fits(build, len(entries), max_tokens)
+
+
+def _offset_cursor(outcome: SearchOutcome, shown: int) -> str | None:
+    """The cursor of the definitions after this page's first ``shown``."""
+    offset = outcome.definitions_offset + shown
+    if not offset:
+        return None
+    return encode_offset(min(offset, MAX_OFFSET), outcome.definitions_fingerprint)
