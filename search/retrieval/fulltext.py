@@ -114,8 +114,10 @@ def fulltext_search(
     ranking: str = "bm25",
     all_terms_boost: float = 0.25,
     timeout_ms: int = 5000,
+    use_postings: bool = True,
 ) -> FulltextList:
-    """The best ``limit`` chunks for ``parsed`` in scope, with BM25 or ts_rank_cd scores."""
+    """The best ``limit`` chunks for ``parsed`` in scope, with BM25 or ts_rank_cd scores
+    (``use_postings=False``: the capped path, for comparison)."""
     result = FulltextList(query=parsed.text, ranked=[])
     if parsed.is_empty or not scope.repositories:
         result.detail["reason"] = "no searchable terms" if parsed.is_empty else "no repositories"
@@ -136,7 +138,7 @@ def fulltext_search(
         return result
 
     required = required_tsquery(parsed)
-    if ranking == "bm25" and not required and not stats.computed_on_the_fly:
+    if use_postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
         terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
         top = exact_top_k(
             terms,
@@ -148,6 +150,7 @@ def fulltext_search(
             limit=min(limit, cap),
             all_terms_boost=all_terms_boost,
             timeout_ms=timeout_ms,
+            seed=tsquery_all(informative) if len(informative) > 1 and plan.capped else None,
         )
         result.ranked = top.ranked
         result.detail.update(

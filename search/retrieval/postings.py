@@ -33,14 +33,24 @@ import numpy as np
 from django.db.backends.utils import CursorWrapper
 
 from search.retrieval.db import search_cursor
+from search.retrieval.query import lexeme
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 K1 = 1.2
 B = 0.75
 RECORD = np.dtype([("id", ">i8"), ("len", ">i4"), ("tf2", ">i2"), ("flags", "u1")])
 TEST_FLAG, DOC_FLAG = 1, 2
+RANK_WEIGHTS = [2 / 6, 2 / 6, 3 / 6, 1.0]  # ts_rank_cd's D, C, B, A: tf2 / 6 per position
 GROWTH = 4
-MAX_CHECKED = 400  # chunks read by id per check; past that, the lists are read deeper first
+CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
+# Reading one chunk by id costs about as much, per term, as decoding this many records (measured
+# at 150 k chunks: ~4 us per ts_rank_cd call against ~1 us per record): more rivals than the next
+# round would read, and the lists are read deeper instead.
+CHECK_COST = 4
+# Chunks holding every informative word, read first (GIN, any order) when the lists are long:
+# real scores, so a cut-off to prune with before the lists have shown the chunks that match
+# the whole query.
+SEED_ROWS = 200
 # twice the field-weighted term frequency of an ``unnest(tsvector)`` row ``u``
 TF2_SQL = (
     "(6 * cardinality(array_positions(u.weights, 'A'))"
@@ -103,8 +113,12 @@ class _Lists:
     term_of: list[np.ndarray] = field(default_factory=list)
     repo_of: list[np.ndarray] = field(default_factory=list)
     df: dict[tuple[int, int], int] = field(default_factory=dict)
-    last: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     read: dict[tuple[int, int], int] = field(default_factory=dict)
+    cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
+
+    @property
+    def postings_read(self) -> int:
+        return sum(self.read.values())
 
 
 def exact_top_k(
@@ -118,11 +132,11 @@ def exact_top_k(
     limit: int,
     all_terms_boost: float,
     timeout_ms: int,
+    seed: str | None = None,
 ) -> TopK:
     """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope."""
     repositories = [r for r in scope.repository_ids if r in averages]
     lists = _Lists(repositories, terms)
-    rindex = {r: i for i, r in enumerate(repositories)}
     tindex = {t: j for j, t in enumerate(terms)}
     idf = np.asarray(idfs, dtype=np.float64)
     informative_mask = sum(1 << tindex[w] for w in informative if w in tindex)
@@ -134,66 +148,132 @@ def exact_top_k(
     excluded_flags = (0 if scope.include_tests else TEST_FLAG) | (
         0 if scope.include_docs else DOC_FLAG
     )
-    exact: dict[int, float] = {}  # chunk id -> exact score (read by id, in scope)
-    rejected: set[int] = set()  # read by id and out of scope
+    exact = _Exact()
     result = TopK(ranked=[], exact=False)
     depth = max(16, math.ceil(4 * limit / max(len(repositories), 1)))
-    start = 0
-    with search_cursor(timeout_ms) as cursor:
+    plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
+    with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
+        if seed is not None:
+            result.checked += SEED_ROWS
+            _check(cursor, [], terms, idf, informative, boost, scope, average, exact, seed)
         while True:
             result.rounds += 1
-            _fetch(cursor, lists, rindex, tindex, start, depth)
-            result.depth = depth
-            state = _bounds(lists, idf, average, averages, slack, boost, informative_mask)
-            exhausted = all(
-                lists.df[key] <= depth for key in lists.df
-            )  # every list read to its end
+            _fetch(cursor, lists, averages, plan, depth)
+            cut = _cut_matrix(lists, idf, slack)
+            state = _bounds(lists, cut, idf, average, boost, informative_mask)
+            # Read the most promising chunks by id first: their exact scores give a cut-off
+            # close to the final one from the first round (lower bounds alone come late).
+            probe = _most_promising(state, exact, excluded_flags, limit)
+            if probe:
+                result.checked += len(probe)
+                _check(cursor, probe, terms, idf, informative, boost, scope, average, exact)
             while True:
-                done, to_check = _decide(state, exact, rejected, excluded_flags, limit)
+                done, to_check, theta = _decide(state, exact, excluded_flags, limit)
                 if done is not None:
                     result.ranked, result.exact = done, True
-                    result.postings_read = int(sum(len(r) for r in lists.records))
+                    result.postings_read = lists.postings_read
                     return result
-                if not to_check or (len(to_check) > MAX_CHECKED and not exhausted):
+                if not to_check:
                     break
-                result.checked += len(to_check)
-                _check(cursor, to_check[: max(MAX_CHECKED, limit)], terms, idf, informative,
-                       boost, scope, average, exact, rejected)  # fmt: skip
-            if exhausted:
+                if cut.any():
+                    plan = _deepen(lists, cut, theta)
+                    if len(to_check) * len(terms) * CHECK_COST > sum(plan.values()):
+                        break
+                batch = to_check[:CHECK_BATCH]
+                result.checked += len(batch)
+                _check(cursor, batch, terms, idf, informative, boost, scope, average, exact)
+            if not cut.any():
                 # Nothing left to read and too many ties to check: rank by the bounds.
-                result.ranked = _best_effort(state, exact, rejected, excluded_flags, limit)
-                result.postings_read = int(sum(len(r) for r in lists.records))
+                result.ranked = _best_effort(state, exact, excluded_flags, limit)
+                result.postings_read = lists.postings_read
                 return result
-            start, depth = depth, depth * GROWTH
+            plan = _deepen(lists, cut, theta)
+
+
+def _deepen(lists: _Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int], int]:
+    """Read further only where a cut-off is high (score-at-a-time: lists are read down to about
+    the same contribution, so the rare terms' lists are read to the end and the commonest
+    words' hardly at all)."""
+    per_repo_terms = np.maximum((cut > 0).sum(axis=1), 1)
+    level = theta / per_repo_terms.max() if theta > 0 else 0.0
+    chosen = np.argwhere(cut > level)
+    if not len(chosen):
+        chosen = np.argwhere(cut >= 0.5 * cut.max())
+    plan = {}
+    for ri, tj in chosen:
+        key = (int(ri), int(tj))
+        plan[key] = max(16, lists.read[key] * (GROWTH - 1))
+    return plan
 
 
 def _fetch(
     cursor: CursorWrapper,
     lists: _Lists,
-    rindex: dict[UUID, int],
-    tindex: dict[str, int],
-    start: int,
+    averages: dict[UUID, float],
+    plan: dict[tuple[int, int], int] | None,
     depth: int,
 ) -> None:
-    """Records ``start .. depth`` of every list of the terms in scope still longer than ``start``."""
+    """The first ``depth`` records of every list of the terms in scope (``plan`` None), or the
+    next ``plan[list]`` records of the lists in the plan."""
     size = RECORD.itemsize
-    cursor.execute(
-        "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM %s FOR %s)"
-        " FROM search_termpostings p JOIN indexing_repository r"
-        "   ON r.id = p.repository_id AND p.generation = r.active_generation"
-        " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s) AND p.df > %s",
-        [start * size + 1, (depth - start) * size, lists.repositories, lists.terms, start],
+    live = (
+        " JOIN indexing_repository r"
+        " ON r.id = p.repository_id AND p.generation = r.active_generation"
     )
+    if plan is None:
+        cursor.execute(
+            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM 1 FOR %s)"  # noqa: S608
+            f" FROM search_termpostings p {live}"
+            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s)",
+            [depth * size, lists.repositories, lists.terms],
+        )
+    else:
+        keys = list(plan)
+        cursor.execute(
+            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM w.start FOR w.len)"  # noqa: S608
+            " FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::int[])"
+            "   AS w(repository_id, term, start, len)"
+            " JOIN search_termpostings p"
+            "   ON p.repository_id = w.repository_id AND p.term = w.term"
+            f" {live}",
+            [
+                [lists.repositories[ri] for ri, _tj in keys],
+                [lists.terms[tj] for _ri, tj in keys],
+                [lists.read[key] * size + 1 for key in keys],
+                [plan[key] * size for key in keys],
+            ],
+        )
+    rindex = {r: i for i, r in enumerate(lists.repositories)}
+    tindex = {t: j for j, t in enumerate(lists.terms)}
     for repository_id, term, df, chunk in cursor.fetchall():
         key = (rindex[repository_id], tindex[term])
         records = np.frombuffer(bytes(chunk), dtype=RECORD)
         lists.df[key] = int(df)
+        lists.read[key] = lists.read.get(key, 0) + len(records)
         if len(records):
             lists.records.append(records)
             lists.term_of.append(np.full(len(records), key[1], dtype=np.int64))
             lists.repo_of.append(np.full(len(records), key[0], dtype=np.int64))
-            lists.last[key] = records[-1:]
-            lists.read[key] = lists.read.get(key, 0) + len(records)
+            last = records[-1:]
+            average = averages[lists.repositories[key[0]]]
+            lists.cut[key] = float(saturation(last["tf2"], last["len"], average)[0])
+
+
+def _cut_matrix(lists: _Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
+    """The most an unread record of each list (repository x term) can add to a score."""
+    cut = np.zeros((len(lists.repositories), len(lists.terms)), dtype=np.float64)
+    for (ri, tj), df in lists.df.items():
+        if df > lists.read[(ri, tj)]:
+            cut[ri, tj] = idf[tj] * (K1 + 1) * lists.cut[(ri, tj)] * slack[ri]
+    return cut
+
+
+@dataclass
+class _Exact:
+    """Chunks read by id: exact scores of those in scope, and those out of it."""
+
+    scores: dict[int, float] = field(default_factory=dict)
+    rejected: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -207,25 +287,17 @@ class _State:
 
 def _bounds(
     lists: _Lists,
+    cut: np.ndarray,
     idf: np.ndarray,
     average: float,
-    averages: dict[UUID, float],
-    slack: np.ndarray,
     boost: float,
     informative_mask: int,
 ) -> _State:
     terms = len(lists.terms)
-    cut = np.zeros((len(lists.repositories), terms), dtype=np.float64)
-    for (ri, tj), df in lists.df.items():
-        read = lists.last.get((ri, tj))
-        if read is not None and df > lists.read.get((ri, tj), 0):
-            impact = saturation(
-                read["tf2"], read["len"], averages[lists.repositories[ri]]
-            )  # the stored order's impact where the list was cut
-            cut[ri, tj] = idf[tj] * (K1 + 1) * float(impact[0]) * slack[ri]
+    unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
     if not lists.records:
         empty = np.zeros(0, dtype=np.int64)
-        return _State(empty, empty.astype(np.float64), empty.astype(np.float64), empty, 0.0)
+        return _State(empty, empty.astype(np.float64), empty.astype(np.float64), empty, unseen)
     records = np.concatenate(lists.records)
     term_of = np.concatenate(lists.term_of)
     repo_of = np.concatenate(lists.repo_of)
@@ -239,54 +311,78 @@ def _bounds(
     flags = np.zeros(len(ids), dtype=np.int64)
     flags[inverse] = records["flags"]
     bits = (mask[:, None] >> np.arange(terms)) & 1
-    missing = ((1 - bits) * cut[repo]).sum(axis=1)
+    missing_cut = cut[repo]
+    missing = ((1 - bits) * missing_cut).sum(axis=1)
     has_all = (mask & informative_mask) == informative_mask
     # An informative word not seen is known absent when its list is read to the end (cut 0).
     wanted = ((informative_mask >> np.arange(terms)) & 1).astype(bool)
-    absent = (bits == 0) & (cut[repo] == 0) & wanted
+    absent = (bits == 0) & (missing_cut == 0) & wanted
     maybe_all = ~absent.any(axis=1)
     lower = known * np.where(has_all, boost, 1.0)
     upper = (known + missing) * np.where(maybe_all, boost, 1.0)
-    unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
     return _State(ids=ids, lower=lower, upper=upper, flags=flags, unseen=unseen)
 
 
+def _most_promising(state: _State, exact: _Exact, excluded_flags: int, limit: int) -> list[int]:
+    """The ``limit`` unread candidates with the highest upper bounds."""
+    keep = (state.flags & excluded_flags) == 0
+    seen = exact.rejected | set(exact.scores)
+    if seen:
+        keep &= ~np.isin(state.ids, np.fromiter(seen, dtype=np.int64))
+    index = np.flatnonzero(keep)
+    if len(index) > limit:
+        index = index[np.argpartition(-state.upper[index], limit - 1)[:limit]]
+    return [int(i) for i in state.ids[index]]
+
+
 def _decide(
-    state: _State,
-    exact: dict[int, float],
-    rejected: set[int],
-    excluded_flags: int,
-    limit: int,
-) -> tuple[list[tuple[int, float]] | None, list[int]]:
-    """The final ranking when the bounds settle it, else the chunks worth reading by id."""
+    state: _State, exact: _Exact, excluded_flags: int, limit: int
+) -> tuple[list[tuple[int, float]] | None, list[int], float]:
+    """The final ranking when the bounds settle it, else the chunks worth reading by id (and
+    the score the last of the current top has)."""
     ids = state.ids
     keep = (state.flags & excluded_flags) == 0
-    if rejected:
-        keep &= ~np.isin(ids, np.fromiter(rejected, dtype=np.int64))
+    if exact.rejected:
+        keep &= ~np.isin(ids, np.fromiter(exact.rejected, dtype=np.int64))
     ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
-    if exact:
-        known = np.isin(ids, np.fromiter(exact, dtype=np.int64))
-        values = np.asarray([exact.get(int(i), 0.0) for i in ids[known]])
-        lower[known] = values
-        upper[known] = values
-    order = np.lexsort((ids, -lower))
+    checked = np.zeros(len(ids), dtype=bool)
+    if exact.scores:
+        known_ids = np.fromiter(exact.scores, dtype=np.int64)
+        known_values = np.fromiter(exact.scores.values(), dtype=np.float64)
+        where = np.searchsorted(ids, known_ids)
+        found = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == known_ids)
+        lower[where[found]] = known_values[found]
+        upper[where[found]] = known_values[found]
+        checked[where[found]] = True
+        # Chunks read by id but seen in no list yet (the seed): exact, in scope.
+        ids = np.concatenate([ids, known_ids[~found]])
+        lower = np.concatenate([lower, known_values[~found]])
+        upper = np.concatenate([upper, known_values[~found]])
+        checked = np.concatenate([checked, np.ones(int((~found).sum()), dtype=bool)])
+    if len(ids) > limit:
+        head = np.argpartition(-lower, limit - 1)[:limit]
+        cutoff = lower[head].min()
+        head = np.flatnonzero(lower >= cutoff)  # every tie of the last place
+    else:
+        head = np.arange(len(ids))
+    order = head[np.lexsort((ids[head], -lower[head]))]
     top = order[:limit]
     theta = float(lower[top[-1]]) if len(top) == limit else 0.0
-    rest = order[limit:]
+    in_top = np.zeros(len(ids), dtype=bool)
+    in_top[top] = True
     # Rivals: outside the top, bounds not settled, and could still rank above its last member.
-    open_ = rest[lower[rest] < upper[rest]]
+    rival = np.flatnonzero(~in_top & (lower < upper))
     if len(top) == limit:
         last_id = ids[top[-1]]
-        open_ = open_[(upper[open_] > theta) | ((upper[open_] == theta) & (ids[open_] < last_id))]
-    rival = open_
-    unchecked_top = [int(i) for i in ids[top] if int(i) not in exact]
+        rival = rival[(upper[rival] > theta) | ((upper[rival] == theta) & (ids[rival] < last_id))]
+    rival = rival[np.argsort(-upper[rival], kind="stable")]
+    unchecked_top = [int(i) for i in ids[top[~checked[top]]]]
     settled = state.unseen < theta or (state.unseen == 0 and len(top) < limit)
     if settled and not unchecked_top and not len(rival):
-        return [(int(ids[i]), float(lower[i])) for i in top], []
-    wanted = unchecked_top + [int(i) for i in ids[rival] if int(i) not in exact]
+        return [(int(ids[i]), float(lower[i])) for i in top], [], theta
     if not settled and not unchecked_top:
-        return None, []  # only reading deeper can settle it
-    return None, wanted
+        return None, [], theta  # only reading deeper can settle it
+    return None, unchecked_top + [int(i) for i in ids[rival[~checked[rival]]]], theta
 
 
 def _check(
@@ -298,45 +394,53 @@ def _check(
     boost: float,
     scope: ScopeFilter,
     average: float,
-    exact: dict[int, float],
-    rejected: set[int],
+    exact: _Exact,
+    seed: str | None = None,
 ) -> None:
-    """Exact scores of ``ids`` that are in scope (filters applied here); the rest rejected."""
-    cursor.execute(
-        f"SELECT c.id, c.token_count, t.lexemes, t.tf2"  # noqa: S608
-        f" FROM indexing_chunk c {LIVE_CHUNKS_SQL}"
-        f" CROSS JOIN LATERAL (SELECT array_agg(u.lexeme) AS lexemes,"
-        f"   array_agg({TF2_SQL}) AS tf2 FROM unnest(c.search_vector) u"
-        f"   WHERE u.lexeme = ANY(%s)) t"
-        f" WHERE c.id = ANY(%s) AND r.id = ANY(%s) AND {scope.sql}",
-        [terms, ids, scope.repository_ids, *scope.params],
+    """Exact scores of ``ids`` that are in scope (filters applied here); the rest rejected.
+    With ``seed`` (a tsquery) instead: of the first ``SEED_ROWS`` chunks in scope matching it.
+
+    ``ts_rank_cd`` of one lexeme with normalisation 0 sums its positions' weights, so with the
+    weights {D, C, B, A} = {2, 2, 3, 6} / 6 it is ``tf2 / 6`` -- cheaper than ``unnest``, which
+    materialises every lexeme of the vector.
+    """
+    columns = ", ".join(
+        "round(ts_rank_cd(%s::float4[], c.search_vector, %s::tsquery, 0) * 6)::int" for _ in terms
     )
-    tindex = {t: j for j, t in enumerate(terms)}
-    wanted = set(informative)
+    which, value = ("c.id = ANY(%s)", ids) if seed is None else ("c.search_vector @@ %s", seed)
+    cursor.execute(
+        f"SELECT c.id, c.token_count, {columns}"  # noqa: S608
+        f" FROM indexing_chunk c {LIVE_CHUNKS_SQL}"
+        f" WHERE {which} AND r.id = ANY(%s) AND {scope.sql}"
+        + (f" LIMIT {SEED_ROWS:d}" if seed is not None else ""),
+        [*(p for t in terms for p in (RANK_WEIGHTS, lexeme(t))),
+         value, scope.repository_ids, *scope.params],
+    )  # fmt: skip
+    wanted = [j for j, t in enumerate(terms) if t in set(informative)]
+    rows = cursor.fetchall()
     found = set()
-    for chunk_id, length, lexemes, tf2s in cursor.fetchall():
-        found.add(int(chunk_id))
-        lexemes = lexemes or []
-        score = 0.0
-        if lexemes:
-            tf2 = np.asarray(tf2s, dtype=np.int64)
-            j = np.asarray([tindex[x] for x in lexemes])
-            sat = saturation(tf2, np.full(len(tf2), int(length)), average)
-            score = float((idf[j] * (K1 + 1) * sat).sum())
-        if wanted and wanted <= set(lexemes):
-            score *= boost
-        exact[int(chunk_id)] = score
-    rejected.update(i for i in ids if i not in found)
+    if rows:
+        table = np.asarray(rows, dtype=np.float64)
+        tf2 = table[:, 2:]
+        sat = saturation(tf2, np.repeat(table[:, 1:2], len(terms), axis=1), average)
+        scores = (idf[None, :] * (K1 + 1) * sat).sum(axis=1)
+        if wanted:
+            scores = np.where((tf2[:, wanted] > 0).all(axis=1), scores * boost, scores)
+        for chunk_id, score in zip(table[:, 0].astype(np.int64), scores, strict=True):
+            found.add(int(chunk_id))
+            exact.scores[int(chunk_id)] = float(score)
+    if seed is None:
+        exact.rejected.update(i for i in ids if i not in found)
 
 
 def _best_effort(
-    state: _State, exact: dict[int, float], rejected: set[int], excluded_flags: int, limit: int
+    state: _State, exact: _Exact, excluded_flags: int, limit: int
 ) -> list[tuple[int, float]]:
     ranked = []
     for i, chunk_id in enumerate(state.ids):
         cid = int(chunk_id)
-        if cid in rejected or state.flags[i] & excluded_flags:
+        if cid in exact.rejected or state.flags[i] & excluded_flags:
             continue
-        ranked.append((cid, exact.get(cid, float(state.lower[i]))))
+        ranked.append((cid, exact.scores.get(cid, float(state.lower[i]))))
     ranked.sort(key=lambda item: (-item[1], item[0]))
     return ranked[:limit]
