@@ -12,8 +12,8 @@ docs left out unless the query asks), interleaved in one process, each query war
 - **reposearch, full-text search**: ``SearchExecutor`` in full-text mode (what
   ``POST /api/search`` with ``use_vector: false`` runs: scope, visibility, a 50-deep list,
   ranking signals);
-- **the capped path** (the GIN's first matches in physical order, ranked; what BM25 ran before
-  the postings), for the agreement figures only;
+- **the capped path** (``use_postings=False``: the GIN's first matches in physical order,
+  ranked with ``ts_rank_cd`` per term; what BM25 ran before the postings), top 10;
 - **tantivy** (an in-memory index built here from the same chunks: the symbol, path and body
   text the indexer puts into each ``tsvector``, weights x3 / x1.5 / x1 as query boosts, the
   same test/doc exclusions), top 10, no match count.
@@ -193,6 +193,7 @@ def run_query(
 
     calls = {
         "retrieval": retrieval,
+        "capped": lambda: retrieval(exact=False),
         "search": lambda: executor.run(request),
         "tantivy": lambda: engine.search(terms, scope.include_tests, scope.include_docs),
     }
@@ -207,7 +208,7 @@ def run_query(
     found = results["retrieval"]
     lists = {
         "postings": [cid for cid, _s in found.ranked],
-        "capped": [cid for cid, _s in retrieval(exact=False).ranked],
+        "capped": [cid for cid, _s in results["capped"].ranked],
         "tantivy": results["tantivy"],
     }
     row: dict[str, Any] = {"query": query, "class": group, "exact": found.detail.get("exact")}
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         postings_bytes, facet_bytes = cursor.fetchone()
     executor = SearchExecutor()
     boost = SearchRequest(query="x").all_terms_boost
-    systems = ("retrieval", "search", "tantivy")
+    systems = ("retrieval", "capped", "search", "tantivy")
     timings: dict[str, dict[str, list[float]]] = {s: {} for s in systems}
     agreement: dict[str, dict[str, list[int]]] = {s: {} for s in ("postings", "capped", "tantivy")}
     per_query: list[dict[str, Any]] = []
