@@ -44,13 +44,13 @@ RANK_WEIGHTS = [2 / 6, 2 / 6, 3 / 6, 1.0]  # ts_rank_cd's D, C, B, A: tf2 / 6 pe
 GROWTH = 4
 CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
 # Reading one chunk by id costs about as much, per term, as decoding this many records (measured
-# at 150 k chunks: ~4 us per ts_rank_cd call against ~1 us per record): more rivals than the next
-# round would read, and the lists are read deeper instead.
-CHECK_COST = 4
+# at 157 k chunks on loaded cores: ~35 us per ts_rank_cd call against ~3 us per record read and
+# merged): with more rivals than that, the lists are read deeper instead.
+CHECK_COST = 10
 # Chunks holding every informative word, read first (GIN, any order) when the lists are long:
 # real scores, so a cut-off to prune with before the lists have shown the chunks that match
 # the whole query.
-SEED_ROWS = 200
+SEED_ROWS = 100
 # twice the field-weighted term frequency of an ``unnest(tsvector)`` row ``u``
 TF2_SQL = (
     "(6 * cardinality(array_positions(u.weights, 'A'))"
@@ -86,7 +86,7 @@ def build_postings(
     )
 
 
-def saturation(tf2: np.ndarray, length: np.ndarray, average: float) -> np.ndarray:
+def saturation(tf2: np.ndarray, length: np.ndarray, average: float | np.ndarray) -> np.ndarray:
     """``tf / (tf + k1 * (1 - b + b * len / avg))`` -- BM25 without ``idf * (k1 + 1)``."""
     tf = tf2.astype(np.float64) / 2.0
     norm = K1 * (1 - B + B * np.maximum(length, 1).astype(np.float64) / average)
@@ -105,20 +105,40 @@ class TopK:
 
 @dataclass
 class _Lists:
-    """Every record read so far, and where each list was cut off."""
+    """Where each list was cut off, and what the records read so far add up to per chunk."""
 
     repositories: list[UUID]
     terms: list[str]
-    records: list[np.ndarray] = field(default_factory=list)
-    term_of: list[np.ndarray] = field(default_factory=list)
-    repo_of: list[np.ndarray] = field(default_factory=list)
     df: dict[tuple[int, int], int] = field(default_factory=dict)
     read: dict[tuple[int, int], int] = field(default_factory=dict)
     cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
+    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), repository
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    repo: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def postings_read(self) -> int:
         return sum(self.read.values())
+
+    def add(
+        self, ids: np.ndarray, known: np.ndarray, mask: np.ndarray, repo: np.ndarray,
+        flags: np.ndarray,
+    ) -> None:  # fmt: skip
+        """Merge newly read records (each (chunk, list) pair is read once, so sums are ORs)."""
+        every_repo = np.concatenate([self.repo, repo])
+        every_flags = np.concatenate([self.flags, flags])
+        self.ids, inverse = np.unique(np.concatenate([self.ids, ids]), return_inverse=True)
+        size = len(self.ids)
+        self.known = np.bincount(inverse, np.concatenate([self.known, known]), size)
+        merged = np.concatenate([self.mask, mask]).astype(np.float64)
+        self.mask = np.bincount(inverse, merged, size).astype(np.int64)
+        self.repo = np.zeros(size, dtype=np.int64)
+        self.repo[inverse] = every_repo
+        self.flags = np.zeros(size, dtype=np.int64)
+        self.flags[inverse] = every_flags
 
 
 def exact_top_k(
@@ -158,9 +178,9 @@ def exact_top_k(
             _check(cursor, [], terms, idf, informative, boost, scope, average, exact, seed)
         while True:
             result.rounds += 1
-            _fetch(cursor, lists, averages, plan, depth)
+            _fetch(cursor, lists, averages, plan, depth, idf, average)
             cut = _cut_matrix(lists, idf, slack)
-            state = _bounds(lists, cut, idf, average, boost, informative_mask)
+            state = _bounds(lists, cut, boost, informative_mask)
             # Read the most promising chunks by id first: their exact scores give a cut-off
             # close to the final one from the first round (lower bounds alone come late).
             probe = _most_promising(state, exact, excluded_flags, limit)
@@ -212,6 +232,8 @@ def _fetch(
     averages: dict[UUID, float],
     plan: dict[tuple[int, int], int] | None,
     depth: int,
+    idf: np.ndarray,
+    average: float,
 ) -> None:
     """The first ``depth`` records of every list of the terms in scope (``plan`` None), or the
     next ``plan[list]`` records of the lists in the plan."""
@@ -245,18 +267,28 @@ def _fetch(
         )
     rindex = {r: i for i, r in enumerate(lists.repositories)}
     tindex = {t: j for j, t in enumerate(lists.terms)}
-    for repository_id, term, df, chunk in cursor.fetchall():
-        key = (rindex[repository_id], tindex[term])
-        records = np.frombuffer(bytes(chunk), dtype=RECORD)
+    rows = cursor.fetchall()
+    keys = [(rindex[repository_id], tindex[term]) for repository_id, term, _df, _c in rows]
+    counts = np.asarray([len(chunk) // size for *_rest, chunk in rows], dtype=np.int64)
+    for key, (_r, _t, df, _c), count in zip(keys, rows, counts, strict=True):
         lists.df[key] = int(df)
-        lists.read[key] = lists.read.get(key, 0) + len(records)
-        if len(records):
-            lists.records.append(records)
-            lists.term_of.append(np.full(len(records), key[1], dtype=np.int64))
-            lists.repo_of.append(np.full(len(records), key[0], dtype=np.int64))
-            last = records[-1:]
-            average = averages[lists.repositories[key[0]]]
-            lists.cut[key] = float(saturation(last["tf2"], last["len"], average)[0])
+        lists.read[key] = lists.read.get(key, 0) + int(count)
+    if not counts.sum():
+        return
+    records = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=RECORD)
+    term_of = np.repeat(np.asarray([tj for _ri, tj in keys], dtype=np.int64), counts)
+    repo_of = np.repeat(np.asarray([ri for ri, _tj in keys], dtype=np.int64), counts)
+    tf2 = records["tf2"].astype(np.int64)
+    length = records["len"].astype(np.int64)
+    contribution = idf[term_of] * (K1 + 1) * saturation(tf2, length, average)
+    lists.add(records["id"].astype(np.int64), contribution, 1 << term_of, repo_of,
+              records["flags"].astype(np.int64))  # fmt: skip
+    # Where each list now stops: the stored order's impact (the repository's own average).
+    last = np.cumsum(counts) - 1
+    own = np.asarray([averages[lists.repositories[ri]] for ri, _tj in keys])
+    impact = saturation(tf2[last[counts > 0]], length[last[counts > 0]], own[counts > 0])
+    for key, value in zip([k for k, n in zip(keys, counts, strict=True) if n], impact, strict=True):
+        lists.cut[key] = float(value)
 
 
 def _cut_matrix(lists: _Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
@@ -285,31 +317,10 @@ class _State:
     unseen: float  # the best score a chunk seen in no list can still have
 
 
-def _bounds(
-    lists: _Lists,
-    cut: np.ndarray,
-    idf: np.ndarray,
-    average: float,
-    boost: float,
-    informative_mask: int,
-) -> _State:
+def _bounds(lists: _Lists, cut: np.ndarray, boost: float, informative_mask: int) -> _State:
     terms = len(lists.terms)
     unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
-    if not lists.records:
-        empty = np.zeros(0, dtype=np.int64)
-        return _State(empty, empty.astype(np.float64), empty.astype(np.float64), empty, unseen)
-    records = np.concatenate(lists.records)
-    term_of = np.concatenate(lists.term_of)
-    repo_of = np.concatenate(lists.repo_of)
-    contribution = idf[term_of] * (K1 + 1) * saturation(records["tf2"], records["len"], average)
-    ids, inverse = np.unique(records["id"], return_inverse=True)
-    known = np.bincount(inverse, weights=contribution, minlength=len(ids))
-    mask = np.bincount(inverse, weights=(1 << term_of).astype(np.float64), minlength=len(ids))
-    mask = mask.astype(np.int64)
-    repo = np.zeros(len(ids), dtype=np.int64)
-    repo[inverse] = repo_of
-    flags = np.zeros(len(ids), dtype=np.int64)
-    flags[inverse] = records["flags"]
+    ids, known, mask, repo, flags = lists.ids, lists.known, lists.mask, lists.repo, lists.flags
     bits = (mask[:, None] >> np.arange(terms)) & 1
     missing_cut = cut[repo]
     missing = ((1 - bits) * missing_cut).sum(axis=1)
