@@ -173,20 +173,21 @@ def exact_top_k(
     depth = max(16, math.ceil(4 * limit / max(len(repositories), 1)))
     plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
     with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
-        if seed is not None:
-            result.checked += SEED_ROWS
-            _check(cursor, [], terms, idf, informative, boost, scope, average, exact, seed)
         while True:
             result.rounds += 1
             _fetch(cursor, lists, averages, plan, depth, idf, average)
             cut = _cut_matrix(lists, idf, slack)
             state = _bounds(lists, cut, boost, informative_mask)
-            # Read the most promising chunks by id first: their exact scores give a cut-off
-            # close to the final one from the first round (lower bounds alone come late).
-            probe = _most_promising(state, exact, excluded_flags, limit)
-            if probe:
-                result.checked += len(probe)
-                _check(cursor, probe, terms, idf, informative, boost, scope, average, exact)
+            if result.rounds == 1:
+                # Read the most promising chunks by id first: their exact scores give a cut-off
+                # close to the final one at once (lower bounds alone come late).
+                probe = _most_promising(state, exact, excluded_flags, limit)
+                if probe:
+                    result.checked += len(probe)
+                    _check(cursor, probe, terms, idf, informative, boost, scope, average, exact)
+            elif result.rounds == 2 and seed is not None:  # the first round did not settle it
+                result.checked += SEED_ROWS
+                _check(cursor, [], terms, idf, informative, boost, scope, average, exact, seed)
             while True:
                 done, to_check, theta = _decide(state, exact, excluded_flags, limit)
                 if done is not None:
