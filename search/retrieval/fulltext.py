@@ -151,6 +151,8 @@ def fulltext_search(
             all_terms_boost=all_terms_boost,
             timeout_ms=timeout_ms,
             seed=tsquery_all(informative) if len(informative) > 1 and plan.capped else None,
+            # every match fits under the cap: read the lists whole, in one round
+            first_depth=0 if plan.capped else cap,
         )
         result.ranked = top.ranked
         result.detail.update(

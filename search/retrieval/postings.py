@@ -153,8 +153,10 @@ def exact_top_k(
     all_terms_boost: float,
     timeout_ms: int,
     seed: str | None = None,
+    first_depth: int = 0,
 ) -> TopK:
-    """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope."""
+    """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope
+    (``first_depth``: records of each list read in the first round, e.g. all of them)."""
     repositories = [r for r in scope.repository_ids if r in averages]
     lists = _Lists(repositories, terms)
     tindex = {t: j for j, t in enumerate(terms)}
@@ -170,7 +172,7 @@ def exact_top_k(
     )
     exact = _Exact()
     result = TopK(ranked=[], exact=False)
-    depth = max(16, math.ceil(4 * limit / max(len(repositories), 1)))
+    depth = first_depth or max(16, math.ceil(4 * limit / max(len(repositories), 1)))
     plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
     with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
         while True:
