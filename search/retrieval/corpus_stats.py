@@ -110,7 +110,9 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
             covered.add(repository_id)
             stats.documents += int(chunks)
             stats.total_length += int(total_length or 0)
-            stats.repository_average[repository_id] = int(total_length or 0) / int(chunks or 1)
+            # as ``build_postings`` ordered the lists (1.0 when every chunk is empty)
+            average = int(total_length or 0) / int(chunks or 1)
+            stats.repository_average[repository_id] = average or 1.0
         if covered and terms:
             cursor.execute(
                 """

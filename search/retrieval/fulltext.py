@@ -146,7 +146,7 @@ def fulltext_search(
             informative,
             scope,
             stats.repository_average,
-            stats.average_length,
+            stats.average_length or 1.0,
             limit=min(limit, cap),
             all_terms_boost=all_terms_boost,
             timeout_ms=timeout_ms,

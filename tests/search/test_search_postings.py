@@ -107,3 +107,11 @@ def test_postings_follow_the_live_generation() -> None:
     assert {row.term: row.df for row in rows}["beta"] == 2
     assert [hit.symbol for hit in search("alpha").hits] == []
     assert {hit.symbol for hit in search("gamma beta").hits} == {"first", "second"}
+
+
+def test_chunks_without_body_words_are_found_by_their_symbol() -> None:
+    # Every chunk's body is punctuation: total length 0, averages fall back to 1.
+    indexed_repository("empty-bodies", [SourceDoc("a.py", [Piece("((( )))", "lonely")])])
+    result = search("lonely")
+    assert [hit.symbol for hit in result.hits] == ["lonely"]
+    assert result.hits[0].bm25_score and result.hits[0].bm25_score > 0
