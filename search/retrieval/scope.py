@@ -252,6 +252,8 @@ class ScopeFilter:
     sql: str = "TRUE"
     params: list[Any] = field(default_factory=list)
     chunk_level: bool = False  # any filter beyond repository + generation
+    include_tests: bool = True  # (also in ``sql``; the term postings carry these two flags)
+    include_docs: bool = True
 
     @property
     def repository_ids(self) -> list[UUID]:
@@ -289,6 +291,8 @@ def build_scope_filter(
         sql=" AND ".join(clauses) or "TRUE",
         params=params,
         chunk_level=bool(clauses),
+        include_tests=scope.include_tests,
+        include_docs=scope.include_docs,
     )
 
 
