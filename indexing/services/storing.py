@@ -53,6 +53,7 @@ class StoredChunk:
     kind: str
     content: str
     calls: Sequence[str] = ()
+    is_test: bool = False  # a test inside a file that is not one (Rust `#[cfg(test)]`)
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ def _store_batch(
                     (repository_id, file_id, generation, chunk.index, chunk.start_line,
                      chunk.end_line, chunk.symbol, symbol_name(chunk.symbol), chunk.kind,
                      stored.language, stored.path,
-                     stored.is_test, stored.is_doc, chunk.content, content_hash(chunk.content),
+                     stored.is_test or chunk.is_test, stored.is_doc, chunk.content,
+                     content_hash(chunk.content),
                      json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
                      searchable_text(chunk.symbol), path_text, body)
                 )  # fmt: skip

@@ -93,6 +93,15 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
         assert f"  {mode:9s} p50" in latency, f"no {mode} figures"
     assert "WARNING" not in latency, "a required stage did not run"
     assert (tmp_path / "latency.json").stat().st_size > 0
+    side_by_side = _run(
+        "fulltext_vs_tantivy.py", "--repeats", "1", "--json", str(tmp_path / "tantivy.json"),
+        env=env,
+    )  # fmt: skip
+    assert "tantivy: indexed" in side_by_side
+    for system in ("retrieval", "search", "tantivy"):
+        assert f"  {system:9s} p50" in side_by_side, f"no {system} figures"
+    report = json.loads((tmp_path / "tantivy.json").read_text())
+    assert set(report["agreement_postings"]) == {"identifier", "prose", "common words"}
 
 
 def test_embedding_runtime() -> None:

@@ -56,7 +56,7 @@ def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
         StoredChunk(
             index=piece.index, start_line=piece.start_line, end_line=piece.end_line,
             symbol=piece.symbol or "", kind=piece.kind, content=piece.content,
-            calls=tuple(piece.calls),
+            calls=tuple(piece.calls), is_test=piece.is_test,
         )
         for piece in pieces
     ]  # fmt: skip
