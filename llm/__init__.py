@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from llm.errors import (
     ChatUnavailable,
+    ModelBusy,
     ModelError,
     ModelResponseError,
     ModelUnavailable,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChatUnavailable",
+    "ModelBusy",
     "ModelError",
     "ModelResponseError",
     "ModelUnavailable",
