@@ -93,23 +93,34 @@ def _busy(waited: float) -> ModelBusy:
 
 
 @contextmanager
-def call_slot(timeout: float) -> Iterator[None]:
-    """Hold a slot while the block runs; wait at most ``min(queue wait, timeout)`` for it."""
-    wait_s = min(queue_wait_secs(), max(0.0, timeout))
-    if not limiter.acquire(wait_s):
-        raise _busy(wait_s)
+def call_slot(timeout: float) -> Iterator[float]:
+    """Hold a slot while the block runs; wait at most ``min(queue wait, timeout)`` for it.
+    Yields ``timeout`` less the time spent queueing (what is left for the call)."""
+    if limiter.try_acquire():
+        left = timeout
+    else:
+        started = time.monotonic()
+        wait_s = min(queue_wait_secs(), max(0.0, timeout))
+        if not limiter.acquire(wait_s):
+            raise _busy(wait_s)
+        left = max(0.05, timeout - (time.monotonic() - started))
     try:
-        yield
+        yield left
     finally:
         limiter.release()
 
 
 @asynccontextmanager
-async def async_call_slot(timeout: float) -> AsyncIterator[None]:
-    wait_s = min(queue_wait_secs(), max(0.0, timeout))
-    if not await limiter.aacquire(wait_s):
-        raise _busy(wait_s)
+async def async_call_slot(timeout: float) -> AsyncIterator[float]:
+    if limiter.try_acquire():
+        left = timeout
+    else:
+        started = time.monotonic()
+        wait_s = min(queue_wait_secs(), max(0.0, timeout))
+        if not await limiter.aacquire(wait_s):
+            raise _busy(wait_s)
+        left = max(0.05, timeout - (time.monotonic() - started))
     try:
-        yield
+        yield left
     finally:
         limiter.release()

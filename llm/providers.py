@@ -241,9 +241,7 @@ class Chat:
         """Send ``messages``; return the answer. Bounded by ``max_tokens`` and ``timeout``
         (the wait for a call slot included). ``schema``: JSON output in that shape."""
         self._check_call(messages, max_tokens, timeout)
-        started = time.monotonic()
-        with call_slot(timeout):
-            left = max(0.05, timeout - (time.monotonic() - started))
+        with call_slot(timeout) as left:
             return self._chat(
                 list(messages), max_tokens, float(left), temperature, json_mode or schema, schema
             )
@@ -263,9 +261,7 @@ class Chat:
         ``timeout`` bounds the whole answer, ``idle_timeout`` (default ``LLM_TIMEOUT_SECS``)
         each wait for the next piece."""
         self._check_call(messages, max_tokens, timeout)
-        started = time.monotonic()
-        with call_slot(timeout):
-            left = max(0.05, timeout - (time.monotonic() - started))
+        with call_slot(timeout) as left:
             yield from streaming.stream_text(
                 self._stream_call(list(messages), max_tokens, temperature),
                 timeout=left,
@@ -285,9 +281,7 @@ class Chat:
     ) -> AsyncIterator[str]:
         """``stream`` for the event loop: cancelling it closes the upstream request."""
         self._check_call(messages, max_tokens, timeout)
-        started = time.monotonic()
-        async with async_call_slot(timeout):
-            left = max(0.05, timeout - (time.monotonic() - started))
+        async with async_call_slot(timeout) as left:
             async for piece in streaming.astream_text(
                 self._stream_call(list(messages), max_tokens, temperature),
                 timeout=left,
