@@ -24,7 +24,7 @@ import numpy as np
 
 from llm import http, streaming
 from llm.config import ModelSettings
-from llm.errors import ChatUnavailable, ModelResponseError
+from llm.errors import ChatUnavailable, ModelError, ModelResponseError
 from llm.limits import async_call_slot, call_slot
 
 Message = dict[str, str]
@@ -441,9 +441,11 @@ class OpenAIChat(Chat):
             payload["response_format"] = response_format(form, schema)
             try:
                 answer = self._post(payload, max(0.05, deadline - time.monotonic()))
-            except ModelResponseError as exc:
-                # 400/422: this server does not take that form; try the next one.
-                if exc.status in (400, 422) and index + 1 < len(forms):
+            except ModelError as exc:
+                # This server does not take that form (a 400/422, or llama-cpp-python's 500
+                # naming response_format): try the next one.
+                refused = exc.status in (400, 422) or "response_format" in str(exc)
+                if refused and index + 1 < len(forms):
                     continue
                 raise
             with _schema_form_lock:

@@ -11,8 +11,9 @@ Streaming (``"stream": true``): OpenAI server-sent events (``data: {chunk}`` ...
 or Ollama NDJSON, the reply cut into pieces of ``server.piece_chars`` characters sent
 ``server.drip`` seconds apart. A client that goes away mid-stream is noticed on the next write
 and counted in ``server.abandoned_streams`` (``server.pieces_sent`` counts what got out).
-``server.reject_json_schema = True`` answers 422 to ``response_format`` ``json_schema`` (as
-llama-cpp-python's server does); ``json_object`` with a ``schema`` is accepted.
+``server.reject_json_schema = True`` answers ``response_format`` ``json_schema`` with a 500
+naming the field, as llama-cpp-python's server does (``reject_status`` to change it);
+``json_object`` with a ``schema`` is accepted.
 
 Failure modes, for the next ``times`` requests (``path`` limits them to one endpoint):
 ``server.fail_next("500" | "429" | "garbage" | "slow" | "disconnect", times=1, ...)``;
@@ -95,6 +96,7 @@ class ModelServer:
     piece_chars: int = 4
     drip: float = 0.0
     reject_json_schema: bool = False
+    reject_status: int = 500
     abandoned_streams: int = 0
     pieces_sent: int = 0
     in_flight: int = 0  # requests being answered now, and the most there ever were at once
@@ -312,7 +314,8 @@ class _Handler(BaseHTTPRequestHandler):
             and isinstance(body, dict)
             and (body.get("response_format") or {}).get("type") == "json_schema"
         ):
-            self._send(422, {}, b'{"error": {"message": "response_format: type json_schema"}}')
+            message = b"1 validation error: ('body', 'response_format', 'type') 'json_schema'"
+            self._send(server.reject_status, {}, b'{"error": {"message": "' + message + b'"}}')
             return
         wants_stream = isinstance(body, dict) and body.get("stream") is True
         if wants_stream and path in ("/api/chat", "/v1/chat/completions"):

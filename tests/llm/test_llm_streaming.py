@@ -178,17 +178,20 @@ def test_ollama_gets_the_schema_as_its_format(server: ModelServer) -> None:
     assert server.requests_to("/api/chat")[-1].body["format"] == SCHEMA
 
 
+@pytest.mark.parametrize("status", [500, 422])
 def test_openai_schema_falls_back_to_the_form_the_server_takes_and_remembers_it(
-    server: ModelServer,
+    server: ModelServer, status: int
 ) -> None:
-    server.reject_json_schema = True  # as llama-cpp-python's server does
+    server.reject_json_schema = True  # as llama-cpp-python's server does (with a 500)
+    server.reject_status = status
     server.queue_chat('{"queries": ["a"]}', '{"queries": ["b"]}')
     chat = chat_for(server, "openai")
     assert chat.chat(MESSAGES, max_tokens=50, timeout=5, schema=SCHEMA) == '{"queries": ["a"]}'
     assert chat.chat(MESSAGES, max_tokens=50, timeout=5, schema=SCHEMA) == '{"queries": ["b"]}'
     formats = [r.body["response_format"] for r in server.requests_to("/v1/chat/completions")]
-    assert formats[0]["type"] == "json_schema" and formats[0]["json_schema"]["schema"] == SCHEMA
-    assert formats[1:] == [{"type": "json_object", "schema": SCHEMA}] * 2  # remembered
+    refused = [f for f in formats if f["type"] == "json_schema"]
+    assert refused and refused[0]["json_schema"]["schema"] == SCHEMA  # asked first (retried on 500)
+    assert formats[len(refused) :] == [{"type": "json_object", "schema": SCHEMA}] * 2  # remembered
 
 
 def test_a_burst_of_calls_waits_for_a_slot_then_is_refused_as_busy(
