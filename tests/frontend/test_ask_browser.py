@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,3 +160,34 @@ def test_an_api_error_is_explained_in_plain_words(live_server: Any, browser: Web
     assert kept.is_selected()
     assert error.get_attribute("role") == "alert"
     assert browser.find_element(By.ID, "ask-button").get_attribute("disabled") is None
+
+
+def test_the_answer_appears_as_the_model_writes_it(
+    live_server: Any, browser: WebDriver, shop: Repository, chat_model: Any
+) -> None:
+    sign_in_browser(browser, live_server.url)
+    release = threading.Event()
+    written = "The pool is built by configure_pool, which reads its size first."
+
+    def slow_answer(messages: list[dict[str, Any]]) -> str:
+        release.wait(30)  # the model "thinks" until the page has shown the snippets
+        return written + " See [1]."
+
+    chat_model.chat_handler = slow_answer
+    chat_model.drip = 0.15
+    browser.get(f"{live_server.url}/ask/?q=where+is+the+connection+pool+configured%3F")
+    # The retrieved snippets are listed before the model has written a word.
+    found = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".live-sources .source"))
+    assert "src/pool.py:" in " ".join(item.text for item in found)
+    assert "snippets found" in browser.find_element(By.ID, "ask-status").text
+    release.set()
+    # Then the words, while the answer is still streaming (no verified citations yet).
+    wait_until(browser, lambda d: len(d.find_element(By.CSS_SELECTOR, ".live-text").text) > 8)
+    assert browser.find_elements(By.CSS_SELECTOR, ".answer.streaming")
+    assert not browser.find_elements(By.CSS_SELECTOR, ".answer a.cite")
+    assert "writing" in browser.find_element(By.ID, "ask-status").text
+    screenshot(browser, "ask-streaming")
+    # The end: the server-rendered answer with its citation linked.
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".answer a.cite"), seconds=60)
+    assert written in browser.find_element(By.CSS_SELECTOR, ".answer-text").text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".answer.streaming")
