@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -35,6 +35,15 @@ from search.ask.stream import answer_events
 from search.retrieval.scope import scope_repositories
 
 EVENT_STREAM = "text/event-stream"
+# One server-sent event of the streamed answer (``data`` is JSON text; see search.ask.stream).
+EVENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["sources", "delta", "done", "error"]},
+        "data": {"type": "string", "description": "The event's JSON."},
+    },
+    "required": ["event", "data"],
+}
 
 
 def wants_events(request: Request, body: dict[str, Any]) -> bool:
@@ -58,7 +67,13 @@ class AskView(APIView):
         operation_id="ask",
         request=AskRequestSerializer,
         responses={
-            200: AskResponseSerializer,
+            (200, "application/json"): AskResponseSerializer,
+            (200, EVENT_STREAM): OpenApiResponse(
+                EVENT_SCHEMA,
+                description='With `Accept: text/event-stream` or `"stream": true`: server-sent '
+                "events `sources`, then `delta` (the model's text as it writes), then `done` "
+                "(this operation's JSON answer) or `error` (the error shape, with the sources).",
+            ),
             **error_responses(
                 400,
                 404,
