@@ -39,6 +39,7 @@ TIMING_LABELS = {
     "retrieve_ms": "retrieval",
     "hyde_ms": "HyDE",
     "expand_ms": "call graph",
+    "first_token_ms": "first word",
     "model_ms": "model",
     "total_ms": "total",
 }
@@ -48,6 +49,7 @@ STAGE_LABELS = {"callgraph": "call graph", "hyde": "HyDE", "expansion": "query e
 FAILURE_TITLES = {
     "model_unavailable": "No chat model answered",
     "model_bad_response": "The chat model's answer was unusable",
+    "model_busy": "The chat model is busy with other questions",
 }
 
 

@@ -2,8 +2,10 @@
 
 ``stream_text`` (a generator, for threads) and ``astream_text`` (an async generator, for the
 event loop) yield the answer's text as the model writes it. Deadlines: ``timeout`` bounds the
-whole answer; ``idle_timeout`` bounds each wait for the next piece (a model that stops
-mid-answer fails after it, not at the end of the whole budget). Failures raise the model
+whole answer -- when it runs out after text has come, the answer ends there with
+``finish_reason`` "time" (like the token limit's "length"); before any text, it is an error --
+and ``idle_timeout`` bounds each wait for the next piece (a model that stops mid-answer fails
+after it, not at the end of the whole budget). Failures raise the model
 layer's errors: ``ModelUnavailable`` for a refused connection, a timeout, 429/5xx after the
 retries, or a stream that ends before the model said it was done; ``ModelResponseError`` for a
 4xx or a piece that is not the protocol's JSON. Only a request that has yielded nothing is
@@ -154,6 +156,17 @@ class _Attempts:
             raise _unavailable(self.call, f"no complete answer within {self.total:.3g}s")
         return left
 
+    def out_of_time(self, stats: StreamStats) -> bool:
+        """True when the whole answer's time is up after some text came: the answer ends
+        there (``finish_reason`` "time"), as it would at the token limit. Raises when no text
+        came at all."""
+        if self.deadline - http.monotonic() > 0:
+            return False
+        if not stats.pieces:
+            self.remaining()  # raises
+        stats.finish_reason, stats.done = "time", True
+        return True
+
     def next_wait(self, problem: str) -> float:
         """Seconds to wait before the next attempt, or raise when there is none."""
         self.count += 1
@@ -219,9 +232,8 @@ def stream_text(
                         piece = _take(call, line, stats, attempts)
                         if piece:
                             yield piece
-                        if stats.done:
+                        if stats.done or attempts.out_of_time(stats):
                             return
-                        attempts.remaining()
                     raise attempts.cut_error(stats)
         except httpx.ReadTimeout:
             raise attempts.idle_error(idle_timeout, stats) from None
@@ -263,9 +275,8 @@ async def astream_text(
                             piece = _take(call, line, stats, attempts)
                             if piece:
                                 yield piece
-                            if stats.done:
+                            if stats.done or attempts.out_of_time(stats):
                                 return
-                            attempts.remaining()
                         raise attempts.cut_error(stats)
             except httpx.ReadTimeout:
                 raise attempts.idle_error(idle_timeout, stats) from None

@@ -61,8 +61,9 @@ class LlamaServer:
     """``python -m llama_cpp.server`` on 127.0.0.1 (a free port); one process, stopped by stop()."""
 
     n_ctx: int = 8192  # SmolLM2's training context; the server's own default is 2048
-    # One thread: on 2 cores shared with other work, llama.cpp's threads spin at barriers while
-    # one of them waits for a core -- measured 1.1 tokens/s with 2 threads, 42 with 1.
+    # One thread (for generation and for reading the prompt): on 2 cores shared with other
+    # work, llama.cpp's threads spin at barriers while one of them waits for a core -- measured
+    # 1.1 tokens/s with 2 threads, 42 with 1.
     n_threads: int = 1
     port: int = field(default_factory=free_port)
     log_path: Path | None = None
@@ -92,6 +93,8 @@ class LlamaServer:
             "--n_ctx",
             str(self.n_ctx),
             "--n_threads",
+            str(self.n_threads),
+            "--n_threads_batch",  # prompt reading: the server's default is every core
             str(self.n_threads),
             # By default a new request makes the server end the stream it is writing (with
             # [DONE], as if the answer were complete): a rerank call would cut a streamed answer.

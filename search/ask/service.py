@@ -262,6 +262,11 @@ def finish_answer(
             result.warnings.append(
                 f"the answer was cut at the {prepared.max_tokens}-token limit; it may be unfinished"
             )
+        elif stats.finish_reason == "time":
+            result.warnings.append(
+                f"the answer was cut at the {answer_timeout():g} s limit "
+                "(REPO_SEARCH_ASK_TIMEOUT_SECS); it may be unfinished"
+            )
     if parsed.invalid:
         numbers = ", ".join(f"[{n}]" for n in parsed.invalid)
         result.warnings.append(

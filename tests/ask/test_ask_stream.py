@@ -278,3 +278,19 @@ def test_the_prompt_keeps_whole_snippets_that_fit_the_context_window(
     ]
     assert any("LLM_CONTEXT_TOKENS" in w for w in narrow["warnings"])
     assert chat_model.requests_to("/api/chat")[-1].body["options"]["num_ctx"] == 500
+
+
+@pytest.mark.django_db
+def test_an_answer_past_the_ask_timeout_ends_with_what_was_written_and_says_so(
+    shop: Repository, chat_model: ModelServer, settings: Any
+) -> None:
+    settings.REPO_SEARCH_ASK_TIMEOUT_SECS = 1.0
+    chat_model.queue_chat("The pool is configured in configure_pool [1]. " * 40)
+    chat_model.drip = 0.02  # ~500 pieces: well past the second allowed
+    body = token_client().post("/api/ask", {"question": QUESTION}, format="json").json()
+    assert body["answered"] and body["answer"]["raw"].startswith("The pool is configured")
+    assert len(body["answer"]["raw"]) < 40 * 46
+    assert any("REPO_SEARCH_ASK_TIMEOUT_SECS" in w for w in body["warnings"])
+    answer = next(t for t in body["trace"] if t["name"] == "answer")
+    assert answer["detail"]["finish_reason"] == "time"
+    assert body["sources"][0]["symbol"] == "configure_pool"

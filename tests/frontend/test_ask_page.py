@@ -158,6 +158,20 @@ def test_a_503_shows_the_message_and_the_retrieved_sources() -> None:
     assert 'data-status="failed"' in html and 'class="cite"' not in html
 
 
+def test_a_busy_model_and_the_first_word_time_are_named_plainly() -> None:
+    error = {
+        "code": "model_busy",
+        "message": "the chat model is busy: 1 chat call(s) already running",
+        "details": {
+            "sources": [source(None, "src/pool.py", 4, 8, context_number=1)],
+            "timings": {"first_token_ms": 1500, "total_ms": 9000},
+        },
+    }
+    html = render({"question": "where?", "error": error}).content.decode()
+    assert "The chat model is busy with other questions" in html and "already running" in html
+    assert "first word" in html
+
+
 @pytest.mark.parametrize("body", ["not json", "[]", '{"question": "q"}', '{"response": 3}'])
 def test_a_malformed_render_request_is_a_400(body: str) -> None:
     response = ui_client().post("/ui/answer", body, content_type="application/json")

@@ -103,11 +103,19 @@ def test_a_model_that_stops_writing_fails_after_the_idle_timeout(server: ModelSe
         list(chat.stream(MESSAGES, max_tokens=50, timeout=5, idle_timeout=0.3))
 
 
-def test_a_slow_drip_is_bounded_by_the_whole_answers_timeout(server: ModelServer) -> None:
+def test_a_slow_drip_ends_at_the_whole_answers_timeout_with_what_it_wrote(
+    server: ModelServer,
+) -> None:
     server.queue_chat(ANSWER)
     server.drip = 0.05  # each piece well inside the idle timeout, the whole answer is not
     chat = chat_for(server, "ollama")
-    with pytest.raises(ModelUnavailable, match=r"no complete answer within 0\.4s"):
+    stats = StreamStats()
+    text = "".join(chat.stream(MESSAGES, max_tokens=50, timeout=0.4, idle_timeout=2, stats=stats))
+    assert text and ANSWER.startswith(text) and len(text) < len(ANSWER)
+    assert stats.finish_reason == "time"
+    server.queue_chat(ANSWER)
+    server.fail_next("slow", delay=3)  # no text at all within the time: an error
+    with pytest.raises(ModelUnavailable, match=r"no answer within 0\.4s"):
         list(chat.stream(MESSAGES, max_tokens=50, timeout=0.4, idle_timeout=2))
 
 
