@@ -294,3 +294,22 @@ def test_an_answer_past_the_ask_timeout_ends_with_what_was_written_and_says_so(
     answer = next(t for t in body["trace"] if t["name"] == "answer")
     assert answer["detail"]["finish_reason"] == "time"
     assert body["sources"][0]["symbol"] == "configure_pool"
+
+
+def test_a_silent_model_gets_keep_alive_comments_until_it_writes(
+    site: str, headers: dict[str, str], chat_model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from search.ask import stream
+
+    monkeypatch.setattr(stream, "KEEPALIVE_SECS", 0.3)
+    chat_model.queue_chat("configure_pool [1].")
+    chat_model.fail_next("slow", delay=1.5)  # thinking before the first word
+    with httpx.stream(
+        "POST", f"{site}/api/ask", json={"question": QUESTION}, headers=headers, timeout=30
+    ) as response:
+        lines = list(response.iter_lines())
+    comments = [i for i, line in enumerate(lines) if line == ": keep-alive"]
+    first_event = lines.index("event: sources")
+    first_delta = lines.index("event: delta")
+    assert comments and all(first_event < i < first_delta for i in comments)
+    assert "event: done" in lines
