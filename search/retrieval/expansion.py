@@ -22,8 +22,11 @@ MAX_ALTERNATIVE_CHARS = 300
 SYSTEM_PROMPT = (
     "You help a code search engine. Rewrite the user's search query as alternative phrasings "
     "that would find the same code: use the identifiers, API names and technical words a "
-    'programmer would write in that code. Answer with JSON only: {"queries": ["...", "..."]}.'
+    'programmer would write in that code. Answer with JSON only: an object whose "queries" '
+    "list holds the phrasings."
 )
+# No example in the prompt: SmolLM2-135M under the schema copied one literally -- '{"queries":
+# ["...", "..."]}' for 38 of 40 questions, an example query's phrasings for 3 of 3.
 
 
 def expansion_schema(count: int) -> dict[str, Any]:
