@@ -50,6 +50,9 @@ REPO_SEARCH_CLONE_TIMEOUT_SECS = env.positive_int("REPO_SEARCH_CLONE_TIMEOUT_SEC
 REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT_CLONES", 2)
 REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 2_000_000)
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
+# The index stage reads, chunks and stores a repository this much at a time (bounded memory).
+REPO_SEARCH_INDEX_BATCH_MB = env.positive_int("REPO_SEARCH_INDEX_BATCH_MB", 16)
+REPO_SEARCH_INDEX_BATCH_FILES = env.positive_int("REPO_SEARCH_INDEX_BATCH_FILES", 1000)
 # Markdown/reStructuredText chunked by section (heading = symbol) instead of line windows.
 REPO_SEARCH_DOC_SECTIONS = env.flag("REPO_SEARCH_DOC_SECTIONS", False)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
@@ -62,6 +65,10 @@ if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.flag("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
 REPO_SEARCH_ALLOW_LOCAL_PATHS = env.flag("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
 REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
+# A worker that starts looks for jobs lost with a dead worker this long after (the others answer).
+REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS = env.positive_int(
+    "REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS", 15
+)
 REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
     "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
 )

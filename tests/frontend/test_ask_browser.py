@@ -28,7 +28,7 @@ import llm.config  # noqa: F401 - corpus.chat_model calls llm.config.invalidate(
 from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
 from tests.ask import corpus
-from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.frontend.browser import NARROW, WIDE, screenshot, wait_until
 from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -36,12 +36,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 QUESTION = "where is the connection pool configured?"
 SNIPPET_LABEL = re.compile(r"^\[(\d+)\] \S+ -- symbol (\S+)", re.M)
 chat_model = corpus.chat_model  # the app's chat model pointed at the test model server
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture
@@ -144,7 +138,7 @@ def test_without_a_chat_model_the_page_says_so_and_lists_the_retrieved_sources(
     locations = " ".join(source.text for source in retrieved)
     assert "src/pool.py:" in locations
     link = retrieved[0].find_element(By.CSS_SELECTOR, "a.file-link").get_attribute("href") or ""
-    assert link.startswith(f"{live_server.url}/repos/{shop.pk}/file?path=")
+    assert link.startswith(f"{live_server.url}/repos/{shop.pk}/-/blob/HEAD/src/")
     assert browser.find_elements(By.CSS_SELECTOR, ".stage[data-stage=answer][data-status=failed]")
     screenshot(browser, "ask-no-model")
 
