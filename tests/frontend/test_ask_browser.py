@@ -138,7 +138,9 @@ def test_without_a_chat_model_the_page_says_so_and_lists_the_retrieved_sources(
     locations = " ".join(source.text for source in retrieved)
     assert "src/pool.py:" in locations
     link = retrieved[0].find_element(By.CSS_SELECTOR, "a.file-link").get_attribute("href") or ""
-    assert link.startswith(f"{live_server.url}/repos/{shop.pk}/-/blob/HEAD/src/")
+    assert link.startswith(
+        f"{live_server.url}/repos/{shop.pk}/-/blob/{shop.last_indexed_commit}/src/"
+    )
     assert browser.find_elements(By.CSS_SELECTOR, ".stage[data-stage=answer][data-status=failed]")
     screenshot(browser, "ask-no-model")
 
