@@ -131,6 +131,12 @@ LLM_EMBED_BATCH_SIZE = env.positive_int("LLM_EMBED_BATCH_SIZE", 32)
 LLM_EMBED_LONG_TEXT = env.choice("LLM_EMBED_LONG_TEXT", "head", ("head", "windows"))
 LLM_EMBED_MAX_WINDOWS = env.positive_int("LLM_EMBED_MAX_WINDOWS", 8)
 REPO_SEARCH_ASK_TIMEOUT_SECS = env.positive_float("REPO_SEARCH_ASK_TIMEOUT_SECS", 60.0)
+REPO_SEARCH_HYDE_TIMEOUT_SECS = env.positive_float("REPO_SEARCH_HYDE_TIMEOUT_SECS", 20.0)
+# The chat model's context window in tokens: prompts are sized to it (Ollama is sent num_ctx).
+LLM_CONTEXT_TOKENS = env.positive_int("LLM_CONTEXT_TOKENS", 8192)
+# Chat calls this process sends at once; more wait up to LLM_QUEUE_WAIT_SECS, then "busy".
+LLM_MAX_CONCURRENT_CALLS = env.positive_int("LLM_MAX_CONCURRENT_CALLS", 4)
+LLM_QUEUE_WAIT_SECS = env.positive_float("LLM_QUEUE_WAIT_SECS", 10.0)
 
 # --- Processes `make up` runs -----------------------------------------------------------------
 REPO_SEARCH_WEB_WORKERS = env.positive_int("REPO_SEARCH_WEB_WORKERS", default_web_workers())
