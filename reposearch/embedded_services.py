@@ -236,9 +236,21 @@ class EmbeddedPostgres:
                 shutil.chown(item, user=self.run_as)
 
     def stop(self) -> None:
-        if self.running_pid() is None:
+        pid = self.running_pid()
+        if pid is None:
             return
-        self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
+        done = self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
+        if done.returncode != 0 and pid_alive(pid):
+            # pg_ctl runs as the unprivileged user: it fails when it can no longer reach the
+            # data directory (a parent made private since the start, e.g. by another pytest
+            # session resetting /tmp/pytest-of-root to 0700). The postmaster still takes a
+            # signal from us: SIGINT is the same fast shutdown pg_ctl asks for.
+            say(f"pg_ctl stop failed ({done.stderr.strip() or done.returncode}); signalling {pid}")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+            deadline = time.monotonic() + 60
+            while pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
 
 
 class EmbeddedRedis:

@@ -73,3 +73,26 @@ def test_redis_left_running_by_an_earlier_run_is_replaced(data_root: Path) -> No
         assert port_open(second.port)
     finally:
         second.stop()
+
+
+def test_stop_works_when_pg_ctl_can_no_longer_reach_the_data_directory(tmp_path: Path) -> None:
+    # PostgreSQL runs as an unprivileged user; a parent directory made private after the start
+    # (another pytest session resets /tmp/pytest-of-root to 0700) makes `pg_ctl stop` fail.
+    private = tmp_path / "private"
+    private.mkdir()
+    postgres = EmbeddedPostgres(private / "data", free_port())
+    postgres.start()
+    pid = postgres.running_pid()
+    assert pid is not None
+    if postgres.run_as is None:
+        postgres.stop()
+        pytest.skip("PostgreSQL runs as this user here: no directory it could be locked out of")
+    private.chmod(0o700)
+    try:
+        postgres.stop()
+        assert not port_open(postgres.port)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    finally:
+        private.chmod(0o755)
+        postgres.stop()
