@@ -150,13 +150,15 @@ def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
             LIMIT %s
         """
     # The nearest distinct vectors that some chunk in scope points at (the HNSW index holds
-    # each text once), then every chunk in scope with those vectors, nearest first.
+    # each text once), then every chunk in scope with those vectors, nearest first. The scope
+    # test is a scalar subquery, not EXISTS: the planner cannot turn it into a semi-join that
+    # first materialises every chunk in scope; it runs per candidate, three index probes.
     return f"""
         WITH nearest AS MATERIALIZED (
             SELECT v.id, {distance} AS distance
             FROM indexing_embeddingvector v
-            WHERE v.space_id = %s AND EXISTS (
-                SELECT 1 {_scoped_chunks(scope)} AND e.embedding_vector_id = v.id)
+            WHERE v.space_id = %s AND (
+                SELECT true {_scoped_chunks(scope)} AND e.embedding_vector_id = v.id LIMIT 1)
             ORDER BY {distance}
             LIMIT %s
         )

@@ -13,6 +13,7 @@ from typing import Any
 
 from indexing.models import EmbeddingSpace
 from search.ranking.fusion import RankedList
+from search.retrieval.query_vectors import embed_queries
 from search.retrieval.scope import ScopeApplied, ScopeFilter
 from search.retrieval.vector import (
     estimate_rows,
@@ -45,7 +46,7 @@ def _search_space(
     lists: list[RankedList],
     timeout_ms: int,
 ) -> list[dict[str, Any]]:
-    vectors = embedder.embed(list(queries))
+    vectors = embed_queries(embedder, list(queries))
     estimated = estimate_rows(space_scope, scope.languages, scope.include_tests, scope.include_docs)
     per_query = []
     for index, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
