@@ -13,7 +13,7 @@ def build_hnsw_indexes(apps, schema_editor):  # type: ignore[no-untyped-def]
                 f"CREATE INDEX IF NOT EXISTS embvec_hnsw_space_{int(space.pk)}"
                 " ON indexing_embeddingvector"
                 f" USING hnsw ((vector::vector({int(space.dim)})) vector_cosine_ops)"
-                f" WITH (m = 16, ef_construction = 64) WHERE space_id = {int(space.pk)}"
+                f" WITH (m = 16, ef_construction = 200) WHERE space_id = {int(space.pk)}"
             )
 
 

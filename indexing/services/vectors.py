@@ -80,7 +80,7 @@ def _ensure_hnsw_index(space: EmbeddingSpace) -> None:
 # Chosen by measurement on the 1 M-chunk synthetic corpus and on distinct real code
 # (docs/evaluation.md, "Vector recall").
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
+HNSW_EF_CONSTRUCTION = 200
 
 
 def hnsw_index_sql(

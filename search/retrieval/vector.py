@@ -236,7 +236,7 @@ def vector_search(
     limit: int,
     estimated_rows: int,
     exact_max_rows: int = 30_000,
-    ef_search: int = 100,
+    ef_search: int = 200,
     timeout_ms: int = 5000,
     force: Strategy | None = None,
 ) -> VectorList:

@@ -1,0 +1,138 @@
+"""Vector recall@10 of the search's vector list against an exact scan, per ``hnsw.ef_search``.
+
+    .venv/bin/python bench/vector_recall.py [--ef-search 40,100,200] [--extra-queries 60]
+        [--scopes all,one,three] [--json bench/results/vector-recall.json]
+
+Runs on whatever the benchmark database holds (the synthetic corpus of
+``build_synthetic_corpus.py``, or the evaluation corpora indexed by ``bench/eval``). Queries: the
+latency benchmark's 26 plus ``--extra-queries`` taken from the corpus itself (a symbol name and
+the first words of a random chunk's body, as a person would half-remember them). Scopes: every
+repository; one repository; three repositories (large enough for the HNSW path). For each
+scope and ef_search: mean and minimum recall@10 of ``vector_search`` (its automatic strategy)
+against ``force="exact"``, and the p50 / p95 of ``vector_search`` (query embedding excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_db import ROOT, bench_database
+from search_latency import QUERIES
+
+
+def corpus_queries(count: int, seed: int = 11) -> list[str]:
+    from indexing.models import Chunk
+
+    ids = list(Chunk.objects.exclude(symbol="").values_list("id", flat=True)[:50_000])
+    picked = random.Random(seed).sample(ids, min(count, len(ids)))
+    queries = []
+    for chunk in Chunk.objects.filter(id__in=picked).only("symbol", "content"):
+        body = " ".join(chunk.content.split()[2:9])
+        queries.append(f"{chunk.symbol.split('.')[-1]} {body}"[:120])
+    return queries
+
+
+def scopes(wanted: set[str]) -> dict[str, list[Any] | None]:
+    from indexing.models import Repository
+
+    ids = list(Repository.objects.order_by("name").values_list("id", flat=True))
+    found: dict[str, list[Any] | None] = {}
+    if "all" in wanted:
+        found["all"] = None
+    if "one" in wanted and ids:
+        found["one"] = ids[len(ids) // 2 : len(ids) // 2 + 1]
+    if "three" in wanted and len(ids) >= 3:
+        found["three"] = ids[:3]
+    return found
+
+
+def measure(queries: list[str], repo_ids: list[Any] | None, ef_values: list[int]) -> dict[str, Any]:
+    from accounts.visibility import Viewer
+    from llm import get_embedder
+    from search.executor import SearchRequest
+    from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+    from search.retrieval.vector import estimate_rows, find_space, vector_search
+
+    embedder = get_embedder()
+    space = find_space(embedder.space_key)
+    assert space is not None, "no vectors in the benchmark database"
+    vectors = embedder.embed(queries)
+    cases = []
+    for query, vector in zip(queries, vectors, strict=True):
+        scope = resolve_scope(SearchRequest(query=query, repo_ids=repo_ids))
+        scope_filter = build_scope_filter(scope, scope_repositories(repo_ids, Viewer.everything()))
+        estimated = estimate_rows(scope_filter, None, scope.include_tests, scope.include_docs)
+        exact = vector_search(
+            query, vector, space, scope_filter, limit=10, estimated_rows=estimated,
+            force="exact", timeout_ms=60_000,
+        )  # fmt: skip
+        cases.append((query, vector, scope_filter, estimated, {c for c, _ in exact.ranked}))
+    result: dict[str, Any] = {"estimated_rows": cases[0][3] if cases else 0}
+    for ef in ef_values:
+        recalls, times, strategies = [], [], {}
+        for query, vector, scope_filter, estimated, truth in cases:
+            started = time.perf_counter()
+            found = vector_search(
+                query, vector, space, scope_filter, limit=50, estimated_rows=estimated,
+                ef_search=ef,
+            )  # fmt: skip
+            times.append((time.perf_counter() - started) * 1000)
+            top = {c for c, _ in found.ranked[:10]}
+            recalls.append(len(truth & top) / max(len(truth), 1))
+            strategy = str(found.detail.get("strategy"))
+            strategies[strategy] = strategies.get(strategy, 0) + 1
+        times.sort()
+        row = {
+            "recall_at_10_mean": round(statistics.mean(recalls), 3),
+            "recall_at_10_min": round(min(recalls), 2),
+            "queries_below_0_9": sum(r < 0.9 for r in recalls),
+            "ms_p50": round(times[len(times) // 2], 1),
+            "ms_p95": round(times[min(len(times) - 1, int(len(times) * 0.95))], 1),
+            "strategies": strategies,
+        }
+        result[f"ef_search={ef}"] = row
+        print(f"    ef_search={ef:4d}: {row}", flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ef-search", default="40,100,200")
+    parser.add_argument("--extra-queries", type=int, default=60)
+    parser.add_argument("--scopes", default="all,one,three")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench/results/vector-recall.json")
+    args = parser.parse_args(argv)
+    ef_values = [int(x) for x in args.ef_search.split(",")]
+    with bench_database():
+        from indexing.models import Chunk, EmbeddingVector, Repository
+
+        queries = [q for group in QUERIES.values() for q in group]
+        queries += corpus_queries(args.extra_queries)
+        report: dict[str, Any] = {
+            "chunks": Chunk.objects.count(),
+            "distinct_vectors": EmbeddingVector.objects.count(),
+            "repositories": Repository.objects.count(),
+            "queries": len(queries),
+        }
+        print(
+            f"{report['chunks']} chunks, {report['distinct_vectors']} distinct vectors,"
+            f" {report['repositories']} repositories; {len(queries)} queries",
+            flush=True,
+        )
+        for name, repo_ids in scopes({s.strip() for s in args.scopes.split(",")}).items():
+            print(f"  scope {name}:", flush=True)
+            report[name] = measure(queries, repo_ids, ef_values)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
