@@ -25,8 +25,10 @@ WITH space AS (
         WITH ORDINALITY AS g(id, generation, chunks, position)
 ), served AS (
     SELECT g.* FROM scope g, space s
-    WHERE EXISTS (SELECT 1 FROM indexing_chunkembedding e
-                  WHERE e.space_id = s.id AND e.repository_id = g.id)
+    -- A scalar subquery, one probe of the (space, repository) B-tree per repository: as EXISTS
+    -- the planner made it a semi-join aggregating the whole index (60 ms at 157 k chunks).
+    WHERE (SELECT true FROM indexing_chunkembedding e
+           WHERE e.space_id = s.id AND e.repository_id = g.id LIMIT 1)
       AND NOT EXISTS (SELECT 1 FROM indexing_indexjob j
                       WHERE j.repository_id = g.id AND j.kind = %s AND NOT (j.state = ANY(%s)))
 ), facets AS (
