@@ -1,15 +1,19 @@
 """Vector recall@10 of the search's vector list against an exact scan, per ``hnsw.ef_search``.
 
     .venv/bin/python bench/vector_recall.py [--ef-search 40,100,200] [--extra-queries 60]
-        [--scopes all,one,three] [--json bench/results/vector-recall.json]
+        [--scopes all,one,three] [--corpora flask,marshmallow,...]
+        [--json bench/results/vector-recall.json]
 
 Runs on whatever the benchmark database holds (the synthetic corpus of
 ``build_synthetic_corpus.py``, or the evaluation corpora indexed by ``bench/eval``). Queries: the
 latency benchmark's 26 plus ``--extra-queries`` taken from the corpus itself (a symbol name and
 the first words of a random chunk's body, as a person would half-remember them). Scopes: every
-repository; one repository; three repositories (large enough for the HNSW path). For each
-scope and ef_search: mean and minimum recall@10 of ``vector_search`` (its automatic strategy)
-against ``force="exact"``, and the p50 / p95 of ``vector_search`` (query embedding excluded).
+repository; one repository; three repositories (large enough for the HNSW path). With
+``--corpora``, those evaluation corpora (distinct real code; indexed and embedded on first use,
+``bench/eval/index_corpus.py``) are one more scope, measured with the automatic strategy and
+with the HNSW path forced (the scope is small enough that the automatic one scans exactly).
+For each scope and ef_search: mean and minimum recall@10 of ``vector_search`` against
+``force="exact"``, and the p50 / p95 of ``vector_search`` (query embedding excluded).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -52,7 +57,9 @@ def scopes(wanted: set[str]) -> dict[str, list[Any] | None]:
     return found
 
 
-def measure(queries: list[str], repo_ids: list[Any] | None, ef_values: list[int]) -> dict[str, Any]:
+def measure(
+    queries: list[str], repo_ids: list[Any] | None, ef_values: list[int], force: Any = None
+) -> dict[str, Any]:
     from accounts.visibility import Viewer
     from llm import get_embedder
     from search.executor import SearchRequest
@@ -80,7 +87,7 @@ def measure(queries: list[str], repo_ids: list[Any] | None, ef_values: list[int]
             started = time.perf_counter()
             found = vector_search(
                 query, vector, space, scope_filter, limit=50, estimated_rows=estimated,
-                ef_search=ef,
+                ef_search=ef, force=force,
             )  # fmt: skip
             times.append((time.perf_counter() - started) * 1000)
             top = {c for c, _ in found.ranked[:10]}
@@ -106,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ef-search", default="40,100,200")
     parser.add_argument("--extra-queries", type=int, default=60)
     parser.add_argument("--scopes", default="all,one,three")
+    parser.add_argument("--corpora", default="", help="evaluation corpora as one more scope")
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/vector-recall.json")
     args = parser.parse_args(argv)
     ef_values = [int(x) for x in args.ef_search.split(",")]
-    with bench_database():
+    corpora = [name.strip() for name in args.corpora.split(",") if name.strip()]
+    with bench_database(with_redis=bool(corpora)):
         from indexing.models import Chunk, EmbeddingVector, Repository
 
         queries = [q for group in QUERIES.values() for q in group]
@@ -128,6 +137,17 @@ def main(argv: list[str] | None = None) -> int:
         for name, repo_ids in scopes({s.strip() for s in args.scopes.split(",")}).items():
             print(f"  scope {name}:", flush=True)
             report[name] = measure(queries, repo_ids, ef_values)
+        if corpora:
+            sys.path.insert(0, str(ROOT / "bench" / "eval"))
+            from index_corpus import ensure_repository
+
+            real = [ensure_repository(name) for name in corpora]
+            ids = [repository.pk for repository in real]
+            chunks = sum(repository.chunk_count for repository in real)
+            report["corpora"] = {"names": corpora, "chunks": chunks}
+            for label, force in (("auto", None), ("hnsw forced", "hnsw")):
+                print(f"  scope corpora {corpora} ({chunks} chunks), {label}:", flush=True)
+                report["corpora"][label] = measure(queries, ids, ef_values, force)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.json}")
