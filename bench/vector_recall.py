@@ -1,7 +1,7 @@
 """Vector recall@10 of the search's vector list against an exact scan, per ``hnsw.ef_search``.
 
     .venv/bin/python bench/vector_recall.py [--ef-search 40,100,200] [--extra-queries 60]
-        [--scopes all,one,three] [--corpora flask,marshmallow,...]
+        [--scopes all,one,three] [--corpora flask,marshmallow,...] [--packages kombu,...]
         [--json bench/results/vector-recall.json]
 
 Runs on whatever the benchmark database holds (the synthetic corpus of
@@ -12,6 +12,8 @@ repository; one repository; three repositories (large enough for the HNSW path).
 ``--corpora``, those evaluation corpora (distinct real code; indexed and embedded on first use,
 ``bench/eval/index_corpus.py``) are one more scope, measured with the automatic strategy and
 with the HNSW path forced (the scope is small enough that the automatic one scans exactly).
+``--packages`` does the same with installed Python packages (their ``.py`` files chunked and
+stored as the indexer does, embedded with the local model; kept for later runs).
 For each scope and ef_search: mean and minimum recall@10 of ``vector_search`` against
 ``force="exact"``, and the p50 / p95 of ``vector_search`` (query embedding excluded).
 """
@@ -41,6 +43,63 @@ def corpus_queries(count: int, seed: int = 11) -> list[str]:
         body = " ".join(chunk.content.split()[2:9])
         queries.append(f"{chunk.symbol.split('.')[-1]} {body}"[:120])
     return queries
+
+
+def package_repository(name: str) -> Any:
+    """Repository ``pkg-<name>``: an installed package's Python files, indexed and embedded."""
+    import hashlib
+    import importlib
+
+    import llm
+    from indexing.chunking import chunk_file
+    from indexing.languages import is_doc_path, is_test_path
+    from indexing.models import Repository
+    from indexing.services.storing import FileToStore, StoredChunk, store_files
+    from indexing.services.vectors import embed_repository, space_for
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    found = Repository.objects.filter(name=f"pkg-{name}").first()
+    if found is not None and found.embedded_count:
+        return found
+    root = Path(importlib.import_module(name).__file__ or "").parent
+    files = []
+    for path in sorted(root.rglob("*.py")):
+        rel = f"{name}/{path.relative_to(root).as_posix()}"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        pieces = chunk_file(text, "python", rel)
+        if not pieces:
+            continue
+        chunks = [
+            StoredChunk(
+                p.index, p.start_line, p.end_line, p.symbol or "", p.kind, p.content, tuple(p.calls)
+            )
+            for p in pieces
+        ]  # fmt: skip
+        files.append(
+            FileToStore(
+                path=rel, blob_sha=hashlib.sha1(text.encode()).hexdigest(),
+                size_bytes=len(text.encode()), language="python", is_test=is_test_path(rel),
+                is_doc=is_doc_path(rel, "python"), line_count=text.count("\n") + 1, chunks=chunks,
+            )
+        )  # fmt: skip
+    repository = found or Repository.objects.create(
+        url=f"https://example.invalid/pkg/{name}.git", name=f"pkg-{name}", branch="main",
+        status="ready", active_generation=1, last_indexed_commit="0" * 40,
+    )  # fmt: skip
+    if not found:
+        store_files(repository.pk, 1, files)
+    count = sum(len(f.chunks) for f in files)
+    Repository.objects.filter(pk=repository.pk).update(chunk_count=count)
+    refresh_search_stats(repository.pk)
+    repository.refresh_from_db()
+    embedder = llm.get_embedder()
+    print(f"  {name}: {len(files)} files, {count} chunks; embedding", flush=True)
+    started = time.monotonic()
+    done = embed_repository(repository, space_for(embedder), embedder.embed, batch_size=64)
+    print(f"  {name}: {done} in {time.monotonic() - started:.0f} s", flush=True)
+    Repository.objects.filter(pk=repository.pk).update(embedded_count=done.embedded + done.reused)
+    repository.refresh_from_db()
+    return repository
 
 
 def scopes(wanted: set[str]) -> dict[str, list[Any] | None]:
@@ -114,10 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra-queries", type=int, default=60)
     parser.add_argument("--scopes", default="all,one,three")
     parser.add_argument("--corpora", default="", help="evaluation corpora as one more scope")
+    parser.add_argument("--packages", default="", help="installed packages as one more scope")
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/vector-recall.json")
     args = parser.parse_args(argv)
     ef_values = [int(x) for x in args.ef_search.split(",")]
     corpora = [name.strip() for name in args.corpora.split(",") if name.strip()]
+    packages = [name.strip() for name in args.packages.split(",") if name.strip()]
     with bench_database(with_redis=bool(corpora)):
         from indexing.models import Chunk, EmbeddingVector, Repository
 
@@ -148,6 +209,14 @@ def main(argv: list[str] | None = None) -> int:
             for label, force in (("auto", None), ("hnsw forced", "hnsw")):
                 print(f"  scope corpora {corpora} ({chunks} chunks), {label}:", flush=True)
                 report["corpora"][label] = measure(queries, ids, ef_values, force)
+        if packages:
+            real = [package_repository(name) for name in packages]
+            ids = [repository.pk for repository in real]
+            chunks = sum(repository.chunk_count for repository in real)
+            report["packages"] = {"names": packages, "chunks": chunks}
+            for label, force in (("auto", None), ("hnsw forced", "hnsw")):
+                print(f"  scope packages {packages} ({chunks} chunks), {label}:", flush=True)
+                report["packages"][label] = measure(queries, ids, ef_values, force)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.json}")
