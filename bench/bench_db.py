@@ -93,6 +93,11 @@ def set_environment(port: int, redis_port: int | None = None) -> None:
     if redis_port:
         creds, _created = credentials.ensure(CORPORA / "redis")
         os.environ["REDIS_URL"] = credentials.redis_url("127.0.0.1", redis_port, creds)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
+    os.environ.setdefault("REPO_SEARCH_DATA_DIR", str(CORPORA / "data"))
+    os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")
+    # The synthetic corpus alone holds 1 M vectors; the default cap (500 k) would refuse more.
+    os.environ.setdefault("REPO_SEARCH_MAX_VECTOR_ENTRIES", "5000000")
 
 
 def _credentials_module():  # type: ignore[no-untyped-def]
@@ -106,11 +111,6 @@ def _credentials_module():  # type: ignore[no-untyped-def]
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
-    os.environ.setdefault("REPO_SEARCH_DATA_DIR", str(CORPORA / "data"))
-    os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")
-    # The synthetic corpus alone holds 1 M vectors; the default cap (500 k) would refuse more.
-    os.environ.setdefault("REPO_SEARCH_MAX_VECTOR_ENTRIES", "5000000")
 
 
 def _free_port() -> int:

@@ -69,14 +69,20 @@ def _rg_ms(tree: Path, args: list[str], repeats: int) -> tuple[dict[str, float],
     return _percentiles(times[1:]), files
 
 
-def main() -> None:
+def corpus_arguments(description: str | None) -> argparse.Namespace:
+    """The search benchmarks' options: ``--source`` tree (default: the installed Django),
+    ``--repeats``, ``--json`` (where to write the figures)."""
     import django
 
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--source", type=Path, default=Path(django.__file__).parent)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = corpus_arguments(__doc__)
     with bench_database(), tempfile.TemporaryDirectory() as work:
         from django.db import connection
 

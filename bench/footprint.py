@@ -24,17 +24,13 @@ between the processes sharing it, so the PSS column adds up to what the stack re
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -44,35 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reposearch.embedded_services import free_port  # noqa: E402
+from tests.make_up_stack import Stack, make_up  # noqa: E402
 
 MB = 1024 * 1024
 FINISHED = ("done", "completed_with_errors", "failed", "cancelled")
-
-
-# The stack's first start writes the administrator's API token here (accounts.first_run).
-TOKEN: dict[str, str] = {}
-
-
-def read_initial_token(data_dir: Path) -> str:
-    for line in (data_dir / "initial-admin.txt").read_text().splitlines():
-        if line.startswith("token: "):
-            return line.removeprefix("token: ")
-    raise RuntimeError(f"no token in {data_dir / 'initial-admin.txt'}")
-
-
-def http(method: str, url: str, body: dict | None = None, timeout: float = 30) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Content-Type", "application/json")
-    if "secret" in TOKEN:
-        request.add_header("Authorization", f"Bearer {TOKEN['secret']}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return 0, {}
 
 
 def role_of(process: psutil.Process, stack_pid: int, postmaster: int | None) -> str:
@@ -107,24 +78,23 @@ def postmaster_pid(data_dir: Path) -> int | None:
         return None
 
 
-def stack_processes(stack_pid: int, data_dir: Path) -> list[tuple[str, psutil.Process]]:
-    found: dict[int, psutil.Process] = {}
+def _add_tree(pid: int, found: dict[int, psutil.Process]) -> None:
+    """``pid`` and all its descendants into ``found`` (nothing if it is gone)."""
     try:
-        root = psutil.Process(stack_pid)
-        found[root.pid] = root
-        for child in root.children(recursive=True):
+        process = psutil.Process(pid)
+        found[process.pid] = process
+        for child in process.children(recursive=True):
             found[child.pid] = child
     except psutil.Error:
         pass
+
+
+def stack_processes(stack_pid: int, data_dir: Path) -> list[tuple[str, psutil.Process]]:
+    found: dict[int, psutil.Process] = {}
+    _add_tree(stack_pid, found)
     postmaster = postmaster_pid(data_dir)
     if postmaster is not None:  # pg_ctl daemonises the server: it is not in the stack's tree
-        try:
-            server = psutil.Process(postmaster)
-            found[server.pid] = server
-            for child in server.children(recursive=True):
-                found[child.pid] = child
-        except psutil.Error:
-            pass
+        _add_tree(postmaster, found)
     return [(role_of(p, stack_pid, postmaster), p) for p in found.values()]
 
 
@@ -205,6 +175,47 @@ def sample_repository(work: Path) -> Path:
     return repo
 
 
+def measure(stack: Stack, args: argparse.Namespace) -> None:
+    started = time.monotonic()
+    while not stack.healthy():
+        if stack.process.poll() is not None or time.monotonic() - started > 180:
+            print(stack.output()[-3000:], file=sys.stderr)
+            raise SystemExit("the stack did not become healthy")
+        time.sleep(0.5)
+    print(f"healthy after {time.monotonic() - started:.1f} s; cores: {os.cpu_count()}")
+    token = stack.initial_admin()["token"]
+    time.sleep(2)  # let start-up work (the beat's first run) settle
+    sampler = Sampler(stack.process.pid, stack.data)
+    sampler.run_for("idle", args.seconds, args.interval)
+    if args.index:
+        source = args.repo or sample_repository(stack.log.parent)
+        status, body = stack.call("POST", "/api/repos", {"url": str(source)}, token)
+        if status != 202:
+            raise SystemExit(f"adding {source} gave {status}: {body}")
+        repo_id, job_id = body["id"], body["job"]["id"]
+        index_started = time.monotonic()
+        job: dict = {}
+        while time.monotonic() - index_started < args.index_timeout:
+            sampler.sample("indexing")
+            _, job = stack.call("GET", f"/api/jobs/{job_id}", token=token)
+            if job.get("state") in FINISHED:
+                break
+            time.sleep(args.interval)
+        _, repo = stack.call("GET", f"/api/repos/{repo_id}", token=token)
+        print(
+            f"indexed in {time.monotonic() - index_started:.1f} s: job {job.get('state')}, "
+            f"{repo.get('file_count')} files, {repo.get('chunk_count')} chunks, "
+            f"{repo.get('vectors')} vectors"
+        )
+        time.sleep(3)  # a child over its memory cap is replaced after its task
+        sampler.run_for("idle after indexing", args.seconds, args.interval)
+        status, _ = stack.call("POST", "/api/search", {"query": "where are jobs reaped"}, token)
+        print(f"one search: {status}")
+        sampler.run_for("idle after a search", args.seconds, args.interval)
+    print()
+    print(sampler.table())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20, help="length of each idle phase")
@@ -215,75 +226,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="reposearch-footprint-"))
-    data_dir = work / "data"
-    bind = f"127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update(
-        REPO_SEARCH_DATA_DIR=str(data_dir),
-        REPO_SEARCH_BIND_ADDR=bind,
+        REPO_SEARCH_DATA_DIR=str(work / "data"),
+        REPO_SEARCH_BIND_ADDR=f"127.0.0.1:{free_port()}",
         REPO_SEARCH_PG_PORT=str(free_port()),
         REPO_SEARCH_REDIS_PORT=str(free_port()),
         REPO_SEARCH_ALLOW_LOCAL_PATHS="1",
         LLM_PROVIDER=env.get("LLM_PROVIDER", "none"),
     )
-    base = f"http://{bind}"
-    log = open(work / "stack.log", "wb")  # noqa: SIM115 - the child writes to it
-    stack = subprocess.Popen(
-        [sys.executable, "-m", "reposearch.embedded_stack", "up"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    started = time.monotonic()
     try:
-        while http("GET", f"{base}/api/health", timeout=5)[0] != 200:
-            if stack.poll() is not None or time.monotonic() - started > 180:
-                print((work / "stack.log").read_text(errors="replace")[-3000:], file=sys.stderr)
-                raise SystemExit("the stack did not become healthy")
-            time.sleep(0.5)
-        print(f"healthy after {time.monotonic() - started:.1f} s; cores: {os.cpu_count()}")
-        TOKEN["secret"] = read_initial_token(data_dir)
-        time.sleep(2)  # let start-up work (the beat's first run) settle
-        sampler = Sampler(stack.pid, data_dir)
-        sampler.run_for("idle", args.seconds, args.interval)
-        if args.index:
-            source = args.repo or sample_repository(work)
-            status, body = http("POST", f"{base}/api/repos", {"url": str(source)})
-            if status != 202:
-                raise SystemExit(f"adding {source} gave {status}: {body}")
-            repo_id, job_id = body["id"], body["job"]["id"]
-            index_started = time.monotonic()
-            job: dict = {}
-            while time.monotonic() - index_started < args.index_timeout:
-                sampler.sample("indexing")
-                _, job = http("GET", f"{base}/api/jobs/{job_id}")
-                if job.get("state") in FINISHED:
-                    break
-                time.sleep(args.interval)
-            _, repo = http("GET", f"{base}/api/repos/{repo_id}")
-            print(
-                f"indexed in {time.monotonic() - index_started:.1f} s: job {job.get('state')}, "
-                f"{repo.get('file_count')} files, {repo.get('chunk_count')} chunks, "
-                f"{repo.get('vectors')} vectors"
-            )
-            time.sleep(3)  # a child over its memory cap is replaced after its task
-            sampler.run_for("idle after indexing", args.seconds, args.interval)
-            status, _ = http("POST", f"{base}/api/search", {"query": "where are jobs reaped"})
-            print(f"one search: {status}")
-            sampler.run_for("idle after a search", args.seconds, args.interval)
-        print()
-        print(sampler.table())
+        with make_up(work, env, ready=False) as stack:
+            measure(stack, args)
     finally:
-        if stack.poll() is None:
-            os.kill(stack.pid, signal.SIGINT)
-            try:
-                stack.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(stack.pid, signal.SIGKILL)
-        log.close()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -9,6 +9,15 @@ standalone model's on the same chunks, and the worker's peak memory (all its pro
     .venv/bin/python bench/index_benchmark.py                 # django (full text) + click (embeddings)
     .venv/bin/python bench/index_benchmark.py --corpus flask==3.0.3 --embed
     .venv/bin/python bench/index_benchmark.py --corpus DIR --embed    # a local directory
+    .venv/bin/python bench/index_benchmark.py --assemble 500           # a ~500 MB repository
+
+``--assemble MB`` builds (once; kept in ``bench/corpora/assembled-<MB>.git``) a repository of
+about MB megabytes without the internet (``BENCH_CORPORA_DIR`` moves it): the text files of this venv's site-packages and of
+the system's Python library, the venv's compiled extensions (``.so``: binary, skipped unread,
+as a real repository's assets are), and generated Python modules with distinct names until the
+tree reaches the size. It is fetched from its local path (``REPO_SEARCH_ALLOW_LOCAL_PATHS``)
+under the default size limits, indexed to "searchable by full text", and the peak RSS of the
+worker's largest process (the pool child that runs the index stage) is printed next to the sum.
 
 Django 5.2.8's sdist (6,890 files, 45 MB; about 5,400 files and 48,000 chunks indexed) is
 measured to "searchable by full text" only: embedding its chunks on 2 CPU cores takes about half
@@ -18,7 +27,10 @@ an hour. The embedding stage is measured on click 8.1.7 (122 files, about 1,200 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,14 +57,107 @@ def build_repository(source: Path, target: Path):  # type: ignore[no-untyped-def
     return repo, len(files), sum(len(data) for data in files.values())
 
 
+TEXT_SUFFIXES = {".py", ".pyi", ".h", ".c", ".js", ".json", ".md", ".rst", ".txt", ".toml", ".cfg"}
+
+
+def tree_size(bare: Path) -> tuple[int, int]:
+    """Files and bytes in the tip's tree of a bare repository (``git ls-tree``)."""
+    listing = subprocess.run(
+        ["git", "--git-dir", str(bare), "ls-tree", "-r", "-l", "HEAD"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    sizes = [int(line.split()[3]) for line in listing if line.split()[3].isdigit()]
+    return len(listing), sum(sizes)
+
+
+def _generated_module(number: int) -> str:
+    """A Python module with names of its own (so its chunks and tsvectors are distinct)."""
+    tag = hashlib.sha256(str(number).encode()).hexdigest()[:10]
+    parts = [f'"""Generated module {number} ({tag}) for the memory benchmark."""\n\n']
+    for item in range(40):
+        parts.append(
+            f"class Record{tag}{item}:\n"
+            f'    """Holds the {item}th value of the {tag} series."""\n\n'
+            f"    def __init__(self, value_{item}: int) -> None:\n"
+            f"        self.value_{item} = value_{item}\n\n"
+            f"    def scaled_{tag}_{item}(self, factor: int) -> int:\n"
+            f"        total = 0\n"
+            f"        for step in range(factor):\n"
+            f"            total += self.value_{item} * step + {item}\n"
+            f"        return total\n\n\n"
+        )
+    return "".join(parts)
+
+
+def assembled_repository(megabytes: int) -> Path:
+    """A bare repository of about ``megabytes`` MB of files, built with git once (no internet)."""
+    import sysconfig
+
+    corpora = Path(os.environ.get("BENCH_CORPORA_DIR") or ROOT / "bench" / "corpora")
+    target = corpora / f"assembled-{megabytes}.git"
+    if (target / "HEAD").exists():
+        return target
+    budget = megabytes * 1_000_000
+    tree = Path(tempfile.mkdtemp(prefix="reposearch-assemble-"))
+    total = 0
+    try:
+        sources = [
+            ("site", Path(sysconfig.get_paths()["purelib"])),
+            ("stdlib", Path(sysconfig.get_paths()["stdlib"])),
+        ]
+        binaries: list[Path] = []
+        for name, root in sources:
+            for path in sorted(root.rglob("*")):
+                if not path.is_file() or path.is_symlink() or "__pycache__" in path.parts:
+                    continue
+                relative = path.relative_to(root).as_posix().replace("site-packages", "sitepkgs")
+                if path.suffix == ".so":
+                    binaries.append(path)
+                elif path.suffix in TEXT_SUFFIXES and total < budget * 0.6:
+                    destination = tree / name / relative
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, destination)
+                    total += path.stat().st_size
+        assets = 0
+        for path in binaries:  # the assets: as much as fits in 40 % of the size
+            if assets + path.stat().st_size > budget * 0.4:
+                continue
+            assets += path.stat().st_size
+            destination = tree / "assets" / path.name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, destination)
+            total += path.stat().st_size
+        number = 0
+        while total < budget:
+            text = _generated_module(number)
+            destination = tree / "gen" / f"part_{number // 500:03}" / f"module_{number}.py"
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_text(text)
+            total += len(text)
+            number += 1
+        git = ["git", "-C", str(tree), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+        subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "assembled"], check=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", "--bare", str(tree), str(target)], check=True)
+        subprocess.run(["git", "--git-dir", str(target), "repack", "-a", "-d", "-q"], check=True)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    print(f"assembled {target}: {tree_size(target)[0]} files, {total / 1e6:.0f} MB")
+    return target
+
+
 class PeakMemory:
-    """Samples the resident memory of the worker and its children every 0.2 s."""
+    """Samples the resident memory of the worker and its children every 0.2 s: the peak of
+    their sum (shared pages counted once per process) and of the largest single process."""
 
     def __init__(self, pid: int) -> None:
         import psutil
 
         self.process = psutil.Process(pid)
         self.peak = 0
+        self.peak_single = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -63,7 +168,9 @@ class PeakMemory:
         while not self._stop.wait(0.2):
             try:
                 processes = [self.process, *self.process.children(recursive=True)]
-                self.peak = max(self.peak, sum(p.memory_info().rss for p in processes))
+                sizes = [p.memory_info().rss for p in processes]
+                self.peak = max(self.peak, sum(sizes))
+                self.peak_single = max(self.peak_single, max(sizes))
             except psutil.Error:
                 continue
 
@@ -78,13 +185,22 @@ def run_corpus(requirement: str, embed: bool, workdir: Path, worker_pid: int) ->
     from indexing.services.repositories import add_repository, delete_repository
     from tests.indexing.git_server import GitHttpServer
 
-    # A directory is indexed as it is (its top folder stripped, like an sdist's): smoke runs.
-    source = Path(requirement) if Path(requirement).is_dir() else unpacked_sdist(requirement)
-    repo, file_count, total_bytes = build_repository(source, workdir / f"{requirement}.git")
+    local = requirement.endswith(".git") and Path(requirement).is_dir()  # --assemble's
+    if local:
+        file_count, total_bytes = tree_size(Path(requirement))
+    else:
+        # A directory is indexed as it is (its top folder stripped, like an sdist's): smoke runs.
+        source = Path(requirement) if Path(requirement).is_dir() else unpacked_sdist(requirement)
+        repo, file_count, total_bytes = build_repository(source, workdir / f"{requirement}.git")
     memory = PeakMemory(worker_pid)
-    with GitHttpServer({"bench/repo.git": repo}) as server:
+    with contextlib.ExitStack() as stack:
+        if local:
+            url = requirement
+        else:
+            server = stack.enter_context(GitHttpServer({"bench/repo.git": repo}))
+            url = server.url("bench/repo.git")
         started = time.monotonic()
-        job = add_repository(server.url("bench/repo.git"), name=requirement)
+        job = add_repository(url, name=Path(requirement).name)
         searchable_at = None
         while True:
             job.refresh_from_db()
@@ -102,7 +218,7 @@ def run_corpus(requirement: str, embed: bool, workdir: Path, worker_pid: int) ->
             if job.is_finished:
                 break
             time.sleep(0.1)
-    peak = memory.stop()
+    memory.stop()
     job = IndexJob.objects.get(pk=job.pk)
     repository = Repository.objects.get(pk=job.repository_id)
     timings = job.stage_timings
@@ -126,7 +242,15 @@ def run_corpus(requirement: str, embed: bool, workdir: Path, worker_pid: int) ->
                 extra = f"  {count / seconds:8.1f} chunks/s"
             print(f"  {stage:<10} {seconds:7.2f} s{extra}")
     print(f"searchable by full text {searchable_at:.1f} s after the request")
-    print(f"worker peak memory (all processes): {peak / 1e6:.0f} MB")
+    print(
+        f"worker peak RSS: {memory.peak_single / 1e6:.0f} MB its largest process,"
+        f" {memory.peak / 1e6:.0f} MB all its processes summed"
+    )
+    print(
+        f"job: {job.files_total} files, {job.files_skipped} skipped, {job.chunks_total} chunks;"
+        f" clone {repository.size_bytes / 1e6:.0f} MB; batches of"
+        f" {os.environ.get('REPO_SEARCH_INDEX_BATCH_MB', '16')} MB"
+    )
     if embed and timings.get("embedding"):
         pipeline_rate = job.chunks_embedded / timings["embedding"]
         standalone = standalone_embedding_rate(repository)
@@ -159,7 +283,13 @@ def main() -> None:
         "--corpus", action="append", help="requirement (django==5.2.8) or a local directory"
     )
     parser.add_argument("--embed", action="store_true", help="wait for the embedding stage too")
+    parser.add_argument(
+        "--assemble", type=int, metavar="MB", help="index a local repository of about MB megabytes"
+    )
     args = parser.parse_args()
+    if args.assemble and not os.environ.get("REPOSEARCH_BENCH_CHILD"):
+        args.corpus = [str(assembled_repository(args.assemble))]
+        sys.argv = [sys.argv[0], "--corpus", args.corpus[0]]
     plan = (
         [(c, args.embed) for c in args.corpus]
         if args.corpus
@@ -186,7 +316,8 @@ def main() -> None:
                     "DJANGO_SETTINGS_MODULE": "reposearch.settings.base",
                     "REPO_SEARCH_DATA_DIR": str(workdir / "data"),
                     "REPO_SEARCH_ALLOW_PRIVATE_HOSTS": "1",
-                    "REPO_SEARCH_MAX_REPO_SIZE_MB": "2000",
+                    "REPO_SEARCH_MAX_REPO_SIZE_MB": "500" if args.assemble else "2000",
+                    "REPO_SEARCH_ALLOW_LOCAL_PATHS": "1",
                 }
             )
             subprocess.run(

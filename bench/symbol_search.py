@@ -13,10 +13,8 @@ definition name, a name defined once and called somewhere, a prefix of it and a 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -24,13 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_db import bench_database
-from exact_search import _git_repository
-
-
-def _percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"p50": round(statistics.median(ordered), 1), "p95": round(p95, 1)}
+from exact_search import _git_repository, _percentiles, corpus_arguments
 
 
 def _timed(call: Callable[[], int], repeats: int) -> tuple[dict[str, float], int]:
@@ -69,13 +61,7 @@ def _names(repository_id: Any, generation: int) -> tuple[str, str]:
 
 
 def main() -> None:
-    import django
-
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--source", type=Path, default=Path(django.__file__).parent)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = corpus_arguments(__doc__)
     os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")  # the corpus is a local clone
     with bench_database(), tempfile.TemporaryDirectory() as work:
         from accounts.visibility import Viewer

@@ -32,6 +32,7 @@ from frontend.results import (
 MAX_SOURCES = 60
 MAX_ANSWER_CHARS = 40_000
 CITATION = re.compile(r"\[(\d{1,4})\]")
+COMMIT = re.compile(r"[0-9a-f]{7,64}")  # a cited snippet's commit; anything else links HEAD
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)(?:^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
@@ -39,6 +40,7 @@ TIMING_LABELS = {
     "retrieve_ms": "retrieval",
     "hyde_ms": "HyDE",
     "expand_ms": "call graph",
+    "first_token_ms": "first word",
     "model_ms": "model",
     "total_ms": "total",
 }
@@ -48,6 +50,7 @@ STAGE_LABELS = {"callgraph": "call graph", "hyde": "HyDE", "expansion": "query e
 FAILURE_TITLES = {
     "model_unavailable": "No chat model answered",
     "model_bad_response": "The chat model's answer was unusable",
+    "model_busy": "The chat model is busy with other questions",
 }
 
 
@@ -121,6 +124,7 @@ def build_source(item: Mapping[str, Any]) -> SourceView | None:
         return None
     number = item.get("number")
     context_number = item.get("context_number")
+    commit = _text(item.get("commit"))
     return SourceView(
         number=number if isinstance(number, int) and not isinstance(number, bool) else None,
         context_number=context_number if isinstance(context_number, int) else None,
@@ -130,10 +134,14 @@ def build_source(item: Mapping[str, Any]) -> SourceView | None:
         end_line=end,
         symbol=_text(item.get("symbol")),
         kind=_text(item.get("kind")),
-        commit=_text(item.get("commit")),
+        commit=commit,
         origin=_text(item.get("origin")) or "search",
         via=_text(item.get("via")),
-        file_url=file_view_url(repo_id, path, start, end) if _is_uuid(repo_id) else "",
+        file_url=(
+            file_view_url(repo_id, path, start, end, commit if COMMIT.fullmatch(commit) else "")
+            if _is_uuid(repo_id)
+            else ""
+        ),
         upstream_url=_web_url(item.get("upstream_url")),
     )
 

@@ -11,13 +11,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
 from django.db.models import Q
-from django.urls import reverse
 
 from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
+from frontend.permalinks import Permalinks, blob_url
 from indexing.models import Chunk, Repository
 from indexing.upstream_urls import upstream_file_url
 
@@ -54,10 +53,13 @@ class ResultView:
     file_url: str
     upstream_url: str | None
     match_count: int | None = None  # exact/regex hits: matching lines in the file
+    semantic: bool = False  # hybrid hits found by the vector lists alone (not the words)
 
     @property
     def location(self) -> str:
-        """``path:start-end`` (``path:start`` for one line)."""
+        """``path:start-end`` (``path:start`` for one line; ``path`` for a file-name hit)."""
+        if self.start_line < 1:
+            return self.path
         if self.end_line > self.start_line:
             return f"{self.path}:{self.start_line}-{self.end_line}"
         return f"{self.path}:{self.start_line}"
@@ -145,9 +147,10 @@ def per_query_lists(detail: Any) -> list[tuple[str, str]]:
     return lists
 
 
-def file_view_url(repo_id: str, path: str, start: int, end: int) -> str:
-    query = urlencode({"path": path, "start": start, "end": end})
-    return f"{reverse('frontend:file', args=[repo_id])}?{query}#L{start}"
+def file_view_url(repo_id: str, path: str, start: int, end: int, commit: str = "") -> str:
+    """The permalink of ``path`` at ``commit`` (``HEAD``: the indexed one) with the lines
+    marked, addressed by id (``build_results`` addresses by name where it can)."""
+    return blob_url(repo_id, commit or "HEAD", path, start, end)
 
 
 def build_results(
@@ -167,6 +170,7 @@ def build_results(
         )
     }
     stored = stored_contents(raw_results, repositories)
+    links = Permalinks([(repo.pk, repo.name) for repo in repositories.values()], viewer)
     terms = query_terms(query)
     views: list[ResultView] = []
     for position, item in enumerate(raw_results, start=offset + 1):
@@ -181,7 +185,11 @@ def build_results(
         if content is None:
             content = stored.get((repo_id, path, _int(item.get("chunk_index"), -1)), "")
         snippets = item.get("snippets")
-        if isinstance(snippets, list) and snippets:
+        file_name_hit = "file_match" in item  # a file-name hit: the file itself, no lines
+        lines: list[Line]
+        if file_name_hit:
+            lines, start, end = [], 0, 0
+        elif isinstance(snippets, list) and snippets:
             lines = file_match_lines(item, snippets, path=path, language=language, terms=terms)
         else:
             lines = highlight_lines(
@@ -207,11 +215,14 @@ def build_results(
                 lines=shown,
                 lines_omitted=omitted,
                 scores=[(label, format_score(item.get(key))) for key, label in SCORE_FIELDS],
-                file_url=file_view_url(repo_id, path, start, end) if repository else "",
+                file_url=links.blob(repository.pk, commit, path, 0 if file_name_hit else start, end)
+                if repository
+                else "",
                 upstream_url=upstream_file_url(repository.url, commit, path, start, end)
                 if repository
                 else None,
                 match_count=_int(item.get("match_count"), 0) if "match_count" in item else None,
+                semantic=item.get("semantic") is True,
             )
         )
     return views
@@ -310,6 +321,20 @@ def build_pipeline(trace: Any) -> list[PipelineColumn]:
         columns[-1].stages.append(stage)
         previous_was_retrieval = is_retrieval
     return columns
+
+
+MODE_LABELS = {
+    "hybrid": "natural language: full-text and vector search",
+    "exact": "exact text",
+    "regex": "regular expression",
+    "symbol": "symbol definitions",
+    "file": "file names",
+}
+
+
+def mode_label(mode: Any) -> str:
+    """Which search ran, in words (the response's ``mode``; "" when it names none we know)."""
+    return MODE_LABELS.get(_text(mode), "")
 
 
 def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> list[str]:

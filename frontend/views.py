@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.access import account_page, may, reader_fragment, reader_page
-from frontend.results import build_pipeline, build_results, describe_filters
+from frontend.results import build_pipeline, build_results, describe_filters, mode_label
 from indexing.models import SourceFile
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
@@ -94,6 +94,7 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "total_is_lower_bound": response.get("total_is_lower_bound"),
             "match_total": response.get("match_total"),
             "truncated": response.get("truncated"),
+            "mode": mode_label(response.get("mode")),
             "searched": describe_filters(search_request, repo_names),
         },
     )

@@ -15,17 +15,20 @@ from typing import TYPE_CHECKING
 
 from llm.errors import (
     ChatUnavailable,
+    ModelBusy,
     ModelError,
     ModelResponseError,
     ModelUnavailable,
 )
 
 if TYPE_CHECKING:
+    from llm.chat_providers import Chat
     from llm.config import ModelSettings
-    from llm.providers import Chat, Embedder
+    from llm.providers import Embedder
 
 __all__ = [
     "ChatUnavailable",
+    "ModelBusy",
     "ModelError",
     "ModelResponseError",
     "ModelUnavailable",
@@ -70,7 +73,7 @@ def get_chat(settings: ModelSettings | None = None) -> Chat:
     ``chat.available`` is False when no chat model is configured; its ``chat()`` then raises
     ``ChatUnavailable`` (a ``ModelUnavailable``), so callers can degrade in one place.
     """
-    from llm.providers import build_chat
+    from llm.chat_providers import build_chat
 
     cfg = settings or _effective()
     with _lock:

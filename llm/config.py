@@ -44,6 +44,7 @@ class ModelSettings:
     embed_batch_size: int = 32
     long_text: str = "head"
     max_windows: int = 8
+    context_tokens: int = 8192  # the chat model's context window (LLM_CONTEXT_TOKENS)
 
     def __repr__(self) -> str:  # the key must not leak through a repr in a log or traceback
         fields = {k: v for k, v in self.__dict__.items() if k != "api_key"}
@@ -140,6 +141,7 @@ def settings_from_env() -> ModelSettings:
         embed_batch_size=int(getattr(dj, "LLM_EMBED_BATCH_SIZE", 32)),
         long_text=str(getattr(dj, "LLM_EMBED_LONG_TEXT", "head")),
         max_windows=int(getattr(dj, "LLM_EMBED_MAX_WINDOWS", 8)),
+        context_tokens=int(getattr(dj, "LLM_CONTEXT_TOKENS", 8192)),
     )
 
 

@@ -4,7 +4,8 @@
 refused, timeouts, retries exhausted on 429/5xx) -- callers degrade (lexical search only,
 skip rerank). ``ModelResponseError``: it answered, but with something unusable (garbage JSON,
 wrong shape, wrong vector dimension, a 4xx such as an unknown model or a bad API key).
-``ChatUnavailable``: no chat model is configured at all.
+``ChatUnavailable``: no chat model is configured at all. ``ModelBusy``: this process already
+has ``LLM_MAX_CONCURRENT_CALLS`` chat calls running and none finished within the queue wait.
 """
 
 from __future__ import annotations
@@ -62,3 +63,7 @@ class ModelResponseError(ModelError):
 
 class ChatUnavailable(ModelUnavailable):
     """No chat model is configured (``LLM_PROVIDER=none``)."""
+
+
+class ModelBusy(ModelUnavailable):
+    """Every chat-call slot of this process stayed taken (``LLM_MAX_CONCURRENT_CALLS``)."""

@@ -24,11 +24,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -62,6 +63,30 @@ class _Layer:
     b_down: np.ndarray
     ln2_w: np.ndarray
     ln2_b: np.ndarray
+
+
+def load_layer(
+    w: Callable[[str], np.ndarray], prefix: str, scale: np.float32, *, query: str, key: str,
+    value: str, out: str, attention_norm: str,
+) -> _Layer:  # fmt: skip
+    """One encoder layer from its weights (``w(name)``; names under ``prefix``, the attention's
+    given, the feed-forward part BERT's), the query projection pre-multiplied by ``scale``."""
+
+    def pair(name: str) -> tuple[np.ndarray, np.ndarray]:
+        return w(prefix + name + ".weight"), w(prefix + name + ".bias")
+
+    (q_w, q_b), (k_w, k_b), (v_w, v_b) = pair(query), pair(key), pair(value)
+    o_w, o_b = pair(out)
+    in_w, in_b = pair("intermediate.dense")
+    down_w, down_b = pair("output.dense")
+    (ln1_w, ln1_b), (ln2_w, ln2_b) = pair(attention_norm), pair("output.LayerNorm")
+    return _Layer(
+        w_qkv=np.ascontiguousarray(np.concatenate([q_w * scale, k_w, v_w]).T),
+        b_qkv=np.concatenate([q_b * scale, k_b, v_b]),
+        w_out=np.ascontiguousarray(o_w.T), b_out=o_b, ln1_w=ln1_w, ln1_b=ln1_b,
+        w_in=np.ascontiguousarray(in_w.T), b_in=in_b,
+        w_down=np.ascontiguousarray(down_w.T), b_down=down_b, ln2_w=ln2_w, ln2_b=ln2_b,
+    )  # fmt: skip
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -112,9 +137,17 @@ def _gelu_inplace(x: np.ndarray) -> None:
 class MiniLMRuntime:
     """The numpy BERT encoder. ``embed_token_ids`` is thread-safe (no mutable state)."""
 
+    # A layer's attention weights (under ``encoder.layer.N.``): BERT's names.
+    ATTENTION: ClassVar[dict[str, str]] = {
+        "query": "attention.self.query",
+        "key": "attention.self.key",
+        "value": "attention.self.value",
+        "out": "attention.output.dense",
+        "attention_norm": "attention.output.LayerNorm",
+    }
+
     def __init__(self, model_dir: Path | None = None, *, threads: int | None = None) -> None:
         from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
 
         model_dir = Path(model_dir) if model_dir else bundled_model_dir()
         config = json.loads((model_dir / "config.json").read_text())
@@ -133,43 +166,29 @@ class MiniLMRuntime:
         self.pos_emb = w("embeddings.position_embeddings.weight")
         self.type_emb = w("embeddings.token_type_embeddings.weight")
         self.emb_ln = (w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
-        self.layers: list[_Layer] = []
-        for i in range(int(config["num_hidden_layers"])):
-            p = f"encoder.layer.{i}."
-            # 1/sqrt(head_dim) is folded into the query projection: one pass less per layer.
-            scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
-            qkv_w = np.concatenate(
-                [w(p + "attention.self.query.weight") * scale]
-                + [w(p + f"attention.self.{n}.weight") for n in ("key", "value")]
-            )
-            qkv_b = np.concatenate(
-                [w(p + "attention.self.query.bias") * scale]
-                + [w(p + f"attention.self.{n}.bias") for n in ("key", "value")]
-            )
-            self.layers.append(
-                _Layer(
-                    w_qkv=np.ascontiguousarray(qkv_w.T),
-                    b_qkv=qkv_b,
-                    w_out=np.ascontiguousarray(w(p + "attention.output.dense.weight").T),
-                    b_out=w(p + "attention.output.dense.bias"),
-                    ln1_w=w(p + "attention.output.LayerNorm.weight"),
-                    ln1_b=w(p + "attention.output.LayerNorm.bias"),
-                    w_in=np.ascontiguousarray(w(p + "intermediate.dense.weight").T),
-                    b_in=w(p + "intermediate.dense.bias"),
-                    w_down=np.ascontiguousarray(w(p + "output.dense.weight").T),
-                    b_down=w(p + "output.dense.bias"),
-                    ln2_w=w(p + "output.LayerNorm.weight"),
-                    ln2_b=w(p + "output.LayerNorm.bias"),
-                )
-            )
+        self.layers = self._load_layers(w, int(config["num_hidden_layers"]))
+        self._load_tokenizer(model_dir, "[CLS]", "[SEP]")
+        self._start_pool(threads)
+
+    def _load_layers(self, w: Callable[[str], np.ndarray], count: int) -> list[_Layer]:
+        # 1/sqrt(head_dim) is folded into the query projection: one pass less per layer.
+        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
+        return [load_layer(w, f"encoder.layer.{i}.", scale, **self.ATTENTION) for i in range(count)]
+
+    def _load_tokenizer(self, model_dir: Path, cls_token: str, sep_token: str) -> None:
+        from tokenizers import Tokenizer
+
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        cls_id, sep_id = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
+        cls_id = self.tokenizer.token_to_id(cls_token)
+        sep_id = self.tokenizer.token_to_id(sep_token)
         if cls_id is None or sep_id is None:
-            raise ValueError(f"{model_dir}: tokenizer has no [CLS]/[SEP] tokens")
+            raise ValueError(f"{model_dir}: tokenizer has no {cls_token}/{sep_token} tokens")
         self.cls_id: int = cls_id
         self.sep_id: int = sep_id
+
+    def _start_pool(self, threads: int | None) -> None:
         # numpy's element-wise work is single-threaded and BLAS threading is poor on the many
         # small attention products, so a batch is split across threads that each run the
         # whole forward pass with single-threaded BLAS (measured ~1.5x faster on 2 cores).

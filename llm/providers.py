@@ -1,22 +1,21 @@
-"""Embedders and chat clients for the ``local``, ``ollama`` and ``openai`` providers.
+"""Embedders for the ``local``, ``ollama`` and ``openai`` providers.
 
-Only this module knows the wire formats: Ollama's ``/api/embed`` and ``/api/chat`` (stream
-off) and the OpenAI-compatible ``/v1/embeddings`` and ``/v1/chat/completions`` (the base URL
-may or may not end in ``/v1``). Every vector that leaves here is float32, finite,
+Only this module and ``llm.chat_providers`` (the chat clients) know the wire formats: Ollama's
+``/api/embed`` and the OpenAI-compatible ``/v1/embeddings`` here (the base URL may or may not
+end in ``/v1``). Every vector that leaves here is float32, finite,
 L2-normalised and of the configured dimension; anything else is a ``ModelResponseError`` and
 nothing is returned.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from llm import http
 from llm.config import ModelSettings
-from llm.errors import ChatUnavailable, ModelResponseError
+from llm.errors import ModelResponseError
 
 Message = dict[str, str]
 
@@ -31,7 +30,7 @@ def _openai_root(base_url: str) -> str:
     return root if root.endswith("/v1") else root + "/v1"
 
 
-def _endpoint(cfg: ModelSettings, provider: str) -> http.Endpoint:
+def endpoint_for(cfg: ModelSettings, provider: str) -> http.Endpoint:
     root = _ollama_root(cfg.base_url) if provider == "ollama" else _openai_root(cfg.base_url)
     return http.Endpoint(
         provider=provider,
@@ -136,7 +135,7 @@ class LocalEmbedder(Embedder):
 class _RemoteEmbedder(Embedder):
     def __init__(self, cfg: ModelSettings) -> None:
         super().__init__(cfg)
-        self.endpoint = _endpoint(cfg, self.provider)
+        self.endpoint = endpoint_for(cfg, self.provider)
 
     def _check(self, rows: Any, count: int) -> np.ndarray:
         return check_vectors(
@@ -189,145 +188,11 @@ class OpenAIEmbedder(_RemoteEmbedder):
         return self._check([i.get("embedding") for i in items], len(texts))
 
 
-class Chat:
-    """``chat(messages, max_tokens=..., timeout=...)`` -> the assistant's text."""
-
-    provider = "none"
-    available = True
-
-    def __init__(self, cfg: ModelSettings) -> None:
-        self.model = cfg.chat_model
-        self.endpoint = _endpoint(cfg, self.provider) if self.provider != "none" else None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.provider}/{self.model}>"
-
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int,
-        timeout: float,
-        temperature: float = 0.0,
-        json_mode: bool = False,
-    ) -> str:
-        """Send ``messages``; return the answer. Bounded by ``max_tokens`` and ``timeout``."""
-        if not self.available:
-            raise ChatUnavailable("no chat model is configured (LLM_PROVIDER=none)")
-        if not isinstance(max_tokens, int) or max_tokens <= 0:
-            raise ValueError("max_tokens must be a positive integer")
-        if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
-            raise ValueError("timeout must be a positive number of seconds")
-        for m in messages:
-            if (
-                not isinstance(m, dict)
-                or not isinstance(m.get("content"), str)
-                or m.get("role") not in ("system", "user", "assistant")
-            ):
-                raise ValueError("messages must be {'role': system|user|assistant, 'content'}")
-        return self._chat(list(messages), max_tokens, float(timeout), temperature, json_mode)
-
-    def ping(self, timeout: float) -> None:
-        """Raise a ModelError unless the server answers and knows the model."""
-        raise NotImplementedError
-
-    def _chat(
-        self, messages: list[Message], max_tokens: int, timeout: float, temp: float, js: bool
-    ) -> str:
-        raise NotImplementedError
-
-    def _error(self, what: str) -> ModelResponseError:
-        base = self.endpoint.base_url if self.endpoint else ""
-        return ModelResponseError(what, provider=self.provider, base_url=base)
-
-    def _check_listed(self, names: list[Any]) -> None:
-        wanted = {self.model, f"{self.model}:latest"}
-        if names and not wanted & {str(n) for n in names}:
-            raise self._error(f"model {self.model!r} is not available on the server")
-
-
-class DisabledChat(Chat):
-    """``LLM_PROVIDER=none``: every call raises ChatUnavailable."""
-
-    available = False
-
-    def ping(self, timeout: float) -> None:
-        raise ChatUnavailable("no chat model is configured (LLM_PROVIDER=none)")
-
-
-class OllamaChat(Chat):
-    provider = "ollama"
-
-    def _chat(
-        self, messages: list[Message], max_tokens: int, timeout: float, temp: float, js: bool
-    ) -> str:
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "stream": False,
-            "options": {"temperature": temp, "num_predict": max_tokens},
-        }
-        if js:
-            payload["format"] = "json"
-        assert self.endpoint is not None
-        data = http.request_json(self.endpoint, "POST", "/api/chat", payload, timeout=timeout)
-        message = data.get("message") if isinstance(data, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, str):
-            raise self._error("/api/chat answer has no message content")
-        return content
-
-    def ping(self, timeout: float) -> None:
-        assert self.endpoint is not None
-        data = http.request_json(self.endpoint, "GET", "/api/tags", timeout=timeout)
-        models = data.get("models") if isinstance(data, dict) else None
-        if not isinstance(models, list):
-            raise self._error("/api/tags answer has no 'models' list")
-        self._check_listed([m.get("name") for m in models if isinstance(m, dict)])
-
-
-class OpenAIChat(Chat):
-    provider = "openai"
-
-    def _chat(
-        self, messages: list[Message], max_tokens: int, timeout: float, temp: float, js: bool
-    ) -> str:
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": temp,
-            "stream": False,
-        }
-        if js:
-            payload["response_format"] = {"type": "json_object"}
-        assert self.endpoint is not None
-        data = http.request_json(
-            self.endpoint, "POST", "/chat/completions", payload, timeout=timeout
-        )
-        try:
-            content = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise self._error("/v1/chat/completions answer has no choices[0].message") from None
-        if not isinstance(content, str):
-            raise self._error("/v1/chat/completions answer has no text content")
-        return content
-
-    def ping(self, timeout: float) -> None:
-        assert self.endpoint is not None
-        data = http.request_json(self.endpoint, "GET", "/models", timeout=timeout)
-        items = data.get("data") if isinstance(data, dict) else None
-        if not isinstance(items, list):
-            raise self._error("/v1/models answer has no 'data' list")
-        self._check_listed([m.get("id") for m in items if isinstance(m, dict)])
-
-
 EMBEDDERS: dict[str, type[Embedder]] = {
     "local": LocalEmbedder,
     "ollama": OllamaEmbedder,
     "openai": OpenAIEmbedder,
 }
-CHATS: dict[str, type[Chat]] = {"none": DisabledChat, "ollama": OllamaChat, "openai": OpenAIChat}
 
 
 def build_embedder(cfg: ModelSettings) -> Embedder:
@@ -336,11 +201,3 @@ def build_embedder(cfg: ModelSettings) -> Embedder:
         return EMBEDDERS[cfg.embedding_provider](cfg)
     except KeyError:
         raise ValueError(f"unknown embedding provider {cfg.embedding_provider!r}") from None
-
-
-def build_chat(cfg: ModelSettings) -> Chat:
-    """A chat client for ``cfg`` (no I/O)."""
-    try:
-        return CHATS[cfg.chat_provider](cfg)
-    except KeyError:
-        raise ValueError(f"unknown chat provider {cfg.chat_provider!r}") from None

@@ -110,6 +110,7 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
         status.HTTP_503_SERVICE_UNAVAILABLE,
         status_by_code={
             "model_unavailable": status.HTTP_503_SERVICE_UNAVAILABLE,
+            "model_busy": status.HTTP_503_SERVICE_UNAVAILABLE,
             "model_bad_response": status.HTTP_502_BAD_GATEWAY,
         },
         details=_ask_failure_details,

@@ -18,6 +18,7 @@ load_settings_or_exit()
 from a2wsgi import WSGIMiddleware  # noqa: E402 - settings must load first
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
+from search.ask.disconnects import watch as watch_disconnects  # noqa: E402
 from search.mcp.http import MCP_PATH, authenticated, build_http_app  # noqa: E402
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -26,6 +27,7 @@ ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 def build_application(django_threads: int = 8) -> ASGIApp:
     """The site's ASGI app (a new MCP session manager each time: one per server)."""
     django_app: Any = WSGIMiddleware(get_wsgi_application(), workers=django_threads)  # type: ignore[arg-type]
+    django_app = watch_disconnects(django_app)  # a streamed ask stops when its client leaves
     mcp_app = build_http_app()
     guarded_mcp = authenticated(mcp_app)
 

@@ -7,6 +7,8 @@
   harness's configurations). ``viewer`` says who is asking (``accounts.visibility.Viewer``;
   left out: unrestricted repositories only). The view, ``manage.py search``, the MCP tool,
   ``ask`` and the evaluation harness all build their requests here.
+- ``repository_ids(refs, viewer)`` turns the API's ``repo_ids`` / ``repos`` entries -- ids or
+  names, as API paths take them (``indexing.repository_refs``) -- into ids.
 - ``response_document(request, result)`` turns a ``SearchResult`` into the JSON document the API
   answers and ``manage.py search --json`` prints (shape: ``SearchResponseSerializer``).
 """
@@ -15,8 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from uuid import UUID
 
-from accounts.visibility import Viewer
+from accounts.visibility import Viewer, visible_repositories
+from indexing.repository_refs import AmbiguousRepository, parse_id
+from search.exact.errors import QueryRejected
 from search.serializers import SearchResponseSerializer
 from search.types import SearchRequest, SearchResult
 
@@ -54,6 +59,40 @@ def search_request(
     if twice:
         raise ValueError(f"set both as request fields and as tuning: {sorted(twice)}")
     return SearchRequest(**values, **tuning, viewer=viewer or Viewer())
+
+
+def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
+    """Ids for ``refs`` (ids or names; None or [] for no filter). A name no repository
+    ``viewer`` may see has is a ``QueryRejected("unknown_repository")`` (404) naming it -- a
+    restricted repository's name answers exactly like one that does not exist -- and a name
+    several visible repositories share is ``AmbiguousRepository`` (400, their ids). Ids are
+    passed on as they are: an unknown one is the executor's ``UnknownRepositories`` (404)."""
+    if not refs:
+        return None
+    ids: list[UUID] = []
+    names = [ref.strip() for ref in refs if parse_id(ref.strip()) is None]
+    found: dict[str, list[UUID]] = {}
+    if names:
+        rows = visible_repositories(viewer).filter(name__in=names).order_by("created_at")
+        for pk, name in rows.values_list("pk", "name"):
+            found.setdefault(name, []).append(pk)
+    missing = [name for name in dict.fromkeys(names) if name not in found]
+    if missing:
+        raise QueryRejected(
+            "unknown_repository",
+            "no repository named " + ", ".join(repr(n) for n in missing),
+            {"repos": missing},
+        )
+    for ref in refs:
+        pk = parse_id(ref.strip())
+        if pk is not None:
+            ids.append(pk)
+            continue
+        matches = found[ref.strip()]
+        if len(matches) > 1:
+            raise AmbiguousRepository(ref.strip(), [str(m) for m in matches])
+        ids.append(matches[0])
+    return list(dict.fromkeys(ids))
 
 
 def response_document(request: SearchRequest, result: SearchResult) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import Any
 from django.db import connection
 
 from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
+from search.ranking.left_out import QueryMemoEmbedder, place_left_out
 from search.ranking.rerank import RerankCandidate, rerank_candidates
 from search.ranking.signals import apply_signals, chunk_facts
 from search.retrieval.expansion import expand_query
@@ -36,6 +37,7 @@ from search.retrieval.query import identifier_query, parse_query
 from search.retrieval.scope import (
     LIVE_CHUNKS_SQL,
     ScopeFilter,
+    build_left_out_filter,
     build_scope_filter,
     resolve_scope,
     scope_repositories,
@@ -162,7 +164,18 @@ class SearchExecutor:
         queries = self._expand(request, trace)
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
-        self._retrieve(request, queries, scope, scope_filter, lists, trace)
+        left_out_filter = None
+        if request.left_out_weight > 0:
+            left_out_filter = build_left_out_filter(
+                scope,
+                scope_filter.repositories,
+                request.exclude_path_globs,
+                request.exclude_languages,
+            )
+        left_out_lists: list[RankedList] = []
+        self._retrieve(
+            request, queries, scope, scope_filter, lists, trace, left_out_filter, left_out_lists
+        )
         for method in totals:
             totals[method] = len(
                 {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
@@ -177,6 +190,17 @@ class SearchExecutor:
                 first_rank_bonus=request.first_rank_bonus,
                 top=None,
             )
+            fused, left_out_added = place_left_out(
+                fused,
+                lists,
+                left_out_lists,
+                weight=request.left_out_weight,
+                best_rank_at_most=request.left_out_best_rank,
+                depth=request.list_depth,
+                k=request.rrf_k,
+                original_weight=request.original_weight,
+                first_rank_bonus=request.first_rank_bonus,
+            )
             candidates, touched = apply_signals(
                 fused,
                 chunk_facts([c.chunk_id for c in fused]),
@@ -189,6 +213,8 @@ class SearchExecutor:
                 top=request.fusion_top,
             )
             stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)
+            if left_out_filter is not None:
+                stage.set("ran", left_out={"lists": len(left_out_lists), "added": left_out_added})
             if not lists:
                 stage.set("skipped", "no retrieval list to fuse")
         hits = _hydrate(candidates)
@@ -235,27 +261,47 @@ class SearchExecutor:
         scope_filter: ScopeFilter,
         lists: list[RankedList],
         trace: list[StageTrace],
+        left_out_filter: ScopeFilter | None = None,
+        left_out_lists: list[RankedList] | None = None,
     ) -> None:
         """Full-text and vector lists; the vector lists are built on a second database connection
-        at the same time when that can see the same data (no open transaction here)."""
+        at the same time when that can see the same data (no open transaction here). With a
+        ``left_out_filter``, each method also lists those chunks into ``left_out_lists``."""
         vector_lists: list[RankedList] = []
         vector_trace: list[StageTrace] = []
+        extra_fulltext: list[RankedList] = []
+        extra_vector: list[RankedList] = []
+        embedder = QueryMemoEmbedder(self._get_embedder) if left_out_filter else None
+
+        def scoped_vector() -> None:
+            self._vector(
+                request, queries, scope, scope_filter, vector_lists, vector_trace, embedder
+            )
+
+        def left_out_vector() -> None:
+            if left_out_filter is not None:
+                self._vector(request, queries, scope, left_out_filter, extra_vector, [], embedder)
+
+        def left_out_fulltext() -> None:
+            if left_out_filter is not None:
+                self._fulltext(request, queries, left_out_filter, extra_fulltext, [])
+
         concurrent = request.use_bm25 and request.use_vector and not connection.in_atomic_block
         if concurrent:
-            future = run_beside(
-                self._vector,
-                request,
-                queries,
-                scope,
-                scope_filter,
-                vector_lists,
-                vector_trace,
-            )
+            # The left-out lists run on connections of their own too (search.ranking.left_out).
+            futures = [run_beside(scoped_vector)]
+            if left_out_filter is not None:
+                futures += [run_beside(left_out_vector), run_beside(left_out_fulltext)]
             self._fulltext(request, queries, scope_filter, lists, trace)
-            future.result()
+            for future in futures:
+                future.result()
         else:
             self._fulltext(request, queries, scope_filter, lists, trace)
-            self._vector(request, queries, scope, scope_filter, vector_lists, vector_trace)
+            left_out_fulltext()
+            scoped_vector()
+            left_out_vector()
+        if left_out_lists is not None:
+            left_out_lists.extend([*extra_fulltext, *extra_vector])
         for stage in vector_trace:
             stage.detail["concurrent_with_fulltext"] = concurrent
         lists.extend(vector_lists)
@@ -317,6 +363,7 @@ class SearchExecutor:
         scope_filter: ScopeFilter,
         lists: list[RankedList],
         trace: list[StageTrace],
+        embedder: QueryMemoEmbedder | None = None,
     ) -> None:
         with record_stage(trace, "vector") as stage:
             if not request.use_vector:
@@ -324,7 +371,7 @@ class SearchExecutor:
                 return
             run_vector_stage(
                 stage,
-                self._get_embedder,
+                embedder.get if embedder is not None else self._get_embedder,
                 request,
                 queries,
                 scope,

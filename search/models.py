@@ -1,6 +1,7 @@
 """Per-generation corpus statistics for BM25 and for choosing a vector scan strategy.
 
-``TermStat`` holds each lexeme's document frequency in one repository generation;
+``TermPostings`` holds each lexeme's posting list (and so its document frequency) in one
+repository generation;
 ``ChunkFacetStat`` holds the chunk count and total length per (language, test, doc) facet,
 which gives BM25's N and average length, and an estimate of how many rows a filtered vector
 search has to look at. Both are rebuilt by ``search.retrieval.corpus_stats.refresh_search_stats`` right after a
@@ -14,18 +15,24 @@ from django.db import models
 from indexing.models import Repository
 
 
-class TermStat(models.Model):
-    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+class TermPostings(models.Model):
+    """One lexeme's posting list in one repository generation, ordered by BM25 impact.
+
+    ``postings`` packs one 15-byte record per chunk holding the lexeme (``search.retrieval.
+    postings.RECORD``: chunk id, token count, twice the field-weighted term frequency, test/doc
+    flags), best single-term impact first, so a search reads only the head of each list
+    (``substring`` of an uncompressed, ``EXTERNAL`` value fetches only the TOAST chunks it
+    needs). ``df`` is the list's length: the document frequency BM25 needs.
+    """
+
+    pk = models.CompositePrimaryKey("repository", "term")
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     generation = models.PositiveIntegerField()
     term = models.CharField(max_length=128)
     df = models.PositiveIntegerField(help_text="Chunks of the generation containing the term.")
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["repository", "generation", "term"], name="unique_term_per_generation"
-            ),
-        ]
+    postings = models.BinaryField(help_text="Packed records, best impact first.")
 
     def __str__(self) -> str:
         return f"{self.term}: {self.df}"

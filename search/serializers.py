@@ -32,11 +32,19 @@ class SearchRequestSerializer(StrictSerializer):
     use_rerank = StrictBooleanField(default=False, help_text="LLM re-ranking of the top 30.")
     use_expansion = StrictBooleanField(default=False, help_text="LLM query expansion.")
     repo_ids = serializers.ListField(
-        child=serializers.UUIDField(),
+        child=StrictCharField(max_length=300),
         required=False,
         allow_null=True,
         max_length=50,
-        help_text="Only these repositories (unknown ids are a 404).",
+        help_text="Only these repositories, by id or name (unknown ones are a 404; a name "
+        "several repositories share is a 400 listing their ids).",
+    )
+    repos = serializers.ListField(
+        child=StrictCharField(max_length=300),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text="The same as repo_ids (names read better); both together: either's.",
     )
     languages = serializers.ListField(
         child=StrictCharField(max_length=32), required=False, allow_null=True, max_length=20
@@ -127,6 +135,16 @@ class SearchHitSerializer(serializers.Serializer):
         choices=["exact", "prefix", "substring", "fuzzy"], required=False, help_text="sym: hits."
     )
     matches = LineMatchSerializer(many=True, required=False)
+    file_match = serializers.ChoiceField(
+        choices=["name", "name_without_extension", "words_in_name", "words_in_path"],
+        required=False,
+        help_text="type:file hits: how the file's name matched the words.",
+    )
+    path_ranges = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        required=False,
+        help_text="type:file hits: [start, end) of the words in file_path.",
+    )
     snippets = SnippetSerializer(many=True, required=False)
 
 
@@ -153,7 +171,7 @@ class SearchResponseSerializer(serializers.Serializer):
     queries = serializers.ListField(
         child=serializers.CharField(), help_text="The query, then the expansions used."
     )
-    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex", "symbol"])
+    mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex", "symbol", "file"])
     results = SearchHitSerializer(many=True)
     total = serializers.IntegerField(help_text="Results (files for exact/regex) in all pages.")
     total_is_lower_bound = serializers.BooleanField()

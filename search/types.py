@@ -53,6 +53,10 @@ class SearchRequest:
     intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
     exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
     file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
+    # Tests/docs the scope left out by default come back at this share of the fusion score they
+    # would have had unscoped (search.ranking.left_out); 0: they stay out.
+    left_out_weight: float = 0.5
+    left_out_best_rank: int = 0  # ... and only when they would rank this high in a list (0: any)
 
     # Expansion and rerank
     expansion_count: int = 2

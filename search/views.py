@@ -47,7 +47,8 @@ class SearchView(APIView):
                 400,
                 404,
                 413,
-                s404="Unknown repository id(s) (`details.repo_ids`) or a `repo:` matching none.",
+                s404="Unknown repository id(s) (`details.repo_ids`), name(s) (`details.repos`) or a "
+                "`repo:` matching none.",
                 s413=f"Query over {MAX_QUERY_CHARS} characters, or a body over the limit.",
             ),
         },
@@ -61,7 +62,10 @@ class SearchView(APIView):
             fields.pop(k, None) for k in ("mode", "cursor", "context_lines")
         )
         # Only the repositories the account may see are searched, counted and named.
-        search_request = contract.search_request(fields, viewer=viewer_for(request.user))
+        viewer = viewer_for(request.user)
+        refs = [*(fields.pop("repo_ids", None) or []), *(fields.pop("repos", None) or [])]
+        fields["repo_ids"] = contract.repository_ids(refs, viewer)
+        search_request = contract.search_request(fields, viewer=viewer)
         # QueryRejected (400/404), UnknownRepositories (404) and InvalidGlob (400) are answered
         # by reposearch.api_errors. Text without query syntax runs exactly this hybrid request.
         outcome = run_search(

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
+from tests.refusals import public_dns  # noqa: F401 - a fixture for every test module
 
 ROOT = Path(__file__).resolve().parent.parent
 

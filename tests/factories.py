@@ -86,6 +86,12 @@ def to_store(doc: SourceDoc) -> FileToStore:
     )
 
 
+def stored_functions(path: str, count: int, name: str = "fresh_") -> FileToStore:
+    """A file of ``count`` one-line functions ``<name>0`` ..., as the indexer would store it."""
+    functions = [f"def {name}{i}(): pass" for i in range(count)]
+    return to_store(functions_file(functions, path=path, symbol_prefix=name))
+
+
 def index_generation(
     repository: Repository,
     docs: Sequence[SourceDoc],

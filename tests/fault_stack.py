@@ -63,6 +63,8 @@ class FaultStack(WatchesJobs):
             REPO_SEARCH_DATA_DIR=str(data_dir or root / "data"),
             REPO_SEARCH_ALLOW_LOCAL_PATHS="1",
             REPO_SEARCH_ALLOW_PRIVATE_HOSTS="1",
+            # A starting worker looks for the jobs a killed one lost after 3 s, not 15.
+            REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS="3",
         )
         self.data_dir = Path(self.env["REPO_SEARCH_DATA_DIR"])
         self.worker: subprocess.Popen[bytes] | None = None

@@ -7,8 +7,19 @@ Deterministic: an embedding is a hashed bag of words (so texts sharing words are
 L2-normalised, of ``server.dim`` dimensions. Chat answers come from ``server.queue_chat(...)``
 (strings or ``fn(messages) -> str``), else ``server.chat_handler``, else ``"ok"``.
 
+Streaming (``"stream": true``): OpenAI server-sent events (``data: {chunk}`` ... ``data: [DONE]``)
+or Ollama NDJSON, the reply cut into pieces of ``server.piece_chars`` characters sent
+``server.drip`` seconds apart. A client that goes away mid-stream is noticed on the next write
+and counted in ``server.abandoned_streams`` (``server.pieces_sent`` counts what got out).
+``server.reject_json_schema = True`` answers ``response_format`` ``json_schema`` with a 500
+naming the field, as llama-cpp-python's server does (``reject_status`` to change it);
+``json_object`` with a ``schema`` is accepted.
+
 Failure modes, for the next ``times`` requests (``path`` limits them to one endpoint):
 ``server.fail_next("500" | "429" | "garbage" | "slow" | "disconnect", times=1, ...)``;
+mid-stream, after ``after`` pieces: ``"cut"`` (the connection closes, no final marker),
+``"malformed"`` (a piece that is not JSON), ``"stall"`` (``delay`` seconds of silence, then the
+rest), ``"stream_error"`` (an ``{"error": ...}`` piece, as Ollama and llama.cpp send);
 ``server.dim = 512`` for vectors of the wrong dimension; ``server.delay`` slows every answer;
 ``server.stop()`` leaves a closed port (connection refused). Every request is recorded in
 ``server.requests`` (method, path, headers, JSON body).
@@ -59,6 +70,7 @@ class Failure:
     delay: float = 0.0
     retry_after: str | None = "0"
     status: int = 500
+    after: int = 0  # mid-stream failures: pieces sent before it happens
 
 
 def hashed_embedding(text: str, dim: int) -> list[float]:
@@ -81,6 +93,14 @@ class ModelServer:
     delay: float = 0.0
     chat_handler: Callable[[list[dict[str, Any]]], str] | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
+    piece_chars: int = 4
+    drip: float = 0.0
+    reject_json_schema: bool = False
+    reject_status: int = 500
+    abandoned_streams: int = 0
+    pieces_sent: int = 0
+    in_flight: int = 0  # requests being answered now, and the most there ever were at once
+    max_in_flight: int = 0
 
     def __post_init__(self) -> None:
         self._replies: deque[ChatReply] = deque()
@@ -127,7 +147,8 @@ class ModelServer:
         self._replies.extend(replies)
 
     def fail_next(self, kind: str, times: int = 1, **options: Any) -> None:
-        assert kind in ("500", "429", "garbage", "slow", "disconnect", "status"), kind
+        kinds = ("500", "429", "garbage", "slow", "disconnect", "status")
+        assert kind in (*kinds, "cut", "malformed", "stall", "stream_error"), kind
         self._failures.append(Failure(kind, times, **options))
 
     def clear_failures(self) -> None:
@@ -203,6 +224,25 @@ class ModelServer:
         return 404, {}, b'{"error": "not found"}'
 
 
+MID_STREAM = ("cut", "malformed", "stall", "stream_error")
+
+
+def _stream_piece(sse: bool, model: Any, text: str, *, done: bool) -> bytes:
+    if sse:
+        choice: dict[str, Any] = {"index": 0, "delta": {"content": text} if text else {}}
+        choice["finish_reason"] = "stop" if done else None
+        chunk = {"object": "chat.completion.chunk", "model": model, "choices": [choice]}
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+    line: dict[str, Any] = {
+        "model": model,
+        "message": {"role": "assistant", "content": text},
+        "done": done,
+    }
+    if done:
+        line["done_reason"] = "stop"
+    return (json.dumps(line) + "\n").encode()
+
+
 def _ok(payload: Any) -> tuple[int, dict[str, str], bytes]:
     return 200, {}, json.dumps(payload).encode()
 
@@ -214,12 +254,29 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):  # a client that went away mid-request
+            self.close_connection = True
+
     def setup(self) -> None:
         super().setup()
         with self.model_server._lock:
             self.model_server._connections.add(self.connection)
 
     def _handle(self, method: str) -> None:
+        server = self.model_server
+        with server._lock:
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            self._answer(method)
+        finally:
+            with server._lock:
+                server.in_flight -= 1
+
+    def _answer(self, method: str) -> None:
         server = self.model_server
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -252,8 +309,64 @@ class _Handler(BaseHTTPRequestHandler):
                 headers_out = {"Retry-After": failure.retry_after} if failure.retry_after else {}
                 self._send(429, headers_out, b'{"error": "rate limited"}')
                 return
+        if (
+            server.reject_json_schema
+            and isinstance(body, dict)
+            and (body.get("response_format") or {}).get("type") == "json_schema"
+        ):
+            message = b"1 validation error: ('body', 'response_format', 'type') 'json_schema'"
+            self._send(server.reject_status, {}, b'{"error": {"message": "' + message + b'"}}')
+            return
+        wants_stream = isinstance(body, dict) and body.get("stream") is True
+        if wants_stream and path in ("/api/chat", "/v1/chat/completions"):
+            streamed = failure if failure and failure.kind in MID_STREAM else None
+            self._stream(path, body, streamed)
+            return
         status, extra, payload = server.respond(method, path, body)
         self._send(status, extra, payload)
+
+    def _stream(self, path: str, body: dict[str, Any], failure: Failure | None) -> None:
+        server = self.model_server
+        text = server._chat_text(body.get("messages") or [])
+        size = max(1, server.piece_chars)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        sse = path == "/v1/chat/completions"
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if sse else "application/x-ndjson")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for index, piece in enumerate(pieces):
+                if failure is not None and index == failure.after:
+                    if failure.kind == "cut":
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    if failure.kind == "malformed":
+                        self._chunk(b"data: {not json\n\n" if sse else b"{not json\n")
+                    elif failure.kind == "stream_error":
+                        error = json.dumps({"error": {"message": "model crashed mid-answer"}})
+                        self._chunk((f"data: {error}\n\n" if sse else error + "\n").encode())
+                        self._chunk(b"")
+                        return
+                    elif failure.kind == "stall":
+                        server._sleep(failure.delay)
+                if index and server.drip:
+                    server._sleep(server.drip)
+                self._chunk(_stream_piece(sse, body.get("model"), piece, done=False))
+                server.pieces_sent += 1
+            self._chunk(_stream_piece(sse, body.get("model"), "", done=True))
+            if sse:
+                self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError, OSError):  # the client went away
+            self.close_connection = True
+            with server._lock:
+                server.abandoned_streams += 1
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
     def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
         try:

@@ -27,6 +27,15 @@ from search.evaluation.compare import (  # noqa: E402
 )
 
 
+def _only_split(report: dict, split: str) -> dict:
+    """The report narrowed to the corpora of ``split`` (as its corpus list names them)."""
+    names = {c["name"] for c in report.get("corpora", []) if c.get("split") == split}
+    if not names:
+        raise ReportMismatch(f"no corpus of split {split!r} in the report")
+    per_corpus = {n: v for n, v in report.get("per_corpus", {}).items() if n in names}
+    return {**report, "per_corpus": per_corpus}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("before", type=Path)
@@ -36,10 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="also list the questions that moved")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--split", help="only the corpora of this split (tune, report)")
     args = parser.parse_args(argv)
     try:
         before = json.loads(args.before.read_text())
         after = json.loads(args.after.read_text())
+        if args.split:
+            before, after = (_only_split(report, args.split) for report in (before, after))
         overall, by_kind = compare_reports(
             before,
             after,

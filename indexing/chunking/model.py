@@ -32,6 +32,7 @@ class ChunkPiece:
     kind: str
     content: str
     calls: tuple[str, ...] = ()
+    is_test: bool = False  # a test inside a source file (Rust `#[cfg(test)]`, `#[test]`)
 
 
 @dataclass(frozen=True)

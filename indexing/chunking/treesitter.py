@@ -17,6 +17,14 @@ edges of a chunk are trimmed, and a gap holding only closing punctuation (``}``,
 ``end``) is appended to the chunk before it instead of becoming a chunk of its own — so
 every non-blank line of the file is in exactly one chunk.
 
+Optionally (``inline_tests.MARK_INLINE_TESTS``, ``TEST_BLOCKS``; off, see docs/evaluation.md),
+tests inside source files are marked (``ChunkPiece.is_test``): in Rust, an item under
+``#[cfg(test)]`` (the usual inline ``mod tests``) and a function under ``#[test]`` /
+``#[tokio::test]``. In JavaScript and TypeScript test files (``test_blocks``), ``describe`` /
+``it`` / ``test`` blocks are definitions: a ``describe`` block is a class whose members are its
+blocks, each named by its description (``buffer.emits batches of input values``), instead of the
+file falling into whole-file module chunks.
+
 ``calls`` of a chunk are the names called in its lines (``foo()`` -> ``foo``,
 ``obj.method()`` -> ``method``), found with a tree-sitter query over the whole file.
 """
@@ -32,6 +40,7 @@ from functools import cache
 import tree_sitter
 from tree_sitter import Node
 
+from indexing.chunking import inline_tests
 from indexing.chunking.grammars import load_language
 from indexing.chunking.model import (
     KIND_CLASS,
@@ -43,7 +52,13 @@ from indexing.chunking.model import (
     SourceLines,
     split_rows,
 )
-from indexing.chunking.specs import SPECS, LanguageSpec, body_of, definition_name, leaf_name
+from indexing.chunking.specs import (
+    SPECS,
+    LanguageSpec,
+    body_of,
+    definition_name,
+    leaf_name,
+)
 
 _CALL_NAME = re.compile(r"^[A-Za-z_$][\w$]*[?!]?$")
 # Lines that close a block and say nothing: `}`, `};`, `})`, `end`, `}  // namespace x`.
@@ -96,13 +111,27 @@ def _captures(query: tree_sitter.Query | None, root: Node) -> list[Node]:
 class TreeChunker:
     """Chunks one file from its syntax tree; use ``chunk()`` once."""
 
-    def __init__(self, lines: SourceLines, root: Node, grammar: str, budget: ChunkBudget) -> None:
+    def __init__(
+        self,
+        lines: SourceLines,
+        root: Node,
+        grammar: str,
+        budget: ChunkBudget,
+        *,
+        test_blocks: bool = False,
+    ) -> None:
         self.lines = lines
         self.root = root
         self.grammar = grammar
         self.spec: LanguageSpec = SPECS[grammar]
         self.budget = budget
+        self.test_blocks = (
+            test_blocks
+            and inline_tests.TEST_BLOCKS
+            and grammar in ("javascript", "typescript", "tsx")
+        )
         self.pieces: list[list] = []  # [first_row, last_row, symbol, kind]
+        self.test_ranges: list[tuple[int, int]] = []  # rows of test-only items
         self._encoded: dict[int, bytes] = {}
 
     # -- rows ---------------------------------------------------------------------
@@ -182,11 +211,34 @@ class TreeChunker:
         name = declarators[0].child_by_field_name("name")
         return leaf_name(name) if name is not None and name.type == "identifier" else None
 
+    def _test_block(
+        self, outer: Node, node: Node, chain: tuple[str, ...]
+    ) -> list[Definition] | None:
+        """A ``describe('name', () => {...})`` / ``it(...)`` block as a definition, or None."""
+        found = inline_tests.test_block(node, self.spec)
+        if found is None:
+            return None
+        name, body = found
+        symbol = ".".join((*chain, name))
+        children = self._collect(body, (*chain, name)) if body.type == "statement_block" else []
+        if not children:
+            kind = KIND_METHOD if chain else KIND_FUNCTION
+            return [self._make(outer, node, symbol, kind)]
+        definition = self._make(outer, node, symbol, KIND_CLASS)
+        definition.children = self._normalise(children, node.start_point.row + 1, definition.end)
+        return [definition]
+
     def _definitions_of(self, outer: Node, chain: tuple[str, ...]) -> list[Definition]:
         node = self._unwrap(outer)
         if node is None:
             return []
         spec = self.spec
+        if self.grammar == "rust" and inline_tests.MARK_INLINE_TESTS:
+            test_start = inline_tests.rust_test_start(outer, spec)
+            if test_start is not None:
+                self.test_ranges.append((test_start, self._end_row(outer)))
+        if self.test_blocks and node.type == "call_expression":
+            return self._test_block(outer, node, chain) or []
         kind_of_function = KIND_METHOD if chain else KIND_FUNCTION
         if node.type in spec.namespaces:
             body = body_of(node)
@@ -346,6 +398,7 @@ class TreeChunker:
         definitions = self._normalise(self._collect(self.root, ()), 0, last_row)
         self._emit_region(0, last_row, definitions, None, KIND_MODULE, self.root)
         call_rows, call_names = self._call_index()
+        tests = self.test_ranges
         pieces: list[ChunkPiece] = []
         for index, (first, last, symbol, kind) in enumerate(self.pieces):
             lo = bisect.bisect_left(call_rows, first)
@@ -359,6 +412,7 @@ class TreeChunker:
                     kind=kind,
                     content=self.lines.content(first, last),
                     calls=tuple(sorted(set(call_names[lo:hi]))),
+                    is_test=any(lo_row <= first and last <= hi_row for lo_row, hi_row in tests),
                 )
             )
         return pieces

@@ -32,6 +32,10 @@ class ForgeError(Exception):
     """The listing failed; ``str()`` says why in a sentence an operator can act on."""
 
 
+class ForgeNotFound(ForgeError):
+    """The host answered 404: no such account (or one the token may not see)."""
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     default = {"http": 80, "https": 443}.get(parts.scheme)
@@ -45,6 +49,7 @@ class ForgeClient:
         headers: dict[str, str],
         *,
         token_setting: str = "",
+        has_token: bool = False,
         max_wait_secs: float = 900.0,
         timeout_secs: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -54,6 +59,7 @@ class ForgeClient:
         if _origin(self.base_url)[0] not in ("http", "https") or not _origin(self.base_url)[1]:
             raise ForgeError(f"--base-url {base_url!r} is not an http(s) URL")
         self.token_setting = token_setting
+        self.has_token = has_token
         self.max_wait_secs = max_wait_secs
         self.sleep = sleep
         self.on_wait = on_wait or (lambda message: None)
@@ -149,7 +155,7 @@ class ForgeClient:
                     f"{self.base_url} refused the token (401 {_message(response)}){setting}"
                 )
             if response.status_code == 404:
-                raise ForgeError(f"{url.split('?')[0]} was not found (404 {_message(response)})")
+                raise ForgeNotFound(f"{url.split('?')[0]} was not found (404 {_message(response)})")
             if response.status_code != 200:
                 raise ForgeError(
                     f"{url.split('?')[0]} answered {response.status_code} {_message(response)}"

@@ -1,13 +1,19 @@
-"""Each git host's list endpoint, authentication header and repository JSON.
+"""Each git host's list endpoints, authentication header and repository JSON.
 
-- GitHub: ``GET /orgs/{org}/repos?per_page=100`` (``clone_url``, ``default_branch``,
+An owner is an organisation (GitLab: a group) or a user; each host has an endpoint for either,
+tried in that order unless the account kind is given (a 404 from the first moves to the next):
+
+- GitHub: ``GET /orgs/{org}/repos?per_page=100&type=all`` or
+  ``GET /users/{user}/repos?per_page=100&type=owner`` (``clone_url``, ``default_branch``,
   ``archived``, ``fork``, ``full_name``), ``Authorization: Bearer``; GitHub Enterprise:
   ``--base-url https://host/api/v3``.
 - GitLab: ``GET /api/v4/groups/{id or url-encoded path}/projects?include_subgroups=true&per_page=100``
-  (``http_url_to_repo``, ``default_branch``, ``archived``, ``forked_from_project``,
-  ``path_with_namespace``), ``PRIVATE-TOKEN``.
-- Gitea / Forgejo: ``GET /api/v1/orgs/{org}/repos?limit=50&page=N`` (``clone_url``,
-  ``default_branch``, ``archived``, ``fork``, ``empty``, ``full_name``), ``Authorization: token``.
+  or ``GET /api/v4/users/{id or username}/projects?per_page=100`` (``http_url_to_repo``,
+  ``default_branch``, ``archived``, ``forked_from_project``, ``path_with_namespace``),
+  ``PRIVATE-TOKEN``.
+- Gitea / Forgejo: ``GET /api/v1/orgs/{org}/repos?limit=50&page=N`` or
+  ``GET /api/v1/users/{user}/repos?limit=50&page=N`` (``clone_url``, ``default_branch``,
+  ``archived``, ``fork``, ``empty``, ``full_name``), ``Authorization: token``.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from indexing.forges.client import ForgeClient, ForgeError
+from indexing.forges.client import ForgeClient, ForgeError, ForgeNotFound
 
 
 @dataclass(frozen=True)
@@ -31,15 +37,38 @@ class ListedRepository:
 
 
 @dataclass(frozen=True)
+class Account:
+    """One kind of owner on a host and the endpoint listing its repositories."""
+
+    kind: str  # "organisation", "group" or "user"
+    path: str  # the list endpoint, with {owner} for the url-encoded owner
+    params: dict[str, Any]
+
+    def list_path(self, owner: str) -> str:
+        return self.path.format(owner=quote(owner, safe=""))
+
+
+@dataclass(frozen=True)
 class Forge:
     name: str
+    title: str
     default_base_url: str
     env_name: str  # the setting (environment variable) holding its API token
     auth_headers: Callable[[str], dict[str, str]]
-    list_path: Callable[[str], str]
-    params: dict[str, Any]
+    accounts: tuple[Account, ...]  # tried in this order when the kind is not given
     per_page_key: str
     parse: Callable[[dict[str, Any]], ListedRepository]
+
+    def account(self, kind: str) -> Account:
+        """``user``, or else the host's organisation-like account (organisation, group)."""
+        return next(a for a in self.accounts if (a.kind == "user") == (kind == "user"))
+
+
+@dataclass(frozen=True)
+class Listing:
+    account: Account
+    owner: str
+    repositories: list[ListedRepository]
 
 
 def _github(item: dict[str, Any]) -> ListedRepository:
@@ -77,31 +106,44 @@ def _gitea(item: dict[str, Any]) -> ListedRepository:
 FORGES: dict[str, Forge] = {
     "github": Forge(
         name="github",
+        title="GitHub",
         default_base_url="https://api.github.com",
         env_name="REPO_SEARCH_GITHUB_TOKEN",
         auth_headers=lambda token: {"Authorization": f"Bearer {token}"},
-        list_path=lambda org: f"/orgs/{quote(org, safe='')}/repos",
-        params={"per_page": 100, "type": "all"},
+        accounts=(
+            Account("organisation", "/orgs/{owner}/repos", {"per_page": 100, "type": "all"}),
+            Account("user", "/users/{owner}/repos", {"per_page": 100, "type": "owner"}),
+        ),
         per_page_key="per_page",
         parse=_github,
     ),
     "gitlab": Forge(
         name="gitlab",
+        title="GitLab",
         default_base_url="https://gitlab.com",
         env_name="REPO_SEARCH_GITLAB_TOKEN",
         auth_headers=lambda token: {"PRIVATE-TOKEN": token},
-        list_path=lambda group: f"/api/v4/groups/{quote(group, safe='')}/projects",
-        params={"include_subgroups": "true", "per_page": 100},
+        accounts=(
+            Account(
+                "group",
+                "/api/v4/groups/{owner}/projects",
+                {"include_subgroups": "true", "per_page": 100},
+            ),
+            Account("user", "/api/v4/users/{owner}/projects", {"per_page": 100}),
+        ),
         per_page_key="per_page",
         parse=_gitlab,
     ),
     "gitea": Forge(
         name="gitea",
+        title="Gitea",
         default_base_url="https://gitea.com",
         env_name="REPO_SEARCH_GITEA_TOKEN",
         auth_headers=lambda token: {"Authorization": f"token {token}"},
-        list_path=lambda org: f"/api/v1/orgs/{quote(org, safe='')}/repos",
-        params={"limit": 50, "page": 1},
+        accounts=(
+            Account("organisation", "/api/v1/orgs/{owner}/repos", {"limit": 50, "page": 1}),
+            Account("user", "/api/v1/users/{owner}/repos", {"limit": 50, "page": 1}),
+        ),
         per_page_key="limit",
         parse=_gitea,
     ),
@@ -109,10 +151,36 @@ FORGES: dict[str, Forge] = {
 GITHUB_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
 
-def list_repositories(client: ForgeClient, forge: Forge, owner: str) -> list[ListedRepository]:
-    """Every repository of ``owner``, all pages read before anything is returned."""
+def list_repositories(
+    client: ForgeClient, forge: Forge, owner: str, kind: str | None = None
+) -> Listing:
+    """Every repository of ``owner``, all pages read before anything is returned.
+
+    ``kind`` (``org``, ``user``): that account's endpoint only; ``None``: each in turn, the
+    next one asked only when the one before answers its first page 404.
+    """
+    accounts = [forge.account(kind)] if kind else list(forge.accounts)
+    refusals: list[str] = []
+    for account in accounts:
+        try:
+            return Listing(account, owner, _read_all(client, forge, account, owner))
+        except ForgeNotFound as not_found:
+            if client.pages:  # a later page vanished: not a question of which account
+                raise
+            refusals.append(str(not_found))
+    kinds = " or ".join(account.kind for account in accounts)
+    hint = "" if client.has_token else f" (a private one needs {forge.env_name})"
+    raise ForgeNotFound(
+        f"{forge.title} at {client.base_url} has no {kinds} named {owner!r}{hint}: "
+        + "; ".join(refusals)
+    )
+
+
+def _read_all(
+    client: ForgeClient, forge: Forge, account: Account, owner: str
+) -> list[ListedRepository]:
     listed: list[ListedRepository] = []
-    for page in client.paged(forge.list_path(owner), forge.params, forge.per_page_key):
+    for page in client.paged(account.list_path(owner), account.params, forge.per_page_key):
         for item in page:
             try:
                 listed.append(forge.parse(item))
@@ -133,5 +201,9 @@ def forge_client(
     if token:
         headers.update(forge.auth_headers(token))
     return ForgeClient(
-        base_url or forge.default_base_url, headers, token_setting=forge.env_name, **options
+        base_url or forge.default_base_url,
+        headers,
+        token_setting=forge.env_name,
+        has_token=bool(token),
+        **options,
     )

@@ -19,7 +19,8 @@ from django.db import connection, transaction
 from indexing.identifiers import searchable_text
 from indexing.models import Repository, RepositoryStatus
 
-INSERT_BATCH = 500
+INSERT_BATCH = 500  # chunks per committed batch ...
+INSERT_BATCH_BYTES = 4 * 1024 * 1024  # ... or this much chunk text, whichever comes first
 
 _INSERT_CHUNK = """
 INSERT INTO indexing_chunk (
@@ -52,6 +53,7 @@ class StoredChunk:
     kind: str
     content: str
     calls: Sequence[str] = ()
+    is_test: bool = False  # a test inside a file that is not one (Rust `#[cfg(test)]`)
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,15 @@ def store_files(
     *,
     on_batch: Callable[[int], None] | None = None,
     fence: Callable[[], None] | None = None,
+    batch_chunks: int = INSERT_BATCH,
+    batch_bytes: int = INSERT_BATCH_BYTES,
 ) -> int:
     """Insert files and their chunks for ``generation``; return the number of chunks written.
 
-    Each batch of about ``INSERT_BATCH`` chunks commits on its own and then calls
+    ``files`` is consumed lazily (a generator that chunks as it goes keeps memory bounded):
+    whole files are gathered until they reach ``batch_chunks`` chunks or ``batch_bytes`` of
+    chunk text, so a batch holds at most that plus one file. Each batch commits on its own and
+    then calls
     ``on_batch(chunks written so far)``, so a long store keeps reporting that it is alive (and can
     notice that its job ended). ``fence`` runs first inside each batch's transaction (the index
     stage refuses there to write for a job another run has taken over). Rows of a generation
@@ -98,13 +105,14 @@ def store_files(
     """
     written = 0
     pending: list[FileToStore] = []
-    pending_chunks = 0
+    pending_chunks = pending_bytes = 0
     for stored in files:
         pending.append(stored)
         pending_chunks += len(stored.chunks)
-        if pending_chunks >= INSERT_BATCH:
+        pending_bytes += sum(len(chunk.content) for chunk in stored.chunks)
+        if pending_chunks >= batch_chunks or pending_bytes >= batch_bytes:
             written += _store_batch(repository_id, generation, pending, fence)
-            pending, pending_chunks = [], 0
+            pending, pending_chunks, pending_bytes = [], 0, 0
             if on_batch is not None:
                 on_batch(written)
     if pending:
@@ -138,7 +146,8 @@ def _store_batch(
                     (repository_id, file_id, generation, chunk.index, chunk.start_line,
                      chunk.end_line, chunk.symbol, symbol_name(chunk.symbol), chunk.kind,
                      stored.language, stored.path,
-                     stored.is_test, stored.is_doc, chunk.content, content_hash(chunk.content),
+                     stored.is_test or chunk.is_test, stored.is_doc, chunk.content,
+                     content_hash(chunk.content),
                      json.dumps(list(chunk.calls)), body.count(" ") + 1 if body else 0,
                      searchable_text(chunk.symbol), path_text, body)
                 )  # fmt: skip

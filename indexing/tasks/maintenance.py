@@ -17,7 +17,6 @@ logger = logging.getLogger(__name__)
 
 # After a worker (re)starts, jobs silent this long whose task nobody holds were lost with it.
 RESUME_AFTER_START_QUIET_SECS = 10
-RESUME_AFTER_START_DELAY_SECS = 15  # let the other workers come up and answer the census
 
 
 @shared_task(name="indexing.tasks.maintenance.reap_stale_jobs", acks_late=True, ignore_result=True)
@@ -36,8 +35,11 @@ def reap_stale_jobs() -> list[int]:
 def resume_lost_jobs() -> list[int]:
     """Run once after a worker starts: a worker killed with its tasks (SIGKILL, a power cut)
     leaves jobs no live worker holds; they are resumed now instead of after the stale delay."""
+    # A job silent since before this worker started; a start-up delay set shorter (the tests)
+    # shortens the quiet time with it, or the sweep would find the lost jobs still too fresh.
+    quiet = min(RESUME_AFTER_START_QUIET_SECS, settings.REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS)
     report = recover(
-        timedelta(seconds=RESUME_AFTER_START_QUIET_SECS),
+        timedelta(seconds=quiet),
         hung_after=timedelta(seconds=settings.REPO_SEARCH_JOB_STALE_SECS),
     )
     return report.resumed
@@ -45,7 +47,9 @@ def resume_lost_jobs() -> list[int]:
 
 @worker_ready.connect
 def _resume_lost_jobs_after_start(**_: object) -> None:
-    resume_lost_jobs.apply_async(countdown=RESUME_AFTER_START_DELAY_SECS)
+    # REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS: let the other workers come up and answer the
+    # census first.
+    resume_lost_jobs.apply_async(countdown=settings.REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS)
 
 
 def revoke_tasks_of(job_ids: list[int]) -> list[str]:

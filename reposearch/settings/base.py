@@ -50,6 +50,9 @@ REPO_SEARCH_CLONE_TIMEOUT_SECS = env.positive_int("REPO_SEARCH_CLONE_TIMEOUT_SEC
 REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT_CLONES", 2)
 REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 2_000_000)
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
+# The index stage reads, chunks and stores a repository this much at a time (bounded memory).
+REPO_SEARCH_INDEX_BATCH_MB = env.positive_int("REPO_SEARCH_INDEX_BATCH_MB", 16)
+REPO_SEARCH_INDEX_BATCH_FILES = env.positive_int("REPO_SEARCH_INDEX_BATCH_FILES", 1000)
 # Markdown/reStructuredText chunked by section (heading = symbol) instead of line windows.
 REPO_SEARCH_DOC_SECTIONS = env.flag("REPO_SEARCH_DOC_SECTIONS", False)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
@@ -62,6 +65,10 @@ if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:
 REPO_SEARCH_ALLOW_PRIVATE_HOSTS = env.flag("REPO_SEARCH_ALLOW_PRIVATE_HOSTS", False)
 REPO_SEARCH_ALLOW_LOCAL_PATHS = env.flag("REPO_SEARCH_ALLOW_LOCAL_PATHS", False)
 REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
+# A worker that starts looks for jobs lost with a dead worker this long after (the others answer).
+REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS = env.positive_int(
+    "REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS", 15
+)
 REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
     "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
 )
@@ -124,6 +131,12 @@ LLM_EMBED_BATCH_SIZE = env.positive_int("LLM_EMBED_BATCH_SIZE", 32)
 LLM_EMBED_LONG_TEXT = env.choice("LLM_EMBED_LONG_TEXT", "head", ("head", "windows"))
 LLM_EMBED_MAX_WINDOWS = env.positive_int("LLM_EMBED_MAX_WINDOWS", 8)
 REPO_SEARCH_ASK_TIMEOUT_SECS = env.positive_float("REPO_SEARCH_ASK_TIMEOUT_SECS", 60.0)
+REPO_SEARCH_HYDE_TIMEOUT_SECS = env.positive_float("REPO_SEARCH_HYDE_TIMEOUT_SECS", 20.0)
+# The chat model's context window in tokens: prompts are sized to it (Ollama is sent num_ctx).
+LLM_CONTEXT_TOKENS = env.positive_int("LLM_CONTEXT_TOKENS", 8192)
+# Chat calls this process sends at once; more wait up to LLM_QUEUE_WAIT_SECS, then "busy".
+LLM_MAX_CONCURRENT_CALLS = env.positive_int("LLM_MAX_CONCURRENT_CALLS", 4)
+LLM_QUEUE_WAIT_SECS = env.positive_float("LLM_QUEUE_WAIT_SECS", 10.0)
 
 # --- Processes `make up` runs -----------------------------------------------------------------
 REPO_SEARCH_WEB_WORKERS = env.positive_int("REPO_SEARCH_WEB_WORKERS", default_web_workers())

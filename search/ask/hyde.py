@@ -48,7 +48,13 @@ def clean_snippet(text: str) -> str:
     return code.strip()[:MAX_SNIPPET_CHARS]
 
 
-def write_hypothetical_snippet(chat: Any, question: str, *, timeout_s: float = 20.0) -> str:
+def hyde_timeout() -> float:
+    from django.conf import settings
+
+    return float(getattr(settings, "REPO_SEARCH_HYDE_TIMEOUT_SECS", 20.0))
+
+
+def write_hypothetical_snippet(chat: Any, question: str, *, timeout_s: float | None = None) -> str:
     """The model's made-up snippet for ``question`` (raises the model layer's errors)."""
     reply = chat.chat(
         [
@@ -56,7 +62,7 @@ def write_hypothetical_snippet(chat: Any, question: str, *, timeout_s: float = 2
             {"role": "user", "content": question},
         ],
         max_tokens=400,
-        timeout=timeout_s,
+        timeout=timeout_s or hyde_timeout(),
     )
     return clean_snippet(reply or "")
 

@@ -46,6 +46,11 @@ class AskRequestSerializer(StrictSerializer):
     include_docs = StrictBooleanField(
         required=False, allow_null=True, default=None, help_text="null: automatic."
     )
+    stream = StrictBooleanField(
+        default=False,
+        help_text="Answer as server-sent events (sources, answer deltas, done | error); "
+        "the same as sending `Accept: text/event-stream`.",
+    )
 
     def validate_question(self, value: str) -> str:
         if not value.strip():

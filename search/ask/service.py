@@ -5,6 +5,10 @@ One plain function, ``answer_question(AskRequest) -> AskResult``, behind ``POST 
 numbers; every location in the result comes from the cited chunks' own rows. With no chat
 model reachable (or an unusable answer) ``AskFailed`` is raised carrying everything that was
 retrieved, so callers can still show where to look -- an answer is never made up.
+
+The steps are also public for ``search.ask.stream`` (the server-sent-events answer):
+``prepare_answer`` (retrieve, size the prompt), then the model, then ``finish_answer`` or
+``ask_failure``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from uuid import UUID
 from django.conf import settings
 
 from accounts.visibility import Viewer
+from llm.streaming import StreamStats
 from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.citations import parse_citations
 from search.ask.context import ContextSnippet, distinct, load_snippets
 from search.ask.hyde import fuse_with_question, run_hyde
-from search.ask.prompt import build_messages
+from search.ask.prompt import MAX_ANSWER_TOKENS, Prompt, build_prompt
 from search.executor import SearchExecutor
 from search.types import StageTrace
 
@@ -98,7 +103,7 @@ class AskFailed(Exception):
 
     def __init__(self, code: str, message: str, result: AskResult) -> None:
         super().__init__(message)
-        self.code = code  # "model_unavailable" | "model_bad_response"
+        self.code = code  # "model_unavailable" | "model_busy" | "model_bad_response"
         self.message = message
         self.result = result
 
@@ -165,16 +170,28 @@ def retrieve_context(
     return snippets
 
 
-def answer_question(request: AskRequest, *, chat: Any = None) -> AskResult:
-    """Answer ``request.question`` from the indexed code, citing snippets by number.
+@dataclass
+class PreparedAnswer:
+    """Retrieval done and the prompt built: what the model is asked, and the result so far."""
 
-    Raises ``search.retrieval.scope.UnknownRepositories`` for unknown repository ids and ``AskFailed``
-    when the chat model is unreachable or answers with nothing usable.
-    """
-    from llm import ModelError, ModelResponseError, get_chat
+    result: AskResult
+    stage: StageTrace  # the "answer" stage, filled in as the model answers
+    prompt: Prompt | None  # None: nothing to answer from, the model is not asked
+    started: float
 
+    @property
+    def max_tokens(self) -> int:
+        return self.prompt.answer_tokens if self.prompt else MAX_ANSWER_TOKENS
+
+
+def context_window(chat: Any) -> int:
+    tokens = getattr(chat, "context_tokens", None)
+    return int(tokens) if isinstance(tokens, int) and tokens > 0 else 8192
+
+
+def prepare_answer(request: AskRequest, chat: Any) -> PreparedAnswer:
+    """Retrieve, then size the prompt to the model's context window (whole snippets)."""
     started = time.perf_counter()
-    chat = chat if chat is not None else get_chat()
     trace: list[StageTrace] = []
     timings: dict[str, float] = {}
     context = retrieve_context(request, chat, trace, timings)
@@ -187,37 +204,69 @@ def answer_question(request: AskRequest, *, chat: Any = None) -> AskResult:
         trace=trace,
         timings=timings,
     )
-    answer_stage = StageTrace(name="answer", status="ran")
-    trace.append(answer_stage)
+    stage = StageTrace(name="answer", status="ran")
+    trace.append(stage)
     if not context:
-        answer_stage.status, answer_stage.reason = "skipped", "no snippet to answer from"
+        stage.status, stage.reason = "skipped", "no snippet to answer from"
         result.answer = {"text": NO_CONTEXT_ANSWER, "markdown": NO_CONTEXT_ANSWER, "raw": ""}
         result.warnings.append("no indexed code matched the question; the model was not asked")
         timings["total_ms"] = _ms(started)
-        return result
+        return PreparedAnswer(result, stage, None, started)
+    window = context_window(chat)
+    prompt = build_prompt(request.question, context, context_tokens=window)
+    result.context = context[: prompt.given]
+    stage.detail.update(prompt.detail(window))
+    if prompt.left_out:
+        result.warnings.append(
+            f"{prompt.left_out} of {len(context)} retrieved snippets left out to fit the "
+            f"model's {window}-token context (LLM_CONTEXT_TOKENS)"
+        )
+    return PreparedAnswer(result, stage, prompt, started)
 
-    model_started = time.perf_counter()
-    try:
-        messages = build_messages(request.question, context)
-        raw = chat.chat(messages, max_tokens=900, timeout=answer_timeout())
-    except ModelResponseError as exc:
-        _fail(answer_stage, result, timings, model_started, started, str(exc))
+
+def ask_failure(prepared: PreparedAnswer, exc: Exception, model_started: float) -> AskFailed:
+    """The AskFailed for a model error (``exc``) during the answer, with what was retrieved."""
+    from llm import ModelBusy, ModelResponseError
+
+    result, reason = prepared.result, str(exc)
+    _fail(prepared.stage, result, result.timings, model_started, prepared.started, reason)
+    if isinstance(exc, ModelBusy):
+        return AskFailed("model_busy", f"the chat model is busy: {exc}", result)
+    if isinstance(exc, ModelResponseError):
         message = f"the chat model answered with something unusable: {exc}"
-        raise AskFailed("model_bad_response", message, result) from exc
-    except ModelError as exc:
-        _fail(answer_stage, result, timings, model_started, started, str(exc))
-        message = f"no chat model could answer: {exc}"
-        raise AskFailed("model_unavailable", message, result) from exc
-    timings["model_ms"] = answer_stage.ms = _ms(model_started)
+        return AskFailed("model_bad_response", message, result)
+    return AskFailed("model_unavailable", f"no chat model could answer: {exc}", result)
+
+
+def finish_answer(
+    prepared: PreparedAnswer, raw: Any, stats: StreamStats | None, model_started: float
+) -> AskResult:
+    """Resolve the citations of the model's whole answer ``raw``; AskFailed if it is empty."""
+    result, stage, timings = prepared.result, prepared.stage, prepared.result.timings
+    context = result.context
+    timings["model_ms"] = stage.ms = _ms(model_started)
+    if stats is not None and stats.first_piece_s is not None:
+        timings["first_token_ms"] = round(stats.first_piece_s * 1000, 1)
     if not isinstance(raw, str) or not raw.strip():
-        _fail(answer_stage, result, timings, model_started, started, "empty answer")
+        _fail(stage, result, timings, model_started, prepared.started, "empty answer")
         raise AskFailed("model_bad_response", "the chat model's answer was empty", result)
 
     parsed = parse_citations(raw, len(context), link_for=lambda n: context[n - 1].permalink)
     result.cited = parsed.cited
     result.answered = True
     result.answer = {"text": parsed.text, "markdown": parsed.markdown, "raw": raw}
-    answer_stage.detail = {"cited": parsed.cited, "invalid": parsed.invalid}
+    stage.detail.update({"cited": parsed.cited, "invalid": parsed.invalid})
+    if stats is not None:
+        stage.detail.update({"streamed": True, "finish_reason": stats.finish_reason})
+        if stats.finish_reason == "length":
+            result.warnings.append(
+                f"the answer was cut at the {prepared.max_tokens}-token limit; it may be unfinished"
+            )
+        elif stats.finish_reason == "time":
+            result.warnings.append(
+                f"the answer was cut at the {answer_timeout():g} s limit "
+                "(REPO_SEARCH_ASK_TIMEOUT_SECS); it may be unfinished"
+            )
     if parsed.invalid:
         numbers = ", ".join(f"[{n}]" for n in parsed.invalid)
         result.warnings.append(
@@ -230,8 +279,43 @@ def answer_question(request: AskRequest, *, chat: Any = None) -> AskResult:
         )
     if not parsed.cited:
         result.warnings.append("the answer cites none of the snippets; treat it with care")
-    timings["total_ms"] = _ms(started)
+    timings["total_ms"] = _ms(prepared.started)
     return result
+
+
+def answer_question(request: AskRequest, *, chat: Any = None) -> AskResult:
+    """Answer ``request.question`` from the indexed code, citing snippets by number.
+
+    Raises ``search.retrieval.scope.UnknownRepositories`` for unknown repository ids and ``AskFailed``
+    when the chat model is unreachable, busy or answers with nothing usable. The answer is
+    read as a stream (when the client can), so a slow model that keeps writing is bounded by
+    the ask timeout, not by the per-read ``LLM_TIMEOUT_SECS``.
+    """
+    from llm import ModelError, get_chat
+
+    chat = chat if chat is not None else get_chat()
+    prepared = prepare_answer(request, chat)
+    if prepared.prompt is None:
+        return prepared.result
+    messages = prepared.prompt.messages
+    model_started = time.perf_counter()
+    stats: StreamStats | None = None
+    try:
+        if hasattr(chat, "stream"):
+            stats = StreamStats()
+            raw: Any = "".join(
+                chat.stream(
+                    messages,
+                    max_tokens=prepared.max_tokens,
+                    timeout=answer_timeout(),
+                    stats=stats,
+                )
+            )
+        else:  # a chat object with only the plain call (evaluation doubles)
+            raw = chat.chat(messages, max_tokens=prepared.max_tokens, timeout=answer_timeout())
+    except ModelError as exc:
+        raise ask_failure(prepared, exc, model_started) from exc
+    return finish_answer(prepared, raw, stats, model_started)
 
 
 def _fail(

@@ -64,3 +64,34 @@ def decode_cursor(cursor: str | None, fingerprint: str) -> PagePosition:
     if body.get("q") != fingerprint or files < 0 or matches < 0:
         raise bad
     return PagePosition(after=(name, path, file_id), files_before=files, matches_before=matches)
+
+
+MAX_OFFSET = 1000
+
+
+def encode_offset(offset: int, fingerprint: str) -> str:
+    """A cursor for results paged by position (``sym:`` definitions)."""
+    body = {"o": offset, "q": fingerprint}
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+
+
+def decode_offset(cursor: str | None, fingerprint: str) -> int:
+    if not cursor:
+        return 0
+    bad = QueryRejected(
+        "invalid_cursor",
+        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
+        {"field": "cursor"},
+    )
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise bad
+    try:
+        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        offset = body["o"]
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError("bad offset")
+    except (ValueError, KeyError, TypeError):
+        raise bad from None
+    if body.get("q") != fingerprint or not 0 < offset <= MAX_OFFSET:
+        raise bad
+    return offset

@@ -29,9 +29,17 @@ from uuid import UUID
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import RepositoryStatus
 from search.exact.candidates import CandidateScope, PatternCondition
-from search.exact.cursor import query_fingerprint
+from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
+from search.exact.file_names import (
+    FileNameRequest,
+    FileNameResult,
+    refuse_bad_ranges,
+    run_file_names,
+    split_terms,
+)
+from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.executor import SearchExecutor, SearchRequest, SearchResult
@@ -39,7 +47,7 @@ from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
-RanMode = Literal["hybrid", "exact", "regex", "symbol"]
+RanMode = Literal["hybrid", "exact", "regex", "symbol", "file"]
 MODES = ("auto", "semantic", "exact", "regex")
 
 
@@ -61,12 +69,18 @@ class SearchOutcome:
     parsed: SearchQuery
     hybrid: SearchResult | None = None
     hybrid_request: SearchRequest | None = None
+    hybrid_page: HybridPage | None = None  # totals and cursor of the hybrid page
     exact: ExactResult | None = None
+    exact_request: ExactRequest | None = None  # what ran (its cursor and fingerprint)
     exact_scope: dict[str, Any] = field(default_factory=dict)
     exact_matches: int | None = None
     exact_matches_is_lower_bound: bool = False
     definitions: list[DefinitionHit] | None = None
+    files: FileNameResult | None = None  # type:file
     definitions_truncated: bool = False
+    definitions_offset: int = 0  # definitions earlier pages showed
+    definitions_fingerprint: str = ""
+    definitions_next_cursor: str | None = None
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
 
 
@@ -154,11 +168,13 @@ def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
         terms = parsed.terms + ([Term("regex", free, 0)] if free else [])
         return "regex", terms
     if parsed.type == "file":
-        raise QueryRejected(
-            "unsupported_filter",
-            "type:file is not available yet; use file:GLOB with a pattern",
-            {"filter": "type:file"},
-        )
+        if parsed.has_regex or parsed.symbols:
+            raise QueryRejected(
+                "invalid_filter",
+                "type:file takes words (pieces of the path), globs (*.py) and quoted text",
+                {"filter": "type:file"},
+            )
+        return "file", parsed.terms + [Term("literal", w, 0) for w in parsed.words]
     if parsed.type == "symbol" or parsed.symbols:
         names = parsed.symbols or ([parsed.free_text] if parsed.free_text else [])
         if len(names) != 1 or parsed.terms or (parsed.symbols and parsed.words):
@@ -209,6 +225,35 @@ def _path_regex(globs: list[str] | None) -> str | None:
         raise QueryRejected("invalid_filter", f"file: {exc}", {"filter": "file:"}) from None
 
 
+def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:
+    """The repositories, languages and paths an exact, regex or file-name search covers."""
+    repo_ids = resolve_repositories(parsed, base.repo_ids, base.viewer)
+    if repo_ids is None:
+        repo_ids = [pk for pk, _, _ in _ready_repositories(base.viewer)]
+    languages = [lang.lower() for lang in (base.languages or [])] + parsed.languages
+    globs = (base.path_globs or []) + parsed.files
+    return CandidateScope(
+        repo_ids=repo_ids,
+        languages=languages or None,
+        exclude_languages=parsed.exclude_languages or None,
+        path_regex=_path_regex(globs or None),
+        exclude_path_regex=_path_regex(parsed.exclude_files or None),
+    )
+
+
+def _fingerprint(kind: str, terms: list[Term], case: bool, scope: CandidateScope) -> str:
+    return query_fingerprint(
+        *([kind] if kind != "exact" else []),  # exact cursors stay as they were
+        [(t.kind, t.text) for t in terms],
+        case,
+        sorted(str(r) for r in scope.repo_ids),
+        scope.languages,
+        scope.exclude_languages,
+        scope.path_regex,
+        scope.exclude_path_regex,
+    )
+
+
 def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> ExactRequest:
     base = call.request
     case = bool(parsed.case_sensitive)
@@ -219,27 +264,8 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         else PatternCondition(regex_required_literals(t.text))
         for t in terms
     ]
-    repo_ids = resolve_repositories(parsed, base.repo_ids, base.viewer)
-    if repo_ids is None:
-        repo_ids = [pk for pk, _, _ in _ready_repositories(base.viewer)]
-    languages = [lang.lower() for lang in (base.languages or [])] + parsed.languages
-    globs = (base.path_globs or []) + parsed.files
-    scope = CandidateScope(
-        repo_ids=repo_ids,
-        languages=languages or None,
-        exclude_languages=parsed.exclude_languages or None,
-        path_regex=_path_regex(globs or None),
-        exclude_path_regex=_path_regex(parsed.exclude_files or None),
-    )
-    fingerprint = query_fingerprint(
-        [(t.kind, t.text) for t in terms],
-        case,
-        sorted(str(r) for r in repo_ids),
-        scope.languages,
-        scope.exclude_languages,
-        scope.path_regex,
-        scope.exclude_path_regex,
-    )
+    scope = candidate_scope(parsed, base)
+    fingerprint = _fingerprint("exact", terms, case, scope)
     return ExactRequest(
         matchers=matchers,
         conditions=conditions,
@@ -279,17 +305,20 @@ def run_search(call: SearchCall) -> SearchOutcome:
 
     parsed = parse_search_query(call.request.query)
     ran, terms = choose_mode(parsed, call.mode)
+    for glob in [*(call.request.path_globs or []), *parsed.files, *parsed.exclude_files]:
+        refuse_bad_ranges(glob)
     # Requested ids the viewer may not see are unknown in every mode, before any filter.
     check_visible(call.request.repo_ids, call.request.viewer)
     if ran == "hybrid":
-        if call.cursor:
-            raise QueryRejected(
-                "invalid_cursor", "semantic (hybrid) results have no further pages", {}
-            )
         request = hybrid_request(parsed, call.request)
-        result = (call.executor or SearchExecutor()).run(request)
+        page = run_hybrid_page(call.executor or SearchExecutor(), request, call.cursor)
         outcome = SearchOutcome(
-            "hybrid", parsed, hybrid=result, hybrid_request=request, viewer=call.request.viewer
+            "hybrid",
+            parsed,
+            hybrid=page.result,
+            hybrid_request=request,
+            hybrid_page=page,
+            viewer=call.request.viewer,
         )
         identifier = identifier_query(request.query)
         if call.count_exact_matches and identifier and request.query.isascii():
@@ -299,27 +328,58 @@ def run_search(call: SearchCall) -> SearchOutcome:
             )
         return outcome
     if ran == "symbol":
-        if call.cursor:
-            raise QueryRejected("invalid_cursor", "symbol results have no further pages", {})
         scope = exact_request(parsed, terms, call).scope
-        found, more = find_definitions(terms[0].text, scope, limit=call.request.limit)
+        fingerprint = _fingerprint("symbol", terms, False, scope)
+        offset = decode_offset(call.cursor, fingerprint)
+        # Pages by position: the lookup's order is fixed (tier, then name, path, line).
+        found, more = find_definitions(terms[0].text, scope, limit=offset + call.request.limit)
+        definitions = found[offset:]
+        end = offset + len(definitions)
         outcome = SearchOutcome(
             "symbol",
             parsed,
-            definitions=found,
+            definitions=definitions,
             definitions_truncated=more,
+            definitions_offset=offset,
+            definitions_fingerprint=fingerprint,
             viewer=call.request.viewer,
         )
+        if more and definitions and end < MAX_OFFSET:
+            outcome.definitions_next_cursor = encode_offset(end, fingerprint)
         outcome.exact_scope = {**_scope_doc_for(scope), "path_globs": None}
         return outcome
+    if ran == "file":
+        return _file_search(parsed, terms, call)
     exact = exact_request(parsed, terms, call)
     return SearchOutcome(
         ran,
         parsed,
         exact=run_exact(exact),
+        exact_request=exact,
         exact_scope=_scope_doc(exact),
         viewer=call.request.viewer,
     )
+
+
+def _file_search(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> SearchOutcome:
+    scope = candidate_scope(parsed, call.request)
+    case = bool(parsed.case_sensitive)
+    pieces, globs = split_terms(parsed.words)
+    quoted = [t.text for t in parsed.terms]  # quoted text is a piece, even with a "*" in it
+    request = FileNameRequest(
+        scope=scope,
+        words=[*quoted, *pieces],
+        globs=globs,
+        case_sensitive=case,
+        fingerprint=_fingerprint("file", terms, case, scope),
+        limit=call.request.limit,
+        cursor=call.cursor,
+    )
+    outcome = SearchOutcome(
+        "file", parsed, files=run_file_names(request), viewer=call.request.viewer
+    )
+    outcome.exact_scope = _scope_doc_for(scope)
+    return outcome
 
 
 def _scope_doc(request: ExactRequest) -> dict[str, Any]:

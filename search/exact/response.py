@@ -17,6 +17,7 @@ from indexing.models import Repository
 from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
+from search.exact.file_names import TIERS
 
 
 def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
@@ -94,16 +95,18 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         result = outcome.hybrid
         request = outcome.hybrid_request
         assert request is not None
+        page = outcome.hybrid_page
+        assert page is not None
         hits = _hybrid_hits(outcome)
         return {
             "query": request.query,
             "mode": "hybrid",
             "queries": result.queries,
             "results": hits,
-            "total": len(hits),
-            "total_is_lower_bound": len(hits) >= limit,
-            "truncated": len(hits) >= limit,
-            "next_cursor": None,
+            "total": page.total,
+            "total_is_lower_bound": False,
+            "truncated": page.truncated,
+            "next_cursor": page.next_cursor,
             "timed_out": False,
             "exact_matches": outcome.exact_matches,
             "exact_matches_is_lower_bound": outcome.exact_matches_is_lower_bound,
@@ -115,6 +118,8 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         }
     if outcome.definitions is not None:
         return _symbol_body(outcome)
+    if outcome.files is not None:
+        return _file_names_body(outcome)
     exact = outcome.exact
     assert exact is not None
     links = Permalinks({(h.file.repo_id, h.file.repo_name) for h in exact.hits}, outcome.viewer)
@@ -183,10 +188,10 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
         "mode": "symbol",
         "queries": [outcome.parsed.text],
         "results": _with_freshness(hits),
-        "total": len(hits),
+        "total": outcome.definitions_offset + len(hits),
         "total_is_lower_bound": outcome.definitions_truncated,
         "truncated": outcome.definitions_truncated,
-        "next_cursor": None,
+        "next_cursor": outcome.definitions_next_cursor,
         "timed_out": False,
         "exact_matches": None,
         "exact_matches_is_lower_bound": False,
@@ -195,4 +200,56 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
         "scope": outcome.exact_scope,
         "trace": [{"name": "symbol", "status": "ran", "reason": "", "ms": 0.0, "detail": {}}],
         "ms": 0.0,
+    }
+
+
+def _file_names_body(outcome: SearchOutcome) -> dict[str, Any]:
+    """``type:file``: one hit per file, ``path_ranges`` where the words are in its path."""
+    result = outcome.files
+    assert result is not None
+    links = Permalinks({(h.file.repo_id, h.file.repo_name) for h in result.hits}, outcome.viewer)
+    hits = [
+        {
+            "repo_id": h.file.repo_id,
+            "repo_name": h.file.repo_name,
+            "file_path": h.file.path,
+            "chunk_index": 0,
+            "content": "",
+            "language": h.file.language,
+            "start_line": 1,
+            "end_line": 1,
+            "symbol": "",
+            "kind": "file",
+            "commit": h.file.commit,
+            "is_test": h.file.is_test,
+            "is_doc": h.file.is_doc,
+            "bm25_score": None,
+            "vector_score": None,
+            "combined_score": 0.0,
+            "rerank_score": None,
+            "semantic": False,
+            "file_match": TIERS[h.tier],
+            "path_ranges": [list(r) for r in h.ranges],
+            "url": links.blob(h.file.repo_id, h.file.commit, h.file.path, 0, 0),
+            "upstream_url": upstream_file_url(h.file.repo_url, h.file.commit, h.file.path),
+        }
+        for h in result.hits
+    ]
+    return {
+        "query": outcome.parsed.text,
+        "mode": "file",
+        "queries": [outcome.parsed.text],
+        "results": _with_freshness(hits),
+        "total": result.total,
+        "total_is_lower_bound": False,
+        "truncated": result.truncated,
+        "next_cursor": result.next_cursor,
+        "timed_out": False,
+        "exact_matches": None,
+        "exact_matches_is_lower_bound": False,
+        "total_bm25_hits": 0,
+        "total_vector_hits": 0,
+        "scope": outcome.exact_scope,
+        "trace": [{"name": "file", "status": "ran", "reason": "", "ms": result.ms, "detail": {}}],
+        "ms": result.ms,
     }

@@ -1,4 +1,5 @@
-"""The MCP server object: tool registration with descriptions, schemas and read-only hints.
+"""The MCP server object: tool registration with descriptions, schemas and read-only hints
+(every tool but ``refresh_repository``, which queues work).
 
 Tools are synchronous (the SDK runs them in a worker thread); each one closes its thread's
 database connection when done, so a pool of worker threads never holds idle connections.
@@ -13,39 +14,53 @@ nobody said.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from django.db import connection
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from search.mcp import navigation_tools, refresh, tools
+from search.mcp.budget import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS, compact_json
 from search.mcp.identity import current_viewer
 
-T = TypeVar("T")
+# What a tool returns: its dict as structured content (the output schema is the dict's).
+Answer = Annotated[CallToolResult, dict[str, Any]]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 # Queues work (never deletes anything); asking twice is harmless (coalesced).
 QUEUES_WORK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+BUDGET = (
+    f"Most tokens the answer may take, {MIN_MAX_TOKENS}..{MAX_MAX_TOKENS} "
+    f"(default {DEFAULT_MAX_TOKENS}); shorter snippets, then fewer results, to fit."
+)
 INSTRUCTIONS = (
-    "reposearch searches the code of the repositories indexed on this server (read-only). "
+    "reposearch searches the code of the repositories indexed on this server. "
     "Use search_code to find where something is implemented; each hit has 'location' "
     "(path:start-end), the symbol, a snippet and the indexed commit. Read around a hit with "
     "get_file(repo, path, start_line, end_line). list_repositories names what is indexed; "
-    "find_symbol / find_references navigate definitions and uses; list_files lists files."
+    "find_symbol / find_references navigate definitions and uses; list_files lists files. "
+    "Every tool only reads, except refresh_repository, which queues a re-index of a repository "
+    "(write role needed). Answers fit max_tokens (default about 6,000); when they are cut, "
+    "truncated is true and next_cursor (search_code) or next_start_line (get_file) goes on."
 )
 
 
-def _run(fn: Callable[..., T], *args: Any) -> T:
+def _run(fn: Callable[..., dict[str, Any]], *args: Any) -> Answer:
+    """``fn``'s answer as the structured content and, once, as compact JSON text (the SDK's own
+    text copy is indented: half as many tokens again for the agent to read)."""
     try:
-        return fn(*args, viewer=current_viewer())
+        answer = fn(*args, viewer=current_viewer())
     except tools.ToolInputError as exc:
         raise ToolError(str(exc)) from None
     finally:
         connection.close()
+    return CallToolResult(
+        content=[TextContent(type="text", text=compact_json(answer))], structured_content=answer
+    )
 
 
 def search_code(
@@ -83,25 +98,37 @@ def search_code(
         ),
     ] = None,
     cursor: Annotated[
-        str | None, Field(description="next_cursor of an exact/regex answer: the next page.")
+        str | None, Field(description="next_cursor of an earlier answer: the next page.")
     ] = None,
-) -> dict[str, Any]:
+    max_tokens: Annotated[int | None, Field(description=BUDGET)] = None,
+) -> Answer:
     """Search the indexed code. Hybrid (plain text): hits with location (path:start-end),
-    symbol, snippet, commit, best first, 'semantic' when similar but without the words.
-    Exact/regex: files in path order with every matching line, true totals and a cursor."""
+    symbol, snippet, best first, 'semantic' when similar but without the words. Exact/regex:
+    files in path order with matching lines and true totals. type:file: file names. Every
+    answer fits max_tokens; truncated + next_cursor say there is more and fetch it."""
     return _run(
-        tools.search_code, query, k, rerank, expand, include_tests, include_docs, repo, mode, cursor
+        tools.search_code,
+        query,
+        k,
+        rerank,
+        expand,
+        include_tests,
+        include_docs,
+        repo,
+        mode,
+        cursor,
+        max_tokens,
     )
 
 
-def list_repositories() -> dict[str, Any]:
+def list_repositories() -> Answer:
     """List the indexed repositories: id, name, URL, status, indexed commit, file/chunk counts."""
     return _run(tools.list_repositories)
 
 
 def repository_status(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
-) -> dict[str, Any]:
+) -> Answer:
     """How fresh a repository's index is: indexed commit and time, the remote's tip at the last
     check, behind (true/false/null = unknown), poll errors and the job in progress."""
     return _run(tools.repository_status, repo)
@@ -114,9 +141,11 @@ def get_file(
     end_line: Annotated[
         int | None, Field(description="Last line (default: start_line + 399; 400 lines at most).")
     ] = None,
-) -> dict[str, Any]:
-    """Read lines of an indexed file at the indexed commit (at most 400 lines per call)."""
-    return _run(tools.get_file, repo, path, start_line, end_line)
+    max_tokens: Annotated[int | None, Field(description=BUDGET)] = None,
+) -> Answer:
+    """Read lines of an indexed file at the indexed commit (at most 400 lines per call, and
+    what fits in max_tokens); truncated + next_start_line say where to go on."""
+    return _run(tools.get_file, repo, path, start_line, end_line, max_tokens)
 
 
 def find_symbol(
@@ -129,7 +158,7 @@ def find_symbol(
         str | None, Field(description="Only this kind: function, method, class, ...")
     ] = None,
     limit: Annotated[int | None, Field(description="Definitions to return, 1..50 (20).")] = None,
-) -> dict[str, Any]:
+) -> Answer:
     """Find definitions by name (what tree-sitter indexed): exact names first, then prefixes,
     substrings and similar names. Each has location (path:start-end), symbol, kind, match."""
     return _run(navigation_tools.find_symbol, name, repo, lang, kind, limit)
@@ -141,7 +170,7 @@ def find_references(
         str | None, Field(description="Only this repository (name or id; default: all).")
     ] = None,
     limit: Annotated[int | None, Field(description="References to return, 1..200 (50).")] = None,
-) -> dict[str, Any]:
+) -> Answer:
     """Find where an identifier is used: call sites indexing recorded plus whole-word,
     case-sensitive matches, as 'repo:path:line: text' (' (call)' for a recorded call)."""
     return _run(navigation_tools.find_references, name, repo, limit)
@@ -153,7 +182,7 @@ def list_files(
     glob: Annotated[
         str | None, Field(description="Only paths matching this glob: '*.py', 'src/**/test_*'.")
     ] = None,
-) -> dict[str, Any]:
+) -> Answer:
     """List the indexed files of a repository at the indexed commit (at most 500 paths; total
     and truncated say how many matched)."""
     return _run(navigation_tools.list_files, repo, path, glob)
@@ -161,14 +190,14 @@ def list_files(
 
 def refresh_repository(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
-) -> dict[str, Any]:
+) -> Answer:
     """Queue a re-index of a repository (incremental; joined with a run already going). Needs a
     token with the write role; the answer names the queued job (see repository_status)."""
     return _run(refresh.refresh_repository, repo)
 
 
 def build_server() -> MCPServer:
-    """A new MCP server with its read-only tools."""
+    """A new MCP server: the read-only tools and refresh_repository."""
     server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in (
         search_code,

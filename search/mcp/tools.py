@@ -1,4 +1,4 @@
-"""The MCP tools' work, as plain synchronous functions (read-only; no MCP types here).
+"""The MCP read tools' work, as plain synchronous functions (no MCP types here).
 
 ``search_code``, ``list_repositories`` and ``get_file`` return JSON-ready dicts. Bad input
 raises ``ToolInputError`` whose message is a JSON object ``{"error": {"code", "message",
@@ -20,11 +20,24 @@ from typing import Any
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
 from search import contract
-from search.ask.callgraph import ExpansionLimits, expand_call_graph
-from search.ask.context import ContextSnippet, load_snippets
+from search.exact.cursor import MAX_CURSOR_CHARS
 from search.exact.dispatch import MODES, SearchCall, run_search
 from search.exact.errors import QueryRejected
-from search.mcp.exact_answer import SYNTAX_HINT, definitions_answer, exact_answer
+from search.mcp.budget import (
+    CHARS_PER_TOKEN,
+    DEFAULT_MAX_TOKENS,
+    MAX_MAX_TOKENS,
+    MIN_MAX_TOKENS,
+    compact_json,
+    estimate_tokens,
+)
+from search.mcp.exact_answer import (
+    SYNTAX_HINT,
+    definitions_answer,
+    exact_answer,
+    file_names_answer,
+)
+from search.mcp.hybrid_answer import hybrid_answer
 from search.retrieval.scope import InvalidGlob, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
@@ -37,7 +50,6 @@ DEFAULTS: dict[str, Any] = {
 MAX_K = 30
 MAX_QUERY_CHARS = 1000
 MAX_FILE_LINES = 400
-SNIPPET_LINES = 40
 
 
 class ToolInputError(ValueError):
@@ -81,29 +93,22 @@ def _choose(name: str, value: Any) -> Any:
     return DEFAULTS[name] if value is None else value
 
 
-def _hit(snippet: ContextSnippet, score: float | None) -> dict[str, Any]:
-    lines = snippet.content.splitlines()
-    text = "\n".join(lines[:SNIPPET_LINES])
-    if len(lines) > SNIPPET_LINES:
-        text += f"\n... ({len(lines) - SNIPPET_LINES} more lines: use get_file)"
-    return {
-        "location": f"{snippet.path}:{snippet.start_line}-{snippet.end_line}",
-        "repository": snippet.repo_name,
-        "repo_id": str(snippet.repo_id),
-        "path": snippet.path,
-        "start_line": snippet.start_line,
-        "end_line": snippet.end_line,
-        "symbol": snippet.symbol,
-        "kind": snippet.kind,
-        "language": snippet.language,
-        "commit": snippet.commit,
-        "branch": snippet.branch,
-        "indexed_at": snippet.indexed_at.isoformat() if snippet.indexed_at else None,
-        "score": score,
-        "origin": snippet.origin,
-        "via": snippet.via,
-        "snippet": text,
-    }
+def check_max_tokens(value: int | None) -> int:
+    """``max_tokens`` (None: the default), refused outside its bounds."""
+    if value is None:
+        return DEFAULT_MAX_TOKENS
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolInputError(
+            "invalid_max_tokens", f"max_tokens={value!r} is not an integer", _BUDGET_RANGE
+        )
+    if not MIN_MAX_TOKENS <= value <= MAX_MAX_TOKENS:
+        raise ToolInputError(
+            "invalid_max_tokens", f"max_tokens={value} is out of range", _BUDGET_RANGE
+        )
+    return value
+
+
+_BUDGET_RANGE = f"an integer {MIN_MAX_TOKENS}..{MAX_MAX_TOKENS} (default {DEFAULT_MAX_TOKENS})"
 
 
 def search_code(
@@ -116,11 +121,13 @@ def search_code(
     repo: str | None = None,
     mode: str | None = None,
     cursor: str | None = None,
+    max_tokens: int | None = None,
     *,
     viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
-    """The query language (``search.exact.query_language``) in ``mode``; hybrid answers gain,
-    with ``expand``, definitions the hits call and a few callers."""
+    """The query language (``search.exact.query_language``) in ``mode``, the answer within
+    ``max_tokens``; hybrid answers gain, with ``expand``, definitions the hits call and a few
+    callers."""
     if not isinstance(query, str) or not query.strip():
         raise ToolInputError(
             "invalid_query", "query must not be empty", "words or code, e.g. 'pool size'"
@@ -134,6 +141,11 @@ def search_code(
     k = _choose("k", k)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ToolInputError("invalid_k", f"k={k!r} is out of range", f"an integer 1..{MAX_K}")
+    budget = check_max_tokens(max_tokens)
+    if cursor is not None and (not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS):
+        raise ToolInputError(
+            "invalid_cursor", "cursor is not a next_cursor", "next_cursor of the same query"
+        )
     mode = mode or "auto"
     if mode not in MODES:
         raise ToolInputError("invalid_mode", f"mode={mode!r} is unknown", " | ".join(MODES))
@@ -156,23 +168,14 @@ def search_code(
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:
-        return definitions_answer(outcome)
+        return definitions_answer(outcome, budget)
+    if outcome.files is not None:
+        return file_names_answer(outcome, budget)
     if outcome.hybrid is None:
-        return exact_answer(outcome)
-    result = outcome.hybrid
-    semantic = {h.chunk_id for h in result.hits if h.bm25_score is None}
-    scores = {h.chunk_id: h.combined_score for h in result.hits}
-    snippets = load_snippets([h.chunk_id for h in result.hits], viewer, scores=scores)
-    hits = [_hit(s, s.score) | {"semantic": s.chunk_id in semantic} for s in snippets]
-    if _choose("expand", expand):
-        hits += [_hit(s, None) for s in expand_call_graph(snippets, viewer, ExpansionLimits())]
-    return {
-        "query": (outcome.hybrid_request or request).query,
-        "mode": "hybrid",
-        "exact_matches": outcome.exact_matches,
-        "hits": hits,
-        "stages": {t.name: t.status + (f" ({t.reason})" if t.reason else "") for t in result.trace},
-    }
+        return exact_answer(outcome, budget)
+    return hybrid_answer(
+        outcome, expand=bool(_choose("expand", expand)), viewer=viewer, max_tokens=budget
+    )
 
 
 def list_repositories(*, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: B008
@@ -225,10 +228,13 @@ def get_file(
     path: str,
     start_line: int | None = None,
     end_line: int | None = None,
+    max_tokens: int | None = None,
     *,
     viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
-    """Lines ``start_line..end_line`` (1-based, at most 400) of an indexed file at its commit."""
+    """Lines ``start_line..end_line`` (1-based, at most 400, and as many as fit in
+    ``max_tokens``) of an indexed file at its commit."""
+    budget = check_max_tokens(max_tokens)
     from indexing.clone_paths import repository_dir
     from indexing.git.tree import GitTreeReader
 
@@ -273,7 +279,7 @@ def get_file(
     last = min(end, total, start + MAX_FILE_LINES - 1)
     # Cut at the cap: the lines asked for (by default, the rest of the file) go on past `last`.
     wanted_end = total if end_line is None else min(end, total)
-    return {
+    answer: dict[str, Any] = {
         "repository": repository.name,
         "repo_id": str(repository.pk),
         "path": source.path,
@@ -282,6 +288,37 @@ def get_file(
         "end_line": last,
         "total_lines": total,
         "truncated": last < wanted_end,
+        "truncated_by": f"the {MAX_FILE_LINES}-line cap" if last < wanted_end else None,
         "next_start_line": last + 1 if last < total else None,
-        "content": "\n".join(lines[start - 1 : last]),
+        "tokens": 0,
+        "content": "",
     }
+    shown, cut_line = _lines_within(lines[start - 1 : last], budget - estimate_tokens(answer) - 8)
+    if len(shown) < last - start + 1 or cut_line:
+        last = start + len(shown) - 1 if not cut_line else start
+        answer.update(
+            end_line=last,
+            truncated=True,
+            truncated_by=f"max_tokens={budget}"
+            + (f": line {start} is shown in part" if cut_line else ""),
+            next_start_line=last + 1 if last < total else None,
+        )
+    answer["content"] = "\n".join(shown)
+    answer["tokens"] = estimate_tokens(answer)
+    return answer
+
+
+def _lines_within(lines: list[str], tokens: int) -> tuple[list[str], bool]:
+    """The first of ``lines`` whose JSON text fits in ``tokens`` -- at least part of the
+    first line, then ``True`` says that line was cut."""
+    room = max(tokens, 1) * CHARS_PER_TOKEN
+    kept: list[str] = []
+    for line in lines:
+        cost = len(compact_json(line)) - 2 + 2  # the quotes out, the "\n" joining it in
+        if cost > room:
+            if not kept:  # one line longer than the budget (minified code): part of it
+                return [line[: max(room // 2, 1)]], True
+            break
+        kept.append(line)
+        room -= cost
+    return kept, False

@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+# Measured and left at 1 (docs/evaluation.md): ranks 2..BONUS_RANKS would get bonus / rank.
+BONUS_RANKS = 1
+
 
 @dataclass
 class RankedList:
@@ -60,8 +63,8 @@ def fuse_ranked_lists(
             if previous is None or score > previous:
                 candidate.method_scores[ranked_list.method] = score
     for candidate in fused.values():
-        if candidate.best_rank == 1:
-            candidate.score += first_rank_bonus
+        if candidate.best_rank <= BONUS_RANKS:
+            candidate.score += first_rank_bonus / candidate.best_rank
     ordered = sorted(fused.values(), key=lambda c: (-c.score, c.best_rank, c.chunk_id))
     if top is not None:
         ordered = ordered[:top]

@@ -5,6 +5,14 @@ time budget. When the budget is spent it returns at once with the verdicts it ha
 in flight finish (bounded by the same deadline) in the background and are ignored, and calls
 not yet started never start. Only candidates with a verdict are blended (``search.ranking.fusion``);
 the rest keep their fusion order.
+
+The model is asked for ``{"relevant": bool, "confidence": 0..1}`` under a JSON schema the server
+enforces where it can (a small model then answers in the shape instead of prose); answers are
+still read leniently (``llm.chat_parsing.parse_yes_no``), and the detail counts how each verdict
+was read (``parsed_json`` / ``parsed_keyword``) and what became of every candidate. The threads
+never outnumber the process's chat-call slots (``LLM_MAX_CONCURRENT_CALLS``): more would only
+queue on a model server that answers one at a time. Each snippet is cut to fit the model's
+context window (``LLM_CONTEXT_TOKENS``) as well as ``max_chars``.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm import ChatUnavailable, ModelError, ModelUnavailable
+from llm import ChatUnavailable, ModelBusy, ModelError, ModelUnavailable
 from llm.chat_parsing import parse_yes_no
 
 SYSTEM_PROMPT = (
@@ -25,6 +33,32 @@ SYSTEM_PROMPT = (
     '"confidence": a number from 0 to 1}.'
 )
 MIN_CALL_SECONDS = 0.2  # no call starts with less time than this left
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "relevant": {"type": "boolean"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": ["relevant", "confidence"],
+}
+VERDICT_TOKENS = 40
+CHARS_PER_TOKEN = 3.0
+PROMPT_OVERHEAD_TOKENS = 200  # system prompt, query, labels, chat template
+
+
+def snippet_chars(chat: Any, max_chars: int) -> int:
+    """``max_chars``, less if the model's context window cannot hold that much code."""
+    window = getattr(chat, "context_tokens", None)
+    if not isinstance(window, int) or window <= 0:
+        return max_chars
+    fits = int((window - PROMPT_OVERHEAD_TOKENS - VERDICT_TOKENS) * CHARS_PER_TOKEN)
+    return max(200, min(max_chars, fits))
+
+
+def call_concurrency(requested: int) -> int:
+    from llm.limits import max_calls
+
+    return max(1, min(requested, max_calls()))
 
 
 @dataclass
@@ -78,6 +112,9 @@ def rerank_candidates(
     scores: dict[int, float] = {}
     errors: list[str] = []
     counts = {"unreadable": 0, "late": 0, "timed_out": 0, "unreachable": 0, "errors": 0}
+    counts |= {"busy": 0, "parsed_json": 0, "parsed_keyword": 0}
+    threads = call_concurrency(concurrency)
+    max_chars = snippet_chars(chat, max_chars)
     calls = {"started": 0, "finished": 0}
     unconfigured = threading.Event()
 
@@ -96,10 +133,18 @@ def rerank_candidates(
     def _judge(candidate: RerankCandidate, remaining: float) -> None:
         try:
             answer = chat.chat(
-                _messages(query, candidate, max_chars), max_tokens=60, timeout=remaining
+                _messages(query, candidate, max_chars),
+                max_tokens=VERDICT_TOKENS,
+                timeout=remaining,
+                schema=VERDICT_SCHEMA,
             )
         except ChatUnavailable:
             unconfigured.set()
+            return
+        except ModelBusy as exc:
+            with lock:
+                counts["busy"] += 1
+                errors.append(str(exc)[:160])
             return
         except ModelUnavailable as exc:
             with lock:
@@ -115,12 +160,14 @@ def rerank_candidates(
         with lock:
             if verdict is None:
                 counts["unreadable"] += 1
-            elif time.monotonic() <= deadline:
+                return
+            counts[f"parsed_{verdict.parsed_from}"] += 1
+            if time.monotonic() <= deadline:
                 scores[candidate.chunk_id] = verdict.score
             else:
                 counts["late"] += 1
 
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="rerank")
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rerank")
     try:
         futures = [pool.submit(judge, c) for c in candidates]
         wait(futures, timeout=max(0.0, budget_s))
@@ -136,6 +183,8 @@ def rerank_candidates(
         counts["not_started"] = len(candidates) - calls["started"]
     counts["judged"] = len(judged)
     counts["candidates"] = len(candidates)
+    counts["concurrency"] = threads
+    counts["snippet_chars"] = max_chars
     if unconfigured.is_set():
         return Reranking("skipped", "no chat model configured", detail=counts)
     out_of_time = time.monotonic() >= deadline and len(judged) < len(candidates)
@@ -146,7 +195,7 @@ def rerank_candidates(
                 "the fusion order stands"
             )
             return Reranking("skipped", reason, detail=counts)
-        if counts["unreachable"]:
+        if counts["unreachable"] or counts["busy"]:
             return Reranking("skipped", f"chat model unavailable: {first_error}", detail=counts)
         if counts["errors"]:
             return Reranking("failed", f"chat model error: {first_error}", detail=counts)

@@ -1,7 +1,9 @@
 """Corpus statistics for BM25: document frequencies, chunk counts and lengths per generation.
 
-``refresh_search_stats`` runs once after each generation swap (``ts_stat`` over the new
-generation: a few seconds for 100 k chunks, paid at index time, never per query).
+``refresh_search_stats`` runs once after each generation swap: it builds the term postings of
+the new generation (``search.retrieval.postings``, derived from the chunks' stored
+``tsvector``; their lengths are the document frequencies) and the facet counts, paid at index
+time, never per query.
 ``corpus_stats`` reads them for a query's terms over the repositories in scope; for a
 repository whose live generation has no statistics yet (the moments between a swap and the
 refresh, or rows inserted by hand) it counts them on the fly, which is slower but exact.
@@ -18,6 +20,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
+from search.retrieval.postings import build_postings
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +33,8 @@ class CorpusStats:
     total_length: int = 0
     df: dict[str, int] = field(default_factory=dict)
     computed_on_the_fly: list[UUID] = field(default_factory=list)
+    # Average chunk length of each repository with statistics (the postings' impact order).
+    repository_average: dict[UUID, float] = field(default_factory=dict)
 
     @property
     def average_length(self) -> float:
@@ -49,22 +54,12 @@ def refresh_search_stats(repository_id: UUID) -> None:
         if row is None:
             return
         generation = int(row[0])
-        cursor.execute("DELETE FROM search_termstat WHERE repository_id = %s", [repository_id])
+        cursor.execute("DELETE FROM search_termpostings WHERE repository_id = %s", [repository_id])
         cursor.execute(
             "DELETE FROM search_chunkfacetstat WHERE repository_id = %s", [repository_id]
         )
         if generation == 0:
             return
-        # ts_stat takes the text of a query: the two values are a UUID and an int, formatted here.
-        inner = (
-            "SELECT search_vector FROM indexing_chunk WHERE repository_id = "  # noqa: S608
-            f"'{UUID(str(repository_id))}' AND generation = {generation:d}"
-        )
-        cursor.execute(
-            "INSERT INTO search_termstat (repository_id, generation, term, df)"
-            " SELECT %s, %s, word, ndoc FROM ts_stat(%s) WHERE length(word) <= 128",
-            [repository_id, generation, inner],
-        )
         cursor.execute(
             """
             INSERT INTO search_chunkfacetstat
@@ -75,6 +70,14 @@ def refresh_search_stats(repository_id: UUID) -> None:
             """,
             [repository_id, generation],
         )
+        cursor.execute(
+            "SELECT sum(chunks), sum(total_length) FROM search_chunkfacetstat"
+            " WHERE repository_id = %s AND generation = %s",
+            [repository_id, generation],
+        )
+        chunks, total_length = cursor.fetchone()
+        if chunks:
+            build_postings(cursor, repository_id, generation, int(total_length or 0) / chunks)
 
 
 def refresh_all_search_stats() -> int:
@@ -107,11 +110,14 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
             covered.add(repository_id)
             stats.documents += int(chunks)
             stats.total_length += int(total_length or 0)
+            # as ``build_postings`` ordered the lists (1.0 when every chunk is empty)
+            average = int(total_length or 0) / int(chunks or 1)
+            stats.repository_average[repository_id] = average or 1.0
         if covered and terms:
             cursor.execute(
                 """
                 SELECT t.term, sum(t.df)
-                FROM search_termstat t
+                FROM search_termpostings t
                 JOIN indexing_repository r
                   ON r.id = t.repository_id AND t.generation = r.active_generation
                 WHERE r.id = ANY(%s) AND t.term = ANY(%s)

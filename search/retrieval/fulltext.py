@@ -1,4 +1,10 @@
-"""Full-text retrieval in PostgreSQL: BM25 (default) or ``ts_rank_cd`` over a capped candidate set.
+"""Full-text retrieval in PostgreSQL: the exact BM25 top-k, or ``ts_rank_cd`` over capped candidates.
+
+BM25 (the default) is read from the term postings (``search.retrieval.postings``): lists
+ordered by impact, read only as deep as it takes to be sure of the top ``limit`` over every
+match, with the scope and permission filters applied in the statement that reads the final
+chunks. The rest of this module is the older path, kept for quoted phrases (hard filters), for
+the ``ts_rank_cd`` baseline and for repositories whose statistics are not built yet:
 
 BM25 in SQL. ``ts_rank_cd`` of a one-term query with normalisation 0 is exactly the sum of the
 term's position weights in the ``tsvector``, so with weights {D, C, B, A} it is a field-weighted
@@ -27,6 +33,7 @@ from typing import Any
 
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
+from search.retrieval.postings import exact_top_k
 from search.retrieval.query import (
     ParsedQuery,
     lexeme,
@@ -107,8 +114,10 @@ def fulltext_search(
     ranking: str = "bm25",
     all_terms_boost: float = 0.25,
     timeout_ms: int = 5000,
+    use_postings: bool = True,
 ) -> FulltextList:
-    """The best ``limit`` chunks for ``parsed`` in scope, with BM25 or ts_rank_cd scores."""
+    """The best ``limit`` chunks for ``parsed`` in scope, with BM25 or ts_rank_cd scores
+    (``use_postings=False``: the capped path, for comparison)."""
     result = FulltextList(query=parsed.text, ranked=[])
     if parsed.is_empty or not scope.repositories:
         result.detail["reason"] = "no searchable terms" if parsed.is_empty else "no repositories"
@@ -129,6 +138,32 @@ def fulltext_search(
         return result
 
     required = required_tsquery(parsed)
+    if use_postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
+        terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
+        top = exact_top_k(
+            terms,
+            [idf(stats.documents, stats.df[t]) for t in terms],
+            informative,
+            scope,
+            stats.repository_average,
+            stats.average_length or 1.0,
+            limit=min(limit, cap),
+            all_terms_boost=all_terms_boost,
+            timeout_ms=timeout_ms,
+            seed=tsquery_all(informative) if len(informative) > 1 and plan.capped else None,
+            # every match fits under the cap: read the lists whole, in one round
+            first_depth=0 if plan.capped else cap,
+        )
+        result.ranked = top.ranked
+        result.detail.update(
+            scored_terms=terms,
+            capped=result.detail["matches_at_most"] > cap,
+            exact=top.exact,
+            rounds=top.rounds,
+            postings_read=top.postings_read,
+            chunks_checked=top.checked,
+        )
+        return result
     base_where = f"r.id = ANY(%s) AND {scope.sql}"
     base_params: list[Any] = [scope.repository_ids, *scope.params]
     if required:

@@ -75,6 +75,8 @@ NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocki
 # or "how to ..." is a usage question: documentation may answer it, so it is searched too --
 # included, not preferred (code still answers most of them).
 USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
+LEFT_OUT_BY_DEFAULT = "left out by default"
+LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 MAX_GLOBS = 20
 MAX_GLOB_LENGTH = 300
@@ -130,7 +132,7 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
             usage = usage_question(request.query)
             if usage:
                 return True, f"usage question ({usage!r})"
-        return False, "left out by default"
+        return False, LEFT_OUT_BY_DEFAULT
 
     include_tests, tests_reason = decide(request.include_tests, TEST_WORDS)
     include_docs, docs_reason = decide(request.include_docs, DOC_WORDS)
@@ -250,6 +252,8 @@ class ScopeFilter:
     sql: str = "TRUE"
     params: list[Any] = field(default_factory=list)
     chunk_level: bool = False  # any filter beyond repository + generation
+    include_tests: bool = True  # (also in ``sql``; the term postings carry these two flags)
+    include_docs: bool = True
 
     @property
     def repository_ids(self) -> list[UUID]:
@@ -287,7 +291,39 @@ def build_scope_filter(
         sql=" AND ".join(clauses) or "TRUE",
         params=params,
         chunk_level=bool(clauses),
+        include_tests=scope.include_tests,
+        include_docs=scope.include_docs,
     )
+
+
+def build_left_out_filter(
+    scope: ScopeApplied,
+    repositories: list[ScopeRepository],
+    exclude_path_globs: Sequence[str] | None = None,
+    exclude_languages: Sequence[str] | None = None,
+) -> ScopeFilter | None:
+    """The chunks ``scope`` left out *by default* (tests, docs or both; every other filter
+    kept), or None when it left nothing out that way (``search.ranking.left_out``)."""
+    tests = not scope.include_tests and scope.tests_reason == LEFT_OUT_BY_DEFAULT
+    docs = not scope.include_docs and scope.docs_reason == LEFT_OUT_BY_DEFAULT
+    tests, docs = tests and "tests" in LEFT_OUT_KINDS, docs and "docs" in LEFT_OUT_KINDS
+    if not (tests or docs):
+        return None
+    # Explicitly excluded kinds stay excluded; the left-out kinds are the only ones searched.
+    wide = ScopeApplied(
+        repo_ids=scope.repo_ids,
+        languages=scope.languages,
+        path_globs=scope.path_globs,
+        include_tests=scope.include_tests or tests,
+        include_docs=scope.include_docs or docs,
+    )
+    found = build_scope_filter(wide, repositories, exclude_path_globs, exclude_languages)
+    kinds = " OR ".join(
+        clause for clause, wanted in (("c.is_test", tests), ("c.is_doc", docs)) if wanted
+    )
+    found.sql = f"({kinds})" if found.sql == "TRUE" else f"{found.sql} AND ({kinds})"
+    found.chunk_level = True
+    return found
 
 
 LIVE_CHUNKS_SQL = (

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import socket
 import uuid
 from typing import Any
 
@@ -159,14 +158,6 @@ def test_posted_results_never_read_an_invisible_repositorys_chunks(corpus: Corpu
     post = {"data": body, "content_type": "application/json"}
     assert SECRET not in ui(corpus.outsider).post("/ui/results", **post).content.decode()
     assert SECRET in ui(corpus.member).post("/ui/results", **post).content.decode()
-
-
-@pytest.fixture
-def public_dns(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port or 443))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
 
 
 def test_visibility_groups_are_set_checked_and_cleared_through_the_api(

@@ -5,15 +5,13 @@ repositories only."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.visibility import Viewer, viewer_for
@@ -23,8 +21,7 @@ from search.mcp.server import build_server
 from tests.accounts.visibility_corpus import SECRET, Corpus, build_corpus
 from tests.accounts_support import bearer, token_for
 from tests.asgi_server import serving_the_site
-from tests.conftest import _test_database_url
-from tests.mcp.test_mcp_transports import ROOT
+from tests.mcp.stdio import stdio_session
 
 
 @pytest.fixture
@@ -103,23 +100,8 @@ def test_mcp_over_http_sees_what_the_tokens_account_sees(
 def test_mcp_over_stdio_sees_what_the_user_option_names(
     committed_corpus: Corpus, settings: Any
 ) -> None:
-    env = {
-        **os.environ,
-        "DATABASE_URL": _test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "reposearch.settings.test",
-        "REPO_SEARCH_DATA_DIR": str(settings.REPO_SEARCH_DATA_DIR),
-        "LLM_PROVIDER": "none",
-    }
-
     async def read_vault(username: str) -> Any:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["manage.py", "mcp", "--user", username],
-            cwd=str(ROOT),
-            env=env,
-        )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+        async with stdio_session(username, settings) as session:
             return await session.call_tool(
                 "get_file", {"repo": "acme/vault", "path": "src/vault.py"}
             )

@@ -83,7 +83,8 @@ def test_no_chat_model_is_a_503_with_the_retrieved_sources(shop, chat_model):
     assert error["code"] == "model_unavailable"
     assert "chat model" in error["message"]
     sources = error["details"]["sources"]
-    assert sources and all(s["location"].startswith("acme/shop:src/") for s in sources)
+    assert sources and all(s["location"].startswith("acme/shop:") for s in sources)
+    assert sources[0]["location"].startswith("acme/shop:src/pool.py:")
     assert "answer" not in response.json()
 
 

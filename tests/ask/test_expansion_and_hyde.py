@@ -123,6 +123,24 @@ def test_hyde_without_a_chat_model_falls_back_to_the_question(shop, chat_model) 
     assert hyde.status == "skipped" and "model unavailable" in hyde.reason
 
 
+def test_hyde_keeps_to_its_time_budget_and_the_answer_still_comes(
+    shop, chat_model, settings
+) -> None:
+    settings.REPO_SEARCH_HYDE_TIMEOUT_SECS = 0.3
+    chat_model.fail_next("slow", times=1, delay=3)  # the draft snippet: slower than its budget
+    chat_model.queue_chat("The delay is computed by compute_delay [1].")  # (taken by the answer)
+    body = (
+        token_client()
+        .post(
+            "/api/ask", {"question": "how is the retry delay computed", "hyde": True}, format="json"
+        )
+        .json()
+    )
+    hyde = next(t for t in body["trace"] if t["name"] == "hyde")
+    assert hyde["status"] == "skipped" and "0.3s" in hyde["reason"], hyde
+    assert body["answered"] and "compute_delay" in body["answer"]["text"]
+
+
 QUESTIONS = [
     "where is the connection pool configured?",
     "how is the retry delay computed?",

@@ -106,6 +106,15 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
     phases = json.loads((tmp_path / "http.json").read_text())["phases"]
     assert [p["clients"] for p in phases] == [2, 3], http[-2000:]
     assert all(p["searches"] > 0 and p["error_count"] == 0 for p in phases), http[-2000:]
+    side_by_side = _run(
+        "fulltext_vs_tantivy.py", "--repeats", "1", "--json", str(tmp_path / "tantivy.json"),
+        env=env,
+    )  # fmt: skip
+    assert "tantivy: indexed" in side_by_side
+    for system in ("retrieval", "search", "tantivy"):
+        assert f"  {system:9s} p50" in side_by_side, f"no {system} figures"
+    report = json.loads((tmp_path / "tantivy.json").read_text())
+    assert set(report["agreement_postings"]) == {"identifier", "prose", "common words"}
 
 
 def test_embedding_runtime() -> None:
@@ -133,6 +142,19 @@ def test_index_benchmark(source_tree: Path) -> None:
     assert "indexed: 4 files" in output
     assert "searchable by full text" in output
     assert "embedding stage" in output and "standalone model" in output
+    assert "worker peak RSS:" in output and "its largest process" in output
+
+
+def test_index_benchmark_on_an_assembled_repository(tmp_path: Path) -> None:
+    output = _run(
+        "index_benchmark.py", "--assemble", "3", env={"BENCH_CORPORA_DIR": str(tmp_path)},
+        drop=("DATABASE_URL", "REDIS_URL"),
+    )  # fmt: skip
+    assert (tmp_path / "assembled-3.git" / "HEAD").exists()
+    assert "assembled" in output and "searchable by full text" in output, output[-3000:]
+    indexed = int(output.split("indexed: ")[1].split(" files")[0])
+    assert indexed > 100  # the venv's and the standard library's text files
+    assert "worker peak RSS:" in output
 
 
 @pytest.mark.django_db

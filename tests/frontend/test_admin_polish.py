@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client() -> Client:
-    user = User.objects.create_superuser("operator", "op@example.org", "a-long-test-password")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

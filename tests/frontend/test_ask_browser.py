@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ import llm.config  # noqa: F401 - corpus.chat_model calls llm.config.invalidate(
 from indexing.clone_paths import repository_dir
 from indexing.models import Chunk, Repository
 from tests.ask import corpus
-from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.frontend.browser import NARROW, WIDE, screenshot, wait_until
 from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -35,12 +36,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 QUESTION = "where is the connection pool configured?"
 SNIPPET_LABEL = re.compile(r"^\[(\d+)\] \S+ -- symbol (\S+)", re.M)
 chat_model = corpus.chat_model  # the app's chat model pointed at the test model server
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture
@@ -143,7 +138,9 @@ def test_without_a_chat_model_the_page_says_so_and_lists_the_retrieved_sources(
     locations = " ".join(source.text for source in retrieved)
     assert "src/pool.py:" in locations
     link = retrieved[0].find_element(By.CSS_SELECTOR, "a.file-link").get_attribute("href") or ""
-    assert link.startswith(f"{live_server.url}/repos/{shop.pk}/file?path=")
+    assert link.startswith(
+        f"{live_server.url}/repos/{shop.pk}/-/blob/{shop.last_indexed_commit}/src/"
+    )
     assert browser.find_elements(By.CSS_SELECTOR, ".stage[data-stage=answer][data-status=failed]")
     screenshot(browser, "ask-no-model")
 
@@ -159,3 +156,34 @@ def test_an_api_error_is_explained_in_plain_words(live_server: Any, browser: Web
     assert kept.is_selected()
     assert error.get_attribute("role") == "alert"
     assert browser.find_element(By.ID, "ask-button").get_attribute("disabled") is None
+
+
+def test_the_answer_appears_as_the_model_writes_it(
+    live_server: Any, browser: WebDriver, shop: Repository, chat_model: Any
+) -> None:
+    sign_in_browser(browser, live_server.url)
+    release = threading.Event()
+    written = "The pool is built by configure_pool, which reads its size first."
+
+    def slow_answer(messages: list[dict[str, Any]]) -> str:
+        release.wait(30)  # the model "thinks" until the page has shown the snippets
+        return written + " See [1]."
+
+    chat_model.chat_handler = slow_answer
+    chat_model.drip = 0.15
+    browser.get(f"{live_server.url}/ask/?q=where+is+the+connection+pool+configured%3F")
+    # The retrieved snippets are listed before the model has written a word.
+    found = wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".live-sources .source"))
+    assert "src/pool.py:" in " ".join(item.text for item in found)
+    assert "snippets found" in browser.find_element(By.ID, "ask-status").text
+    release.set()
+    # Then the words, while the answer is still streaming (no verified citations yet).
+    wait_until(browser, lambda d: len(d.find_element(By.CSS_SELECTOR, ".live-text").text) > 8)
+    assert browser.find_elements(By.CSS_SELECTOR, ".answer.streaming")
+    assert not browser.find_elements(By.CSS_SELECTOR, ".answer a.cite")
+    assert "writing" in browser.find_element(By.ID, "ask-status").text
+    screenshot(browser, "ask-streaming")
+    # The end: the server-rendered answer with its citation linked.
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".answer a.cite"), seconds=60)
+    assert written in browser.find_element(By.CSS_SELECTOR, ".answer-text").text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".answer.streaming")

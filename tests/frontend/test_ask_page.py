@@ -108,9 +108,9 @@ def test_model_text_is_escaped_and_citations_link_to_the_file_view_at_the_lines(
     assert response.status_code == 200
     html = response.content.decode()
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    first = f"/repos/{REPO_ID}/file?path=src%2Fpool.py&amp;start=4&amp;end=8#L4"
+    first = f"/repos/{REPO_ID}/-/blob/{COMMIT}/src/pool.py#L4-L8"  # at the cited commit
     assert re.search(rf'<a class="cite" href="{re.escape(first)}"[^>]*>\[1\]</a>', html)
-    second = f"/repos/{REPO_ID}/file?path=src%2Fpool+%26+co.py&amp;start=10&amp;end=10#L10"
+    second = f"/repos/{REPO_ID}/-/blob/{COMMIT}/src/pool%20&amp;%20co.py#L10"
     assert f'href="{second}"' in html
     assert 'aria-label="source 1: acme/shop src/pool.py lines 4-8"' in html
     assert "Nothing here [7]." in html  # a marker with no source stays text
@@ -154,8 +154,22 @@ def test_a_503_shows_the_message_and_the_retrieved_sources() -> None:
     html = render({"question": "where?", "error": error}).content.decode()
     assert "No chat model answered" in html and "connection refused" in html
     assert 'role="alert"' in html and "Retrieved sources" in html
-    assert f'href="/repos/{REPO_ID}/file?path=src%2Fpool.py&amp;start=4&amp;end=8#L4"' in html
+    assert f'href="/repos/{REPO_ID}/-/blob/{COMMIT}/src/pool.py#L4-L8"' in html
     assert 'data-status="failed"' in html and 'class="cite"' not in html
+
+
+def test_a_busy_model_and_the_first_word_time_are_named_plainly() -> None:
+    error = {
+        "code": "model_busy",
+        "message": "the chat model is busy: 1 chat call(s) already running",
+        "details": {
+            "sources": [source(None, "src/pool.py", 4, 8, context_number=1)],
+            "timings": {"first_token_ms": 1500, "total_ms": 9000},
+        },
+    }
+    html = render({"question": "where?", "error": error}).content.decode()
+    assert "The chat model is busy with other questions" in html and "already running" in html
+    assert "first word" in html
 
 
 @pytest.mark.parametrize("body", ["not json", "[]", '{"question": "q"}', '{"response": 3}'])
@@ -188,10 +202,8 @@ def test_a_real_answer_renders_with_citations_to_the_cited_chunk(
     assert api.status_code == 200, api.content
     html = render({"question": "q", "response": api.json()}).content.decode()
     chunk = Chunk.objects.get(symbol="configure_pool")
-    href = (
-        f"/repos/{shop.pk}/file?path=src%2Fpool.py&amp;start={chunk.start_line}"
-        f"&amp;end={chunk.end_line}#L{chunk.start_line}"
-    )
+    commit = shop.last_indexed_commit
+    href = f"/repos/{shop.pk}/-/blob/{commit}/src/pool.py#L{chunk.start_line}-L{chunk.end_line}"
     assert f'<a class="cite" href="{href}"' in html
     assert f"src/pool.py:{chunk.start_line}-{chunk.end_line}" in html
     # The pipeline of the real run: one line with the ask's timings, then the drawing.

@@ -24,7 +24,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from indexing.models import IndexJob, JobState, Repository
 from indexing.services import jobs
-from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, text_of, wait_until
+from tests.frontend.browser import NARROW, WIDE, screenshot, text_of, wait_until
 from tests.frontend.signed_in import api_client, sign_in_browser
 from tests.indexing.demo_repository import PARSER, UTIL_JS
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
@@ -39,12 +39,6 @@ FILES = {
     "tests/test_parser.py": "from app.parser import parse_http_header\n\n\ndef test_parse():\n"
     "    assert parse_http_header('A: b') == ('a', 'b')\n",
 }
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture

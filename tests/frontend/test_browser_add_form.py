@@ -3,7 +3,6 @@ local paths (with or without ``REPO_SEARCH_ALLOW_LOCAL_PATHS``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +11,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from indexing.models import Repository
-from tests.frontend.browser import chromium, screenshot, text_of, wait_until
+from tests.frontend.browser import screenshot, text_of, wait_until
 from tests.frontend.signed_in import sign_in_browser
 from tests.frontend.test_browser import FILES, wait_for_ready
 from tests.indexing.git_server import commit_files, init_bare_repo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 def test_a_refused_url_is_explained_in_plain_words(

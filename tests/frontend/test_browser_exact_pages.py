@@ -44,3 +44,33 @@ def test_load_more_appends_the_next_page_of_files(live_server: Any, transactiona
         ]
         assert positions == [str(n) for n in range(1, 26)]
         assert not browser.find_elements(By.CSS_SELECTOR, "#results .load-more")
+
+
+def test_load_more_pages_a_natural_language_search_too(
+    live_server: Any, transactional_db: Any
+) -> None:
+    docs = [
+        SourceDoc(
+            f"pkg/mod_{n:02d}.py", [Piece(f"def f{n}():\n    return 'needle_mark'\n", f"f{n}")]
+        )
+        for n in range(25)
+    ]
+    indexed_repository("pages", docs)
+    with chromium() as browser:
+        sign_in_browser(browser, live_server.url, "read")
+        browser.get(f"{live_server.url}/?q=where+is+the+needle+mark+returned")
+        wait_until(
+            browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results .result")) == 20
+        )
+        summary = browser.find_element(By.CSS_SELECTOR, "#results .summary").text
+        assert "natural language" in summary and "(of 25)" in summary
+        button = browser.find_element(By.CSS_SELECTOR, "#results .load-more")
+        assert button.text == "Load more results"
+        button.click()
+        wait_until(
+            browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results .result")) == 25
+        )
+        titles = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .result-title")]
+        assert sorted(titles) == sorted(f"pkg/mod_{n:02d}.py:1-2" for n in range(25))
+        assert not browser.find_elements(By.CSS_SELECTOR, "#results .load-more")
+        assert "25 of 25 results" in browser.find_element(By.ID, "search-status").text

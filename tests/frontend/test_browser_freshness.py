@@ -6,7 +6,6 @@ abc1234 — the remote has moved on"; one whose last check failed shows the erro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -17,19 +16,13 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from indexing.models import Repository
 from tests.factories import indexed_repository
-from tests.frontend.browser import chromium, wait_until
+from tests.frontend.browser import wait_until
 from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 INDEXED = "abc1234" + "0" * 33
 MOVED = "def5678" + "0" * 33
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 def commit_cell(driver: WebDriver, name: str) -> str:

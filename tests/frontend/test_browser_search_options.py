@@ -23,16 +23,10 @@ import llm.health
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 from tests.ask import corpus
-from tests.frontend.browser import NARROW, WIDE, chromium, screenshot, wait_until
+from tests.frontend.browser import NARROW, WIDE, screenshot, wait_until
 from tests.frontend.signed_in import sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture

@@ -78,8 +78,10 @@ def test_results_show_location_symbol_scores_and_marked_terms(indexed: Repositor
     assert "<mark>http</mark>" in html
     assert f"{hit['bm25_score']:.4f}" in html and f"{hit['vector_score']:.4f}" in html
     assert "—" in html  # rerank did not score it
-    file_url = f"/repos/{indexed.pk}/file?path=src%2Fparser.py&amp;start={start}&amp;end={end}"
-    assert f"{file_url}#L{start}" in html
+    # The permalink at the hit's commit, by name (the old /repos/<id>/file address redirects).
+    file_url = f"/repos/acme/demo/-/blob/{indexed.last_indexed_commit}/src/parser.py"
+    assert f'href="{file_url}#L{start}-L{end}"' in html
+    assert "/file?path=" not in html
     upstream = f"https://github.com/acme/demo/blob/{indexed.last_indexed_commit}/src/parser.py"
     assert f"{upstream}#L{start}-L{end}" in html
 

@@ -21,16 +21,10 @@ from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 from tests.accounts_support import make_account, token_client
 from tests.factories import indexed_repository
-from tests.frontend.browser import chromium, csp_violations, screenshot, wait_until
+from tests.frontend.browser import csp_violations, screenshot, wait_until
 from tests.frontend.signed_in import PASSWORD, sign_in_browser
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
-
-
-@pytest.fixture  # one per test: a slow answer to the last test's page cannot clear this one's session
-def browser() -> Iterator[WebDriver]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture

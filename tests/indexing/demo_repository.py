@@ -53,6 +53,16 @@ FILES: dict[str, object] = {
 EXPECTED_PATHS = {"src/app/parser.py", "src/app/util.js", "README.md", "tests/test_parser.py"}
 
 
+def modules(count: int, salt: int) -> dict[str, str]:
+    """``count`` small Python modules (a function and a class each, about 3 chunks), their
+    contents changed by ``salt``: a repository big enough for several store batches."""
+    return {
+        f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value * {n} + {salt}\n\n\n"
+        f"class Model{n}:\n    def method(self):\n        return function_{n}({salt})\n"
+        for n in range(count)
+    }
+
+
 def wait_for_job(job_id: int, seconds: float = 180.0) -> IndexJob:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

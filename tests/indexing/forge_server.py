@@ -1,6 +1,12 @@
 """A local HTTP server speaking the list endpoints of GitHub, GitLab and Gitea as they answer
 on the wire: their JSON shapes, page headers (``Link``, ``X-Next-Page``, ``X-Total-Count``),
-authentication headers and failure modes (401, a rate limit, a 500 on one page).
+authentication headers and failure modes (401, a rate limit, a 500 on one page, each host's own
+404 body for an account it does not have).
+
+The owner is an organisation (GitLab: a group) or, with ``account="user"``, a user: served at
+``/orgs/{org}/repos`` or ``/users/{user}/repos`` (GitHub), ``/api/v4/groups/{group}/projects``
+or ``/api/v4/users/{user}/projects`` (GitLab), ``/api/v1/orgs/{org}/repos`` or
+``/api/v1/users/{user}/repos`` (Gitea); any other path is that host's 404.
 
 Like the real hosts, it caps the page size (``page_size``; GitHub and GitLab at 100, Gitea's
 ``MAX_RESPONSE_ITEMS`` at 50), so a test gets three pages out of a handful of repositories.
@@ -27,7 +33,7 @@ class Seen:
 
 @dataclass
 class ForgeBehaviour:
-    token: str = "good-token"
+    token: str = "good-token"  # "": no token needed (public accounts, anonymous)
     page_size: int = 3
     rate_limit_page: int | None = None  # first request for this page is rate limited (once)
     fail_page: int | None = None  # this page always answers 500
@@ -76,9 +82,10 @@ class ForgeServer:
     """Serves ``repositories`` (already in the host's JSON shape) for one owner."""
 
     def __init__(self, kind: str, owner: str, repositories: list[dict[str, Any]],
-                 behaviour: ForgeBehaviour | None = None) -> None:  # fmt: skip
+                 behaviour: ForgeBehaviour | None = None, account: str = "org") -> None:  # fmt: skip
         self.kind = kind
         self.owner = owner
+        self.account = account
         self.repositories = repositories
         self.behaviour = behaviour or ForgeBehaviour()
         self.seen: list[Seen] = []
@@ -109,14 +116,44 @@ class ForgeServer:
     # --- the wire ---------------------------------------------------------------------------
 
     def _list_path(self) -> str:
+        owner = self.owner.replace("/", "%2F")
+        if self.account == "user":
+            return {
+                "github": f"/users/{owner}/repos",
+                "gitlab": f"/api/v4/users/{owner}/projects",
+                "gitea": f"/api/v1/users/{owner}/repos",
+            }[self.kind]
         return {
-            "github": f"/orgs/{self.owner}/repos",
-            "gitlab": f"/api/v4/groups/{self.owner.replace('/', '%2F')}/projects",
-            "gitea": f"/api/v1/orgs/{self.owner}/repos",
+            "github": f"/orgs/{owner}/repos",
+            "gitlab": f"/api/v4/groups/{owner}/projects",
+            "gitea": f"/api/v1/orgs/{owner}/repos",
         }[self.kind]
+
+    def _not_found(self, path: str) -> dict[str, Any]:
+        """The body each host answers a 404 with (for an account it does not have)."""
+        if self.kind == "github":
+            which = "user" if path.startswith("/users/") else "organization"
+            return {"message": "Not Found", "status": "404",
+                    "documentation_url": f"https://docs.github.com/rest/repos/repos#list-{which}-repositories"}  # fmt: skip
+        if self.kind == "gitlab":
+            if path.startswith("/api/v4/users/"):
+                return {"message": "404 User Not Found"}
+            if path.startswith("/api/v4/groups/"):
+                return {"message": "404 Group Not Found"}
+            return {"error": "404 Not Found"}
+        name = path.split("/")[4] if path.count("/") >= 4 else ""
+        error = (
+            f"user redirect does not exist [name: {name}]"
+            if path.startswith("/api/v1/users/")
+            else f"org does not exist [id: 0, name: {name}]"
+        )
+        return {"errors": [error], "message": "The target couldn't be found.",
+                "url": f"{self.base_url}/api/swagger"}  # fmt: skip
 
     def _authorised(self, headers: dict[str, str]) -> bool:
         token = self.behaviour.token
+        if not token:  # anonymous access to public accounts
+            return True
         if self.kind == "github":
             return headers.get("authorization") in (f"Bearer {token}", f"token {token}")
         if self.kind == "gitlab":
@@ -140,13 +177,13 @@ class ForgeServer:
         headers = {name.lower(): value for name, value in handler.headers.items()}
         self.seen.append(Seen(parts.path, query, headers, time.time()))
         behaviour = self.behaviour
-        if parts.path != self._list_path():
-            self._send(handler, 404, {"message": "Not Found"})
-            return
-        if not self._authorised(headers):
+        if not self._authorised(headers):  # a bad token is refused on any path, as the hosts do
             message = {"github": "Bad credentials", "gitlab": "401 Unauthorized",
                        "gitea": "user does not exist [uid: 0, name: ]"}[self.kind]  # fmt: skip
             self._send(handler, 401, {"message": message})
+            return
+        if parts.path != self._list_path():
+            self._send(handler, 404, self._not_found(parts.path))
             return
         size_key = "limit" if self.kind == "gitea" else "per_page"
         page = int(query.get("page", "1"))

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 from wsgiref.simple_server import WSGIServer, make_server
 
 from dulwich.objects import Blob, Commit, Tree
@@ -222,12 +222,13 @@ class GitHttpServer:
                 close()
 
 
-class SilentServer:
-    """Accepts TCP connections on 127.0.0.1 and never sends a byte (or drips one slowly)."""
+class TcpServer:
+    """A bare TCP listener on 127.0.0.1 that hands every connection it accepts to ``serve``
+    (called on the accepting thread: start a thread there for anything that takes time).
+    Leaving the ``with`` block closes the listener and every accepted connection."""
 
-    def __init__(self, drip: bytes = b"", drip_interval_s: float = 0.5) -> None:
-        self.drip = drip
-        self.drip_interval_s = drip_interval_s
+    def __init__(self) -> None:
+        self.connections = 0
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(16)
@@ -239,7 +240,7 @@ class SilentServer:
     def url(self, name: str = "org/repo.git") -> str:
         return f"http://127.0.0.1:{self.port}/{name}"
 
-    def __enter__(self) -> SilentServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -255,18 +256,45 @@ class SilentServer:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            self.connections += 1
             self._conns.append(conn)
-            if self.drip:
-                threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+            self.serve(conn)
 
-    def _drip(self, conn: socket.socket) -> None:
-        # A response that never ends: headers first, then one byte at a time.
-        payload = self.drip
-        position = 0
-        while not self._stop.is_set():
+    def serve(self, conn: socket.socket) -> None:
+        """Nothing: the connection stays open and silent."""
+
+    def drip(
+        self, conn: socket.socket, payload: bytes, interval_s: float, filler: bytes,
+        until: float = float("inf"), close: bool = False,
+    ) -> None:  # fmt: skip
+        """Send ``payload`` a byte at a time, then ``filler`` bytes, until ``until`` (monotonic
+        time) or the server stops, on a thread of the connection's own; ``close``: hang up then."""
+
+        def run() -> None:
+            position = 0
             try:
-                conn.sendall(payload[position : position + 1] or b" ")
+                while time.monotonic() < until and not self._stop.is_set():
+                    conn.sendall(payload[position : position + 1] or filler)
+                    position += 1
+                    time.sleep(interval_s)
             except OSError:
                 return
-            position += 1
-            time.sleep(self.drip_interval_s)
+            finally:
+                if close:
+                    conn.close()
+
+        threading.Thread(target=run, daemon=True).start()
+
+
+class SilentServer(TcpServer):
+    """Accepts TCP connections on 127.0.0.1 and never sends a byte (or drips one slowly: a
+    response that never ends, headers first, then one byte at a time)."""
+
+    def __init__(self, drip: bytes = b"", drip_interval_s: float = 0.5) -> None:
+        super().__init__()
+        self.payload = drip
+        self.drip_interval_s = drip_interval_s
+
+    def serve(self, conn: socket.socket) -> None:
+        if self.payload:
+            self.drip(conn, self.payload, self.drip_interval_s, b" ")

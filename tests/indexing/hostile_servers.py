@@ -8,6 +8,8 @@ import socket
 import threading
 import time
 
+from tests.indexing.git_server import TcpServer
+
 
 class RedirectServer:
     """Answers every request with ``302 Location: <target>``; no target: to itself (a loop)."""
@@ -45,50 +47,16 @@ class RedirectServer:
         self._server.server_close()
 
 
-class DripThenHangUpServer:
+class DripThenHangUpServer(TcpServer):
     """Sends a response header a byte at a time and closes the connection after ``hang_up_s``:
     each attempt looks like a transient network failure, just before any per-attempt timeout."""
 
     HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-git-upload-pack-advertisement\r\n"
 
     def __init__(self, hang_up_s: float, drip_interval_s: float = 0.2) -> None:
+        super().__init__()
         self.hang_up_s, self.drip_interval_s = hang_up_s, drip_interval_s
-        self.connections = 0
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(16)
-        self.port = self._sock.getsockname()[1]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
 
-    def url(self, name: str = "org/repo.git") -> str:
-        return f"http://127.0.0.1:{self.port}/{name}"
-
-    def __enter__(self) -> DripThenHangUpServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._sock.close()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
-
-    def _drip(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         ends = time.monotonic() + self.hang_up_s
-        position = 0
-        with conn:
-            while time.monotonic() < ends and not self._stop.is_set():
-                try:
-                    conn.sendall(self.HEAD[position : position + 1] or b"X")
-                except OSError:
-                    return
-                position += 1
-                time.sleep(self.drip_interval_s)
+        self.drip(conn, self.HEAD, self.drip_interval_s, b"X", until=ends, close=True)

@@ -2,29 +2,7 @@
 
 from __future__ import annotations
 
-import socket
-
-import pytest
-from django.contrib.auth.models import User
-from django.test import Client
-
 from indexing.models import IndexJob, Repository
-
-
-@pytest.fixture
-def admin_client(db) -> Client:
-    user = User.objects.create_superuser("operator", "op@example.org", "a-long-test-password")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def public_dns(monkeypatch):  # type: ignore[no-untyped-def]
-    def fake_getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port or 443))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
 
 
 def test_adding_a_repository_queues_its_first_job(admin_client, public_dns) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from indexing.models import IndexJob
@@ -15,14 +14,6 @@ from tests.accounts_support import token_client
 from tests.indexing.real_run import fetch_and_index, mirror
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client() -> Client:
-    user = User.objects.create_superuser("operator", "op@example.org", "a-long-test-password")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -21,20 +21,13 @@ import pytest
 
 from reposearch.embedded_services import pid_alive, port_open
 from tests.fault_stack import FaultStack, fault_stack
+from tests.indexing.demo_repository import modules
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
 MODULES = 200  # about 600 chunks: two store batches of 500
 LAST_FILE = "pkg/module_99.py"  # the walk's last file (tree order): in the last store batch
-
-
-def _modules(salt: int) -> dict[str, object]:
-    return {
-        f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value * {n} + {salt}\n\n\n"
-        f"class Model{n}:\n    def method(self):\n        return function_{n}({salt})\n"
-        for n in range(MODULES)
-    }
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +40,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     repos = {}
     for name in [*names, "embed", "fetch"]:
         repos[name] = init_bare_repo(str(root / f"{name}.git"))
-        commit_files(repos[name], _modules(5 if name == "embed" else 0), message="modules")  # type: ignore[arg-type]
+        commit_files(repos[name], modules(MODULES, 5 if name == "embed" else 0), message="modules")
     quick = GitHttpServer({f"team/{name}.git": repos[name] for name in [*names, "embed"]})
     slow = GitHttpServer({"team/fetch.git": repos["fetch"]}, stall_s=3)
     with quick, slow:
@@ -165,10 +158,11 @@ def test_the_worker_killed_at_a_stage_leaves_a_job_a_new_worker_completes(
             _kill_main_and_restart(stack)
     else:
         stack.start_worker()
-        if stage == "fetch":  # mid-clone: the directory is there, the pack is not
+        if stage == "fetch":  # mid-clone: the staging directory is there, the pack is not
             stack.wait_for(job_id, lambda j: j["state"] == "cloning", 120)
             deadline = time.monotonic() + 30
-            while repository_id not in stack.clone_dirs():
+            staging = f"{repository_id}.fetch-"
+            while not any(name.startswith(staging) for name in stack.clone_dirs()):
                 assert time.monotonic() < deadline, stack.log_tail()
                 time.sleep(0.05)
         else:

@@ -18,9 +18,8 @@ from indexing.git.errors import (
     RepositoryNotFound,
     RepositoryTooLarge,
 )
-from indexing.git.fetch import fetch_update
 from indexing.git.tree import GitTreeReader
-from tests.indexing.git_fetch_support import MB, fetch, files_under
+from tests.indexing.git_fetch_support import MB, fetch, fetch_again, files_under
 from tests.indexing.git_server import (
     GitHttpServer,
     commit_files,
@@ -99,14 +98,7 @@ def test_incremental_fetch_keeps_old_tree_and_reports_changes(server, source, tm
         parent=source.refs[b"refs/heads/main"],
         message="third",
     )
-    update = fetch_update(
-        target,
-        server.url("org/repo.git"),
-        "main",
-        max_bytes=MB,
-        timeout_s=30,
-        allow_private_hosts=True,
-    )
+    update = fetch_again(target, server.url("org/repo.git"))
     assert update.previous_commit_sha == first.commit_sha
     assert update.commit_sha == new_sha.decode()
     assert update.changed
@@ -118,14 +110,7 @@ def test_incremental_fetch_keeps_old_tree_and_reports_changes(server, source, tm
         assert diff.deleted == ["README.md"]
         assert reader.read_blob(diff.modified[0].sha) == b"def main():\n    return 2\n"
 
-    again = fetch_update(
-        target,
-        server.url("org/repo.git"),
-        "main",
-        max_bytes=MB,
-        timeout_s=30,
-        allow_private_hosts=True,
-    )
+    again = fetch_again(target, server.url("org/repo.git"))
     assert not again.changed
     assert again.bytes_received == 0
 
@@ -135,14 +120,7 @@ def test_failed_update_leaves_the_repository_usable(server, source, tmp_path):
     first = fetch(server.url("org/repo.git"), target)
     commit_files(source, {"huge.bin": os.urandom(2 * MB)}, parent=source.refs[b"refs/heads/main"])
     with pytest.raises(RepositoryTooLarge):
-        fetch_update(
-            target,
-            server.url("org/repo.git"),
-            "main",
-            max_bytes=MB,
-            timeout_s=30,
-            allow_private_hosts=True,
-        )
+        fetch_again(target, server.url("org/repo.git"))
     with GitTreeReader(target) as reader:
         assert reader.resolve_commit("HEAD") == first.commit_sha
         assert len(reader.list_tree(first.commit_sha)) == 2
@@ -196,11 +174,4 @@ def test_local_mirror_needs_permission(source, tmp_path):
 
 def test_update_of_a_missing_repository_is_a_clear_error(server, tmp_path):
     with pytest.raises(GitFetchError, match="no repository at"):
-        fetch_update(
-            tmp_path / "never-fetched",
-            server.url("org/repo.git"),
-            "main",
-            max_bytes=MB,
-            timeout_s=30,
-            allow_private_hosts=True,
-        )
+        fetch_again(tmp_path / "never-fetched", server.url("org/repo.git"))

@@ -16,8 +16,7 @@ from indexing.git.errors import (
     GitFetchError,
     HostRefused,
 )
-from indexing.git.fetch import fetch_update
-from tests.indexing.git_fetch_support import MB, TOKEN, fetch, files_under
+from tests.indexing.git_fetch_support import TOKEN, fetch, fetch_again, files_under
 from tests.indexing.git_server import (
     GitHttpServer,
     commit_files,
@@ -62,9 +61,7 @@ def test_token_sent_as_basic_auth_and_never_written(source, tmp_path, caplog):
         assert private.authorization_headers[-1].startswith("Basic ")
 
         commit_files(source, {"new.txt": "x"}, parent=source.refs[b"refs/heads/main"])
-        update = fetch_update(
-            target, url, "main", token=TOKEN, max_bytes=MB, timeout_s=30, allow_private_hosts=True
-        )
+        update = fetch_again(target, url, token=TOKEN)
         assert update.changed
 
     assert result.url == url

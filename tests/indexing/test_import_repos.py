@@ -1,6 +1,7 @@
 """``manage.py import_repos``: every repository of a GitHub organisation, GitLab group or Gitea
-organisation, read from a local server speaking those APIs (tests/indexing/forge_server.py) over
-three pages, waiting out a rate limit, refusing a bad token, and adding nothing when a page fails.
+organisation, or of a user on any of the three, read from a local server speaking those APIs
+(tests/indexing/forge_server.py) over three pages, waiting out a rate limit, refusing a bad token,
+naming an account the host does not have, and adding nothing when a page fails.
 """
 
 from __future__ import annotations
@@ -171,3 +172,94 @@ def test_an_unknown_visibility_group_fails_before_any_request(settings) -> None:
     ):
         run("github", "acme", server, "--visibility-groups", "nobody")
     assert server.seen == []
+
+
+def user_repos(host: str, user: str) -> list[dict]:
+    if host == "github":
+        owner = {"owner": {"login": user, "type": "User"}}
+        return [github_repo(user, f"p{i}", CLONES, **owner) for i in range(7)]
+    if host == "gitlab":
+        space = {"namespace": {"full_path": user, "kind": "user"}}
+        return [gitlab_project(user, f"p{i}", CLONES, **space) for i in range(7)]
+    return [gitea_repo(user, f"p{i}", CLONES, owner={"login": user}) for i in range(7)]
+
+
+USER_PATHS = {
+    "github": ("/orgs/alice/repos", "/users/alice/repos"),
+    "gitlab": ("/api/v4/groups/alice/projects", "/api/v4/users/alice/projects"),
+    "gitea": ("/api/v1/orgs/alice/repos", "/api/v1/users/alice/repos"),
+}
+
+
+@pytest.mark.parametrize("host", ["github", "gitlab", "gitea"])
+def test_a_users_repositories_over_three_pages_and_a_rate_limit(settings, host: str) -> None:
+    setattr(settings, f"REPO_SEARCH_{host.upper()}_TOKEN", "good-token")
+    behaviour = ForgeBehaviour(page_size=3, rate_limit_page=2)
+    with ForgeServer(host, "alice", user_repos(host, "alice"), behaviour, account="user") as server:
+        lines = run(host, "alice", server)
+    org_path, user_path = USER_PATHS[host]
+    # Asked as an organisation (group) first; its 404 sends the command to the user's endpoint.
+    assert [seen.path for seen in server.seen] == [org_path] + [user_path] * 4
+    assert server.pages_requested()[1:] == [1, 2, 2, 3]  # page 2 again after the rate limit
+    assert server.seen[3].at >= int(server.seen[2].at) + 1  # waited for the reset / Retry-After
+    assert (
+        server.seen[1].query
+        == {
+            "github": {"per_page": "100", "type": "owner"},
+            "gitlab": {"per_page": "100"},
+            "gitea": {"limit": "50", "page": "1"},
+        }[host]
+    )
+    assert any(line.startswith("stderr: rate limited by") for line in lines)
+    assert f"{host} user alice at {server.base_url}: 7 listed over 3 pages: 7 add" in lines[-2]
+    names = sorted(Repository.objects.values_list("name", flat=True))
+    assert names == [f"alice/p{i}" for i in range(7)]
+    assert IndexJob.objects.count() == 7
+
+
+def test_account_user_asks_only_the_users_endpoint(settings) -> None:
+    settings.REPO_SEARCH_GITLAB_TOKEN = "good-token"
+    repos = user_repos("gitlab", "alice")
+    with ForgeServer("gitlab", "alice", repos, account="user") as server:
+        lines = run("gitlab", "alice", server, "--account", "user", "--dry-run")
+    assert {seen.path for seen in server.seen} == {"/api/v4/users/alice/projects"}
+    assert "gitlab user alice" in lines[-1] and "(dry run, nothing added)" in lines[-1]
+    assert not Repository.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "kinds", "said"),
+    [
+        ("github", "organisation or user", "Not Found"),
+        ("gitlab", "group or user", "404 User Not Found"),
+        ("gitea", "organisation or user", "The target couldn't be found."),
+    ],
+)
+def test_an_unknown_account_is_named_with_what_the_host_said_and_adds_nothing(
+    settings, host: str, kinds: str, said: str
+) -> None:
+    setattr(settings, f"REPO_SEARCH_{host.upper()}_TOKEN", "good-token")
+    with (
+        ForgeServer(host, "alice", user_repos(host, "alice"), account="user") as server,
+        pytest.raises(CommandError) as refused,
+    ):
+        run(host, "nobody", server)
+    message = str(refused.value)
+    title = {"github": "GitHub", "gitlab": "GitLab", "gitea": "Gitea"}[host]
+    assert f"{title} at {server.base_url} has no {kinds} named 'nobody'" in message
+    assert f"(404 {said})" in message and message.endswith("nothing was added")
+    assert "private one needs" not in message  # a token was sent
+    assert len(server.seen) == 2 and not Repository.objects.exists()
+
+
+def test_an_unknown_user_without_a_token_says_which_setting_a_private_one_needs(settings) -> None:
+    settings.REPO_SEARCH_GITHUB_TOKEN = ""
+    behaviour = ForgeBehaviour(token="")
+    with (
+        ForgeServer("github", "acme", github_org(), behaviour) as server,
+        pytest.raises(CommandError, match="has no user named 'ghost' \\(a private one needs "
+                      "REPO_SEARCH_GITHUB_TOKEN\\)"),
+    ):  # fmt: skip
+        run("github", "ghost", server, "--account", "user")
+    assert [seen.path for seen in server.seen] == ["/users/ghost/repos"]
+    assert "authorization" not in server.seen[0].headers

@@ -14,19 +14,11 @@ from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState
 from indexing.services.jobs import reap_stale_jobs
 from indexing.services.stages.embed import run_embed
 from indexing.services.stages.run_context import JobCancelled, check_alive, lock_if_alive
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
+from indexing.services.storing import store_files, swap_generation
 from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
 OLD = ["def parse_http_header(line):\n    return line.split(':', 1)"]
-
-
-def _file(path: str, chunks: int) -> FileToStore:
-    pieces = [
-        StoredChunk(i, i + 1, i + 1, f"replacement_{i}", "function", f"def replacement_{i}(): pass")
-        for i in range(chunks)
-    ]
-    return FileToStore(path, "e" * 40, 10 * chunks, "python", False, False, chunks, pieces)
 
 
 def _stale_job(repository, state: str) -> IndexJob:  # type: ignore[no-untyped-def]
@@ -51,7 +43,8 @@ def test_a_job_failed_by_the_reaper_never_swaps_its_generation() -> None:
         "l/b", OLD, url="https://example.org/l/b.git", commit="c" * 40
     )
     job = _stale_job(repository, JobState.STORING)
-    store_files(repository.pk, 2, [_file("src/new.py", 3)])  # the slow run got this far
+    # The slow run got this far.
+    store_files(repository.pk, 2, [factories.stored_functions("src/new.py", 3)])
 
     assert reap_stale_jobs(timedelta(minutes=10)) == [job.pk]
     with pytest.raises(JobCancelled, match="not swapped in"):
@@ -67,7 +60,7 @@ def test_a_job_failed_by_the_reaper_never_swaps_its_generation() -> None:
 def test_a_running_job_swaps_as_before() -> None:
     repository = factories.indexed_repository("l/c", OLD, url="https://example.org/l/c.git")
     job = IndexJob.objects.create(repository=repository, state=JobState.STORING)
-    store_files(repository.pk, 2, [_file("src/new.py", 2)])
+    store_files(repository.pk, 2, [factories.stored_functions("src/new.py", 2)])
     swapped = swap_generation(
         repository.pk, 2, [], "d" * 40, before_swap=lambda: lock_if_alive(job.pk)
     )
@@ -112,7 +105,7 @@ def test_a_long_store_commits_batches_and_heartbeats_the_reaper_can_see() -> Non
         seen.append((written, row[0], row[1]))
 
     try:
-        files = [_file(f"src/m{n}.py", 100) for n in range(12)]  # 1,200 chunks
+        files = [factories.stored_functions(f"src/m{n}.py", 100) for n in range(12)]  # 1,200 chunks
         assert store_files(repository.pk, 2, files, on_batch=on_batch) == 1200
     finally:
         outside.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.indexing.demo_repository import modules
 from tests.indexing.git_server import commit_files, init_bare_repo
 from tests.netns_lab import FINISHED, NetnsLab, namespaces_refused, netns_lab
 
@@ -25,14 +26,6 @@ def _twin(name: str) -> str:
     return name.replace(".git", "-twin.git")
 
 
-def _modules(count: int, salt: int) -> dict[str, object]:
-    return {
-        f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value * {n} + {salt}\n\n\n"
-        f"class Model{n}:\n    def method(self):\n        return function_{n}({salt})\n"
-        for n in range(count)
-    }
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsLab]:
     refused = namespaces_refused()
@@ -43,7 +36,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsLab]:
     for name, salt in SALTS.items():
         path = root / "git" / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        commit_files(init_bare_repo(str(path)), _modules(200, salt), message="modules")  # type: ignore[arg-type]
+        commit_files(init_bare_repo(str(path)), modules(200, salt), message="modules")
         served[name] = served[_twin(name)] = path
     with netns_lab(root / "hosts", served) as running:
         for worker in running.workers:

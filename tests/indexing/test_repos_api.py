@@ -9,31 +9,12 @@ from rest_framework.test import APIClient
 
 from indexing.models import IndexJob, Repository, RepositoryStatus
 from tests.accounts_support import token_client
+from tests.refusals import error_of
 
 
 @pytest.fixture
 def api() -> APIClient:
     return token_client()
-
-
-@pytest.fixture
-def public_dns(monkeypatch):  # type: ignore[no-untyped-def]
-    """Resolve every host to a public documentation address so URL checks pass offline."""
-    import socket
-
-    def fake_getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if host in {"nonexistent.invalid"}:
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port or 443))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
-
-
-def error_of(response) -> dict:  # type: ignore[no-untyped-def]
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert {"code", "message", "details"} <= set(body["error"])
-    return body["error"]
 
 
 @pytest.mark.django_db

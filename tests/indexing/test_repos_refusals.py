@@ -17,6 +17,7 @@ from indexing.models import IndexJob, JobState, Repository
 from indexing.services.repositories import add_repository
 from indexing.services.stages.fetch_and_index import run_fetch
 from tests.accounts_support import token_client
+from tests.refusals import error_of
 
 ODD_BRANCH_NAMES = [
     "main", "a;b", "`id`", "$(id)", "a|b", "a>b", "a'b", 'a"b', "#a", "a{b}", "ünï", "@",
@@ -30,21 +31,6 @@ ODD_BRANCH_NAMES = [
 @pytest.fixture
 def api() -> APIClient:
     return token_client()
-
-
-@pytest.fixture
-def public_dns(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port or 443))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
-
-
-def error_of(response) -> dict:  # type: ignore[no-untyped-def]
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert set(body["error"]) == {"code", "message", "details"}
-    return body["error"]
 
 
 def git_accepts(name: str) -> bool:

@@ -10,18 +10,10 @@ from indexing.models import Chunk, IndexJob, JobState
 from indexing.services import jobs
 from indexing.services.stages.claims import StageClaim
 from indexing.services.stages.run_context import JobCancelled
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
+from indexing.services.storing import store_files, swap_generation
 from tests import factories
 
 OLD = ["def parse_http_header(line):\n    return line.split(':', 1)"]
-
-
-def _file(path: str, chunks: int) -> FileToStore:
-    pieces = [
-        StoredChunk(i, i + 1, i + 1, f"fresh_{i}", "function", f"def fresh_{i}(): pass")
-        for i in range(chunks)
-    ]
-    return FileToStore(path, "e" * 40, 10 * chunks, "python", False, False, chunks, pieces)
 
 
 def _run_to_storing(job: IndexJob) -> tuple[IndexJob, StageClaim]:
@@ -36,13 +28,15 @@ def test_a_run_taken_over_by_another_writes_no_batch_and_never_swaps() -> None:
     repository = factories.indexed_repository("c/a", OLD)
     job = IndexJob.objects.create(repository=repository, state=JobState.CLONING, commit="d" * 40)
     job, first = _run_to_storing(job)
-    store_files(repository.pk, 2, [_file("src/one.py", 2)], fence=first.check)
+    store_files(repository.pk, 2, [factories.stored_functions("src/one.py", 2)], fence=first.check)
 
     # The first host went silent; the job was resumed on another host, which starts over.
     job, second = _run_to_storing(IndexJob.objects.get(pk=job.pk))
 
     with pytest.raises(JobCancelled, match="taken over"):
-        store_files(repository.pk, 2, [_file("src/two.py", 3)], fence=first.check)
+        store_files(
+            repository.pk, 2, [factories.stored_functions("src/two.py", 3)], fence=first.check
+        )
     with pytest.raises(JobCancelled, match="taken over"):
         swap_generation(repository.pk, 2, [], "d" * 40, before_swap=first.check)
     with pytest.raises(JobCancelled, match="taken over"):
@@ -51,7 +45,9 @@ def test_a_run_taken_over_by_another_writes_no_batch_and_never_swaps() -> None:
     assert IndexJob.objects.get(pk=job.pk).state == JobState.STORING
 
     # The run that holds the claim goes on as before.
-    store_files(repository.pk, 2, [_file("src/three.py", 4)], fence=second.check)
+    store_files(
+        repository.pk, 2, [factories.stored_functions("src/three.py", 4)], fence=second.check
+    )
     swapped = swap_generation(repository.pk, 2, [], "d" * 40, before_swap=second.check)
     assert swapped.active_generation == 2
     assert swapped.chunk_count == 2 + 4  # the new run discards first's rows in the real stage
@@ -64,4 +60,6 @@ def test_an_ended_job_refuses_its_claim() -> None:
     job, claim = _run_to_storing(job)
     jobs.transition(job, JobState.CANCELLED)
     with pytest.raises(JobCancelled, match="cancelled"):
-        store_files(repository.pk, 2, [_file("src/one.py", 1)], fence=claim.check)
+        store_files(
+            repository.pk, 2, [factories.stored_functions("src/one.py", 1)], fence=claim.check
+        )

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
 from tests.accounts_support import token_client
+from tests.refusals import error_of
 
 INDEXED = "a" * 40
 PUSHED = "b" * 40
@@ -115,12 +116,6 @@ def deliver(api: APIClient, repository: Repository, body: bytes, headers: dict[s
         content_type="application/json",
         **headers,
     )
-
-
-def error_of(response) -> dict:  # type: ignore[no-untyped-def]
-    body = response.json()
-    assert set(body) == {"error"}, body
-    return body["error"]
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))

@@ -84,7 +84,7 @@ def test_chat_wire_format(
     assert body["model"] == "llama3.2" and body["messages"] == messages
     assert body["stream"] is False
     if provider == "ollama":
-        assert body["options"] == {"temperature": 0.0, "num_predict": 50}
+        assert body["options"] == {"temperature": 0.0, "num_predict": 50, "num_ctx": 8192}
     else:
         assert body["max_tokens"] == 50 and body["temperature"] == 0.0
     chat.ping(timeout=2)  # /api/tags or /v1/models lists the model

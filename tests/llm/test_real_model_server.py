@@ -4,8 +4,9 @@ SmolLM2-135M-Instruct on this machine's CPU (``tests.llama_server``), reached th
 tier proves what only a real, slow, small model shows: its wording is parsed or the stage falls
 back and says why, budgets hold against real slowness, and answers cite real chunks.
 
-Bounded: one server process for the session, small answers, a handful of calls. Asserts what a
-user sees (results, trace, citations), never the model's wording.
+Bounded: one server process for the session (a 2,048-token context, as ``LLM_CONTEXT_TOKENS``
+tells the app), small answers, a handful of calls. Asserts what a user sees (results, trace,
+citations, the order of streamed events), never the model's wording or its speed.
 """
 
 from __future__ import annotations
@@ -14,19 +15,24 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 import llm
 import llm.config
 from indexing.models import Chunk
-from tests.accounts_support import token_client
-from tests.ask import corpus
+from tests.accounts_support import bearer, make_account, token_client, token_for
+from tests.asgi_server import serving_the_site
+from tests.ask import corpus, test_ask_stream
+from tests.ask.test_ask_stream import read_events
 from tests.llama_server import LlamaServer, missing
 
 pytestmark = [pytest.mark.real_model, pytest.mark.django_db]
 
 QUESTION = "where is the connection pool configured?"
+CONTEXT_TOKENS = 2048
 shop = corpus.shop  # the fixture: a small indexed repository with real local vectors
+committed_shop = test_ask_stream.committed_shop  # the same, committed (for the served site)
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +40,17 @@ def llama_server() -> Iterator[LlamaServer]:
     reason = missing()
     if reason:
         pytest.skip(f"no real model server: {reason}")
-    server = LlamaServer().start()
+    server = LlamaServer(n_ctx=CONTEXT_TOKENS).start()
+    # The first answer of a fresh server is slow (loading, first allocations): not a test's.
+    httpx.post(
+        f"{server.url}/chat/completions",
+        json={
+            "model": server.model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 4,
+        },
+        timeout=120,
+    )
     try:
         yield server
     finally:
@@ -48,6 +64,7 @@ def real_chat(llama_server: LlamaServer, settings: Any) -> Iterator[LlamaServer]
     settings.LLM_BASE_URL = llama_server.url
     settings.LLM_CHAT_MODEL = llama_server.model
     settings.LLM_EMBEDDING_PROVIDER = "local"
+    settings.LLM_CONTEXT_TOKENS = CONTEXT_TOKENS
     llm.config.invalidate()
     yield llama_server
     llm.config.invalidate()
@@ -94,6 +111,8 @@ def test_expansion_parses_the_real_answer_or_says_why_not(shop, real_chat) -> No
     assert_valid_hits(body, shop)
     expansion = stage(body, "expansion")
     if expansion["status"] == "ran":
+        # Asked under a JSON schema (llama.cpp turns it into a grammar): read as JSON.
+        assert expansion["detail"]["parsed_from"] == "json"
         alternatives = expansion["detail"]["alternatives"]
         assert alternatives and all(a.strip() and a != QUESTION for a in alternatives)
         assert body["queries"] == [QUESTION, *alternatives]
@@ -113,10 +132,12 @@ def test_rerank_gives_a_valid_order_and_true_counts(shop, real_chat) -> None:
     judged = [h for h in body["results"] if h["rerank_score"] is not None]
     assert sorted(map(where, body["results"])) == sorted(map(where, plain["results"]))
     assert rerank["detail"]["judged"] == len(judged)
-    outcomes = ("judged", "unreadable", "late", "timed_out", "unreachable", "errors")
+    outcomes = ("judged", "unreadable", "late", "timed_out", "unreachable", "errors", "busy")
     accounted = sum(rerank["detail"][name] for name in (*outcomes, "in_flight", "not_started"))
     assert accounted == rerank["detail"]["candidates"] > 0, rerank  # every candidate's fate
     assert all(0.0 <= h["rerank_score"] <= 1.0 for h in judged)
+    # The schema holds the model to {"relevant", "confidence"}: no verdict needed guessing.
+    assert rerank["detail"]["parsed_keyword"] == 0 and rerank["detail"]["unreadable"] == 0
     if rerank["status"] != "ran":  # nothing judged in the budget: the fusion order stands
         assert rerank["reason"] and not judged
         assert list(map(where, body["results"])) == list(map(where, plain["results"]))
@@ -179,3 +200,42 @@ def test_a_timeout_shorter_than_the_model_needs_leaves_the_search_answering(
     assert body["queries"] == [QUESTION]
     assert stage(body, "fulltext")["status"] == "ran"
     assert stage(body, "vector")["status"] == "ran"
+
+
+def test_a_streamed_ask_shows_the_sources_then_the_words_then_checked_citations(
+    committed_shop, real_chat, settings, monkeypatch
+) -> None:
+    settings.REPO_SEARCH_ASK_TIMEOUT_SECS = 90.0
+    headers = {"Accept": "text/event-stream", **bearer(token_for(make_account("read")))}
+    with (
+        serving_the_site(monkeypatch) as site,
+        httpx.stream(
+            "POST",
+            f"{site}/api/ask",
+            json={"question": QUESTION, "k": 4},
+            headers=headers,
+            timeout=120,
+        ) as response,
+    ):
+        assert response.status_code == 200
+        events = list(read_events(response))
+    names = [name for name, _ in events]
+    assert names[0] == "sources" and names[-1] in ("done", "error"), names
+    assert set(names[1:-1]) <= {"delta"}
+    assert events[0][1]["snippets"]
+    last = events[-1][1]
+    if names[-1] == "error":  # an honest failure, in the one error shape, with the sources
+        assert last["error"]["code"] in ("model_unavailable", "model_bad_response", "model_busy")
+        assert last["error"]["details"]["sources"]
+        return
+    raw = "".join(data["text"] for name, data in events if name == "delta")
+    assert names.count("delta") >= 1 and last["answer"]["raw"] == raw
+    answer = next(t for t in last["trace"] if t["name"] == "answer")
+    assert answer["detail"]["context_tokens"] == CONTEXT_TOKENS
+    assert answer["detail"]["prompt_tokens_estimate"] <= CONTEXT_TOKENS
+    assert 0 < last["timings"]["first_token_ms"] <= last["timings"]["model_ms"]
+    for source in last["sources"]:  # every citation resolved from the chunk's own row
+        row = Chunk.objects.get(
+            repository=committed_shop, path=source["path"], start_line=source["start_line"]
+        )
+        assert source["end_line"] == row.end_line

@@ -5,16 +5,14 @@ and bad arguments that come back as structured, correctable errors."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -23,9 +21,8 @@ from indexing.models import Chunk, Repository
 from tests.accounts_support import bearer, make_account, token_for
 from tests.asgi_server import serving_the_site
 from tests.ask.corpus import FILES, build_repository
-from tests.conftest import _test_database_url
+from tests.mcp.stdio import stdio_parameters
 
-ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {
     "search_code",
     "list_repositories",
@@ -100,10 +97,14 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
     top = found["hits"][0]
     start, end, commit = expected["start"], expected["end"], expected["commit"]
     assert top["location"] == f"src/pool.py:{start}-{end}"
-    assert (top["symbol"], top["commit"]) == ("configure_pool", commit)
-    assert "def configure_pool" in top["snippet"]
-    # Freshness on every hit: the branch and when its commit's index went live.
-    assert (top["branch"], top["indexed_at"]) == (expected["branch"], expected["indexed_at"])
+    assert top["symbol"] == "configure_pool" and "def configure_pool" in top["snippet"]
+    # Freshness, said once per repository: the commit, its branch and when its index went live.
+    assert found["commits"] == {"acme/shop": commit}
+    assert found["indexed"]["acme/shop"] == {
+        "branch": expected["branch"],
+        "indexed_at": expected["indexed_at"],
+    }
+    assert found["tokens"] <= 6000 and not found["truncated"]
 
     status = payload(await session.call_tool("repository_status", {"repo": "acme/shop"}))
     assert (status["commit"], status["indexed_at"]) == (commit, expected["indexed_at"])
@@ -118,7 +119,9 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
         )
     )
     assert expanded["hits"][0]["symbol"] == "start_app"
-    assert ("configure_pool", "callee") in {(h["symbol"], h["origin"]) for h in expanded["hits"]}
+    assert ("configure_pool", "callee") in {
+        (h["symbol"], h.get("origin", "search")) for h in expanded["hits"]
+    }
 
     read = payload(
         await session.call_tool(
@@ -168,17 +171,8 @@ async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
 
 
 def test_stdio_transport(committed_shop: Repository, settings: Any) -> None:
-    env = {
-        **os.environ,
-        "DATABASE_URL": _test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "reposearch.settings.test",
-        "REPO_SEARCH_DATA_DIR": str(settings.REPO_SEARCH_DATA_DIR),
-        "LLM_PROVIDER": "none",
-    }
     make_account("read", username="agent")
-    params = StdioServerParameters(
-        command=sys.executable, args=["manage.py", "mcp", "--user", "agent"], cwd=str(ROOT), env=env
-    )
+    params = stdio_parameters("agent", settings)
 
     expected = expectations(committed_shop)
 

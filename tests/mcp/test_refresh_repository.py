@@ -4,13 +4,11 @@ queues nothing -- over streamable HTTP with tokens, over stdio with ``--user``, 
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -23,8 +21,8 @@ from search.mcp.refresh import refresh_repository
 from search.mcp.tools import ToolInputError
 from tests.accounts_support import bearer, make_account, token_for
 from tests.ask.corpus import shop  # noqa: F401 - fixture
-from tests.conftest import _test_database_url
-from tests.mcp.test_mcp_transports import ROOT, committed_shop, payload, web_server  # noqa: F401
+from tests.mcp.stdio import stdio_session
+from tests.mcp.test_mcp_transports import committed_shop, payload, web_server  # noqa: F401
 
 
 def _jobs(repository: Repository) -> int:
@@ -109,25 +107,11 @@ def test_over_http_a_write_token_refreshes_and_a_read_token_is_refused(
 
 
 def test_over_stdio_the_user_s_role_decides(committed_shop: Repository, settings: Any) -> None:  # noqa: F811
-    env = {
-        **os.environ,
-        "DATABASE_URL": _test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "reposearch.settings.test",
-        "REPO_SEARCH_DATA_DIR": str(settings.REPO_SEARCH_DATA_DIR),
-        "LLM_PROVIDER": "none",
-    }
     make_account("read", username="reader")
     make_account("write", username="writer")
 
     async def call(user: str) -> Any:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["manage.py", "mcp", "--user", user],
-            cwd=str(ROOT),
-            env=env,
-        )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+        async with stdio_session(user, settings) as session:
             result = await session.call_tool("refresh_repository", {"repo": "acme/shop"})
             return result.is_error, payload(result)
 

@@ -10,15 +10,12 @@ migrated, with rows in it. They look at the running stack from outside, as a loc
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import stat
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -28,9 +25,7 @@ from reposearch import embedded_credentials
 from reposearch.embedded_credentials import Credentials
 from reposearch.embedded_provision import hba_is_weak
 from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
-from tests.reposearch.test_make_up import READY_LINE, user_environment
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.make_up_stack import ROOT, Stack, make_up, manage, user_environment
 
 
 def refusal(url: str) -> str:
@@ -191,80 +186,43 @@ User.objects.create_user("old-admin", password="an-old-password-42")
 """
 
 
-@dataclass
-class UpgradedStack:
-    base: str
-    env: dict[str, str]
-    data: Path
-    log: Path
-    pg_port: int
-    redis_port: int
+def credentials(stack: Stack) -> Credentials:
+    creds = embedded_credentials.read(stack.data)
+    assert creds is not None
+    return creds
 
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
 
-    def credentials(self) -> Credentials:
-        creds = embedded_credentials.read(self.data)
-        assert creds is not None
-        return creds
-
-    def app_url(self) -> str:
-        return embedded_credentials.postgres_url(
-            "127.0.0.1", self.pg_port, "reposearch", self.credentials()
-        )
+def app_url(stack: Stack) -> str:
+    """The application role's URL with the password the stack keeps."""
+    return embedded_credentials.postgres_url(
+        "127.0.0.1", stack.pg_port, "reposearch", credentials(stack)
+    )
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpgradedStack]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("upgrade")
-    env, pg_port = user_environment(tmp)
+    env = user_environment(tmp)
     data = Path(env["REPO_SEARCH_DATA_DIR"])
-    old = OldTrustPostgres(data, pg_port)
+    old = OldTrustPostgres(data, int(env["REPO_SEARCH_PG_PORT"]))
     old.start()
     try:
-        migrated = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c",
-             f"from django.core.management import call_command\n"
-             f"call_command('migrate', verbosity=0)\n{OLD_ROWS}"],
-            cwd=ROOT, env=dict(env, DATABASE_URL=old.old_url()), capture_output=True, text=True,
-            timeout=300,
-        )  # fmt: skip
+        migrate = f"from django.core.management import call_command\ncall_command('migrate', verbosity=0)\n{OLD_ROWS}"
+        migrated = manage(
+            dict(env, DATABASE_URL=old.old_url()), "shell", "-c", migrate, timeout=300
+        )
         assert migrated.returncode == 0, migrated.stderr
     finally:
         old.stop()
     assert not embedded_credentials.path(data).exists()
-
-    log = tmp / "make-up.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "reposearch.embedded_stack", "up"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    running = UpgradedStack(
-        f"http://{env['REPO_SEARCH_BIND_ADDR']}", env, data, log, pg_port,
-        int(env["REPO_SEARCH_REDIS_PORT"]),
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 240
-        while READY_LINE not in running.output():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"make up did not get ready:\n{running.output()[-4000:]}")
-            time.sleep(0.5)
+    with make_up(tmp, env) as running:
         yield running
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGINT)
-            try:
-                process.wait(90)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(10)
 
 
 def test_the_old_clusters_rows_survive_and_now_belong_to_the_application(
-    stack: UpgradedStack,
+    stack: Stack,
 ) -> None:
-    with psycopg.connect(stack.app_url(), autocommit=True) as conn:
+    with psycopg.connect(app_url(stack), autocommit=True) as conn:
         names = conn.execute("SELECT name FROM indexing_repository").fetchall()
         assert names == [("kept/old",)]
         users = conn.execute("SELECT username FROM auth_user").fetchall()
@@ -288,7 +246,7 @@ def test_the_old_clusters_rows_survive_and_now_belong_to_the_application(
         assert response.status == 200
 
 
-def test_postgres_refuses_connections_without_the_password(stack: UpgradedStack) -> None:
+def test_postgres_refuses_connections_without_the_password(stack: Stack) -> None:
     pgdata = stack.data / "postgres"
     assert not hba_is_weak((pgdata / "pg_hba.conf").read_text())
     for user in ("postgres", "reposearch"):
@@ -299,9 +257,9 @@ def test_postgres_refuses_connections_without_the_password(stack: UpgradedStack)
 
 
 def test_the_application_role_is_no_superuser_and_cannot_run_programs(
-    stack: UpgradedStack,
+    stack: Stack,
 ) -> None:
-    with psycopg.connect(stack.app_url(), autocommit=True) as conn:
+    with psycopg.connect(app_url(stack), autocommit=True) as conn:
         role = conn.execute(
             "SELECT rolname, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles"
             " WHERE rolname = current_user"
@@ -316,29 +274,29 @@ def test_the_application_role_is_no_superuser_and_cannot_run_programs(
             conn.execute("ALTER ROLE reposearch SUPERUSER")
 
 
-def test_fsync_is_on(stack: UpgradedStack) -> None:
-    with psycopg.connect(stack.app_url(), autocommit=True) as conn:
+def test_fsync_is_on(stack: Stack) -> None:
+    with psycopg.connect(app_url(stack), autocommit=True) as conn:
         assert conn.execute("SHOW fsync").fetchone() == ("on",)
         assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
 
 
-def test_redis_answers_noauth_to_a_client_without_the_password(stack: UpgradedStack) -> None:
+def test_redis_answers_noauth_to_a_client_without_the_password(stack: Stack) -> None:
     [reply] = redis_says(stack.redis_port, "KEYS *")
     assert reply.startswith("-NOAUTH"), reply
-    password = stack.credentials().redis_password
+    password = credentials(stack).redis_password
     assert redis_says(stack.redis_port, f"AUTH {password}", "PING") == ["+OK", "+PONG"]
 
 
 def test_the_passwords_are_private_and_appear_in_no_output_and_no_command_line(
-    stack: UpgradedStack,
+    stack: Stack,
 ) -> None:
     path = embedded_credentials.path(stack.data)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     output, commands = stack.output(), command_lines()
     assert str(path) in output
-    for secret in secrets_of(stack.credentials()):
+    for secret in secrets_of(credentials(stack)):
         assert secret not in output
         assert secret not in commands
     server_log = (stack.data / "postgres" / "server.log").read_text(errors="replace")
-    for secret in secrets_of(stack.credentials()):
+    for secret in secrets_of(credentials(stack)):
         assert secret not in server_log

@@ -8,100 +8,25 @@ user's shell would have: no ``DATABASE_URL``, no ``DEBUG``, only the ports.
 from __future__ import annotations
 
 import http.cookiejar
-import os
 import re
-import signal
 import stat
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from reposearch.embedded_services import free_port
-
-ROOT = Path(__file__).resolve().parents[2]
-READY_LINE = "reposearch is ready"
-
-
-@dataclass
-class Stack:
-    base: str
-    env: dict[str, str]
-    log: Path
-    pg_port: int
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-def user_environment(tmp: Path) -> tuple[dict[str, str], int]:
-    """A shell's environment: the test run's servers and settings module left out."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "DEBUG")
-        and not key.startswith(("REPO_SEARCH_", "LLM_", "PYTEST"))
-    }
-    pg_port = free_port()
-    env.update(
-        REPO_SEARCH_DATA_DIR=str(tmp / "data"),
-        REPO_SEARCH_PG_PORT=str(pg_port),
-        REPO_SEARCH_REDIS_PORT=str(free_port()),
-        REPO_SEARCH_BIND_ADDR=f"127.0.0.1:{free_port()}",
-        LLM_PROVIDER="none",
-    )
-    return env, pg_port
+from tests.make_up_stack import Stack, get, make_up, manage, user_environment
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("make-up")
-    env, pg_port = user_environment(tmp)
-    log = tmp / "make-up.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "reposearch.embedded_stack", "up"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    running = Stack(f"http://{env['REPO_SEARCH_BIND_ADDR']}", env, log, pg_port)
-    try:
-        deadline = time.monotonic() + 240
-        while READY_LINE not in running.output():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"make up did not get ready:\n{running.output()[-4000:]}")
-            time.sleep(0.5)
+    with make_up(tmp, user_environment(tmp)) as running:
         yield running
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGINT)
-            try:
-                process.wait(90)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(10)
-
-
-def get(url: str, opener: urllib.request.OpenerDirector | None = None) -> tuple[int, str, str]:
-    """(status, content type, body) of a GET."""
-    try:
-        with (opener or urllib.request.build_opener()).open(url, timeout=30) as response:
-            body = response.read().decode(errors="replace")
-            return response.status, response.headers.get("Content-Type", ""), body
-    except urllib.error.HTTPError as error:
-        body = error.read().decode(errors="replace")
-        return error.code, error.headers.get("Content-Type", ""), body
 
 
 def test_it_prints_the_urls_to_open_and_where_the_first_admin_is(stack: Stack) -> None:
@@ -140,14 +65,7 @@ def test_createsuperuser_with_the_same_port_makes_a_user_who_can_log_in(stack: S
         DJANGO_SUPERUSER_PASSWORD="a-long-test-password-31",
         DJANGO_SUPERUSER_EMAIL="first@example.invalid",
     )
-    result = subprocess.run(
-        [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "first"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = manage(env, "createsuperuser", "--noinput", "--username", "first")
     assert result.returncode == 0, result.stderr
 
     jar = http.cookiejar.CookieJar()
@@ -174,17 +92,10 @@ def test_createsuperuser_with_the_same_port_makes_a_user_who_can_log_in(stack: S
 
 
 def test_a_command_that_cannot_reach_the_database_names_the_address(tmp_path: Path) -> None:
-    env, _ = user_environment(tmp_path)
+    env = user_environment(tmp_path)
     closed = free_port()
     env["REPO_SEARCH_PG_PORT"] = str(closed)
-    result = subprocess.run(
-        [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "x"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = manage(env, "createsuperuser", "--noinput", "--username", "x")
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -195,7 +106,7 @@ def test_a_command_that_cannot_reach_the_database_names_the_address(tmp_path: Pa
 def test_the_first_start_generates_private_passwords_and_never_prints_them(stack: Stack) -> None:
     from reposearch import embedded_credentials
 
-    data = Path(stack.env["REPO_SEARCH_DATA_DIR"])
+    data = stack.data
     path = embedded_credentials.path(data)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     creds = embedded_credentials.read(data)
@@ -208,28 +119,15 @@ def test_the_first_start_generates_private_passwords_and_never_prints_them(stack
 
 def call(stack: Stack, method: str, path: str, body: dict | None = None, token: str = "") -> int:
     """The status of one API call, with the README's headers."""
-    import json
-
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        f"{stack.base}{path}", data=data, method=method, headers=headers
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
+    return stack.call(method, path, body, token)[0]
 
 
 def test_the_first_start_writes_the_admins_secrets_and_its_token_opens_the_api(
     stack: Stack,
 ) -> None:
-    path = Path(stack.env["REPO_SEARCH_DATA_DIR"]) / "initial-admin.txt"
+    path = stack.data / "initial-admin.txt"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    values = dict(line.split(": ", 1) for line in path.read_text().splitlines())
+    values = stack.initial_admin()
     assert set(values) == {"username", "password", "token"} and values["username"] == "admin"
     output = stack.output()
     assert str(path) in output
@@ -242,10 +140,7 @@ def test_the_first_start_writes_the_admins_secrets_and_its_token_opens_the_api(
     assert call(stack, "POST", "/api/search", {"query": "where"}, values["token"]) == 200
 
     # A read token made from it is refused writes.
-    made = subprocess.run(
-        [sys.executable, "manage.py", "createtoken", "admin", "reader", "--scope", "read"],
-        cwd=ROOT, env=stack.env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    made = manage(stack.env, "createtoken", "admin", "reader", "--scope", "read")
     assert made.returncode == 0, made.stderr
     reader = made.stdout.strip()
     assert call(stack, "GET", "/api/repos", token=reader) == 200

@@ -13,6 +13,7 @@ from indexing.models import IndexJob, Repository
 from llm.models import ModelConfig
 from reposearch.request_guards import MAX_JSON_DEPTH, json_depth_exceeds
 from tests.accounts_support import session_client
+from tests.refusals import error_of
 
 TEN_MB = 10 * 1024 * 1024
 
@@ -36,13 +37,6 @@ def json_endpoints(repository: Repository) -> list[tuple[str, str]]:
 
 def send(client: Client, method: str, path: str, body: bytes):  # type: ignore[no-untyped-def]
     return getattr(client, method)(path, data=body, content_type="application/json")
-
-
-def error_of(response) -> dict:  # type: ignore[no-untyped-def]
-    assert response["Content-Type"].startswith("application/json"), response.content[:200]
-    body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
-    return body["error"]
 
 
 def nothing_changed(repository: Repository) -> None:

@@ -171,10 +171,14 @@ def test_eval_prints_and_writes_the_ablation(
     # With scope, the definition ranks first (the test that calls it three times is out).
     ident = next(q for q in configs["hybrid+scope"]["queries"] if q["id"] == "ident")
     assert ident["results"][0] == "src/app/retry.py:6-13 retry_with_backoff"
-    # Without scope the test file shows up for code queries; with scope it is left out,
-    # and it still comes back for the query about tests.
+    # Without scope the test file shows up for code queries; with scope it comes back only where
+    # it beats some of the code (search.ranking.left_out), so less of it, and it still comes
+    # back for the query about tests.
     scoped = configs["hybrid+scope"]
-    assert scoped["metrics"]["test_doc_share_code_queries"] == 0.0
+    assert (
+        scoped["metrics"]["test_doc_share_code_queries"]
+        < configs["hybrid"]["metrics"]["test_doc_share_code_queries"]
+    )
     tests_query = next(q for q in scoped["queries"] if q["id"] == "tests")
     assert any(r.startswith("tests/test_retry.py:") for r in tests_query["results"])
     assert configs["hybrid"]["metrics"]["test_doc_share_code_queries"] > 0.0

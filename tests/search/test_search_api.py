@@ -114,11 +114,11 @@ UNKNOWN = str(uuid.uuid4())
             "invalid",
             'repo_ids: Expected a list of items but got type "str".',
         ),
-        (
+        (  # not an id: a name (tests/search/test_search_repos_by_name.py)
             {"query": "a", "repo_ids": ["nope"]},
-            400,
-            "invalid",
-            "repo_ids: 0: Must be a valid UUID.",
+            404,
+            "unknown_repository",
+            "no repository named 'nope'",
         ),
         (
             {"query": "a", "repo_ids": [UNKNOWN]},

@@ -56,7 +56,7 @@ def test_no_results() -> None:
     [
         (["  "], "the query is empty"),
         (["a", "--limit", "0"], "--limit must be between 1 and 100"),
-        (["a", "--repo", "nope"], "--repo: not a repository id"),
+        (["a", "--repo", "nope"], "--repo: no repository named 'nope'"),
         (["a", "--repo", "00000000-0000-0000-0000-000000000000"], "unknown repository id(s)"),
     ],
 )
@@ -71,3 +71,8 @@ def test_quoted_text_prints_matching_lines_as_grep_does() -> None:
     assert "# exact: 1 files" in err
     with pytest.raises(CommandError, match="did you mean repo:"):
         run("rpo:cli retry")
+
+
+def test_repo_takes_a_name_as_well_as_an_id() -> None:
+    by_name, _ = run('"return call()"', "--repo", "cli")
+    assert by_name.splitlines() == ["cli:net/retry.py:2:     return call()"]

@@ -30,6 +30,15 @@ MODES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _model_config_stays_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model configuration is re-read once a second; on a loaded machine that second can
+    fall between the warm-up and the counted search (an extra statement that is not per row)."""
+    import llm.config
+
+    monkeypatch.setattr(llm.config, "CHECK_INTERVAL_SECS", 3600.0)
+
+
 def _add_embedded_repositories(first: int, count: int) -> None:
     embedder = llm.get_embedder()
     space = space_for(embedder)

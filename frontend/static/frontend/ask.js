@@ -1,4 +1,7 @@
 /* Ask page: the URL holds the question and options; the answer is rendered by the server.
+   The ask API streams (server-sent events): the retrieved snippets are listed as soon as they
+   are found, the model's words appear as it writes them (as plain text), and the final event --
+   the verified answer, or the error with the sources -- is rendered by the server as before.
    A rendered answer is kept in the history entry, so Back (or reopening the tab) shows it again
    without asking the model a second time; a shared link asks afresh. */
 "use strict";
@@ -29,6 +32,9 @@
   const emptyState = answer.innerHTML;
   let askCounter = 0;
   let ticker = null;
+  let inflight = null;  // the AbortController of the ask being streamed
+  let phase = "";  // what the status line says the ask is doing
+  let sayPhase = function () {};
 
   function readForm() {
     const data = new FormData(form);
@@ -90,11 +96,13 @@
     if (busy) {
       answer.setAttribute("aria-busy", "true");
       const started = performance.now();
+      phase = "retrieving snippets, then waiting for the model…";
       const say = function () {
         const seconds = Math.floor((performance.now() - started) / 1000);
-        status.textContent = "Asking “" + question + "”: retrieving snippets, then waiting for the model…" + (seconds ? " " + seconds + " s" : "");
+        status.textContent = "Asking “" + question + "”: " + phase + (seconds ? " " + seconds + " s" : "");
       };
       say();
+      sayPhase = function (text) { phase = text; say(); };
       ticker = setInterval(say, 1000);
     } else {
       answer.removeAttribute("aria-busy");
@@ -114,25 +122,126 @@
     status.textContent = message;
   }
 
+  /* Reads server-sent events from a fetch response; onEvent(name, data) returning false stops. */
+  async function readEvents(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      buffer += decoder.decode(chunk.value, { stream: true });
+      let end = buffer.indexOf("\n\n");
+      while (end !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let name = "message";
+        const lines = [];
+        block.split("\n").forEach(function (line) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) lines.push(line.slice(5).trim());
+        });
+        if (lines.length) {  // ": keep-alive" comments carry no data
+          let data = null;
+          try { data = JSON.parse(lines.join("\n")); } catch (error) { data = null; }
+          if (onEvent(name, data) === false) { reader.cancel(); return; }
+        }
+        end = buffer.indexOf("\n\n");
+      }
+    }
+  }
+
+  /* The answer while it streams: the question, the model's text so far, the retrieved snippets. */
+  function liveAnswer(question) {
+    const text = el("p", { className: "live-text" });
+    const list = el("ol", { className: "source-list retrieved" });
+    const found = el("section", { className: "sources live-sources", "aria-label": "Retrieved snippets", hidden: true }, [
+      el("h2", { text: "Retrieved snippets" }), list]);
+    answer.replaceChildren(
+      el("article", { className: "panel answer streaming", "data-outcome": "streaming", "aria-busy": "true" }, [
+        el("h1", { className: "answer-question", text: question }),
+        el("div", { className: "answer-text" }, [text])]),
+      found);
+    return {
+      sources: function (snippets) {
+        (Array.isArray(snippets) ? snippets : []).slice(0, 60).forEach(function (snippet) {
+          const where = snippet.path + ":" + snippet.start_line + (snippet.end_line > snippet.start_line ? "-" + snippet.end_line : "");
+          const href = typeof snippet.app_url === "string" && snippet.app_url.startsWith("/repos/") ? snippet.app_url : null;
+          const label = "[" + snippet.context_number + "] " + (snippet.repo_name || "") + " " + where;
+          list.append(el("li", { className: "source" }, [
+            href ? el("a", { className: "file-link", href: href, text: label }) : label,
+            snippet.symbol ? el("span", { className: "muted", text: " " + snippet.symbol }) : null]));
+        });
+        found.hidden = !list.children.length;
+      },
+      append: function (piece) { text.append(document.createTextNode(piece)); },
+    };
+  }
+
+  function failedStatus(error) {
+    return error && error.code === "model_bad_response" ? 502 : 503;
+  }
+
+  async function streamAnswer(state, ticket, controller) {
+    const headers = { Accept: "text/event-stream", "Content-Type": "application/json", "X-CSRFToken": window.reposearch.csrfToken() };
+    let response;
+    try {
+      response = await fetch(form.dataset.api, { method: "POST", credentials: "same-origin", headers: headers, body: JSON.stringify(apiRequest(state)), signal: controller.signal });
+    } catch (error) {
+      return { failed: controller.signal.aborted ? null : "the server could not be reached" };
+    }
+    const type = response.headers.get("Content-Type") || "";
+    if (!response.ok || !type.startsWith("text/event-stream")) {
+      let data = null;
+      try { data = await response.json(); } catch (error) { data = null; }
+      if (response.status === 401) window.location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search));
+      const message = data && data.error && data.error.message ? data.error.message : "the server answered " + response.status;
+      return { failed: message };
+    }
+    const live = liveAnswer(state.q);
+    let final = null;
+    try {
+      await readEvents(response, function (name, data) {
+        if (ticket !== askCounter) return false;
+        if (name === "sources" && data) {
+          live.sources(data.snippets);
+          sayPhase((data.snippets || []).length + " snippets found; waiting for the model…");
+        } else if (name === "delta" && data) {
+          live.append(data.text);
+          if (phase !== "the model is writing…") sayPhase("the model is writing…");
+        } else if (name === "done" && data) {
+          final = { payload: { question: state.q, response: data }, ok: true };
+        } else if (name === "error" && data && data.error) {
+          final = { payload: { question: state.q, error: data.error }, ok: false, status: failedStatus(data.error) };
+        }
+        return true;
+      });
+    } catch (error) {
+      if (controller.signal.aborted) return { failed: null };
+    }
+    return final || { failed: "the answer stream ended before the answer was complete" };
+  }
+
   async function ask(state) {
     const ticket = ++askCounter;
+    stopStreaming();  // a newer question replaces the one streaming: the server stops its model
     if (!state.q) { setBusy(false); status.textContent = ""; return; }
     setBusy(true, state.q);
     const started = performance.now();
-    const reply = await window.reposearch.api("POST", form.dataset.api, apiRequest(state));
+    const controller = new AbortController();
+    inflight = controller;
+    const outcome = await streamAnswer(state, ticket, controller);
     if (ticket !== askCounter) return;  // a newer question replaced this one
-    const details = reply.data && reply.data.error && reply.data.error.details;
-    const failedWithSources = (reply.status === 502 || reply.status === 503) && details;
-    if (!reply.ok && !failedWithSources) {
+    inflight = null;
+    if (outcome.failed !== undefined) {
       setBusy(false);
       status.textContent = "";
-      showError(reply.message);
+      if (outcome.failed) showError(outcome.failed);
       return;
     }
-    const payload = reply.ok ? { question: state.q, response: reply.data } : { question: state.q, error: reply.data.error };
     let rendered;
     try {
-      rendered = await window.reposearch.postForHtml(form.dataset.render, payload);
+      rendered = await window.reposearch.postForHtml(form.dataset.render, outcome.payload);
     } catch (error) {
       rendered = null;
     }
@@ -144,15 +253,21 @@
       return;
     }
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    const message = reply.ok ? "Answered in " + seconds + " s" : "No answer (" + reply.status + "): showing the retrieved sources";
+    const message = outcome.ok ? "Answered in " + seconds + " s" : "No answer (" + outcome.status + "): showing the retrieved sources";
     const html = await rendered.text();
     show(html, message);
     // Kept with this history entry: Back from a cited file shows the answer without a new model call.
     history.replaceState({ ask: { html: html, message: message } }, "", location.href);
   }
 
+  function stopStreaming() {
+    if (inflight) inflight.abort();
+    inflight = null;
+  }
+
   function restore(saved) {
     setBusy(false);
+    stopStreaming();
     askCounter += 1;  // an ask still in flight must not overwrite what is restored
     show(saved.html, saved.message);
   }
@@ -202,7 +317,7 @@
     document.title = params.get("q") ? params.get("q") + " · Ask · reposearch" : "Ask · reposearch";
     if (saved && saved.ask) restore(saved.ask);
     else if (params.get("q")) ask(readForm());
-    else { askCounter += 1; setBusy(false); show(emptyState, ""); }
+    else { stopStreaming(); askCounter += 1; setBusy(false); show(emptyState, ""); }
   }
 
   window.addEventListener("popstate", function (event) { load(event.state); });

@@ -92,11 +92,13 @@
     ]));
   }
 
-  /** Exact and regex answers page by file: "Load more" sends the cursor and appends. */
+  /** Every mode pages with a cursor (exact and regex by file, hybrid by hit): "Load more"
+   * sends it back and appends. */
   function addLoadMore(request, data) {
     const list = results.querySelector("ol.results");
     if (!data.next_cursor || !list) return;
-    const button = window.reposearch.el("button", { type: "button", className: "load-more", text: "Load more files" });
+    const noun = data.mode === "exact" || data.mode === "regex" ? "files" : "results";
+    const button = window.reposearch.el("button", { type: "button", className: "load-more", text: "Load more " + noun });
     list.after(button);
     button.addEventListener("click", async function () {
       button.disabled = true;
@@ -112,7 +114,7 @@
       holder.querySelectorAll("ol.results > li").forEach(function (item) { list.appendChild(item); });
       button.remove();
       const count = results.querySelectorAll(".result").length;
-      status.textContent = count + " of " + answer.data.total + (answer.data.total_is_lower_bound ? "+" : "") + " files";
+      status.textContent = count + " of " + answer.data.total + (answer.data.total_is_lower_bound ? "+" : "") + " " + noun;
       addLoadMore(request, answer.data);
     });
   }

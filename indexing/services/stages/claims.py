@@ -51,6 +51,16 @@ class StageClaim:
                 f"job {self.job_id} was taken over by another run (state {row[0]}); this run stops"
             )
 
+    def stop_if_lost(self, error: BaseException) -> None:
+        """Raise ``JobCancelled`` (from ``error``) when this run no longer holds its claim: an
+        error a superseded run meets (its staging directory removed, its connection reset) is
+        not its to report, and it must not retry or fail a job that is another run's now."""
+        try:
+            with transaction.atomic():
+                self.check()
+        except JobCancelled as lost:
+            raise lost from error
+
     def advance(self, job: IndexJob, state: str, **fields: Any) -> IndexJob:
         """Move the job on only while it is still this run's; remember the new claim."""
         with transaction.atomic():

@@ -1,5 +1,6 @@
-"""The fetch and index stages of an index run, one function per Celery task: fetch, then walk,
-chunk, store and swap (the embed stage is ``embed.py``; shared helpers ``run_context.py``).
+"""The fetch and index stages of an index run, one function per Celery task: fetch (``fetch.py``,
+re-exported here), then walk, chunk, store and swap (the embed stage is ``embed.py``; shared
+helpers ``run_context.py``).
 
 Every function takes a job id, reloads the row, returns quietly when the job is gone or finished,
 and records progress on the job. Re-running a stage converges: a fetch into a partial directory
@@ -10,139 +11,36 @@ live generation is only replaced by a complete one.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
 
 from django.conf import settings
 
 from indexing.chunking import chunk_file
 from indexing.clone_paths import repository_dir
-from indexing.git.errors import GitFetchError
-from indexing.git.fetch import fetch_branch, fetch_update
 from indexing.git.tree import GitTreeReader
-from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import IndexJob, JobState, Repository
 from indexing.services import jobs
-from indexing.services.locks import clone_slot
-from indexing.services.repositories import default_branch_taken
-from indexing.services.stages import clone_budget
 from indexing.services.stages.claims import StageClaim, drop_late_delivery
-from indexing.services.stages.run_context import (
-    TransientFailure,
-    check_alive,
-    fail_job,
-    load_run,
-    record_timing,
-)
+from indexing.services.stages.fetch import run_fetch
+from indexing.services.stages.index_batches import BatchedWalk, BatchLimits, chunk_inputs, classify
+from indexing.services.stages.run_context import check_alive, fail_job, load_run, record_timing
 from indexing.services.storing import (
+    INSERT_BATCH_BYTES,
     FileToStore,
     StoredChunk,
     discard_unfinished_generations,
     store_files,
     swap_generation,
 )
-from indexing.walking import WalkedFile, walk_tree
+from indexing.walking import WalkedFile
 from search.retrieval.corpus_stats import refresh_search_stats
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["run_fetch", "run_index"]
+
 HEARTBEAT_EVERY_FILES = 50
-MAX_SKIPPED_LISTED = 200  # skipped paths kept on the job with their reason (all are counted)
-
-
-@dataclass(frozen=True)
-class FetchLimits:
-    """The operator's limits and credentials, passed to every fetch."""
-
-    max_bytes: int
-    timeout_s: float
-    allow_private_hosts: bool
-    allow_local_paths: bool
-    token: str | None
-    token_hosts: list[str]
-
-    def as_kwargs(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def directory_size(path: Path) -> int:
-    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
-
-
-def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> bool:
-    """Fetch the repository's branch. True when the index stage should run next."""
-    context = load_run(job_id)
-    if context is None:
-        return False
-    job, repository = context.job, context.repository
-    if drop_late_delivery(job, "fetch"):
-        return False
-    if job.state != JobState.QUEUED:
-        job = jobs.transition(job, JobState.QUEUED)  # a retry after a crash: start over
-    job = jobs.transition(job, JobState.CLONING, celery_task_id=task_id, attempts=job.attempts + 1)
-    Repository.objects.filter(pk=repository.pk).update(
-        status=RepositoryStatus.INDEXING if repository.active_generation == 0 else repository.status
-    )
-    started = time.monotonic()
-    if clone_budget.seconds_left(job) < clone_budget.MIN_ATTEMPT_SECS:
-        fail_job(job, clone_budget.exhausted_message(job))
-        return False
-    target = repository_dir(repository.pk)
-    limits = FetchLimits(
-        max_bytes=settings.REPO_SEARCH_MAX_REPO_SIZE_MB * 1024 * 1024,
-        timeout_s=clone_budget.seconds_left(job),  # what earlier attempts left of the deadline
-        allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
-        allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
-        token=settings.REPO_SEARCH_GIT_TOKEN,
-        token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
-    )
-    fetching = started
-    try:
-        with clone_slot(
-            ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
-            wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
-        ):
-            fetching = time.monotonic()
-            check_alive(job_id)
-            # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
-            usable = (
-                repository.active_generation
-                and (target / "HEAD").exists()
-                and directory_size(target) < limits.max_bytes
-            )
-            if usable and repository.branch:
-                result = fetch_update(
-                    target, repository.url, repository.branch, **limits.as_kwargs()
-                )
-            else:
-                shutil.rmtree(target, ignore_errors=True)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                result = fetch_branch(
-                    repository.url, target, branch=repository.branch or None, **limits.as_kwargs()
-                )
-    except GitFetchError as error:
-        job = clone_budget.charge_failed_attempt(job, fetching)
-        if clone_budget.may_retry(error, job, final_attempt):
-            jobs.transition(job, JobState.QUEUED, error=f"retrying: {error.message}")
-            raise TransientFailure(error.message) from error
-        fail_job(job, clone_budget.failure_message(error, job, final_attempt))
-        return False
-    check_alive(job_id)
-    if not repository.branch:
-        taken = default_branch_taken(repository, result.branch)
-        if taken:  # another copy was added with this branch while this one was queued
-            fail_job(job, taken)
-            return False
-        Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
-    Repository.objects.filter(pk=repository.pk).update(size_bytes=directory_size(target))
-    IndexJob.objects.filter(pk=job.pk).update(
-        commit=result.commit_sha,
-        bytes_fetched=result.bytes_received,
-        stage_timings=record_timing(job, "cloning", started),
-    )
-    return True
 
 
 def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
@@ -158,7 +56,7 @@ def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
         StoredChunk(
             index=piece.index, start_line=piece.start_line, end_line=piece.end_line,
             symbol=piece.symbol or "", kind=piece.kind, content=piece.content,
-            calls=tuple(piece.calls),
+            calls=tuple(piece.calls), is_test=piece.is_test,
         )
         for piece in pieces
     ]  # fmt: skip
@@ -192,8 +90,24 @@ def _still_running(job_id: int) -> None:
     jobs.heartbeat(job_id)
 
 
+def _to_store(walked: WalkedFile) -> FileToStore:
+    text = walked.text
+    return FileToStore(
+        path=walked.path, blob_sha=walked.sha, size_bytes=walked.size,
+        language=walked.language or "", is_test=walked.is_test, is_doc=walked.is_doc,
+        chunks=_chunks_for(walked),
+        line_count=text.count("\n") + (0 if text.endswith("\n") else 1),
+    )  # fmt: skip
+
+
 def run_index(job_id: int, *, task_id: str = "") -> bool:
-    """Walk, chunk and store the fetched commit as a new generation, then swap it in."""
+    """Walk, chunk and store the fetched commit as a new generation, then swap it in.
+
+    Memory stays bounded by ``REPO_SEARCH_INDEX_BATCH_MB`` / ``_FILES`` (``index_batches``):
+    the walk keeps tree entries, not texts; files are read again a batch at a time, chunked
+    and handed to the store as they come, which commits every few hundred chunks. The new
+    generation stays invisible until the swap, after the last batch.
+    """
     context = load_run(job_id)
     if context is None:
         return False
@@ -219,55 +133,52 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
                 "path", "blob_sha"
             )
         )
+    limits = BatchLimits.from_settings()
     with GitTreeReader(repository_dir(repository.pk)) as reader:
         entries = reader.list_tree(job.commit)
         only_paths = _changed_paths(reader, repository, entries, previous)
-        walked = walk_tree(
-            entries, reader.read_blob,
-            max_file_bytes=settings.REPO_SEARCH_MAX_FILE_BYTES, only_paths=only_paths,
+        chosen = entries if only_paths is None else [e for e in entries if e.path in only_paths]
+        walk = BatchedWalk(entries, reader.read_blob, limits)
+        summary = classify(walk, chosen, previous, on_batch=lambda: _still_running(job_id))
+        if only_paths is not None:  # unchanged files were not walked: carried as they were
+            current = {entry.path: entry.sha for entry in entries}
+            summary.carried = [path for path, sha in previous.items() if current.get(path) == sha]
+        del entries, chosen
+        changed, carried = len(summary.changed), len(summary.carried)
+        job = claim.advance(
+            job, JobState.CHUNKING, files_total=changed + carried,
+            files_skipped=summary.skipped_count, files_done=carried,
+            skipped_files=summary.skipped_listed,
+            stage_timings=record_timing(job, "walking", started), failures=summary.failures,
         )  # fmt: skip
-    failures = [{"path": s.path, "reason": s.reason} for s in walked.errors]
-    changed = [f for f in walked.files if previous.get(f.path) != f.sha]
-    if only_paths is None:
-        carried = [f.path for f in walked.files if previous.get(f.path) == f.sha]
-    else:
-        current = {entry.path: entry.sha for entry in entries}
-        carried = [path for path, sha in previous.items() if current.get(path) == sha]
-    job = claim.advance(
-        job, JobState.CHUNKING, files_total=len(changed) + len(carried),
-        files_skipped=len(walked.skipped), files_done=len(carried),
-        skipped_files=[
-            {"path": s.path, "reason": s.reason} for s in walked.skipped[:MAX_SKIPPED_LISTED]
-        ],
-        stage_timings=record_timing(job, "walking", started), failures=failures,
-    )  # fmt: skip
-    started = time.monotonic()
-    to_store: list[FileToStore] = []
-    for number, walked_file in enumerate(changed, start=1):
-        chunks = _chunks_for(walked_file)
-        to_store.append(
-            FileToStore(
-                path=walked_file.path, blob_sha=walked_file.sha, size_bytes=walked_file.size,
-                language=walked_file.language or "", is_test=walked_file.is_test,
-                is_doc=walked_file.is_doc, chunks=chunks,
-                line_count=walked_file.text.count("\n") + (0 if walked_file.text.endswith("\n") else 1),
-            )
+        started = storing_started = time.monotonic()
+        chunks_total = 0
+
+        def files_to_store() -> Iterator[FileToStore]:
+            nonlocal job, chunks_total, storing_started
+            for number, walked in enumerate(chunk_inputs(walk, summary), start=1):
+                stored = _to_store(walked)
+                del walked
+                chunks_total += len(stored.chunks)
+                yield stored
+                if number % HEARTBEAT_EVERY_FILES == 0:
+                    check_alive(job_id)
+                    jobs.heartbeat(job_id, files_done=carried + number)
+            # Every file is chunked; the store's last batch and the swap are what is left.
+            job = claim.advance(
+                job, JobState.STORING, files_done=changed + carried,
+                chunks_total=chunks_total, failures=summary.failures,
+                stage_timings=record_timing(job, "chunking", started),
+            )  # fmt: skip
+            storing_started = time.monotonic()
+
+        store_files(
+            repository.pk, generation, files_to_store(),
+            on_batch=lambda _: _still_running(job_id), fence=claim.check,
+            batch_bytes=min(INSERT_BATCH_BYTES, limits.max_bytes),
         )  # fmt: skip
-        if number % HEARTBEAT_EVERY_FILES == 0:
-            check_alive(job_id)
-            jobs.heartbeat(job_id, files_done=len(carried) + number)
-    job = claim.advance(
-        job, JobState.STORING, files_done=len(changed) + len(carried),
-        chunks_total=sum(len(f.chunks) for f in to_store),
-        stage_timings=record_timing(job, "chunking", started),
-    )  # fmt: skip
-    started = time.monotonic()
-    store_files(
-        repository.pk, generation, to_store,
-        on_batch=lambda _: _still_running(job_id), fence=claim.check,
-    )  # fmt: skip
     repository = swap_generation(
-        repository.pk, generation, carried, job.commit, before_swap=claim.check
+        repository.pk, generation, summary.carried, job.commit, before_swap=claim.check
     )
     jobs.heartbeat(job_id)
     try:
@@ -278,10 +189,10 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         logger.exception("job=%s BM25 statistics refresh failed", job.pk)
     IndexJob.objects.filter(pk=job.pk).update(
         chunks_total=repository.chunk_count,
-        stage_timings=record_timing(job, "storing", started),
+        stage_timings=record_timing(job, "storing", storing_started),
     )
     logger.info(
         "job=%s repository=%s generation=%s files=%s changed=%s chunks=%s",
-        job.pk, repository.pk, generation, repository.file_count, len(changed), repository.chunk_count,
+        job.pk, repository.pk, generation, repository.file_count, changed, repository.chunk_count,
     )  # fmt: skip
     return True

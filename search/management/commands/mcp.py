@@ -1,4 +1,7 @@
-"""``manage.py mcp``: the read-only MCP server over stdio, for a coding agent to launch.
+"""``manage.py mcp``: the MCP server over stdio, for a coding agent to launch.
+
+Every tool reads, except ``refresh_repository``, which queues a re-index and needs ``--user`` of
+an account with the write role.
 
 stdout carries the protocol, so nothing else may be printed there; logs go to stderr.
 The same tools are served over streamable HTTP at ``/mcp`` by the web server.
@@ -14,7 +17,11 @@ from django.core.management.base import BaseCommand, CommandParser
 
 
 class Command(BaseCommand):
-    help = "Serve the read-only MCP tools (search_code, list_repositories, get_file) on stdio."
+    help = (
+        "Serve the MCP tools on stdio: search_code, list_repositories, repository_status, "
+        "get_file, find_symbol, find_references, list_files (read), and refresh_repository "
+        "(queues a re-index; needs --user with the write role)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -28,7 +35,7 @@ class Command(BaseCommand):
             default=None,
             help="Act as this account: the tools see the repositories it may see, and "
             "refresh_repository needs its write role. Without it, only repositories visible to "
-            "every account, read-only.",
+            "every account, and refresh_repository is refused.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

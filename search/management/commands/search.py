@@ -1,4 +1,4 @@
-"""``manage.py search "query" [--repo ID] [--limit N] [--json]``: search from a terminal.
+"""``manage.py search "query" [--repo ID|NAME] [--limit N] [--json]``: search from a terminal.
 
 Prints ``repo:path:start-end  symbol`` then the first lines of each snippet; ``--json`` prints
 the same document as ``POST /api/search`` for scripts. The trace goes to stderr unless --quiet.
@@ -9,11 +9,11 @@ says whose view to take.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from indexing.repository_refs import AmbiguousRepository
 from search import contract
 from search.exact.dispatch import SearchCall, SearchOutcome, run_search
 from search.exact.errors import QueryRejected
@@ -33,7 +33,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query")
-        parser.add_argument("--repo", action="append", default=[], help="Repository id (repeat).")
+        parser.add_argument(
+            "--repo", action="append", default=[], help="Repository id or name (repeat)."
+        )
         parser.add_argument("--limit", type=int, default=10)
         parser.add_argument("--language", action="append", default=[])
         parser.add_argument("--path", action="append", default=[], help="Path glob (repeat).")
@@ -55,10 +57,11 @@ class Command(BaseCommand):
             raise CommandError(f"the query is over {MAX_QUERY_CHARS} characters")
         if not 1 <= options["limit"] <= MAX_LIMIT:
             raise CommandError(f"--limit must be between 1 and {MAX_LIMIT}")
-        try:
-            repo_ids = [uuid.UUID(value) for value in options["repo"]]
-        except ValueError as exc:
-            raise CommandError(f"--repo: not a repository id ({exc})") from None
+        viewer = viewer_from_options(options)
+        try:  # ids or names, as POST /api/search's repo_ids
+            repo_ids = contract.repository_ids(options["repo"], viewer)
+        except (QueryRejected, AmbiguousRepository) as exc:
+            raise CommandError(f"--repo: {exc}") from None
         tristate = {"auto": None, "yes": True, "no": False}
         request = contract.search_request(
             {
@@ -74,7 +77,7 @@ class Command(BaseCommand):
                 "include_tests": tristate[options["tests"]],
                 "include_docs": tristate[options["docs"]],
             },
-            viewer=viewer_from_options(options),
+            viewer=viewer,
         )
         try:
             outcome = run_search(SearchCall(request))
@@ -86,6 +89,12 @@ class Command(BaseCommand):
             return
         if outcome.exact is not None:
             self._write_exact(outcome)
+            return
+        if outcome.files is not None:  # type:file
+            for found in outcome.files.hits:
+                self.stdout.write(f"{found.file.repo_name}:{found.file.path}")
+            if not outcome.files.hits:
+                self.stdout.write("no results")
             return
         for definition in outcome.definitions or []:
             self.stdout.write(

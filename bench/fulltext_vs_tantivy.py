@@ -1,0 +1,299 @@
+"""Full-text search side by side with tantivy, and top-10 agreement with an uncapped BM25.
+
+    .venv/bin/python bench/build_synthetic_corpus.py [--chunks 150000]   # once
+    .venv/bin/pip install -e ".[bench]"                                  # tantivy
+    .venv/bin/python bench/fulltext_vs_tantivy.py [--repeats 5] [--json out.json]
+
+On the corpus in the bench database (every live chunk of every repository), for the 26 queries
+of ``bench/search_latency.py`` (identifiers, prose, common words), default scope (tests and
+docs left out unless the query asks), interleaved in one process, each query warmed once:
+
+- **reposearch, retrieval**: ``fulltext_search`` -- the term postings' exact top-k -- top 10;
+- **reposearch, full-text search**: ``SearchExecutor`` in full-text mode (what
+  ``POST /api/search`` with ``use_vector: false`` runs: scope, visibility, a 50-deep list,
+  ranking signals);
+- **the capped path** (``use_postings=False``: the GIN's first matches in physical order,
+  ranked with ``ts_rank_cd`` per term; what BM25 ran before the postings), top 10;
+- **tantivy** (an in-memory index built here from the same chunks: the symbol, path and body
+  text the indexer puts into each ``tsvector``, weights x3 / x1.5 / x1 as query boosts, the
+  same test/doc exclusions), top 10, no match count.
+
+Agreement: how many of a list's top 10 chunk ids are in the top 10 of an **uncapped** BM25
+ranking (every matching chunk scored in SQL straight from its ``tsvector``, the same formula,
+ties by chunk id), averaged per query class. tantivy scores with its own BM25 (per-field
+lengths), so its agreement is shown for information, not as a target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_db import ROOT, SERVER_SETTINGS, bench_database
+from search_latency import QUERIES
+
+K = 10
+
+
+def chunk_texts() -> list[dict[str, Any]]:
+    """Each live chunk's fields as the indexer builds its tsvector (cached per distinct text)."""
+    from django.db import connection
+
+    from indexing.identifiers import searchable_text
+    from indexing.services.storing import _path_text
+
+    cache: dict[str, str] = {}
+
+    def text(value: str, convert: Any = searchable_text) -> str:
+        found = cache.get(value)
+        if found is None:
+            found = cache[value] = convert(value)
+        return found
+
+    docs = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, c.symbol, c.path, c.content, c.is_test, c.is_doc, r.name"
+            " FROM indexing_chunk c JOIN indexing_repository r ON r.id = c.repository_id"
+            " AND c.generation = r.active_generation AND r.status = 'ready'"
+        )
+        for chunk_id, symbol, path, content, is_test, is_doc, repository in cursor:
+            body = text(content)
+            copy = re.fullmatch(r"synthetic-(\d+)", repository)
+            if copy and int(copy.group(1)) > 0:  # the copies' marker token (the build adds it)
+                body = f"{body} synth{int(copy.group(1)):03d}"
+            docs.append(
+                {
+                    "id": chunk_id,
+                    "symbol": text(symbol),
+                    "path": text(path, _path_text),
+                    "body": body,
+                    "test": int(is_test),
+                    "doc": int(is_doc),
+                }
+            )
+    return docs
+
+
+class Tantivy:
+    """An in-memory tantivy index of the chunks, queried like reposearch's full text."""
+
+    BOOSTS = {"symbol": 3.0, "path": 1.5, "body": 1.0}
+
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        import tantivy
+
+        self.tantivy = tantivy
+        builder = tantivy.SchemaBuilder()
+        for name in self.BOOSTS:
+            builder.add_text_field(name, tokenizer_name="default", index_option="freq")
+        builder.add_integer_field("id", stored=True, fast=True)
+        builder.add_integer_field("test", indexed=True)
+        builder.add_integer_field("doc", indexed=True)
+        self.schema = builder.build()
+        self.index = tantivy.Index(self.schema)
+        writer = self.index.writer(heap_size=256_000_000, num_threads=1)
+        for doc in docs:
+            writer.add_document(tantivy.Document(**{k: [v] for k, v in doc.items()}))
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+        self.searcher = self.index.searcher()
+
+    def search(self, terms: list[str], include_tests: bool, include_docs: bool) -> list[int]:
+        t = self.tantivy
+        should = [
+            (
+                t.Occur.Should,
+                t.Query.boost_query(t.Query.term_query(self.schema, field, term), boost),
+            )
+            for term in terms
+            for field, boost in self.BOOSTS.items()
+        ]
+        clauses = [(t.Occur.Must, t.Query.boolean_query(should))]
+        if not include_tests:
+            clauses.append((t.Occur.MustNot, t.Query.term_query(self.schema, "test", 1)))
+        if not include_docs:
+            clauses.append((t.Occur.MustNot, t.Query.term_query(self.schema, "doc", 1)))
+        hits = self.searcher.search(t.Query.boolean_query(clauses), K, count=False).hits
+        return [self.searcher.doc(address)["id"][0] for _score, address in hits]
+
+
+def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
+    """Every match scored in SQL from its tsvector: the reference ranking."""
+    from django.db import connection
+
+    from search.retrieval.fulltext import K1, MAX_SCORED_TERMS, B, idf, plan_candidates
+    from search.retrieval.postings import TF2_SQL
+    from search.retrieval.query import tsquery_any
+    from search.retrieval.scope import LIVE_CHUNKS_SQL
+
+    terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
+    if not terms:
+        return []
+    informative = plan_candidates(parsed, stats, 10**12, "bm25").informative
+    idfs = [idf(stats.documents, stats.df[t]) for t in terms]
+    sql = f"""
+        SELECT c.id, s.score * CASE WHEN s.present @> %s::text[] AND cardinality(%s::text[]) > 0
+                                    THEN %s ELSE 1 END AS score
+        FROM indexing_chunk c {LIVE_CHUNKS_SQL}
+        CROSS JOIN LATERAL (
+            SELECT array_agg(u.lexeme) AS present,
+                   sum(w.idf * (({TF2_SQL}) / 2.0) * {K1 + 1}
+                       / (({TF2_SQL}) / 2.0
+                          + {K1} * (1 - {B} + {B} * greatest(c.token_count, 1) / %s::float8)))
+                     AS score
+            FROM unnest(c.search_vector) u
+            JOIN unnest(%s::text[], %s::float8[]) w(term, idf) ON w.term = u.lexeme
+        ) s
+        WHERE r.id = ANY(%s) AND {scope.sql} AND c.search_vector @@ %s::tsquery
+        ORDER BY score DESC, c.id LIMIT %s
+    """
+    params = [informative, informative, 1.0 + boost, stats.average_length, terms, idfs,
+              scope.repository_ids, *scope.params, tsquery_any(terms), K]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute("SET statement_timeout = 0")
+        cursor.execute(sql, params)
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+def run_query(
+    query: str,
+    group: str,
+    engine: Tantivy,
+    executor: Any,
+    boost: float,
+    repeats: int,
+    timings: dict[str, dict[str, list[float]]],
+) -> dict[str, Any]:
+    """Time the three systems on one query (interleaved) and compare their top 10s."""
+    from accounts.visibility import Viewer
+    from search.executor import SearchRequest
+    from search.retrieval.corpus_stats import corpus_stats
+    from search.retrieval.fulltext import fulltext_search
+    from search.retrieval.query import parse_query
+    from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+
+    request = SearchRequest(query=query, limit=K, use_vector=False)
+    scope = resolve_scope(request)
+    scope_filter = build_scope_filter(scope, scope_repositories(None, Viewer.everything()))
+    parsed = parse_query(query)
+    terms = list(parsed.terms)
+
+    def retrieval(exact: bool = True) -> Any:
+        return fulltext_search(
+            parsed, scope_filter, limit=K, cap=request.fulltext_candidates,
+            use_postings=exact, all_terms_boost=boost, timeout_ms=60_000,
+        )  # fmt: skip
+
+    calls = {
+        "retrieval": retrieval,
+        "capped": lambda: retrieval(exact=False),
+        "search": lambda: executor.run(request),
+        "tantivy": lambda: engine.search(terms, scope.include_tests, scope.include_docs),
+    }
+    results = {name: call() for name, call in calls.items()}  # warm-up
+    for _ in range(repeats):
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            timings[name].setdefault(group, []).append((time.perf_counter() - t0) * 1000)
+    stats = corpus_stats(scope_filter.repository_ids, parsed.terms)
+    truth = set(uncapped(parsed, scope_filter, stats, boost))
+    found = results["retrieval"]
+    lists = {
+        "postings": [cid for cid, _s in found.ranked],
+        "capped": [cid for cid, _s in results["capped"].ranked],
+        "tantivy": results["tantivy"],
+    }
+    row: dict[str, Any] = {"query": query, "class": group, "exact": found.detail.get("exact")}
+    for name, ids in lists.items():
+        row[name] = len(truth & set(ids[:K])) if truth else K
+    row["postings_read"] = found.detail.get("postings_read")
+    row["rounds"] = found.detail.get("rounds")
+    row["chunks_checked"] = found.detail.get("chunks_checked")
+    return row
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    from search.evaluation.metrics import percentile
+
+    return {"p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1)}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from django.db import connection
+
+    from search.executor import SearchExecutor, SearchRequest
+
+    started = time.monotonic()
+    docs = chunk_texts()
+    engine = Tantivy(docs)
+    print(f"tantivy: indexed {len(docs)} chunks in {time.monotonic() - started:.1f} s", flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_total_relation_size('search_termpostings'),"
+            " pg_total_relation_size('search_chunkfacetstat')"
+        )
+        postings_bytes, facet_bytes = cursor.fetchone()
+    executor = SearchExecutor()
+    boost = SearchRequest(query="x").all_terms_boost
+    systems = ("retrieval", "capped", "search", "tantivy")
+    timings: dict[str, dict[str, list[float]]] = {s: {} for s in systems}
+    agreement: dict[str, dict[str, list[int]]] = {s: {} for s in ("postings", "capped", "tantivy")}
+    per_query: list[dict[str, Any]] = []
+    for group, queries in QUERIES.items():
+        for query in queries:
+            row = run_query(query, group, engine, executor, boost, args.repeats, timings)
+            for name in agreement:
+                agreement[name].setdefault(group, []).append(row[name])
+            per_query.append(row)
+            print(
+                f"  {group:12s} {query[:34]:34s} agree postings {row['postings']:2d}"
+                f" capped {row['capped']:2d} tantivy {row['tantivy']:2d}"
+                f"  rounds {row['rounds']} read {row['postings_read']}",
+                flush=True,
+            )
+    report: dict[str, Any] = {"chunks": len(docs), "repeats": args.repeats, "queries": per_query}
+    report["storage"] = {"term_postings_mb": round(postings_bytes / 2**20, 1),
+                         "facet_stats_mb": round(facet_bytes / 2**20, 1)}  # fmt: skip
+    for name in systems:
+        every = [v for values in timings[name].values() for v in values]
+        report[name] = {"all": percentiles(every)}
+        report[name].update({g: percentiles(v) for g, v in timings[name].items()})
+        groups = "  ".join(
+            f"{g}: {report[name][g]['p50']}/{report[name][g]['p95']}" for g in QUERIES
+        )
+        print(f"  {name:9s} p50 {report[name]['all']['p50']:6.1f} ms"
+              f"  p95 {report[name]['all']['p95']:6.1f} ms  {groups}", flush=True)  # fmt: skip
+    for name, groups in agreement.items():
+        means = {g: round(statistics.mean(v), 1) for g, v in groups.items()}
+        report[f"agreement_{name}"] = means
+        print(f"  top-{K} agreement with uncapped BM25, {name:8s}: {means}", flush=True)
+    ratio = report["search"]["all"]["p50"] / max(report["tantivy"]["all"]["p50"], 0.01)
+    report["search_over_tantivy_p50"] = round(ratio, 2)
+    print(f"  full-text search / tantivy at p50: {ratio:.2f}x;"
+          f" term postings {report['storage']['term_postings_mb']} MB", flush=True)  # fmt: skip
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=ROOT / "bench/results/tantivy.json")
+    args = parser.parse_args(argv)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    with bench_database():
+        report = {"server_settings": SERVER_SETTINGS, **run(args)}
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,460 @@
+"""Term postings ordered by impact, and the exact BM25 top-k read from their heads.
+
+A list holds, for one lexeme of one repository generation, one record per chunk containing it
+(``RECORD``: chunk id, token count, twice the field-weighted term frequency, test/doc flags),
+ordered by the single-term BM25 impact ``tf / (tf + k1 * (1 - b + b * len / avglen))`` with the
+repository's own average length, best first. The records come from the chunk's stored
+``tsvector`` (``unnest``: each position weighs 3 for the symbol (A), 1.5 for the path (B), 1 for
+the body (C, D) -- what ``ts_rank_cd`` sums), so whatever text the index stage puts into a
+chunk's vector is what the postings hold.
+
+A search reads the same depth of every list of its terms in the repositories in scope (one
+statement per round: ``substring`` of the uncompressed value reads only the TOAST chunks it
+needs), deepening by ``GROWTH`` until the top ``limit`` is certain ("no random access"
+threshold algorithm): a chunk seen in some lists has a lower bound (its known contributions)
+and an upper bound (plus, for each list it was not seen in, the impact where that list was cut
+off); a chunk seen nowhere is bounded by the sum of the cut-offs. The search stops once the
+``limit`` best lower bounds beat every other upper bound. The chunks that can still matter are
+then read once, by id, in one statement that applies the scope and permission filters (the
+live generation of ready repositories in scope, tests, docs, languages, paths) and gives their
+exact term frequencies from the ``tsvector`` -- tens of rows, not every candidate.
+
+With the scope's average length ``A`` instead of a repository's ``A_r`` a contribution is at
+most ``max(1, A / A_r)`` times its stored-order impact, so the cut-offs are scaled by that.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from uuid import UUID
+
+import numpy as np
+from django.db.backends.utils import CursorWrapper
+
+from search.retrieval.db import search_cursor
+from search.retrieval.query import lexeme
+from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+
+K1 = 1.2
+B = 0.75
+RECORD = np.dtype([("id", ">i8"), ("len", ">i4"), ("tf2", ">i2"), ("flags", "u1")])
+TEST_FLAG, DOC_FLAG = 1, 2
+RANK_WEIGHTS = [2 / 6, 2 / 6, 3 / 6, 1.0]  # ts_rank_cd's D, C, B, A: tf2 / 6 per position
+GROWTH = 4
+CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
+# Reading one chunk by id costs about as much, per term, as decoding this many records (measured
+# at 157 k chunks on loaded cores: ~35 us per ts_rank_cd call against ~3 us per record read and
+# merged): with more rivals than that, the lists are read deeper instead.
+CHECK_COST = 10
+# Chunks holding every informative word, read first (GIN, any order) when the lists are long:
+# real scores, so a cut-off to prune with before the lists have shown the chunks that match
+# the whole query.
+SEED_ROWS = 100
+# twice the field-weighted term frequency of an ``unnest(tsvector)`` row ``u``
+TF2_SQL = (
+    "(6 * cardinality(array_positions(u.weights, 'A'))"
+    " + 3 * cardinality(array_positions(u.weights, 'B'))"
+    " + 2 * (cardinality(u.weights) - cardinality(array_positions(u.weights, 'A'))"
+    " - cardinality(array_positions(u.weights, 'B'))))"
+)
+_BUILD = f"""
+INSERT INTO search_termpostings (repository_id, generation, term, df, postings)
+SELECT %(repository)s, %(generation)s, p.lexeme, count(*),
+       string_agg(int8send(p.id) || int4send(p.len) || int2send(p.tf2::int2)
+                  || set_byte('\\x00'::bytea, 0, p.flags), ''::bytea
+                  ORDER BY p.tf2 / (p.tf2 + 2 * {K1} * (1 - {B} + {B} * greatest(p.len, 1)
+                                                         / %(average)s::float8)) DESC, p.id)
+FROM (
+    SELECT c.id, c.token_count AS len, c.is_test::int + 2 * c.is_doc::int AS flags, u.lexeme,
+           {TF2_SQL} AS tf2
+    FROM indexing_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u
+    WHERE c.repository_id = %(repository)s AND c.generation = %(generation)s
+      AND length(u.lexeme) <= 128
+) p
+GROUP BY p.lexeme
+"""  # noqa: S608 -- only constants are interpolated; values are placeholders
+
+
+def build_postings(
+    cursor: CursorWrapper, repository_id: UUID, generation: int, average: float
+) -> None:
+    """Write the posting lists of one generation (its old rows already deleted)."""
+    cursor.execute(
+        _BUILD,
+        {"repository": repository_id, "generation": generation, "average": average or 1.0},
+    )
+
+
+def saturation(tf2: np.ndarray, length: np.ndarray, average: float | np.ndarray) -> np.ndarray:
+    """``tf / (tf + k1 * (1 - b + b * len / avg))`` -- BM25 without ``idf * (k1 + 1)``."""
+    tf = tf2.astype(np.float64) / 2.0
+    norm = K1 * (1 - B + B * np.maximum(length, 1).astype(np.float64) / average)
+    return tf / (tf + norm)
+
+
+@dataclass
+class TopK:
+    ranked: list[tuple[int, float]]
+    exact: bool
+    rounds: int = 0
+    postings_read: int = 0
+    checked: int = 0
+    depth: int = 0
+
+
+@dataclass
+class _Lists:
+    """Where each list was cut off, and what the records read so far add up to per chunk."""
+
+    repositories: list[UUID]
+    terms: list[str]
+    df: dict[tuple[int, int], int] = field(default_factory=dict)
+    read: dict[tuple[int, int], int] = field(default_factory=dict)
+    cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
+    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), repository
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    repo: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def postings_read(self) -> int:
+        return sum(self.read.values())
+
+    def add(
+        self, ids: np.ndarray, known: np.ndarray, mask: np.ndarray, repo: np.ndarray,
+        flags: np.ndarray,
+    ) -> None:  # fmt: skip
+        """Merge newly read records (each (chunk, list) pair is read once, so sums are ORs)."""
+        every_repo = np.concatenate([self.repo, repo])
+        every_flags = np.concatenate([self.flags, flags])
+        self.ids, inverse = np.unique(np.concatenate([self.ids, ids]), return_inverse=True)
+        size = len(self.ids)
+        self.known = np.bincount(inverse, np.concatenate([self.known, known]), size)
+        merged = np.concatenate([self.mask, mask]).astype(np.float64)
+        self.mask = np.bincount(inverse, merged, size).astype(np.int64)
+        self.repo = np.zeros(size, dtype=np.int64)
+        self.repo[inverse] = every_repo
+        self.flags = np.zeros(size, dtype=np.int64)
+        self.flags[inverse] = every_flags
+
+
+def exact_top_k(
+    terms: list[str],
+    idfs: list[float],
+    informative: list[str],
+    scope: ScopeFilter,
+    averages: dict[UUID, float],
+    average: float,
+    *,
+    limit: int,
+    all_terms_boost: float,
+    timeout_ms: int,
+    seed: str | None = None,
+    first_depth: int = 0,
+) -> TopK:
+    """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope
+    (``first_depth``: records of each list read in the first round, e.g. all of them)."""
+    repositories = [r for r in scope.repository_ids if r in averages]
+    lists = _Lists(repositories, terms)
+    tindex = {t: j for j, t in enumerate(terms)}
+    idf = np.asarray(idfs, dtype=np.float64)
+    informative_mask = sum(1 << tindex[w] for w in informative if w in tindex)
+    boost = 1.0 + all_terms_boost if informative_mask else 1.0
+    # The scope's average against each repository's: how far a cut-off may under-state.
+    slack = np.asarray(
+        [max(1.0, average / averages[r]) * (1 + 1e-9) for r in repositories], dtype=np.float64
+    )
+    excluded_flags = (0 if scope.include_tests else TEST_FLAG) | (
+        0 if scope.include_docs else DOC_FLAG
+    )
+    exact = _Exact()
+    result = TopK(ranked=[], exact=False)
+    depth = first_depth or max(16, math.ceil(4 * limit / max(len(repositories), 1)))
+    plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
+    with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
+        while True:
+            result.rounds += 1
+            _fetch(cursor, lists, averages, plan, depth, idf, average)
+            cut = _cut_matrix(lists, idf, slack)
+            state = _bounds(lists, cut, boost, informative_mask)
+            if result.rounds == 1:
+                # Read the most promising chunks by id first: their exact scores give a cut-off
+                # close to the final one at once (lower bounds alone come late).
+                probe = _most_promising(state, exact, excluded_flags, limit)
+                if probe:
+                    result.checked += len(probe)
+                    _check(cursor, probe, terms, idf, informative, boost, scope, average, exact)
+            elif result.rounds == 2 and seed is not None:  # the first round did not settle it
+                result.checked += SEED_ROWS
+                _check(cursor, [], terms, idf, informative, boost, scope, average, exact, seed)
+            while True:
+                done, to_check, theta = _decide(state, exact, excluded_flags, limit)
+                if done is not None:
+                    result.ranked, result.exact = done, True
+                    result.postings_read = lists.postings_read
+                    return result
+                if not to_check:
+                    break
+                if cut.any():
+                    plan = _deepen(lists, cut, theta)
+                    if len(to_check) * len(terms) * CHECK_COST > sum(plan.values()):
+                        break
+                batch = to_check[:CHECK_BATCH]
+                result.checked += len(batch)
+                _check(cursor, batch, terms, idf, informative, boost, scope, average, exact)
+            if not cut.any():
+                # Nothing left to read and too many ties to check: rank by the bounds.
+                result.ranked = _best_effort(state, exact, excluded_flags, limit)
+                result.postings_read = lists.postings_read
+                return result
+            plan = _deepen(lists, cut, theta)
+
+
+def _deepen(lists: _Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int], int]:
+    """Read further only where a cut-off is high (score-at-a-time: lists are read down to about
+    the same contribution, so the rare terms' lists are read to the end and the commonest
+    words' hardly at all)."""
+    per_repo_terms = np.maximum((cut > 0).sum(axis=1), 1)
+    level = theta / per_repo_terms.max() if theta > 0 else 0.0
+    chosen = np.argwhere(cut > level)
+    if not len(chosen):
+        chosen = np.argwhere(cut >= 0.5 * cut.max())
+    plan = {}
+    for ri, tj in chosen:
+        key = (int(ri), int(tj))
+        plan[key] = max(16, lists.read[key] * (GROWTH - 1))
+    return plan
+
+
+def _fetch(
+    cursor: CursorWrapper,
+    lists: _Lists,
+    averages: dict[UUID, float],
+    plan: dict[tuple[int, int], int] | None,
+    depth: int,
+    idf: np.ndarray,
+    average: float,
+) -> None:
+    """The first ``depth`` records of every list of the terms in scope (``plan`` None), or the
+    next ``plan[list]`` records of the lists in the plan."""
+    size = RECORD.itemsize
+    live = (
+        " JOIN indexing_repository r"
+        " ON r.id = p.repository_id AND p.generation = r.active_generation"
+    )
+    if plan is None:
+        cursor.execute(
+            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM 1 FOR %s)"  # noqa: S608
+            f" FROM search_termpostings p {live}"
+            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s)",
+            [depth * size, lists.repositories, lists.terms],
+        )
+    else:
+        keys = list(plan)
+        cursor.execute(
+            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM w.start FOR w.len)"  # noqa: S608
+            " FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::int[])"
+            "   AS w(repository_id, term, start, len)"
+            " JOIN search_termpostings p"
+            "   ON p.repository_id = w.repository_id AND p.term = w.term"
+            f" {live}",
+            [
+                [lists.repositories[ri] for ri, _tj in keys],
+                [lists.terms[tj] for _ri, tj in keys],
+                [lists.read[key] * size + 1 for key in keys],
+                [plan[key] * size for key in keys],
+            ],
+        )
+    rindex = {r: i for i, r in enumerate(lists.repositories)}
+    tindex = {t: j for j, t in enumerate(lists.terms)}
+    rows = cursor.fetchall()
+    keys = [(rindex[repository_id], tindex[term]) for repository_id, term, _df, _c in rows]
+    counts = np.asarray([len(chunk) // size for *_rest, chunk in rows], dtype=np.int64)
+    for key, (_r, _t, df, _c), count in zip(keys, rows, counts, strict=True):
+        lists.df[key] = int(df)
+        lists.read[key] = lists.read.get(key, 0) + int(count)
+    if not counts.sum():
+        return
+    records = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=RECORD)
+    term_of = np.repeat(np.asarray([tj for _ri, tj in keys], dtype=np.int64), counts)
+    repo_of = np.repeat(np.asarray([ri for ri, _tj in keys], dtype=np.int64), counts)
+    tf2 = records["tf2"].astype(np.int64)
+    length = records["len"].astype(np.int64)
+    contribution = idf[term_of] * (K1 + 1) * saturation(tf2, length, average)
+    lists.add(records["id"].astype(np.int64), contribution, 1 << term_of, repo_of,
+              records["flags"].astype(np.int64))  # fmt: skip
+    # Where each list now stops: the stored order's impact (the repository's own average).
+    last = np.cumsum(counts) - 1
+    own = np.asarray([averages[lists.repositories[ri]] for ri, _tj in keys])
+    impact = saturation(tf2[last[counts > 0]], length[last[counts > 0]], own[counts > 0])
+    for key, value in zip([k for k, n in zip(keys, counts, strict=True) if n], impact, strict=True):
+        lists.cut[key] = float(value)
+
+
+def _cut_matrix(lists: _Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
+    """The most an unread record of each list (repository x term) can add to a score."""
+    cut = np.zeros((len(lists.repositories), len(lists.terms)), dtype=np.float64)
+    for (ri, tj), df in lists.df.items():
+        if df > lists.read[(ri, tj)]:
+            cut[ri, tj] = idf[tj] * (K1 + 1) * lists.cut[(ri, tj)] * slack[ri]
+    return cut
+
+
+@dataclass
+class _Exact:
+    """Chunks read by id: exact scores of those in scope, and those out of it."""
+
+    scores: dict[int, float] = field(default_factory=dict)
+    rejected: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _State:
+    ids: np.ndarray  # candidate chunk ids, ascending
+    lower: np.ndarray
+    upper: np.ndarray
+    flags: np.ndarray
+    unseen: float  # the best score a chunk seen in no list can still have
+
+
+def _bounds(lists: _Lists, cut: np.ndarray, boost: float, informative_mask: int) -> _State:
+    terms = len(lists.terms)
+    unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
+    ids, known, mask, repo, flags = lists.ids, lists.known, lists.mask, lists.repo, lists.flags
+    bits = (mask[:, None] >> np.arange(terms)) & 1
+    missing_cut = cut[repo]
+    missing = ((1 - bits) * missing_cut).sum(axis=1)
+    has_all = (mask & informative_mask) == informative_mask
+    # An informative word not seen is known absent when its list is read to the end (cut 0).
+    wanted = ((informative_mask >> np.arange(terms)) & 1).astype(bool)
+    absent = (bits == 0) & (missing_cut == 0) & wanted
+    maybe_all = ~absent.any(axis=1)
+    lower = known * np.where(has_all, boost, 1.0)
+    upper = (known + missing) * np.where(maybe_all, boost, 1.0)
+    return _State(ids=ids, lower=lower, upper=upper, flags=flags, unseen=unseen)
+
+
+def _most_promising(state: _State, exact: _Exact, excluded_flags: int, limit: int) -> list[int]:
+    """The ``limit`` unread candidates with the highest upper bounds."""
+    keep = (state.flags & excluded_flags) == 0
+    seen = exact.rejected | set(exact.scores)
+    if seen:
+        keep &= ~np.isin(state.ids, np.fromiter(seen, dtype=np.int64))
+    index = np.flatnonzero(keep)
+    if len(index) > limit:
+        index = index[np.argpartition(-state.upper[index], limit - 1)[:limit]]
+    return [int(i) for i in state.ids[index]]
+
+
+def _decide(
+    state: _State, exact: _Exact, excluded_flags: int, limit: int
+) -> tuple[list[tuple[int, float]] | None, list[int], float]:
+    """The final ranking when the bounds settle it, else the chunks worth reading by id (and
+    the score the last of the current top has)."""
+    ids = state.ids
+    keep = (state.flags & excluded_flags) == 0
+    if exact.rejected:
+        keep &= ~np.isin(ids, np.fromiter(exact.rejected, dtype=np.int64))
+    ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
+    checked = np.zeros(len(ids), dtype=bool)
+    if exact.scores:
+        known_ids = np.fromiter(exact.scores, dtype=np.int64)
+        known_values = np.fromiter(exact.scores.values(), dtype=np.float64)
+        where = np.searchsorted(ids, known_ids)
+        found = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == known_ids)
+        lower[where[found]] = known_values[found]
+        upper[where[found]] = known_values[found]
+        checked[where[found]] = True
+        # Chunks read by id but seen in no list yet (the seed): exact, in scope.
+        ids = np.concatenate([ids, known_ids[~found]])
+        lower = np.concatenate([lower, known_values[~found]])
+        upper = np.concatenate([upper, known_values[~found]])
+        checked = np.concatenate([checked, np.ones(int((~found).sum()), dtype=bool)])
+    if len(ids) > limit:
+        head = np.argpartition(-lower, limit - 1)[:limit]
+        cutoff = lower[head].min()
+        head = np.flatnonzero(lower >= cutoff)  # every tie of the last place
+    else:
+        head = np.arange(len(ids))
+    order = head[np.lexsort((ids[head], -lower[head]))]
+    top = order[:limit]
+    theta = float(lower[top[-1]]) if len(top) == limit else 0.0
+    in_top = np.zeros(len(ids), dtype=bool)
+    in_top[top] = True
+    # Rivals: outside the top, bounds not settled, and could still rank above its last member.
+    rival = np.flatnonzero(~in_top & (lower < upper))
+    if len(top) == limit:
+        last_id = ids[top[-1]]
+        rival = rival[(upper[rival] > theta) | ((upper[rival] == theta) & (ids[rival] < last_id))]
+    rival = rival[np.argsort(-upper[rival], kind="stable")]
+    unchecked_top = [int(i) for i in ids[top[~checked[top]]]]
+    settled = state.unseen < theta or (state.unseen == 0 and len(top) < limit)
+    if settled and not unchecked_top and not len(rival):
+        return [(int(ids[i]), float(lower[i])) for i in top], [], theta
+    if not settled and not unchecked_top:
+        return None, [], theta  # only reading deeper can settle it
+    return None, unchecked_top + [int(i) for i in ids[rival[~checked[rival]]]], theta
+
+
+def _check(
+    cursor: CursorWrapper,
+    ids: list[int],
+    terms: list[str],
+    idf: np.ndarray,
+    informative: list[str],
+    boost: float,
+    scope: ScopeFilter,
+    average: float,
+    exact: _Exact,
+    seed: str | None = None,
+) -> None:
+    """Exact scores of ``ids`` that are in scope (filters applied here); the rest rejected.
+    With ``seed`` (a tsquery) instead: of the first ``SEED_ROWS`` chunks in scope matching it.
+
+    ``ts_rank_cd`` of one lexeme with normalisation 0 sums its positions' weights, so with the
+    weights {D, C, B, A} = {2, 2, 3, 6} / 6 it is ``tf2 / 6`` -- cheaper than ``unnest``, which
+    materialises every lexeme of the vector.
+    """
+    columns = ", ".join(
+        "round(ts_rank_cd(%s::float4[], c.search_vector, %s::tsquery, 0) * 6)::int" for _ in terms
+    )
+    which, value = ("c.id = ANY(%s)", ids) if seed is None else ("c.search_vector @@ %s", seed)
+    cursor.execute(
+        f"SELECT c.id, c.token_count, {columns}"  # noqa: S608
+        f" FROM indexing_chunk c {LIVE_CHUNKS_SQL}"
+        f" WHERE {which} AND r.id = ANY(%s) AND {scope.sql}"
+        + (f" LIMIT {SEED_ROWS:d}" if seed is not None else ""),
+        [*(p for t in terms for p in (RANK_WEIGHTS, lexeme(t))),
+         value, scope.repository_ids, *scope.params],
+    )  # fmt: skip
+    wanted = [j for j, t in enumerate(terms) if t in set(informative)]
+    rows = cursor.fetchall()
+    found = set()
+    if rows:
+        table = np.asarray(rows, dtype=np.float64)
+        tf2 = table[:, 2:]
+        sat = saturation(tf2, np.repeat(table[:, 1:2], len(terms), axis=1), average)
+        scores = (idf[None, :] * (K1 + 1) * sat).sum(axis=1)
+        if wanted:
+            scores = np.where((tf2[:, wanted] > 0).all(axis=1), scores * boost, scores)
+        for chunk_id, score in zip(table[:, 0].astype(np.int64), scores, strict=True):
+            found.add(int(chunk_id))
+            exact.scores[int(chunk_id)] = float(score)
+    if seed is None:
+        exact.rejected.update(i for i in ids if i not in found)
+
+
+def _best_effort(
+    state: _State, exact: _Exact, excluded_flags: int, limit: int
+) -> list[tuple[int, float]]:
+    ranked = []
+    for i, chunk_id in enumerate(state.ids):
+        cid = int(chunk_id)
+        if cid in exact.rejected or state.flags[i] & excluded_flags:
+            continue
+        ranked.append((cid, exact.scores.get(cid, float(state.lower[i]))))
+    ranked.sort(key=lambda item: (-item[1], item[0]))
+    return ranked[:limit]

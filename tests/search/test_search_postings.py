@@ -1,0 +1,119 @@
+"""The exact BM25 top-k from the term postings: beyond any candidate cap, equal to ranking every
+match, with the scope applied, and the postings rebuilt with each generation."""
+
+from __future__ import annotations
+
+import pytest
+
+from accounts.visibility import Viewer
+from search.executor import SearchExecutor, SearchRequest, SearchResult
+from search.models import TermPostings
+from search.retrieval.fulltext import fulltext_search
+from search.retrieval.query import parse_query
+from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository, no_chat
+
+pytestmark = pytest.mark.django_db
+
+
+def search(query: str, **options: object) -> SearchResult:
+    request = SearchRequest(query=query, use_vector=False, **options)  # type: ignore[arg-type]
+    return SearchExecutor(chat=no_chat()).run(request)
+
+
+def chunk(path: str, symbol: str, body: str, **flags: bool) -> SourceDoc:
+    return SourceDoc(path, [Piece(f"def {symbol}():\n    {body}\n", symbol)], **flags)  # type: ignore[arg-type]
+
+
+def ranked(query: str, *, use_postings: bool, limit: int = 8) -> list[tuple[int, float]]:
+    request = SearchRequest(query=query)
+    scope = build_scope_filter(
+        resolve_scope(request), scope_repositories(None, Viewer.everything())
+    )
+    found = fulltext_search(
+        parse_query(query), scope, limit=limit, cap=10**6, use_postings=use_postings
+    )
+    return found.ranked
+
+
+def test_the_best_chunk_is_found_however_late_it_was_stored() -> None:
+    # Sixty chunks where "widget" is one word in many, stored first; the chunk that is about
+    # widgets comes last. A capped candidate set in physical order would never see it.
+    docs = [
+        chunk(f"pkg/mod{i}.py", f"step_{i}", "widget = load(path, mode, size, retries, timeout)")
+        for i in range(60)
+    ]
+    docs.append(chunk("pkg/widgets.py", "widgets", "widget(widget, widget, widget)"))
+    indexed_repository("late", docs)
+    result = search("widget", fulltext_candidates=10, limit=5)
+    assert [hit.symbol for hit in result.hits][:1] == ["widgets"]
+    detail = result.stage("fulltext").detail["queries"][0]  # type: ignore[union-attr]
+    assert detail["exact"] is True and detail["capped"] is True
+
+
+def test_the_top_k_equals_ranking_every_match() -> None:
+    bodies = [
+        "cache = cache_get(key) or compute(key)",
+        "if key in cache: return cache[key]",
+        "cache.clear(); cache_get(None)",
+        "timeout = cache_timeout(key, default)",
+        "return compute(key, timeout=timeout)",
+        "key = make_key(prefix, key, version)",
+        "cache_get(make_key(key))",
+        "for key in keys: cache.delete(key)",
+        "return default",
+        "cache cache cache key",
+    ]
+    docs = [chunk(f"cache/m{i}.py", f"fn_{i}", body) for i, body in enumerate(bodies)]
+    indexed_repository("cache-a", docs)
+    indexed_repository("cache-b", [*docs[3:], chunk("extra.py", "extra", "cache key timeout")])
+    for query in ("cache key", "cache get timeout", "return key", "make key version"):
+        exact = ranked(query, use_postings=True)
+        every = ranked(query, use_postings=False)  # the old path, uncapped: every match
+        assert [cid for cid, _ in exact] == [cid for cid, _ in every], query
+        assert [s for _, s in exact] == pytest.approx([s for _, s in every], rel=1e-5)
+
+
+def test_scope_filters_apply_to_the_postings() -> None:
+    indexed_repository(
+        "scoped",
+        [
+            chunk("src/pool.py", "make_pool", "pool = Pool(size)"),
+            chunk("tests/test_pool.py", "test_pool", "pool pool pool pool", is_test=True),
+            chunk("docs/pool.py", "pool_doc", "pool pool pool", is_doc=True),
+            chunk("lib/pool.go", "PoolGo", "pool pool"),
+        ],
+    )
+    # The scope's own lists (left_out_weight 0: no left-out lists that may bring tests back).
+    found = [hit.symbol for hit in search("pool", left_out_weight=0.0).hits]
+    assert "test_pool" not in found and "pool_doc" not in found
+    assert set(found) == {"make_pool", "PoolGo"}
+    src_only = search("pool", path_globs=["src/**"], left_out_weight=0.0).hits
+    assert [hit.symbol for hit in src_only] == ["make_pool"]
+    assert "test_pool" in [hit.symbol for hit in search("pool", include_tests=True).hits]
+
+
+def test_postings_follow_the_live_generation() -> None:
+    repository = indexed_repository("gen", [chunk("a.py", "first", "alpha alpha beta")])
+    rows = TermPostings.objects.filter(repository=repository)
+    assert {row.term: row.df for row in rows if row.term in ("alpha", "beta")} == {
+        "alpha": 1,
+        "beta": 1,
+    }
+    index_generation(
+        repository, [chunk("a.py", "first", "beta"), chunk("b.py", "second", "beta gamma")]
+    )
+    rows = TermPostings.objects.filter(repository=repository)
+    assert {row.generation for row in rows} == {2}
+    assert "alpha" not in {row.term for row in rows}
+    assert {row.term: row.df for row in rows}["beta"] == 2
+    assert [hit.symbol for hit in search("alpha").hits] == []
+    assert {hit.symbol for hit in search("gamma beta").hits} == {"first", "second"}
+
+
+def test_chunks_without_body_words_are_found_by_their_symbol() -> None:
+    # Every chunk's body is punctuation: total length 0, averages fall back to 1.
+    indexed_repository("empty-bodies", [SourceDoc("a.py", [Piece("((( )))", "lonely")])])
+    result = search("lonely")
+    assert [hit.symbol for hit in result.hits] == ["lonely"]
+    assert result.hits[0].bm25_score and result.hits[0].bm25_score > 0
