@@ -1,7 +1,7 @@
 """Build a >= 1,000,000-chunk search corpus from real code, for the latency benchmark.
 
     .venv/bin/python bench/build_synthetic_corpus.py [--chunks 1000000] [--rebuild]
-        [--hnsw-m 16] [--hnsw-ef-construction 64]
+        [--hnsw-m 16] [--hnsw-ef-construction 200] [--edited-per-1024 256]
 
 Base: Django's own source (the copy installed in the venv), walked and chunked with
 ``indexing.chunking.chunk_file`` and stored with the real ``store_files`` (so every tsvector is
@@ -11,8 +11,12 @@ a vector: real MiniLM vectors (header + content, as the embed stage does; cached
 took over 15 minutes on the shared 2 cores), and for each other base chunk the vector of the
 nearest sampled chunk of the same file plus noise. Copies: fake repositories ``synthetic-001`` ...,
 each keeping a deterministic ~90 % of the base chunks, each chunk's tsvector extended with its
-repository's marker token, and its vector = the base vector + Gaussian noise (sigma 0.025 per
-dimension, about cosine 0.9 to the base), renormalised: forks and versions of one codebase.
+repository's marker token: forks and versions of one codebase. As in a real install, a copy's
+chunk whose embedded text (header + content) is the base's shares the base's vector (the embed
+stage reuses it: one ``EmbeddingVector`` per distinct text); ``--edited-per-1024`` of each copy's
+chunks are edited (a marker comment line appended, so a new text hash) and get the base vector
+plus Gaussian noise (sigma 0.025 per dimension, about cosine 0.9 to the base), renormalised.
+``--edited-per-1024 1024`` makes every copied chunk distinct (the stress case for the HNSW index).
 
 Secondary indexes are dropped during the load and rebuilt afterwards, timed one by one. A
 manifest ``bench/corpora/synthetic.json`` records the parameters and timings; a later run with
@@ -35,6 +39,7 @@ from synthetic_base import NOISE_SIGMA, base_files, base_vectors, log
 
 MANIFEST = CORPORA / "synthetic.json"
 KEEP_PER_1024 = 922  # ~90 % of the base chunks in each copy
+EDITED_PER_1024 = 256  # ~25 % of a copy's chunks differ from the base (distinct vectors)
 
 
 def secondary_indexes(cursor: Any, tables: list[str]) -> list[tuple[str, str]]:
@@ -56,34 +61,65 @@ def restore_model_indexes() -> None:
     """Create any index the models declare that is missing (on the emptied tables: instant)."""
     from django.db import connection
 
-    from indexing.models import Chunk, ChunkEmbedding
+    from indexing.models import Chunk, ChunkEmbedding, EmbeddingVector
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")
         present = {row[0] for row in cursor.fetchall()}
     with connection.schema_editor() as editor:
-        for model in (Chunk, ChunkEmbedding):
+        for model in (Chunk, ChunkEmbedding, EmbeddingVector):
             for index in model._meta.indexes:
                 if index.name not in present:
                     log(f"restoring missing index {index.name}")
                     editor.add_index(model, index)
 
 
-def copy_vectors(cursor: Any, rows: list[tuple[int, int, Any, str]], vectors: np.ndarray) -> None:
-    """Binary COPY of (chunk_id, space_id, repository_id, content_hash, vector)."""
+def copy_rows(cursor: Any, sql: str, types: list[str], rows: Any) -> None:
+    """Binary COPY of ``rows`` with ``sql`` (``COPY table (columns) FROM STDIN``)."""
     from pgvector.psycopg import register_vector
 
     # A cursor copies its connection's adapters when created: register first, then open one.
     register_vector(cursor.connection)
     raw = cursor.connection.cursor()
-    sql = (
-        "COPY indexing_chunkembedding (chunk_id, space_id, repository_id, content_hash, vector)"
-        " FROM STDIN WITH (FORMAT BINARY)"
-    )
-    with raw.copy(sql) as copy:
-        copy.set_types(["int8", "int8", "uuid", "varchar", "vector"])
-        for (chunk_id, space_id, repo_id, content_hash), vector in zip(rows, vectors, strict=True):
-            copy.write_row((chunk_id, space_id, repo_id, content_hash, vector))
+    with raw.copy(sql + " WITH (FORMAT BINARY)") as copy:
+        copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
+
+
+class VectorWriter:
+    """Distinct vectors (one per text hash, with ids given here) and the chunks pointing at them."""
+
+    def __init__(self, cursor: Any, space_id: int) -> None:
+        self.cursor, self.space_id = cursor, space_id
+        self.ids: dict[str, int] = {}
+
+    def write(self, repo_id: Any, chunks: list[tuple[int, str]], vectors: dict[str, Any]) -> None:
+        """``chunks``: (chunk id, text hash); ``vectors``: text hash -> vector for new texts."""
+        new = [(h, v) for h, v in vectors.items() if h not in self.ids]
+        rows = []
+        for text_hash, vector in new:
+            self.ids[text_hash] = len(self.ids) + 1
+            rows.append((self.ids[text_hash], self.space_id, text_hash, vector))
+        copy_rows(
+            self.cursor,
+            "COPY indexing_embeddingvector (id, space_id, text_hash, vector) FROM STDIN",
+            ["int8", "int8", "varchar", "vector"],
+            rows,
+        )
+        copy_rows(
+            self.cursor,
+            "COPY indexing_chunkembedding (chunk_id, space_id, repository_id, embedding_vector_id)"
+            " FROM STDIN",
+            ["int8", "int8", "uuid", "int8"],
+            ((cid, self.space_id, repo_id, self.ids[h]) for cid, h in chunks),
+        )
+
+    def finish(self) -> None:
+        self.cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('indexing_embeddingvector', 'id'), %s)",
+            [max(len(self.ids), 1)],
+        )
 
 
 def build(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,7 +127,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
 
     from indexing.models import Chunk, Repository
     from indexing.services.storing import store_files
-    from indexing.services.vectors import embedding_header
+    from indexing.services.vectors import embedded_text, embedded_text_hash
     from llm import get_embedder
 
     timings: dict[str, float] = {}
@@ -99,12 +135,12 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     files = base_files(args.base_files or None)
     base_chunks = [(f, c) for f in files for c in f.chunks]
     log(f"base: {len(files)} Django files, {len(base_chunks)} chunks")
-    # An unsaved Chunk, so the header sees every field the embed stage's chunks have.
-    texts = [
-        embedding_header(Chunk(path=f.path, symbol=c.symbol, kind=c.kind, content=c.content))
-        + c.content
-        for f, c in base_chunks
+    # Unsaved Chunks, so the header and the hash see every field the embed stage's chunks have.
+    models = [
+        Chunk(path=f.path, symbol=c.symbol, kind=c.kind, content=c.content) for f, c in base_chunks
     ]
+    texts = [embedded_text(chunk) for chunk in models]
+    base_hashes = [embedded_text_hash(chunk) for chunk in models]
     rng = np.random.default_rng(20240407)
     vectors = base_vectors([f.path for f, _c in base_chunks], texts, args.real_vectors, rng)
     timings["base_embed_or_cache_s"] = round(time.monotonic() - started, 1)
@@ -118,7 +154,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     with connection.cursor() as cursor:
         log("clearing the chunk tables")
         cursor.execute(
-            "TRUNCATE indexing_chunkembedding, indexing_chunk, indexing_sourcefile,"
+            "TRUNCATE indexing_chunkembedding, indexing_embeddingvector, indexing_chunk, indexing_sourcefile,"
             " indexing_indexjob, indexing_repository CASCADE"
         )
     restore_model_indexes()  # an interrupted earlier build may have left some dropped
@@ -131,7 +167,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         indexes = [
             (name, definition)
             for name, definition in secondary_indexes(
-                cursor, ["indexing_chunk", "indexing_chunkembedding"]
+                cursor, ["indexing_chunk", "indexing_chunkembedding", "indexing_embeddingvector"]
             )
             if "USING gin" in definition or "USING hnsw" in definition
         ]
@@ -159,10 +195,13 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     timings["base_store_s"] = round(time.monotonic() - t0, 1)
     t0 = time.monotonic()
     with connection.cursor() as cursor:
-        copy_vectors(
-            cursor,
-            [(cid, space.pk, repos[0].pk, h) for cid, _p, _i, h in base_ids],
-            np.stack([vectors[order[(path, index)]] for _c, path, index, _h in base_ids]),
+        writer = VectorWriter(cursor, space.pk)
+        content_of = {(path, index): h for _c, path, index, h in base_ids}
+        base_order = [order[(path, index)] for _c, path, index, _h in base_ids]
+        writer.write(
+            repos[0].pk,
+            [(cid, base_hashes[i]) for (cid, *_rest), i in zip(base_ids, base_order, strict=True)],
+            {base_hashes[i]: vectors[i] for i in base_order},
         )
         for number, repo in enumerate(repos[1:], start=1):
             params = {
@@ -170,6 +209,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
                 "base": repos[0].pk,
                 "copy": number,
                 "marker": f"synth{number:03d}",
+                "edit": f"\n# synth{number:03d}",
             }
             cursor.execute(
                 "INSERT INTO indexing_sourcefile (repository_id, generation, path, language, blob_sha,"
@@ -178,34 +218,56 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
                 " WHERE repository_id = %(base)s",
                 params,
             )
+            edited = f"(hashtext(b.id::text || ':edit:' || %(copy)s::text) & 1023) < {args.edited_per_1024}"
             cursor.execute(
-                """
+                f"""
                 INSERT INTO indexing_chunk (repository_id, file_id, generation, "index", start_line,
                     end_line, symbol, symbol_name, kind, language, path, is_test, is_doc, content,
                     content_hash, calls, token_count, search_vector)
                 SELECT %(repo)s, f.id, 1, b."index", b.start_line, b.end_line, b.symbol,
                     b.symbol_name, b.kind,
-                    b.language, b.path, b.is_test, b.is_doc, b.content, b.content_hash, b.calls,
+                    b.language, b.path, b.is_test, b.is_doc,
+                    CASE WHEN {edited} THEN b.content || %(edit)s ELSE b.content END,
+                    CASE WHEN {edited}
+                         THEN encode(sha256(convert_to(b.content || %(edit)s, 'UTF8')), 'hex')
+                         ELSE b.content_hash END,
+                    b.calls,
                     b.token_count + 1,
                     b.search_vector || setweight(to_tsvector('simple', %(marker)s), 'D')
                 FROM indexing_chunk b
                 JOIN indexing_sourcefile f ON f.repository_id = %(repo)s AND f.generation = 1
                     AND f.path = b.path
                 WHERE b.repository_id = %(base)s
-                  AND (hashtext(b.id::text || ':' || %(copy)s::text) & 1023) < """
-                + str(KEEP_PER_1024)
-                + """
-                RETURNING id, content_hash, path, "index"
+                  AND (hashtext(b.id::text || ':' || %(copy)s::text) & 1023) < {KEEP_PER_1024}
+                RETURNING id, path, "index", content_hash
                 """,
                 params,
             )
             made = cursor.fetchall()
-            base_block = np.stack([vectors[order[(path, index)]] for _c, _h, path, index in made])
-            noisy = base_block + rng.normal(0.0, NOISE_SIGMA, base_block.shape).astype(np.float32)
-            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
-            copy_vectors(cursor, [(cid, space.pk, repo.pk, h) for cid, h, _p, _i in made], noisy)
+            chunks: list[tuple[int, str]] = []
+            fresh: dict[str, Any] = {}
+            made = [(cid, p, i, h != content_of[(p, i)]) for cid, p, i, h in made]
+            changed = [(cid, order[(path, index)]) for cid, path, index, edit in made if edit]
+            noise = rng.normal(0.0, NOISE_SIGMA, (len(changed), vectors.shape[1])).astype(
+                np.float32
+            )
+            for cid, path, index, edit in made:
+                i = order[(path, index)]
+                if not edit:
+                    chunks.append((cid, base_hashes[i]))
+            for (cid, i), delta in zip(changed, noise, strict=True):
+                _file, piece = base_chunks[i]
+                text_hash = embedded_text_hash(
+                    Chunk(path=_file.path, symbol=piece.symbol, kind=piece.kind,
+                          content=piece.content + params["edit"])
+                )  # fmt: skip
+                noisy = vectors[i] + delta
+                fresh[text_hash] = noisy / np.linalg.norm(noisy)
+                chunks.append((cid, text_hash))
+            writer.write(repo.pk, chunks, fresh)
             if number % 10 == 0 or number == copies:
-                log(f"  copy {number}/{copies}: {len(made)} chunks")
+                log(f"  copy {number}/{copies}: {len(made)} chunks, {len(changed)} edited")
+        writer.finish()
     timings["copies_load_s"] = round(time.monotonic() - t0, 1)
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '6GB'")
@@ -226,6 +288,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.monotonic()
         cursor.execute("VACUUM (ANALYZE) indexing_chunk")
         cursor.execute("VACUUM (ANALYZE) indexing_chunkembedding")
+        cursor.execute("VACUUM (ANALYZE) indexing_embeddingvector")
         cursor.execute("ANALYZE indexing_sourcefile")
         timings["analyze_s"] = round(time.monotonic() - t0, 1)
         cursor.execute(
@@ -236,6 +299,8 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         )
         cursor.execute("SELECT count(*) FROM indexing_chunk")
         total = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM indexing_embeddingvector")
+        distinct = cursor.fetchone()[0]
     t0 = time.monotonic()
     from search.retrieval.corpus_stats import refresh_search_stats
 
@@ -252,6 +317,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "base_chunks": len(base_chunks),
         "repositories": len(repos),
         "chunks": total,
+        "distinct_vectors": distinct,
         "database_size": size,
         "space": getattr(space, "key", str(space)),
         "timings": timings,
@@ -265,6 +331,7 @@ def parameters(args: argparse.Namespace) -> dict[str, Any]:
         "hnsw_m": args.hnsw_m,
         "hnsw_ef_construction": args.hnsw_ef_construction,
         "noise_sigma": NOISE_SIGMA,
+        "edited_per_1024": args.edited_per_1024,
         "real_vectors": args.real_vectors,
         "base_files": args.base_files,
     }
@@ -277,7 +344,7 @@ def rebuild_hnsw(args: argparse.Namespace, manifest: dict[str, Any]) -> dict[str
     with connection.cursor() as cursor:
         hnsw = [
             (name, definition)
-            for name, definition in secondary_indexes(cursor, ["indexing_chunkembedding"])
+            for name, definition in secondary_indexes(cursor, ["indexing_embeddingvector"])
             if "USING hnsw" in definition
         ]
         cursor.execute("SET maintenance_work_mem = '6GB'")
@@ -305,8 +372,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
     parser.add_argument("--hnsw-m", type=int, default=16)
-    parser.add_argument("--hnsw-ef-construction", type=int, default=64)
+    parser.add_argument("--hnsw-ef-construction", type=int, default=200)
     parser.add_argument("--real-vectors", type=int, default=4096, help="base chunks embedded")
+    parser.add_argument(
+        "--edited-per-1024",
+        type=int,
+        default=EDITED_PER_1024,
+        help="of each copy's chunks, how many per 1024 differ from the base (own vector)",
+    )
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument(
         "--base-files", type=int, default=0, help="only the first N Django files (smoke runs)"

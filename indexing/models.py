@@ -297,25 +297,44 @@ class EmbeddingSpace(models.Model):
 
     @property
     def index_name(self) -> str:
-        return f"chunkemb_hnsw_space_{self.pk}"
+        """The space's partial HNSW index over its distinct vectors (``EmbeddingVector``)."""
+        return f"embvec_hnsw_space_{self.pk}"
+
+
+class EmbeddingVector(models.Model):
+    """One vector per distinct embedded text in a space: identical chunks (forks, branches,
+    older generations, the same file twice) share it. ``text_hash`` is the hash of exactly
+    what was embedded (header + content, see ``indexing.services.vectors``). Each space has a
+    partial HNSW index over ``vector::vector(dim)``, so the index holds distinct vectors only."""
+
+    space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="vectors")
+    text_hash = models.CharField(max_length=64)
+    vector = VectorField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "text_hash"], name="unique_space_text_hash"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.text_hash[:12]} in {self.space_id}"
 
 
 class ChunkEmbedding(models.Model):
-    """A chunk's vector in one space. Each space gets a partial HNSW index over
-    ``vector::vector(dim)`` (see ``indexing.services.embedding_spaces``)."""
+    """That a chunk has a vector in one space, and which (shared) ``EmbeddingVector`` it is."""
 
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="embeddings")
     space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="embeddings")
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
-    content_hash = models.CharField(max_length=64)
-    vector = VectorField()
+    embedding_vector = models.ForeignKey(
+        EmbeddingVector, on_delete=models.CASCADE, related_name="chunk_embeddings"
+    )
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["chunk", "space"], name="unique_chunk_embedding"),
         ]
         indexes = [
-            models.Index(fields=["space", "content_hash"], name="chunkemb_space_hash"),
             models.Index(fields=["space", "repository"], name="chunkemb_space_repo"),
         ]
 

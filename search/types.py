@@ -41,7 +41,7 @@ class SearchRequest:
     fulltext_candidates: int = 1000  # rows ranked per full-text query at most
     all_terms_boost: float = 0.25  # BM25 x (1 + boost) when every query word matches
     exact_scan_max_rows: int = 30_000  # vector: exact scan when the filtered set is this small
-    hnsw_ef_search: int = 100
+    hnsw_ef_search: int = 200  # recall@10 >= 0.95 measured at 200 (docs/evaluation.md)
 
     # Fusion (Reciprocal Rank Fusion)
     rrf_k: int = 60

@@ -127,5 +127,8 @@ def _fresh_throttle_counters() -> Iterator[None]:
     """Throttle and sign-in counters (Django's cache) start empty in every test."""
     from django.core.cache import cache
 
+    from search.retrieval import query_vectors
+
     cache.clear()
+    query_vectors.clear()  # and the process's query embeddings: a test's model may be down
     yield

@@ -35,8 +35,13 @@ def main() -> int:
     from mpnet_runtime import MPNetEmbedder, prepare
 
     import llm
-    from indexing.models import Chunk, ChunkEmbedding, Repository
-    from indexing.services.vectors import embedding_header, space_for
+    from indexing.models import Chunk, Repository
+    from indexing.services.vectors import (
+        embedded_text,
+        embedded_text_hash,
+        space_for,
+        store_vectors,
+    )
 
     model_dir, eval_args = Path(sys.argv[1]), sys.argv[2:]
     mpnet = MPNetEmbedder(prepare(model_dir))
@@ -56,17 +61,12 @@ def main() -> int:
         if not chunks:
             continue
         print(f"{repository.name}: embedding {len(chunks)} chunks with MPNet", flush=True)
-        vectors = cache.embed([embedding_header(c) + c.content for c in chunks])
-        ChunkEmbedding.objects.bulk_create(
-            [
-                ChunkEmbedding(
-                    chunk_id=c.pk, space=space, repository_id=repository.pk,
-                    content_hash=c.content_hash, vector=v,
-                )
-                for c, v in zip(chunks, vectors, strict=True)
-            ],
-            ignore_conflicts=True,
-        )  # fmt: skip
+        vectors = cache.embed([embedded_text(c) for c in chunks])
+        hashes = [embedded_text_hash(c) for c in chunks]
+        groups: dict[str, list[int]] = {}
+        for chunk, text_hash in zip(chunks, hashes, strict=True):
+            groups.setdefault(text_hash, []).append(chunk.pk)
+        store_vectors(space, repository.pk, groups, dict(zip(hashes, vectors, strict=True)))
 
     class QueryEmbedder(MPNetEmbedder):
         def __init__(self) -> None:

@@ -1,9 +1,14 @@
 """Embed a repository's live chunks in batches, reusing any vector already computed for the same text.
 
-Vectors are stored per ``EmbeddingSpace`` (provider + model + dimension). Each space gets its own
-partial HNSW index over ``vector::vector(dim)``, so a query in one space can only ever meet
-vectors of that space. Embedding is best-effort: when the model is unreachable the caller records
-it and the repository stays searchable by full text.
+Vectors are stored per ``EmbeddingSpace`` (provider + model + dimension), once per distinct
+embedded text (``EmbeddingVector``, keyed by the hash of header + content); each chunk points at
+its vector (``ChunkEmbedding``). Forks, branches and later generations of a file share vectors, so
+a space's partial HNSW index over ``vector::vector(dim)`` holds distinct vectors only, and a query
+in one space can only ever meet vectors of that space. ``REPO_SEARCH_MAX_VECTOR_ENTRIES`` caps the
+chunks with a vector in a space, reused vectors included. Vectors no chunk points at any more are
+pruned at the end of each run (under an advisory lock the writers share). Embedding is
+best-effort: when the model is unreachable the caller records it and the repository stays
+searchable by full text.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 import numpy as np
 from django.db import connection, transaction
 
-from indexing.models import Chunk, ChunkEmbedding, EmbeddingSpace, Repository
+from indexing.models import Chunk, ChunkEmbedding, EmbeddingSpace, EmbeddingVector, Repository
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +74,24 @@ def _ensure_hnsw_index(space: EmbeddingSpace) -> None:
         if connection.in_atomic_block:
             # Deferred foreign-key checks pending in this transaction would block CREATE INDEX.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {space.index_name} ON indexing_chunkembedding "
-            f"USING hnsw ((vector::vector({int(space.dim)})) vector_cosine_ops) "
-            f"WHERE space_id = {int(space.pk)}"
-        )
+        cursor.execute(hnsw_index_sql(space))
+
+
+# Chosen by measurement on the 1 M-chunk synthetic corpus and on distinct real code
+# (docs/evaluation.md, "Vector recall").
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+
+
+def hnsw_index_sql(
+    space: EmbeddingSpace, m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION
+) -> str:
+    return (
+        f"CREATE INDEX IF NOT EXISTS {space.index_name} ON indexing_embeddingvector "
+        f"USING hnsw ((vector::vector({int(space.dim)})) vector_cosine_ops) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
+        f"WHERE space_id = {int(space.pk)}"
+    )
 
 
 def space_for(embedder: Any) -> EmbeddingSpace:
@@ -92,11 +110,15 @@ def embedding_header(chunk: Chunk) -> str:
     return "\n".join(parts) + "\n"
 
 
+def embedded_text(chunk: Chunk) -> str:
+    """Exactly what the model embeds for a chunk."""
+    return embedding_header(chunk) + chunk.content
+
+
 def embedded_text_hash(chunk: Chunk) -> str:
-    """What identifies the embedded text for reuse: the content, and the summary if any."""
-    if not chunk.summary:
-        return chunk.content_hash
-    return hashlib.sha256(f"{chunk.content_hash}\n{chunk.summary}".encode()).hexdigest()
+    """What identifies a vector for reuse: the hash of the embedded text (so the path and the
+    summary count, as they change the vector; the same file in a fork or a later commit shares)."""
+    return hashlib.sha256(embedded_text(chunk).encode()).hexdigest()
 
 
 def _missing_chunks(repository: Repository, space: EmbeddingSpace):  # type: ignore[no-untyped-def]
@@ -107,26 +129,103 @@ def _missing_chunks(repository: Repository, space: EmbeddingSpace):  # type: ign
     )
 
 
-def reuse_existing_vectors(repository: Repository, space: EmbeddingSpace) -> int:
-    """Copy vectors of identical text already embedded in this space (forks, old commits)."""
+# Writers hold it shared for the transaction that looks vectors up and points chunks at them;
+# pruning holds it exclusively, so it never deletes a vector a writer is about to point at.
+VECTOR_WRITE_LOCK = 0x72730002
+LOOKUP_BATCH = 2000
+
+
+def _lock(space: EmbeddingSpace, *, exclusive: bool) -> None:
+    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
     with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            INSERT INTO indexing_chunkembedding (chunk_id, space_id, repository_id, content_hash, vector)
-            SELECT c.id, %(space)s, c.repository_id, c.content_hash, src.vector
-            FROM indexing_chunk c
-            JOIN LATERAL (
-                SELECT e.vector FROM indexing_chunkembedding e
-                WHERE e.space_id = %(space)s AND e.content_hash = c.content_hash LIMIT 1
-            ) src ON TRUE
-            WHERE c.repository_id = %(repo)s AND c.generation = %(gen)s AND c.summary = ''
-              AND NOT EXISTS (SELECT 1 FROM indexing_chunkembedding x
-                              WHERE x.chunk_id = c.id AND x.space_id = %(space)s)
-            ON CONFLICT DO NOTHING
-            """,
-            {"space": space.pk, "repo": repository.pk, "gen": repository.active_generation},
+        cursor.execute(f"SELECT {function}(%s, %s)", [VECTOR_WRITE_LOCK, int(space.pk)])
+
+
+def _vector_ids(space: EmbeddingSpace, hashes: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(hashes), LOOKUP_BATCH):
+        found.update(
+            EmbeddingVector.objects.filter(
+                space=space, text_hash__in=hashes[start : start + LOOKUP_BATCH]
+            ).values_list("text_hash", "id")
         )
-        return cursor.rowcount
+    return found
+
+
+def _point_chunks(
+    space: EmbeddingSpace, repository_id: Any, groups: dict[str, list[int]], ids: dict[str, int]
+) -> int:
+    """ChunkEmbedding rows for the chunks of each hash that has a vector; the count written."""
+    rows = [
+        ChunkEmbedding(
+            chunk_id=chunk_id, space=space, repository_id=repository_id, embedding_vector_id=ids[h]
+        )
+        for h, chunk_ids in groups.items()
+        if h in ids
+        for chunk_id in chunk_ids
+    ]
+    ChunkEmbedding.objects.bulk_create(rows, ignore_conflicts=True, batch_size=5000)
+    return len(rows)
+
+
+def store_vectors(
+    space: EmbeddingSpace, repository_id: Any, groups: dict[str, list[int]], vectors: dict[str, Any]
+) -> int:
+    """Store one vector per text hash (kept if one is there already) and point the chunks of
+    ``groups`` (text hash -> chunk ids) at it, in one transaction; the chunk rows written."""
+    with transaction.atomic():
+        _lock(space, exclusive=False)
+        EmbeddingVector.objects.bulk_create(
+            [EmbeddingVector(space=space, text_hash=h, vector=v) for h, v in vectors.items()],
+            ignore_conflicts=True,
+        )
+        return _point_chunks(space, repository_id, groups, _vector_ids(space, list(groups)))
+
+
+def reuse_vectors(
+    space: EmbeddingSpace, repository_id: Any, groups: dict[str, list[int]]
+) -> set[str]:
+    """Point chunks at vectors already stored for their text; the hashes that had one."""
+    with transaction.atomic():
+        _lock(space, exclusive=False)
+        ids = _vector_ids(space, list(groups))
+        _point_chunks(space, repository_id, groups, ids)
+    return set(ids)
+
+
+def prune_orphan_vectors(space: EmbeddingSpace) -> int:
+    """Delete the space's vectors no chunk points at any more (old generations, deleted
+    repositories); the number deleted."""
+    with transaction.atomic():
+        _lock(space, exclusive=True)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM indexing_embeddingvector v WHERE v.space_id = %s AND NOT EXISTS"
+                " (SELECT 1 FROM indexing_chunkembedding e WHERE e.embedding_vector_id = v.id)",
+                [space.pk],
+            )
+            return cursor.rowcount
+
+
+def _within_cap(
+    groups: dict[str, list[Chunk]], space: EmbeddingSpace, max_vectors: int | None
+) -> tuple[dict[str, list[Chunk]], int]:
+    """The groups that fit under the cap (chunks with a vector in the space, reused ones
+    included), in chunk order; and how many chunks are left out."""
+    if max_vectors is None:
+        return groups, 0
+    room = max(max_vectors - ChunkEmbedding.objects.filter(space=space).count(), 0)
+    if sum(len(chunks) for chunks in groups.values()) <= room:
+        return groups, 0
+    kept: dict[str, list[Chunk]] = {}
+    used = missing = 0
+    for text_hash, chunks in groups.items():
+        if used + len(chunks) > room:
+            missing += len(chunks)
+            continue
+        kept[text_hash] = chunks
+        used += len(chunks)
+    return kept, missing
 
 
 def embed_repository(
@@ -137,55 +236,48 @@ def embed_repository(
     batch_size: int,
     on_progress: Callable[[int], None] | None = None,
     max_vectors: int | None = None,
+    prune: bool = True,
 ) -> EmbedOutcome:
-    """Fill in every missing vector of the live generation. Model errors propagate to the caller
-    after the batches already done are saved. ``max_vectors`` caps the vectors stored in the
-    space; chunks past the cap are left without one and counted in ``missing``."""
-    outcome = EmbedOutcome(reused=reuse_existing_vectors(repository, space))
+    """Fill in every missing vector of the live generation: chunks whose text already has a
+    vector in the space point at it, the others are embedded (each distinct text once). Model
+    errors propagate to the caller after the batches already done are saved. ``max_vectors``
+    caps the chunks with a vector in the space; chunks past the cap are left without one and
+    counted in ``missing``."""
     pending = list(
         _missing_chunks(repository, space).only(
             "id", "path", "symbol", "kind", "content", "content_hash", "summary"
         )
     )
-
-    # Identical text inside this run is embedded once.
     by_hash: dict[str, list[Chunk]] = {}
     for chunk in pending:
         by_hash.setdefault(embedded_text_hash(chunk), []).append(chunk)
-    unique = [group[0] for group in by_hash.values()]
-    if max_vectors is not None:
-        room = max(max_vectors - ChunkEmbedding.objects.filter(space=space).count(), 0)
-        if sum(len(by_hash[embedded_text_hash(chunk)]) for chunk in unique) > room:
-            kept: list[Chunk] = []
-            used = 0
-            for chunk in unique:
-                twins = len(by_hash[embedded_text_hash(chunk)])
-                if used + twins > room:
-                    outcome.missing += twins
-                    continue
-                kept.append(chunk)
-                used += twins
-            unique = kept
+    by_hash, missing = _within_cap(by_hash, space, max_vectors)
+    outcome = EmbedOutcome(missing=missing)
+    ids = {h: [c.pk for c in chunks] for h, chunks in by_hash.items()}
+    had = reuse_vectors(space, repository.pk, ids) if ids else set()
+    outcome.reused = sum(len(ids[h]) for h in had)
+    if outcome.reused and on_progress is not None:
+        on_progress(outcome.reused)
+    unique = [h for h in by_hash if h not in had]
     for start in range(0, len(unique), batch_size):
         batch = unique[start : start + batch_size]
-        vectors = embed([embedding_header(chunk) + chunk.content for chunk in batch])
+        vectors = embed([embedded_text(by_hash[h][0]) for h in batch])
         if vectors.shape != (len(batch), space.dim):
             raise ValueError(
                 f"embedding model returned shape {vectors.shape}, expected ({len(batch)}, {space.dim})"
             )
-        rows = [
-            ChunkEmbedding(
-                chunk_id=twin.pk, space=space, repository_id=repository.pk,
-                content_hash=embedded_text_hash(chunk), vector=vector,
-            )
-            for chunk, vector in zip(batch, vectors, strict=True)
-            for twin in by_hash[embedded_text_hash(chunk)]
-        ]  # fmt: skip
-        with transaction.atomic():
-            ChunkEmbedding.objects.bulk_create(rows, ignore_conflicts=True)
-        outcome.embedded += len(rows)
+        outcome.embedded += store_vectors(
+            space,
+            repository.pk,
+            {h: ids[h] for h in batch},
+            dict(zip(batch, vectors, strict=True)),
+        )
         if on_progress is not None:
             on_progress(outcome.reused + outcome.embedded)
+    if prune:
+        pruned = prune_orphan_vectors(space)
+        if pruned:
+            logger.info("space=%s pruned %s vectors no chunk uses", space.key, pruned)
     return outcome
 
 

@@ -151,7 +151,9 @@ REPO_SEARCH_WORKER_MAX_MEMORY_MB = env.positive_int("REPO_SEARCH_WORKER_MAX_MEMO
 REPO_SEARCH_PG_PORT = env.port("REPO_SEARCH_PG_PORT", DEFAULT_PG_PORT)
 REPO_SEARCH_REDIS_PORT = env.port("REPO_SEARCH_REDIS_PORT", DEFAULT_REDIS_PORT)
 DATABASE_URL = database_url(env)
-DATABASES = {"default": database_config(DATABASE_URL)}
+# Per process: a web process serves Django from 8 threads and runs retrieval lists on 4 more.
+REPO_SEARCH_DB_POOL_SIZE = env.non_negative_int("REPO_SEARCH_DB_POOL_SIZE", 16)
+DATABASES = {"default": database_config(DATABASE_URL, REPO_SEARCH_DB_POOL_SIZE)}
 REDIS_URL = redis_url(env)
 
 # Throttle and sign-in counters are shared by every web process through Redis; short timeouts,

@@ -166,12 +166,19 @@ def _redact(url: str) -> str:
 IDLE_IN_TRANSACTION_MS = 300_000
 
 
-def database_config(url: str) -> dict[str, object]:
-    """Turn ``postgresql://user:pass@host:port/name?host=/socket/dir`` into Django's DATABASES entry."""
+def database_config(url: str, pool_size: int = 0) -> dict[str, object]:
+    """Turn ``postgresql://user:pass@host:port/name?host=/socket/dir`` into Django's DATABASES entry.
+
+    With ``pool_size`` > 0 each process keeps a psycopg pool of up to that many connections
+    (Django's ``OPTIONS["pool"]``): a thread takes one for a request or a retrieval list and
+    gives it back, and a burst of clients waits up to ``timeout`` seconds for a free one instead
+    of opening connections until the server refuses more. 0: a connection per thread, kept
+    for ``CONN_MAX_AGE``.
+    """
     parts = urlsplit(url)
     query = dict(item.split("=", 1) for item in parts.query.split("&") if "=" in item)
     host = parts.hostname or query.get("host", "")
-    return {
+    config = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": (parts.path or "/").lstrip("/") or "reposearch",
         "USER": parts.username or "postgres",
@@ -192,6 +199,17 @@ def database_config(url: str) -> dict[str, object]:
             "keepalives_count": 3,
         },
     }
+    if pool_size > 0:
+        config["CONN_MAX_AGE"] = 0  # pooled connections go back to the pool, not away
+        options = config["OPTIONS"]
+        assert isinstance(options, dict)
+        options["pool"] = {
+            "min_size": 1,
+            "max_size": pool_size,
+            "timeout": 10,  # seconds a thread waits for a free connection
+            "max_idle": 300,
+        }
+    return config
 
 
 def data_dir(env: EnvReader) -> Path:

@@ -8,6 +8,10 @@ from .base import env
 # No connection outlives its use: the test database can be dropped at the end of the session
 # even though search threads (search/retrieval/parallel.py) have their own connections.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+# No pool either (its idle connections would hold the test database), unless a test's own
+# server process asks for one (the HTTP concurrency benchmark's smoke run).
+if env.raw("REPO_SEARCH_DB_POOL_SIZE") is None:
+    DATABASES["default"]["OPTIONS"].pop("pool", None)  # type: ignore[attr-defined]  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REPO_SEARCH_ALLOW_LOCAL_PATHS = True

@@ -20,10 +20,13 @@ tests/docs; path globs cannot be estimated and count as no reduction):
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from django.db import connection, transaction
 
 from indexing.models import EmbeddingSpace
 from search.models import ChunkFacetStat
@@ -31,6 +34,9 @@ from search.retrieval.db import search_cursor
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 Strategy = Literal["exact", "hnsw"]
+# How many index tuples an iterative HNSW scan may visit before it gives up (pgvector's
+# default is 20 000); a selective filter past this falls back to the exact scan.
+HNSW_MAX_SCAN_TUPLES = 20_000
 
 
 @dataclass
@@ -123,20 +129,72 @@ def vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
-def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
-    distance = f"(e.vector::vector({dim}) <=> %s::vector({dim}))"
-    # "+ 0": an expression the HNSW index does not provide, so the exact plan cannot use it.
-    order = f"{distance} + 0" if strategy == "exact" else distance
-    repository_filter = "AND e.repository_id = ANY(%s)" if strategy == "exact" else ""
+def _scoped_chunks(scope: ScopeFilter, join: str = "") -> str:
+    """FROM/JOIN/WHERE of the live chunks in scope pointing at vectors of the space (alias e/c)."""
     return f"""
-        SELECT c.id, {distance} AS distance
-        FROM indexing_chunkembedding e
+        FROM indexing_chunkembedding e {join}
         JOIN indexing_chunk c ON c.id = e.chunk_id
         {LIVE_CHUNKS_SQL}
-        WHERE e.space_id = %s {repository_filter} AND r.id = ANY(%s) AND {scope.sql}
-        ORDER BY {order}
+        WHERE e.space_id = %s AND r.id = ANY(%s) AND {scope.sql}"""
+
+
+def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
+    distance = f"(v.vector::vector({dim}) <=> %s::vector({dim}))"
+    if strategy == "exact":
+        # "+ 0": an expression the HNSW index does not provide, so the exact plan cannot use it.
+        return f"""
+            SELECT c.id, {distance} AS distance
+            {_scoped_chunks(scope, "JOIN indexing_embeddingvector v ON v.id = e.embedding_vector_id")}
+            AND e.repository_id = ANY(%s)
+            ORDER BY {distance} + 0, c.id
+            LIMIT %s
+        """
+    # The nearest distinct vectors that some chunk in scope points at (the HNSW index holds
+    # each text once), then every chunk in scope with those vectors, nearest first. The scope
+    # test is a scalar subquery, not EXISTS: the planner cannot turn it into a semi-join that
+    # first materialises every chunk in scope; it runs per candidate, three index probes.
+    return f"""
+        WITH nearest AS MATERIALIZED (
+            SELECT v.id, {distance} AS distance
+            FROM indexing_embeddingvector v
+            WHERE v.space_id = %s AND (
+                SELECT true {_scoped_chunks(scope)} AND e.embedding_vector_id = v.id LIMIT 1)
+            ORDER BY {distance}
+            LIMIT %s
+        )
+        SELECT c.id, n.distance
+        FROM nearest n
+        JOIN indexing_chunkembedding e ON e.embedding_vector_id = n.id
+        JOIN indexing_chunk c ON c.id = e.chunk_id
+        {LIVE_CHUNKS_SQL}
+        WHERE e.space_id = %s AND r.id = ANY(%s) AND {scope.sql}
+        ORDER BY n.distance, c.id
         LIMIT %s
     """  # noqa: S608
+
+
+def _params(
+    literal: str, space_id: int, scope: ScopeFilter, strategy: Strategy, limit: int
+) -> list[Any]:
+    """The placeholders of ``_sql`` in text order."""
+    chunks = [space_id, scope.repository_ids, *scope.params]
+    if strategy == "exact":
+        return [literal, *chunks, scope.repository_ids, literal, limit]
+    return [literal, space_id, *chunks, literal, limit, *chunks, limit]
+
+
+@contextmanager
+def _vector_cursor(timeout_ms: int, settings: dict[str, str | int]) -> Iterator[Any]:
+    """A cursor in a transaction with ``statement_timeout`` and ``settings`` set locally, in one
+    statement (``search_cursor`` spends one round trip per setting)."""
+    names = ["statement_timeout", *(name.replace("__", ".") for name in settings)]
+    values = [str(int(timeout_ms)), *(str(value) for value in settings.values())]
+    calls = ", ".join("set_config(%s, %s, true)" for _ in names)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {calls}", [x for pair in zip(names, values, strict=True) for x in pair]
+        )
+        yield cursor
 
 
 def _run(
@@ -148,25 +206,23 @@ def _run(
     ef_search: int,
     timeout_ms: int,
 ) -> list[tuple[int, float]]:
-    # Placeholders in text order: SELECT distance, WHERE ..., ORDER BY distance, LIMIT.
-    params: list[Any] = [literal, space.pk]
-    if strategy == "exact":
-        params.append(scope.repository_ids)
-    params += [scope.repository_ids, *scope.params, literal, limit]
     settings: dict[str, str | int] = {}
     if strategy == "hnsw":
         # The planner misjudges how many rows the live-generation join keeps and may pick
         # the exact plan for a large scope (seconds at a million rows): without sorts, the
-        # ordered HNSW scan is the only plan left.
+        # ordered HNSW scan is the only plan left for the nearest vectors.
         settings = {
             "hnsw__iterative_scan": "relaxed_order",
             "hnsw__ef_search": max(ef_search, limit),
+            "hnsw__max_scan_tuples": HNSW_MAX_SCAN_TUPLES,
             "enable_sort": "off",
         }
-    with search_cursor(timeout_ms, **settings) as cursor:
-        cursor.execute(_sql(space.dim, strategy, scope), params)
+    with _vector_cursor(timeout_ms, settings) as cursor:
+        cursor.execute(
+            _sql(space.dim, strategy, scope), _params(literal, space.pk, scope, strategy, limit)
+        )
         rows = cursor.fetchall()
-    # relaxed_order may return rows slightly out of order.
+    # relaxed_order may return vectors slightly out of order.
     rows.sort(key=lambda row: (row[1], row[0]))
     return [(int(cid), 1.0 - float(distance)) for cid, distance in rows]
 
@@ -180,7 +236,7 @@ def vector_search(
     limit: int,
     estimated_rows: int,
     exact_max_rows: int = 30_000,
-    ef_search: int = 100,
+    ef_search: int = 200,
     timeout_ms: int = 5000,
     force: Strategy | None = None,
 ) -> VectorList:

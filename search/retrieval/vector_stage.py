@@ -13,15 +13,10 @@ from typing import Any
 
 from indexing.models import EmbeddingSpace
 from search.ranking.fusion import RankedList
+from search.retrieval.query_vectors import embed_queries
 from search.retrieval.scope import ScopeApplied, ScopeFilter
-from search.retrieval.vector import (
-    estimate_rows,
-    find_space,
-    previous_spaces,
-    repositories_being_reembedded,
-    repositories_with_vectors,
-    vector_search,
-)
+from search.retrieval.vector import estimate_rows, previous_spaces, vector_search
+from search.retrieval.vector_plan import plan_vector_search
 from search.tracing import StageRecorder
 from search.types import SearchRequest
 
@@ -44,9 +39,13 @@ def _search_space(
     scope: ScopeApplied,
     lists: list[RankedList],
     timeout_ms: int,
+    estimated: int | None = None,
 ) -> list[dict[str, Any]]:
-    vectors = embedder.embed(list(queries))
-    estimated = estimate_rows(space_scope, scope.languages, scope.include_tests, scope.include_docs)
+    vectors = embed_queries(embedder, list(queries))
+    if estimated is None:
+        estimated = estimate_rows(
+            space_scope, scope.languages, scope.include_tests, scope.include_docs
+        )
     per_query = []
     for index, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
         found = vector_search(
@@ -81,17 +80,20 @@ def run_vector_stage(
     space_key = ""
     current: EmbeddingSpace | None = None
     embedder: Any = None
+    served: list[Any] = []
+    estimated: int | None = None
     try:
         embedder = get_embedder()
         space_key = embedder.space_key
-        current = find_space(space_key)
+        # One statement for the space, the repositories it serves and the rows the filters
+        # keep: the same at any number of repositories.
+        found = plan_vector_search(
+            space_key, scope_filter, scope.languages, scope.include_tests, scope.include_docs
+        )
+        current, served, estimated = found.space, found.served, found.estimated_rows
     except ModelError as exc:
         problems.append(f"no embedding model: {exc}")
     ids = list(scope_filter.repository_ids)
-    served = repositories_with_vectors(current, scope_filter) if current else []
-    # One query for all of them: this list feeds every search, at any number of repositories.
-    reembedding = repositories_being_reembedded(served) if served else set()
-    served = [r for r in served if r not in reembedding]
     plan: list[tuple[Any, EmbeddingSpace, list[Any]]] = []
     if current is not None and served and embedder is not None:
         plan.append((embedder, current, served))
@@ -122,6 +124,7 @@ def run_vector_stage(
                 scope,
                 lists,
                 timeout_ms,
+                estimated if space is current else None,
             )
         except ModelError as exc:
             problems.append(f"{space.key}: embedding model unavailable: {exc}")

@@ -93,6 +93,19 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
         assert f"  {mode:9s} p50" in latency, f"no {mode} figures"
     assert "WARNING" not in latency, "a required stage did not run"
     assert (tmp_path / "latency.json").stat().st_size > 0
+    recall = _run(
+        "vector_recall.py", *("--ef-search", "40", "--extra-queries", "4"),
+        *("--json", str(tmp_path / "recall.json")), env=env,
+    )  # fmt: skip
+    assert "scope all:" in recall and "recall_at_10_mean" in recall
+    http = _run(
+        "search_http.py", *("--clients", "2,3", "--seconds", "2,2"),
+        *("--json", str(tmp_path / "http.json")),
+        env={**env, "REPO_SEARCH_DB_POOL_SIZE": "4"},
+    )  # fmt: skip
+    phases = json.loads((tmp_path / "http.json").read_text())["phases"]
+    assert [p["clients"] for p in phases] == [2, 3], http[-2000:]
+    assert all(p["searches"] > 0 and p["error_count"] == 0 for p in phases), http[-2000:]
     side_by_side = _run(
         "fulltext_vs_tantivy.py", "--repeats", "1", "--json", str(tmp_path / "tantivy.json"),
         env=env,

@@ -68,8 +68,10 @@ def test_a_dump_restores_into_an_empty_database_with_every_row_and_vector(tmp_pa
             # The vector index and the full-text index answer in the copy.
             nearest = copy.execute(
                 "SELECT c.symbol FROM indexing_chunkembedding e JOIN indexing_chunk c"
-                " ON c.id = e.chunk_id ORDER BY e.vector <=> (SELECT vector FROM"
-                " indexing_chunkembedding ORDER BY id DESC LIMIT 1) LIMIT 1"
+                " ON c.id = e.chunk_id JOIN indexing_embeddingvector v"
+                " ON v.id = e.embedding_vector_id ORDER BY v.vector <=> (SELECT x.vector FROM"
+                " indexing_embeddingvector x JOIN indexing_chunkembedding y"
+                " ON y.embedding_vector_id = x.id ORDER BY y.id DESC LIMIT 1) LIMIT 1"
             ).fetchone()
             assert nearest == ("s1",)
             found = copy.execute(

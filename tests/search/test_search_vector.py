@@ -10,11 +10,16 @@ from django.db import connection
 
 from accounts.visibility import Viewer
 from indexing.models import EmbeddingSpace, Repository, SourceFile
-from indexing.services.vectors import embed_repository, embedding_space, space_for
+from indexing.services.vectors import (
+    embed_repository,
+    embedding_space,
+    space_for,
+    store_vectors,
+)
 from search.executor import SearchExecutor, SearchRequest
 from search.retrieval.corpus_stats import refresh_search_stats
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
-from search.retrieval.vector import estimate_rows, vector_literal, vector_search
+from search.retrieval.vector import estimate_rows, vector_search
 from tests.search.corpus import Piece, SourceDoc, indexed_repository, local_embedder, no_chat
 
 pytestmark = pytest.mark.django_db
@@ -48,6 +53,19 @@ def _synthetic_repository(name: str, count: int) -> tuple[Repository, list[int]]
     return repository, ids
 
 
+def _store(
+    space: EmbeddingSpace, repository: Repository, ids: list[int], vectors: np.ndarray
+) -> None:
+    """One distinct vector per chunk (each text hash its own)."""
+    hashes = [f"{repository.pk}:{cid}" for cid in ids]
+    store_vectors(
+        space,
+        repository.pk,
+        {h: [cid] for h, cid in zip(hashes, ids, strict=True)},
+        dict(zip(hashes, vectors, strict=True)),
+    )
+
+
 def _clustered(
     rng: np.random.Generator, centers: np.ndarray, which: list[int], count: int
 ) -> np.ndarray:
@@ -66,19 +84,11 @@ def test_filtered_vector_search_recall_against_exact() -> None:
         key="test/synthetic/32", provider="test", model="synthetic", dim=DIM
     )
     vectors_of: dict[str, tuple[Repository, list[int], np.ndarray]] = {}
-    with connection.cursor() as cursor:
-        for name, (count, clusters) in layout.items():
-            repository, ids = _synthetic_repository(name, count)
-            vectors = _clustered(rng, centers, clusters, count)
-            cursor.executemany(
-                "INSERT INTO indexing_chunkembedding (chunk_id, space_id, repository_id, content_hash,"
-                " vector) VALUES (%s, %s, %s, 'h', %s::vector)",
-                [
-                    (cid, space.pk, repository.pk, vector_literal(v))
-                    for cid, v in zip(ids, vectors, strict=True)
-                ],
-            )
-            vectors_of[name] = (repository, ids, vectors)
+    for name, (count, clusters) in layout.items():
+        repository, ids = _synthetic_repository(name, count)
+        vectors = _clustered(rng, centers, clusters, count)
+        _store(space, repository, ids, vectors)
+        vectors_of[name] = (repository, ids, vectors)
     embedding_space("test", "synthetic", DIM, key="test/synthetic/32")  # builds the HNSW index
     queries = _clustered(rng, centers, list(range(40)), 20)  # mostly far from the filtered clusters
 
@@ -122,15 +132,8 @@ def test_hnsw_path_with_a_large_scope_falls_back_when_a_filter_leaves_too_few_ro
     )
     repository, ids = _synthetic_repository("big", 600)
     vectors = _clustered(rng, rng.normal(size=(5, DIM)), list(range(5)), 600)
+    _store(space, repository, ids, vectors)
     with connection.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO indexing_chunkembedding (chunk_id, space_id, repository_id, content_hash,"
-            " vector) VALUES (%s, %s, %s, 'h', %s::vector)",
-            [
-                (cid, space.pk, repository.pk, vector_literal(v))
-                for cid, v in zip(ids, vectors, strict=True)
-            ],
-        )
         # Six rows in a path the glob keeps.
         cursor.execute("UPDATE indexing_chunk SET path = 'keep/x.py' WHERE id = ANY(%s)", [ids[:6]])
     embedding_space("test", "synthetic", DIM, key="test/synthetic/32b")
