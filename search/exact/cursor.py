@@ -11,11 +11,38 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from search.exact.candidates import SortKey
 from search.exact.errors import QueryRejected
 
 MAX_CURSOR_CHARS = 4000
+
+
+def invalid_cursor() -> QueryRejected:
+    return QueryRejected(
+        "invalid_cursor",
+        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
+        {"field": "cursor"},
+    )
+
+
+def pack_cursor(body: dict[str, Any]) -> str:
+    """An opaque cursor: the body as unpadded URL-safe base64 of its JSON."""
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+
+
+def unpack_cursor(cursor: str) -> dict[str, Any]:
+    """The body of a cursor ``pack_cursor`` made; ``invalid_cursor()`` for anything else."""
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise invalid_cursor()
+    try:
+        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise invalid_cursor() from None
+    if not isinstance(body, dict):
+        raise invalid_cursor()
+    return body
 
 
 @dataclass(frozen=True)
@@ -37,22 +64,15 @@ def encode_cursor(position: PagePosition, fingerprint: str) -> str:
         "m": position.matches_before,
         "q": fingerprint,
     }
-    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    return pack_cursor(body)
 
 
 def decode_cursor(cursor: str | None, fingerprint: str) -> PagePosition:
     if not cursor:
         return PagePosition()
-    bad = QueryRejected(
-        "invalid_cursor",
-        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
-        {"field": "cursor"},
-    )
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise bad
+    bad = invalid_cursor()
+    body = unpack_cursor(cursor)
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        body = json.loads(raw)
         name, path, file_id = body["k"]
         files, matches = int(body["f"]), int(body["m"])
         if not (isinstance(name, str) and isinstance(path, str) and isinstance(file_id, int)):
@@ -72,21 +92,15 @@ MAX_OFFSET = 1000
 def encode_offset(offset: int, fingerprint: str) -> str:
     """A cursor for results paged by position (``sym:`` definitions)."""
     body = {"o": offset, "q": fingerprint}
-    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    return pack_cursor(body)
 
 
 def decode_offset(cursor: str | None, fingerprint: str) -> int:
     if not cursor:
         return 0
-    bad = QueryRejected(
-        "invalid_cursor",
-        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
-        {"field": "cursor"},
-    )
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise bad
+    bad = invalid_cursor()
+    body = unpack_cursor(cursor)
     try:
-        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         offset = body["o"]
         if isinstance(offset, bool) or not isinstance(offset, int):
             raise ValueError("bad offset")

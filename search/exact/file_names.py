@@ -14,20 +14,18 @@ order (``next_cursor``), and ``total`` counts every match.
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from search.exact.candidates import CandidateFile, CandidateScope, escape_like
+from search.exact.cursor import invalid_cursor, pack_cursor, unpack_cursor
 from search.exact.errors import QueryRejected
 from search.retrieval.db import search_cursor
 from search.retrieval.scope import LIVE_CHUNKS_SQL, InvalidGlob, glob_to_regex
 
 GLOB_CHARS = frozenset("*?[")
-MAX_CURSOR_CHARS = 4000
 TIMEOUT_MS = 4000
 
 FileKey = tuple[int, int, str, str, int]  # (tier, path length, repository name, path, file id)
@@ -97,21 +95,15 @@ def split_terms(words: list[str]) -> tuple[list[str], list[str]]:
 
 def encode_cursor(key: FileKey, files_before: int, fingerprint: str) -> str:
     body = {"f": list(key), "n": files_before, "q": fingerprint}
-    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    return pack_cursor(body)
 
 
 def decode_cursor(cursor: str | None, fingerprint: str) -> tuple[FileKey | None, int]:
     if not cursor:
         return None, 0
-    bad = QueryRejected(
-        "invalid_cursor",
-        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
-        {"field": "cursor"},
-    )
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise bad
+    bad = invalid_cursor()
+    body = unpack_cursor(cursor)
     try:
-        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         tier, length, name, path, file_id = body["f"]
         before = body["n"]
         ints = (tier, length, file_id, before)

@@ -13,12 +13,9 @@ another query or mode, or one that does not decode, is a 400 like exact search's
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass, replace
 
-from search.exact.cursor import MAX_CURSOR_CHARS, query_fingerprint
-from search.exact.errors import QueryRejected
+from search.exact.cursor import invalid_cursor, pack_cursor, query_fingerprint, unpack_cursor
 from search.executor import SearchExecutor, SearchHit, SearchRequest, SearchResult
 
 MAX_RESULTS = 200  # hybrid results over all pages
@@ -74,21 +71,15 @@ def encode_seen(seen: list[int], fingerprint: str) -> str:
     ordered = sorted(set(seen))
     deltas = [b - a for a, b in zip([0, *ordered], ordered, strict=False)]
     body = {"h": ".".join(_base36(d) for d in deltas), "q": fingerprint}
-    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    return pack_cursor(body)
 
 
 def decode_seen(cursor: str | None, fingerprint: str) -> list[int]:
     if not cursor:
         return []
-    bad = QueryRejected(
-        "invalid_cursor",
-        "cursor is not a next_cursor of this query (send it back unchanged, with the same query)",
-        {"field": "cursor"},
-    )
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise bad
+    bad = invalid_cursor()
+    body = unpack_cursor(cursor)
     try:
-        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         text = body["h"]
         if not isinstance(text, str) or not text:
             raise ValueError("no ids")
