@@ -395,5 +395,10 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "kv"}},
     "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO").upper()},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # The pool retries a database that is down with a warning per try; what a user sees is
+        # the one error of the command or request (503 database_unavailable, /api/health).
+        "psycopg.pool": {"level": "ERROR"},
+    },
 }
