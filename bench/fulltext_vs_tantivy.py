@@ -129,7 +129,7 @@ def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
     from django.db import connection
 
     from search.retrieval.fulltext import K1, MAX_SCORED_TERMS, B, idf, plan_candidates
-    from search.retrieval.postings import TF2_SQL
+    from search.retrieval.postings_format import TF2_SQL
     from search.retrieval.query import tsquery_any
     from search.retrieval.scope import LIVE_CHUNKS_SQL
 

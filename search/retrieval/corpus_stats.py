@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
-from search.retrieval.postings import build_postings
+from search.retrieval.postings_format import build_postings
 
 logger = logging.getLogger(__name__)
 

@@ -33,64 +33,22 @@ import numpy as np
 from django.db.backends.utils import CursorWrapper
 
 from search.retrieval.db import search_cursor
-from search.retrieval.query import lexeme
-from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+from search.retrieval.postings_check import SEED_ROWS, ExactScores, check_chunks
+from search.retrieval.postings_format import (
+    DOC_FLAG,
+    K1,
+    RECORD,
+    TEST_FLAG,
+    saturation,
+)
+from search.retrieval.scope import ScopeFilter
 
-K1 = 1.2
-B = 0.75
-RECORD = np.dtype([("id", ">i8"), ("len", ">i4"), ("tf2", ">i2"), ("flags", "u1")])
-TEST_FLAG, DOC_FLAG = 1, 2
-RANK_WEIGHTS = [2 / 6, 2 / 6, 3 / 6, 1.0]  # ts_rank_cd's D, C, B, A: tf2 / 6 per position
 GROWTH = 4
 CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
 # Reading one chunk by id costs about as much, per term, as decoding this many records (measured
 # at 157 k chunks on loaded cores: ~35 us per ts_rank_cd call against ~3 us per record read and
 # merged): with more rivals than that, the lists are read deeper instead.
 CHECK_COST = 10
-# Chunks holding every informative word, read first (GIN, any order) when the lists are long:
-# real scores, so a cut-off to prune with before the lists have shown the chunks that match
-# the whole query.
-SEED_ROWS = 100
-# twice the field-weighted term frequency of an ``unnest(tsvector)`` row ``u``
-TF2_SQL = (
-    "(6 * cardinality(array_positions(u.weights, 'A'))"
-    " + 3 * cardinality(array_positions(u.weights, 'B'))"
-    " + 2 * (cardinality(u.weights) - cardinality(array_positions(u.weights, 'A'))"
-    " - cardinality(array_positions(u.weights, 'B'))))"
-)
-_BUILD = f"""
-INSERT INTO search_termpostings (repository_id, generation, term, df, postings)
-SELECT %(repository)s, %(generation)s, p.lexeme, count(*),
-       string_agg(int8send(p.id) || int4send(p.len) || int2send(p.tf2::int2)
-                  || set_byte('\\x00'::bytea, 0, p.flags), ''::bytea
-                  ORDER BY p.tf2 / (p.tf2 + 2 * {K1} * (1 - {B} + {B} * greatest(p.len, 1)
-                                                         / %(average)s::float8)) DESC, p.id)
-FROM (
-    SELECT c.id, c.token_count AS len, c.is_test::int + 2 * c.is_doc::int AS flags, u.lexeme,
-           {TF2_SQL} AS tf2
-    FROM indexing_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u
-    WHERE c.repository_id = %(repository)s AND c.generation = %(generation)s
-      AND length(u.lexeme) <= 128
-) p
-GROUP BY p.lexeme
-"""  # noqa: S608 -- only constants are interpolated; values are placeholders
-
-
-def build_postings(
-    cursor: CursorWrapper, repository_id: UUID, generation: int, average: float
-) -> None:
-    """Write the posting lists of one generation (its old rows already deleted)."""
-    cursor.execute(
-        _BUILD,
-        {"repository": repository_id, "generation": generation, "average": average or 1.0},
-    )
-
-
-def saturation(tf2: np.ndarray, length: np.ndarray, average: float | np.ndarray) -> np.ndarray:
-    """``tf / (tf + k1 * (1 - b + b * len / avg))`` -- BM25 without ``idf * (k1 + 1)``."""
-    tf = tf2.astype(np.float64) / 2.0
-    norm = K1 * (1 - B + B * np.maximum(length, 1).astype(np.float64) / average)
-    return tf / (tf + norm)
 
 
 @dataclass
@@ -170,7 +128,7 @@ def exact_top_k(
     excluded_flags = (0 if scope.include_tests else TEST_FLAG) | (
         0 if scope.include_docs else DOC_FLAG
     )
-    exact = _Exact()
+    exact = ExactScores()
     result = TopK(ranked=[], exact=False)
     depth = first_depth or max(16, math.ceil(4 * limit / max(len(repositories), 1)))
     plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
@@ -186,10 +144,14 @@ def exact_top_k(
                 probe = _most_promising(state, exact, excluded_flags, limit)
                 if probe:
                     result.checked += len(probe)
-                    _check(cursor, probe, terms, idf, informative, boost, scope, average, exact)
+                    check_chunks(
+                        cursor, probe, terms, idf, informative, boost, scope, average, exact
+                    )
             elif result.rounds == 2 and seed is not None:  # the first round did not settle it
                 result.checked += SEED_ROWS
-                _check(cursor, [], terms, idf, informative, boost, scope, average, exact, seed)
+                check_chunks(
+                    cursor, [], terms, idf, informative, boost, scope, average, exact, seed
+                )
             while True:
                 done, to_check, theta = _decide(state, exact, excluded_flags, limit)
                 if done is not None:
@@ -204,7 +166,7 @@ def exact_top_k(
                         break
                 batch = to_check[:CHECK_BATCH]
                 result.checked += len(batch)
-                _check(cursor, batch, terms, idf, informative, boost, scope, average, exact)
+                check_chunks(cursor, batch, terms, idf, informative, boost, scope, average, exact)
             if not cut.any():
                 # Nothing left to read and too many ties to check: rank by the bounds.
                 result.ranked = _best_effort(state, exact, excluded_flags, limit)
@@ -304,14 +266,6 @@ def _cut_matrix(lists: _Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray
 
 
 @dataclass
-class _Exact:
-    """Chunks read by id: exact scores of those in scope, and those out of it."""
-
-    scores: dict[int, float] = field(default_factory=dict)
-    rejected: set[int] = field(default_factory=set)
-
-
-@dataclass
 class _State:
     ids: np.ndarray  # candidate chunk ids, ascending
     lower: np.ndarray
@@ -337,7 +291,9 @@ def _bounds(lists: _Lists, cut: np.ndarray, boost: float, informative_mask: int)
     return _State(ids=ids, lower=lower, upper=upper, flags=flags, unseen=unseen)
 
 
-def _most_promising(state: _State, exact: _Exact, excluded_flags: int, limit: int) -> list[int]:
+def _most_promising(
+    state: _State, exact: ExactScores, excluded_flags: int, limit: int
+) -> list[int]:
     """The ``limit`` unread candidates with the highest upper bounds."""
     keep = (state.flags & excluded_flags) == 0
     seen = exact.rejected | set(exact.scores)
@@ -350,7 +306,7 @@ def _most_promising(state: _State, exact: _Exact, excluded_flags: int, limit: in
 
 
 def _decide(
-    state: _State, exact: _Exact, excluded_flags: int, limit: int
+    state: _State, exact: ExactScores, excluded_flags: int, limit: int
 ) -> tuple[list[tuple[int, float]] | None, list[int], float]:
     """The final ranking when the bounds settle it, else the chunks worth reading by id (and
     the score the last of the current top has)."""
@@ -399,56 +355,8 @@ def _decide(
     return None, unchecked_top + [int(i) for i in ids[rival[~checked[rival]]]], theta
 
 
-def _check(
-    cursor: CursorWrapper,
-    ids: list[int],
-    terms: list[str],
-    idf: np.ndarray,
-    informative: list[str],
-    boost: float,
-    scope: ScopeFilter,
-    average: float,
-    exact: _Exact,
-    seed: str | None = None,
-) -> None:
-    """Exact scores of ``ids`` that are in scope (filters applied here); the rest rejected.
-    With ``seed`` (a tsquery) instead: of the first ``SEED_ROWS`` chunks in scope matching it.
-
-    ``ts_rank_cd`` of one lexeme with normalisation 0 sums its positions' weights, so with the
-    weights {D, C, B, A} = {2, 2, 3, 6} / 6 it is ``tf2 / 6`` -- cheaper than ``unnest``, which
-    materialises every lexeme of the vector.
-    """
-    columns = ", ".join(
-        "round(ts_rank_cd(%s::float4[], c.search_vector, %s::tsquery, 0) * 6)::int" for _ in terms
-    )
-    which, value = ("c.id = ANY(%s)", ids) if seed is None else ("c.search_vector @@ %s", seed)
-    cursor.execute(
-        f"SELECT c.id, c.token_count, {columns}"  # noqa: S608
-        f" FROM indexing_chunk c {LIVE_CHUNKS_SQL}"
-        f" WHERE {which} AND r.id = ANY(%s) AND {scope.sql}"
-        + (f" LIMIT {SEED_ROWS:d}" if seed is not None else ""),
-        [*(p for t in terms for p in (RANK_WEIGHTS, lexeme(t))),
-         value, scope.repository_ids, *scope.params],
-    )  # fmt: skip
-    wanted = [j for j, t in enumerate(terms) if t in set(informative)]
-    rows = cursor.fetchall()
-    found = set()
-    if rows:
-        table = np.asarray(rows, dtype=np.float64)
-        tf2 = table[:, 2:]
-        sat = saturation(tf2, np.repeat(table[:, 1:2], len(terms), axis=1), average)
-        scores = (idf[None, :] * (K1 + 1) * sat).sum(axis=1)
-        if wanted:
-            scores = np.where((tf2[:, wanted] > 0).all(axis=1), scores * boost, scores)
-        for chunk_id, score in zip(table[:, 0].astype(np.int64), scores, strict=True):
-            found.add(int(chunk_id))
-            exact.scores[int(chunk_id)] = float(score)
-    if seed is None:
-        exact.rejected.update(i for i in ids if i not in found)
-
-
 def _best_effort(
-    state: _State, exact: _Exact, excluded_flags: int, limit: int
+    state: _State, exact: ExactScores, excluded_flags: int, limit: int
 ) -> list[tuple[int, float]]:
     ranked = []
     for i, chunk_id in enumerate(state.ids):
