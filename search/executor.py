@@ -32,10 +32,10 @@ from search.ranking.rerank import RerankCandidate, rerank_candidates
 from search.ranking.signals import apply_signals, chunk_facts
 from search.retrieval.expansion import expand_query
 from search.retrieval.fulltext import fulltext_search
+from search.retrieval.hydrate import hydrate_hits
 from search.retrieval.parallel import run_beside
 from search.retrieval.query import identifier_query, parse_query
 from search.retrieval.scope import (
-    LIVE_CHUNKS_SQL,
     ScopeFilter,
     build_left_out_filter,
     build_scope_filter,
@@ -62,45 +62,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-_HYDRATE_SQL = f"""
-    SELECT c.id, c.repository_id, r.name, r.last_indexed_commit, c.path, c."index", c.content,
-           c.language, c.start_line, c.end_line, c.symbol, c.kind, c.is_test, c.is_doc,
-           r.branch, r.last_indexed_at
-    FROM indexing_chunk c {LIVE_CHUNKS_SQL}
-    WHERE c.id = ANY(%s)
-"""  # noqa: S608
-
-
-def _hydrate(candidates: list[FusedCandidate]) -> dict[int, SearchHit]:
-    """The chunks behind ``candidates`` (still live: a swap mid-search drops the old ones)."""
-    if not candidates:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(_HYDRATE_SQL, [[c.chunk_id for c in candidates]])
-        rows = cursor.fetchall()
-    hits = {}
-    for row in rows:
-        hits[row[0]] = SearchHit(
-            chunk_id=row[0],
-            repo_id=row[1],
-            repo_name=row[2],
-            commit=row[3],
-            file_path=row[4],
-            chunk_index=row[5],
-            content=row[6],
-            language=row[7],
-            start_line=row[8],
-            end_line=row[9],
-            symbol=row[10],
-            kind=row[11],
-            is_test=row[12],
-            is_doc=row[13],
-            branch=row[14],
-            indexed_at=row[15],
-        )
-    return hits
 
 
 class SearchExecutor:
@@ -217,7 +178,7 @@ class SearchExecutor:
                 stage.set("ran", left_out={"lists": len(left_out_lists), "added": left_out_added})
             if not lists:
                 stage.set("skipped", "no retrieval list to fuse")
-        hits = _hydrate(candidates)
+        hits = hydrate_hits(candidates)
         candidates = [c for c in candidates if c.chunk_id in hits]
         rerank_scores = self._rerank(request, candidates, hits, trace)
         with record_stage(trace, "blend") as stage:

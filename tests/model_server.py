@@ -30,9 +30,7 @@ Fixture: ``model_server`` (function scope), defined here for the root conftest t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import re
 import socket
 import threading
 import time
@@ -43,6 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from tests.model_wire import MID_STREAM, hashed_embedding, ok_response, stream_piece
 
 ChatReply = str | Callable[[list[dict[str, Any]]], str]
 
@@ -71,19 +71,6 @@ class Failure:
     retry_after: str | None = "0"
     status: int = 500
     after: int = 0  # mid-stream failures: pieces sent before it happens
-
-
-def hashed_embedding(text: str, dim: int) -> list[float]:
-    """Deterministic bag-of-words vector: shared words give a high cosine."""
-    vec = [0.0] * dim
-    for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-        index = int.from_bytes(digest[:4], "little") % dim
-        vec[index] += 1.0 if digest[4] & 1 else -1.0
-    norm = sum(v * v for v in vec) ** 0.5
-    if norm == 0:
-        vec[0], norm = 1.0, 1.0
-    return [v / norm for v in vec]
 
 
 @dataclass
@@ -182,9 +169,9 @@ class ModelServer:
 
     def respond(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], bytes]:
         if method == "GET" and path == "/api/tags":
-            return _ok({"models": [{"name": m, "model": m} for m in self.models]})
+            return ok_response({"models": [{"name": m, "model": m} for m in self.models]})
         if method == "GET" and path == "/v1/models":
-            return _ok(
+            return ok_response(
                 {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
             )
         if method != "POST" or not isinstance(body, dict):
@@ -193,7 +180,7 @@ class ModelServer:
             texts = body.get("input")
             texts = [texts] if isinstance(texts, str) else texts
             vectors = [hashed_embedding(str(t), self.dim) for t in texts or []]
-            return _ok({"model": body.get("model"), "embeddings": vectors})
+            return ok_response({"model": body.get("model"), "embeddings": vectors})
         if path == "/v1/embeddings":
             texts = body.get("input")
             texts = [texts] if isinstance(texts, str) else texts
@@ -201,10 +188,10 @@ class ModelServer:
                 {"object": "embedding", "index": i, "embedding": hashed_embedding(str(t), self.dim)}
                 for i, t in enumerate(texts or [])
             ]
-            return _ok({"object": "list", "data": data, "model": body.get("model")})
+            return ok_response({"object": "list", "data": data, "model": body.get("model")})
         if path == "/api/chat":
             text = self._chat_text(body.get("messages") or [])
-            return _ok(
+            return ok_response(
                 {
                     "model": body.get("model"),
                     "message": {"role": "assistant", "content": text},
@@ -218,33 +205,10 @@ class ModelServer:
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": "stop",
             }
-            return _ok(
+            return ok_response(
                 {"object": "chat.completion", "model": body.get("model"), "choices": [choice]}
             )
         return 404, {}, b'{"error": "not found"}'
-
-
-MID_STREAM = ("cut", "malformed", "stall", "stream_error")
-
-
-def _stream_piece(sse: bool, model: Any, text: str, *, done: bool) -> bytes:
-    if sse:
-        choice: dict[str, Any] = {"index": 0, "delta": {"content": text} if text else {}}
-        choice["finish_reason"] = "stop" if done else None
-        chunk = {"object": "chat.completion.chunk", "model": model, "choices": [choice]}
-        return f"data: {json.dumps(chunk)}\n\n".encode()
-    line: dict[str, Any] = {
-        "model": model,
-        "message": {"role": "assistant", "content": text},
-        "done": done,
-    }
-    if done:
-        line["done_reason"] = "stop"
-    return (json.dumps(line) + "\n").encode()
-
-
-def _ok(payload: Any) -> tuple[int, dict[str, str], bytes]:
-    return 200, {}, json.dumps(payload).encode()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -353,9 +317,9 @@ class _Handler(BaseHTTPRequestHandler):
                         server._sleep(failure.delay)
                 if index and server.drip:
                     server._sleep(server.drip)
-                self._chunk(_stream_piece(sse, body.get("model"), piece, done=False))
+                self._chunk(stream_piece(sse, body.get("model"), piece, done=False))
                 server.pieces_sent += 1
-            self._chunk(_stream_piece(sse, body.get("model"), "", done=True))
+            self._chunk(stream_piece(sse, body.get("model"), "", done=True))
             if sse:
                 self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")

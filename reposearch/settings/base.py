@@ -27,6 +27,7 @@ from .env import (
     reader,
     redis_url,
 )
+from .logging_config import logging_config
 
 env = reader()
 
@@ -387,18 +388,4 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "kv": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-    },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "kv"}},
-    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO").upper()},
-    "loggers": {
-        "django.db.backends": {"level": "WARNING"},
-        # The pool retries a database that is down with a warning per try; what a user sees is
-        # the one error of the command or request (503 database_unavailable, /api/health).
-        "psycopg.pool": {"level": "ERROR"},
-    },
-}
+LOGGING = logging_config(env.text("LOG_LEVEL", "INFO"))
