@@ -35,13 +35,10 @@ import bisect
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from functools import cache
 
-import tree_sitter
 from tree_sitter import Node
 
 from indexing.chunking import inline_tests
-from indexing.chunking.grammars import load_language
 from indexing.chunking.model import (
     KIND_CLASS,
     KIND_FUNCTION,
@@ -52,6 +49,7 @@ from indexing.chunking.model import (
     SourceLines,
     split_rows,
 )
+from indexing.chunking.queries import captures, grammar_query
 from indexing.chunking.specs import (
     SPECS,
     LanguageSpec,
@@ -79,33 +77,6 @@ class Definition:
     kind: str
     node: Node
     children: list[Definition] = field(default_factory=list)
-
-
-@cache
-def _query(grammar: str, kind: str) -> tree_sitter.Query | None:
-    """A query capturing call callees (``kind="calls"``) or comment/attribute nodes."""
-    language = load_language(grammar)
-    spec = SPECS.get(grammar)
-    if language is None or spec is None:
-        return None
-    if kind == "calls":
-        patterns = list(spec.calls)
-    else:
-        patterns = [f"({node_type}) @capture" for node_type in (*spec.comments, *spec.attributes)]
-    valid = []
-    for pattern in patterns:  # a node type or field a grammar version lacks is skipped
-        try:
-            tree_sitter.Query(language, pattern)
-        except (tree_sitter.QueryError, ValueError, NameError):
-            continue
-        valid.append(pattern)
-    return tree_sitter.Query(language, "\n".join(valid)) if valid else None
-
-
-def _captures(query: tree_sitter.Query | None, root: Node) -> list[Node]:
-    if query is None:
-        return []
-    return tree_sitter.QueryCursor(query).captures(root).get("capture", [])
 
 
 class TreeChunker:
@@ -154,7 +125,7 @@ class TreeChunker:
     def _attachable_rows(self) -> set[int]:
         """Rows holding nothing but comments or attributes."""
         rows: set[int] = set()
-        for node in _captures(_query(self.grammar, "attachable"), self.root):
+        for node in captures(grammar_query(self.grammar, "attachable"), self.root):
             end_row = self._end_row(node)
             end_column = node.end_point.column if end_row == node.end_point.row else None
             if not self._starts_line(node):
@@ -383,7 +354,7 @@ class TreeChunker:
 
     def _call_index(self) -> tuple[list[int], list[str]]:
         calls: list[tuple[int, str]] = []
-        for callee in _captures(_query(self.grammar, "calls"), self.root):
+        for callee in captures(grammar_query(self.grammar, "calls"), self.root):
             name = leaf_name(callee)
             if name and _CALL_NAME.match(name):
                 calls.append((callee.end_point.row, name))
