@@ -20,15 +20,10 @@ from typing import Any
 
 from django.db import OperationalError
 
-from search.exact.candidates import (
-    CandidateFile,
-    CandidateScope,
-    PatternCondition,
-    candidate_files,
-    file_lines,
-)
+from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, file_lines
 from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
 from search.exact.patterns import LineMatcher
+from search.exact.reader import CandidateReader
 
 BATCH_FILES = 100
 QUERY_CANCELED = "57014"
@@ -149,6 +144,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
 
     hits: list[FileHit] = []
     after = position.after
+    reader = CandidateReader(request.scope, request.conditions, after=after)
     page_end: PagePosition | None = None  # where the next page starts once this one is full
     extra_files = extra_matches = checked = 0
     exhausted = timed_out = counting_stopped = False
@@ -157,30 +153,31 @@ def run_exact(request: ExactRequest) -> ExactResult:
         if remaining <= 0:
             timed_out = True
             break
+        if len(hits) >= request.limit and (
+            elapsed_ms() > request.count_budget_ms or extra_files >= request.count_max_files
+        ):
+            counting_stopped = True  # (a batch of windows may have held no candidate)
+            break
         try:
-            batch = candidate_files(
-                request.scope,
-                request.conditions,
-                after=after,
-                limit=BATCH_FILES,
-                timeout_ms=max(1, int(remaining)),
-            )
+            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)))
+            batch = read.files
             texts = file_lines([c.file_id for c in batch], max(1, int(remaining)))
         except OperationalError as exc:
             if not _canceled(exc):
                 raise
             timed_out = True
             break
-        exhausted = len(batch) < BATCH_FILES
+        exhausted = read.exhausted
+        stopped_early = False
         for candidate in batch:
             page_full = len(hits) >= request.limit
             if page_full and (
                 elapsed_ms() > request.count_budget_ms or extra_files >= request.count_max_files
             ):
-                counting_stopped, exhausted = True, False
+                counting_stopped, exhausted, stopped_early = True, False, True
                 break
             if elapsed_ms() > request.budget_ms:
-                timed_out, exhausted = True, False
+                timed_out, exhausted, stopped_early = True, False, True
                 break
             checked += 1
             after = candidate.key
@@ -204,6 +201,8 @@ def run_exact(request: ExactRequest) -> ExactResult:
                     files_before=position.files_before + len(hits),
                     matches_before=position.matches_before + sum(h.match_count for h in hits),
                 )
+        if not stopped_early and read.last_examined is not None:
+            after = read.last_examined  # files the reader passed over did not match
     if page_end is None and (timed_out or counting_stopped) and after is not None:
         # Stopped before the page filled: continue from the last file looked at.
         page_end = PagePosition(

@@ -169,3 +169,64 @@ def test_repo_filter_with_words_keeps_hybrid_inside_the_repository(indexed, clie
     status, body = post(client, {"query": "repo:nothing-like-this send"})
     assert status == 404 and body["error"]["code"] == "unknown_repository"
     assert "repo:nothing-like-this" in body["error"]["message"]
+
+
+READ_PLANS = {
+    # (PROBE_CHUNKS, WINDOW_FILES, WINDOWS_PER_BATCH, BATCH_FILES)
+    "listed, served three files a batch": (10**6, 200, 10, 3),
+    "windows of one file, one window a batch (batches often empty)": (0, 1, 1, 3),
+    "windows of two files until a batch fills": (0, 2, 1000, 3),
+    "one window holds every file": (0, 1000, 10, 100),
+}
+
+
+@pytest.mark.parametrize("plan", READ_PLANS)
+@pytest.mark.parametrize(("query", "flags", "pattern"), CASES)
+def test_every_read_plan_gives_the_git_grep_answer(
+    indexed, client: Client, monkeypatch: pytest.MonkeyPatch, plan, query, flags, pattern
+) -> None:  # type: ignore[no-untyped-def]
+    """A selective literal is read from the trigram index once (listed), a common one by walking
+    the files a window at a time (``search.exact.reader``); forced either way, with windows and
+    batches of every size, the pages, totals and match counts equal ``git grep``."""
+    from search.exact import engine, reader
+
+    probe, window, windows, batch = READ_PLANS[plan]
+    monkeypatch.setattr(reader, "PROBE_CHUNKS", probe)
+    monkeypatch.setattr(reader, "WINDOW_FILES", window)
+    monkeypatch.setattr(reader, "WINDOWS_PER_BATCH", windows)
+    monkeypatch.setattr(engine, "BATCH_FILES", batch)
+    path, repository = indexed
+    hits, pages = all_pages(client, {"query": query, "limit": 2})
+    expected = git_grep(path, repository.last_indexed_commit, flags, pattern)
+    assert ours(hits) == expected
+    files = {p for p, _, _ in expected}
+    assert [h["file_path"] for h in hits] == sorted(files)
+    assert all(p["total"] == len(files) and not p["total_is_lower_bound"] for p in pages)
+    assert all(p["match_total"] == len(expected) for p in pages)
+
+
+@pytest.mark.parametrize("plan", READ_PLANS)
+def test_every_read_plan_keeps_filters_and_several_patterns(
+    indexed, client: Client, monkeypatch: pytest.MonkeyPatch, plan
+) -> None:  # type: ignore[no-untyped-def]
+    from search.exact import engine, reader
+
+    probe, window, windows, batch = READ_PLANS[plan]
+    monkeypatch.setattr(reader, "PROBE_CHUNKS", probe)
+    monkeypatch.setattr(reader, "WINDOW_FILES", window)
+    monkeypatch.setattr(reader, "WINDOWS_PER_BATCH", windows)
+    monkeypatch.setattr(engine, "BATCH_FILES", batch)
+
+    def files(query: str) -> list[str]:
+        hits, _ = all_pages(client, {"query": query, "limit": 2})
+        return [h["file_path"] for h in hits]
+
+    assert files('"client" lang:python') == ["src/httpclient/client.py", "tests/test_client.py"]
+    assert files('"client" -file:tests/ -file:*.md -file:notes/') == [
+        "src/httpclient/client.py",
+        "src/native/vec.cpp",
+    ]
+    assert files('"client" -repo:acme/*') == []
+    assert files('"std::vector" "push_back"') == ["src/native/vec.cpp"]
+    assert files('"std::vector" "follow_redirects"') == []
+    assert files('"std::vector" /push_[a-z]+/') == ["src/native/vec.cpp"]

@@ -1,0 +1,209 @@
+"""Reading candidate files for one search, batch by batch, in (repository name, path, id) order.
+
+A search's reader picks how to read once, on its first batch, and keeps its own position:
+
+* **Listed** (a selective literal): one statement reads the chunks holding a pattern's literals
+  from the trigram index (``gin_trgm_ops`` on ``indexing_chunk.content``), keeps those of the
+  live generations in scope, stops after ``PROBE_CHUNKS`` + 1 of them, and groups them by file.
+  When no more than ``PROBE_CHUNKS`` exist, those files are every candidate of the whole search:
+  later batches are served from that list, with no further statement.
+* **Windowed** (a common literal: more chunks in scope than ``PROBE_CHUNKS``, or a pattern with
+  no literal beside one that has some): the live files in scope are walked in key order from
+  the file table (its unique ``(repository, generation, path)`` index, one repository after
+  another), a window at a time, and a file of a window is a candidate when its own chunks hold
+  every pattern's literals. Narrowing the whole table for a word in most chunks is what made
+  the first page of ``"return"`` slow (it grew with the corpus, not with the page): a window
+  costs what its files hold, and a common literal fills a page within the first window.
+* **Every file** (no pattern has a literal): the same walk with no chunk condition.
+
+Every mode checks every file of the key range it passes, so the files come out the same
+(``tests/search/test_exact_search.py`` compares each mode with ``git grep``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, SortKey
+from search.retrieval.db import search_cursor
+
+PROBE_CHUNKS = 2000  # more chunks in scope than this hold the literal: read files by windows
+WINDOW_FILES = 200  # files walked per statement
+WINDOWS_PER_BATCH = 10  # at most this many windows per batch, so the budgets are checked between
+
+
+@dataclass
+class Batch:
+    files: list[CandidateFile]
+    last_examined: SortKey | None  # the last file looked at (candidate or not)
+    exhausted: bool  # no file in scope after it
+
+
+_LIVE_REPOS = "r.status = 'ready' AND r.id = ANY(%s)"
+
+# Files in key order after a position: each repository's live files by its unique
+# (repository, generation, path) index, at most ``limit`` of each, merged by name.
+_WALK_SQL = """
+    SELECT c.id AS file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
+           c.language, c.is_test, c.is_doc
+    FROM indexing_repository r
+    CROSS JOIN LATERAL (
+        SELECT c.id, c.path, c.language, c.is_test, c.is_doc
+        FROM indexing_sourcefile c
+        WHERE c.repository_id = r.id AND c.generation = r.active_generation AND {scope}
+          AND c.path >= (CASE WHEN r.name = %s THEN %s ELSE '' END)
+          AND (r.name, c.path, c.id) > (%s, %s, %s)
+        ORDER BY c.path
+        LIMIT %s
+    ) c
+    WHERE {live} AND r.name >= %s
+    ORDER BY r.name, c.path, c.id
+    LIMIT %s
+"""
+
+# A window of files with a flag each: do its chunks hold every condition's literals?
+_WINDOW_SQL = """
+    WITH w AS MATERIALIZED ({walk})
+    SELECT w.*, {matched} FROM w ORDER BY w.name, w.path, w.file_id
+"""
+
+# The listed read: matching chunks from the trigram index (lazily: the outer LIMIT stops the
+# heap rechecks), those in scope, grouped by file; and how many chunks there were (at most
+# PROBE_CHUNKS + 1).
+_PROBE_SQL = """
+    WITH g AS MATERIALIZED (
+        SELECT c.id, c.file_id, c.repository_id, c.generation, c.language, c.path, c.is_test,
+               c.is_doc {flags}
+        FROM indexing_chunk c WHERE {any_pattern}
+    ), hits AS MATERIALIZED (
+        SELECT c.* FROM g c
+        JOIN indexing_repository r ON r.id = c.repository_id AND c.generation = r.active_generation
+        WHERE {live} AND {scope}
+        LIMIT %s
+    )
+    SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
+        SELECT c.file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
+               min(c.language), bool_or(c.is_test), bool_or(c.is_doc)
+        FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
+        WHERE TRUE {after}
+        GROUP BY c.file_id, r.id, r.name, r.url, r.last_indexed_commit, c.path
+        {having}
+    ) f ON TRUE
+    ORDER BY f.name, f.path, f.file_id
+"""
+
+
+@dataclass
+class CandidateReader:
+    scope: CandidateScope
+    conditions: list[PatternCondition]
+    after: SortKey | None = None
+    mode: str = ""  # "listed", "windowed" or "every file", set by the first batch
+    listed: list[CandidateFile] = field(default_factory=list)
+
+    def next_batch(self, limit: int, timeout_ms: int) -> Batch:
+        """Up to ``limit`` candidate files after the reader's position (fewer, possibly none,
+        when the windows of one batch hold fewer; ``exhausted`` says whether any file is left).
+        Raises ``django.db.OperationalError`` (query canceled) when ``timeout_ms`` runs out."""
+        with search_cursor(timeout_ms) as cursor:
+            if not self.mode:
+                self.mode = self._choose(cursor)
+            if self.mode == "listed":
+                files, self.listed = self.listed[:limit], self.listed[limit:]
+                if files:
+                    self.after = files[-1].key
+                return Batch(files, self.after, exhausted=not self.listed)
+            return self._windows(cursor, limit)
+
+    def _choose(self, cursor: Any) -> str:
+        if not any(cond.literals for cond in self.conditions):
+            return "every file"
+        if not all(cond.literals for cond in self.conditions):
+            return "windowed"
+        chunks, files = self._probe(cursor)
+        if chunks > PROBE_CHUNKS:
+            return "windowed"
+        self.listed = files
+        return "listed"
+
+    def _probe(self, cursor: Any) -> tuple[int, list[CandidateFile]]:
+        scope_sql, scope_params = self.scope.sql()
+        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
+        any_params = [p for cond in self.conditions for p in cond.params]
+        several = len(self.conditions) > 1
+        flags = "".join(f", {cond.sql()} AS m{i}" for i, cond in enumerate(self.conditions))
+        having = ""
+        if several:
+            having = "HAVING " + " AND ".join(
+                f"bool_or(c.m{i})" for i in range(len(self.conditions))
+            )
+        after_sql, after_params = "", []
+        if self.after is not None:
+            after_sql = "AND (r.name, c.path, c.file_id) > (%s, %s, %s)"
+            after_params = list(self.after)
+        sql = _PROBE_SQL.format(  # only placeholders and fixed SQL are formatted in
+            flags=flags if several else "",
+            any_pattern=any_pattern,
+            live=_LIVE_REPOS,
+            scope=scope_sql,
+            after=after_sql,
+            having=having,
+        )
+        params = [
+            *(any_params if several else []),
+            *any_params,
+            self.scope.repo_ids,
+            *scope_params,
+            PROBE_CHUNKS + 1,
+            *after_params,
+        ]
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        chunks = rows[0][0] if rows else 0
+        return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
+
+    def _windows(self, cursor: Any, limit: int) -> Batch:
+        found: list[CandidateFile] = []
+        for _ in range(WINDOWS_PER_BATCH):
+            window = self._window(cursor)
+            for candidate, matched in window:
+                if matched:
+                    found.append(candidate)
+            if window:
+                self.after = window[-1][0].key
+            if len(window) < WINDOW_FILES:
+                return Batch(found, self.after, exhausted=True)
+            if len(found) >= limit:
+                break
+        return Batch(found, self.after, exhausted=False)
+
+    def _window(self, cursor: Any) -> list[tuple[CandidateFile, bool]]:
+        """The next ``WINDOW_FILES`` live files in scope, each with whether it is a candidate."""
+        scope_sql, scope_params = self.scope.sql()
+        name, path, file_id = self.after if self.after is not None else ("", "", 0)
+        walk = _WALK_SQL.format(scope=scope_sql, live=_LIVE_REPOS)
+        walk_params = [
+            *scope_params,
+            name,
+            path,
+            name,
+            path,
+            file_id,
+            WINDOW_FILES,
+            self.scope.repo_ids,
+            name,
+            WINDOW_FILES,
+        ]
+        exists = [
+            f"EXISTS (SELECT 1 FROM indexing_chunk c WHERE c.file_id = w.file_id AND {cond.sql()})"  # noqa: S608
+            for cond in self.conditions
+            if cond.literals
+        ]
+        matched = " AND ".join(exists) if exists and self.mode == "windowed" else "TRUE"
+        params = [*walk_params]
+        if matched != "TRUE":
+            params += [p for cond in self.conditions for p in cond.params]
+        sql = _WINDOW_SQL.format(walk=walk, matched=matched)
+        cursor.execute(sql, params)
+        return [(CandidateFile(*row[:9]), bool(row[9])) for row in cursor.fetchall()]
