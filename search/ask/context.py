@@ -11,13 +11,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import urlencode
 from uuid import UUID
 
 from django.db.models import F
 
 from accounts.visibility import Viewer
+from frontend.permalinks import blob_url
 from indexing.models import Chunk, RepositoryStatus
+from indexing.repository_refs import link_refs
 from indexing.upstream_urls import upstream_file_url
 
 Origin = Literal["search", "hyde", "callee", "caller"]
@@ -46,6 +47,7 @@ class ContextSnippet:
     score: float | None = None  # retrieval: the executor's combined score
     branch: str = ""  # freshness: the branch and time of the repository's live generation
     indexed_at: datetime | None = None
+    link_ref: str = ""  # how addresses name the repository (``name_links``); else its id
 
     @property
     def location(self) -> str:
@@ -54,9 +56,10 @@ class ContextSnippet:
 
     @property
     def app_url(self) -> str:
-        """The web UI's file view at the indexed commit with the lines marked."""
-        query = urlencode({"path": self.path, "start": self.start_line, "end": self.end_line})
-        return f"/repos/{self.repo_id}/file?{query}#L{self.start_line}"
+        """The web UI's permalink at the indexed commit with the lines marked, in the form
+        search results use: ``/repos/<name>/-/blob/<commit>/<path>#L10-L20``."""
+        ref = self.link_ref or str(self.repo_id)
+        return blob_url(ref, self.commit, self.path, self.start_line, self.end_line)
 
     @property
     def upstream_url(self) -> str | None:
@@ -141,13 +144,25 @@ def load_snippets(
     """Snippets for ``chunk_ids`` in that order; chunks no longer live (or in a repository
     ``viewer`` may not see) are left out."""
     by_id = {c.pk: c for c in live_chunks(viewer, pk__in=list(chunk_ids))}
-    return [
-        snippet_from_chunk(
-            by_id[cid], origin=origin, score=(scores or {}).get(cid) if scores else None
-        )
-        for cid in chunk_ids
-        if cid in by_id
-    ]
+    return name_links(
+        [
+            snippet_from_chunk(
+                by_id[cid], origin=origin, score=(scores or {}).get(cid) if scores else None
+            )
+            for cid in chunk_ids
+            if cid in by_id
+        ],
+        viewer,
+    )
+
+
+def name_links(snippets: list[ContextSnippet], viewer: Viewer) -> list[ContextSnippet]:
+    """``snippets``, each addressed by its repository's name where that names one repository
+    ``viewer`` may see (``indexing.repository_refs.link_refs``), else by its id."""
+    refs = link_refs({(s.repo_id, s.repo_name) for s in snippets}, viewer)
+    for snippet in snippets:
+        snippet.link_ref = refs.get(snippet.repo_id, "")
+    return snippets
 
 
 def distinct(snippets: Iterable[ContextSnippet]) -> list[ContextSnippet]:

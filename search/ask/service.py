@@ -25,7 +25,7 @@ from llm.streaming import StreamStats
 from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.citations import parse_citations
-from search.ask.context import ContextSnippet, distinct, load_snippets
+from search.ask.context import ContextSnippet, distinct, load_snippets, name_links
 from search.ask.hyde import fuse_with_question, run_hyde
 from search.ask.prompt import MAX_ANSWER_TOKENS, Prompt, build_prompt
 from search.executor import SearchExecutor
@@ -164,7 +164,7 @@ def retrieve_context(
         }
         if not added:
             stage.status, stage.reason = "skipped", "no call leads to an indexed definition"
-        snippets = distinct(snippets + added)
+        snippets = name_links(distinct(snippets + added), request.viewer)
         stage.ms = timings["expand_ms"] = _ms(started)
         trace.append(stage)
     return snippets

@@ -26,7 +26,9 @@ def ask(**body: Any) -> Any:
     return token_client().post("/api/ask", body, format="json")
 
 
-def test_citations_resolve_from_chunk_metadata_and_invented_ones_are_removed(shop, chat_model):
+def test_citations_resolve_from_chunk_metadata_and_invented_ones_are_removed(
+    shop, chat_model, admin_client
+):
     def answer(messages: list[dict[str, Any]]) -> str:
         n = numbered(messages)
         return (
@@ -53,7 +55,12 @@ def test_citations_resolve_from_chunk_metadata_and_invented_ones_are_removed(sho
         f"https://github.com/acme/shop/blob/{shop.last_indexed_commit}/src/pool.py"
         f"#L{chunk.start_line}-L{chunk.end_line}"
     )
-    assert first["app_url"].startswith(f"/repos/{shop.pk}/file?path=src%2Fpool.py&start=")
+    assert first["app_url"] == (  # the permalink search results use, not the old redirect
+        f"/repos/acme/shop/-/blob/{shop.last_indexed_commit}/src/pool.py"
+        f"#L{chunk.start_line}-L{chunk.end_line}"
+    )
+    opened = admin_client.get(first["app_url"].split("#")[0])
+    assert opened.status_code == 200 and "configure_pool" in opened.content.decode()
     assert [s["symbol"] for s in body["sources"]] == ["configure_pool", "read_pool_size"], body
     assert [s["number"] for s in body["sources"]] == [1, 2]
     # Only the cited snippets are sources; every snippet given is listed with "cited".
