@@ -8,7 +8,8 @@ repository, fetched and indexed by the real pipeline (walk, chunk, store; no emb
 exact search does not read them) into the benchmarks' PostgreSQL (``bench_db``). Every query
 runs through ``search.exact.dispatch.run_search`` -- the code ``POST /api/search`` runs --
 once to warm up, then ``--repeats`` times, first page of 10 files. ``rg`` (Debian's ripgrep)
-runs the same search over the same files, checked out, for the ratio. Sizes: the GIN trigram
+runs the same search over the same files, checked out, for the ratio (``-L``: the copies are
+symbolic links to the one tree). Sizes: the GIN trigram
 index against the chunks' text (``octet_length`` of ``content``) and the chunk table.
 
 ``--copies N`` makes a large corpus quickly: after indexing, the repository is copied N - 1 times
@@ -66,7 +67,7 @@ def _rg_ms(tree: Path, args: list[str], repeats: int) -> tuple[dict[str, float],
     for _ in range(repeats + 1):
         started = time.perf_counter()
         done = subprocess.run(
-            ["rg", "-n", "-l", "--hidden", "-g", "!.git", *args, "."],
+            ["rg", "-n", "-l", "-L", "--hidden", "-g", "!.git", *args, "."],
             cwd=tree,
             capture_output=True,
             text=True,
@@ -88,6 +89,7 @@ def corpus_arguments(description: str | None, *, copies: bool = False) -> argpar
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path)
     if copies:
+        parser.add_argument("--rg-repeats", type=int, help="default: --repeats")
         parser.add_argument("--copies", type=int, default=1)
         parser.add_argument("--reuse", action="store_true")
     return parser.parse_args()
@@ -114,13 +116,14 @@ def _quoted(columns: list[str]) -> str:
 def _copy_repository(cursor: Any, source_id: Any, number: int) -> None:
     """One more copy of the indexed repository: its row, its live files and chunks (SQL only)."""
     repo_cols = [c for c in _columns(cursor, "indexing_repository") if c != "id"]
-    values = [{"name": "name || %s", "url": "url || %s"}.get(c, f'"{c}"') for c in repo_cols]
     suffix = f"-copy-{number:03d}"
+    changed = {"name": suffix, "url": f"#{suffix}"}
+    values = [f'"{c}" || %s' if c in changed else f'"{c}"' for c in repo_cols]
     cursor.execute(
         f"INSERT INTO indexing_repository (id, {_quoted(repo_cols)})"
         f" SELECT gen_random_uuid(), {', '.join(values)} FROM indexing_repository WHERE id = %s"
         " RETURNING id",
-        [suffix, f"#{suffix}", source_id],
+        [*(changed[c] for c in repo_cols if c in changed), source_id],
     )
     new_id = cursor.fetchone()[0]
     file_cols = [c for c in _columns(cursor, "indexing_sourcefile") if c not in _NOT_COPIED]
@@ -148,11 +151,17 @@ def _make_copies(repository: Any, copies: int) -> float:
 
     from indexing.models import Repository
 
-    have = Repository.objects.filter(name__startswith=COPY_PREFIX).count()
-    if have == copies - 1:
+    others = Repository.objects.filter(name__startswith="bench/exact").exclude(pk=repository.pk)
+    if others.count() == copies - 1 and others.filter(name__startswith=COPY_PREFIX).count() == (
+        copies - 1
+    ):
         return 0.0
     started = time.perf_counter()
-    Repository.objects.filter(name__startswith=COPY_PREFIX).delete()
+    with connection.cursor() as cursor:  # in SQL: the ORM's cascade would load every chunk
+        ids = list(others.values_list("pk", flat=True))
+        cursor.execute("DELETE FROM indexing_chunk WHERE repository_id = ANY(%s)", [ids])
+        cursor.execute("DELETE FROM indexing_sourcefile WHERE repository_id = ANY(%s)", [ids])
+    others.delete()
     with connection.cursor() as cursor:
         cursor.execute("DROP INDEX IF EXISTS chunk_content_trgm")
         for number in range(1, copies):
@@ -166,7 +175,9 @@ def _make_copies(repository: Any, copies: int) -> float:
     return time.perf_counter() - started
 
 
-def _time_queries(tree: Path, scope: str, copies: int, repeats: int) -> list[dict[str, Any]]:
+def _time_queries(
+    tree: Path, scope: str, copies: int, repeats: int, rg_repeats: int
+) -> list[dict[str, Any]]:
     from search.exact.dispatch import SearchCall, run_search
     from search.executor import SearchRequest
 
@@ -187,7 +198,7 @@ def _time_queries(tree: Path, scope: str, copies: int, repeats: int) -> list[dic
             body = run_search(SearchCall(request))
             times.append((time.perf_counter() - began) * 1000)
         assert body is not None and body.exact is not None
-        rg, rg_files = _rg_ms(rg_root, rg_args, repeats)
+        rg, rg_files = _rg_ms(rg_root, rg_args, rg_repeats)
         ours = _percentiles(times[1:])
         rows.append(
             {
@@ -228,6 +239,7 @@ def main() -> None:
             index_s = time.perf_counter() - started
             repository = Repository.objects.get(pk=job.repository_id)
         copy_s = _make_copies(repository, extra.copies)
+        rg_repeats = args.repeats if args.rg_repeats is None else args.rg_repeats
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*), sum(octet_length(content)) FROM indexing_chunk"
@@ -257,8 +269,8 @@ def main() -> None:
         }
         print(json.dumps({k: v for k, v in report.items() if k != "queries"}), flush=True)
         if extra.copies > 1:
-            report["queries"] += _time_queries(tree, "", extra.copies, args.repeats)
-        report["queries"] += _time_queries(tree, "repo:bench/exact", 1, args.repeats)
+            report["queries"] += _time_queries(tree, "", extra.copies, args.repeats, rg_repeats)
+        report["queries"] += _time_queries(tree, "repo:bench/exact", 1, args.repeats, rg_repeats)
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
 

@@ -6,7 +6,7 @@ of ``context_lines`` around them. Several patterns must all match somewhere in a
 ``git grep --all-match``) and a line is reported when any matches.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
-``count_budget_ms`` (250 ms from the start) or ``count_max_files``; when it stops early ``total`` is a lower bound
+``count_budget_ms`` (100 ms from the start) or ``count_max_files``; when it stops early ``total`` is a lower bound
 (``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
 what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
 """
@@ -26,6 +26,7 @@ from search.exact.patterns import LineMatcher
 from search.exact.reader import CandidateReader
 
 BATCH_FILES = 100
+LINES_FILES = 5  # files whose lines are read at once (beyond what the page lacks), doubling
 QUERY_CANCELED = "57014"
 
 
@@ -40,7 +41,7 @@ class ExactRequest:
     context_lines: int = 2
     max_matches_per_file: int = 100
     budget_ms: int = 4000
-    count_budget_ms: int = 250
+    count_budget_ms: int = 100
     count_max_files: int = 2000
     clock: Callable[[], float] = time.perf_counter  # seconds; the budgets are measured on it
 
@@ -144,7 +145,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
 
     hits: list[FileHit] = []
     after = position.after
-    reader = CandidateReader(request.scope, request.conditions, after=after)
+    reader = CandidateReader(request.scope, request.conditions, after=after, clock=clock)
     page_end: PagePosition | None = None  # where the next page starts once this one is full
     extra_files = extra_matches = checked = 0
     exhausted = timed_out = counting_stopped = False
@@ -159,9 +160,10 @@ def run_exact(request: ExactRequest) -> ExactResult:
             counting_stopped = True  # (a batch of windows may have held no candidate)
             break
         try:
-            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)))
+            budget = request.count_budget_ms if len(hits) >= request.limit else request.budget_ms
+            stop_at = started + budget / 1000
+            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)), stop_at)
             batch = read.files
-            texts = file_lines([c.file_id for c in batch], max(1, int(remaining)))
         except OperationalError as exc:
             if not _canceled(exc):
                 raise
@@ -169,7 +171,9 @@ def run_exact(request: ExactRequest) -> ExactResult:
             break
         exhausted = read.exhausted
         stopped_early = False
-        for candidate in batch:
+        texts: dict[int, dict[int, str]] = {}
+        lines_files = LINES_FILES
+        for index, candidate in enumerate(batch):
             page_full = len(hits) >= request.limit
             if page_full and (
                 elapsed_ms() > request.count_budget_ms or extra_files >= request.count_max_files
@@ -179,6 +183,17 @@ def run_exact(request: ExactRequest) -> ExactResult:
             if elapsed_ms() > request.budget_ms:
                 timed_out, exhausted, stopped_early = True, False, True
                 break
+            if candidate.file_id not in texts:  # the lines of the next few files, as needed
+                wanted = max(request.limit - len(hits), lines_files)
+                lines_files = min(lines_files * 2, BATCH_FILES)  # more when few match
+                try:
+                    ids = [c.file_id for c in batch[index : index + wanted]]
+                    texts = file_lines(ids, max(1, int(request.budget_ms - elapsed_ms())))
+                except OperationalError as exc:
+                    if not _canceled(exc):
+                        raise
+                    timed_out, exhausted, stopped_early = True, False, True
+                    break
             checked += 1
             after = candidate.key
             found = match_file(

@@ -7,30 +7,40 @@ A search's reader picks how to read once, on its first batch, and keeps its own 
   live generations in scope, stops after ``PROBE_CHUNKS`` + 1 of them, and groups them by file.
   When no more than ``PROBE_CHUNKS`` exist, those files are every candidate of the whole search:
   later batches are served from that list, with no further statement.
-* **Windowed** (a common literal: more chunks in scope than ``PROBE_CHUNKS``, or a pattern with
-  no literal beside one that has some): the live files in scope are walked in key order from
-  the file table (its unique ``(repository, generation, path)`` index, one repository after
-  another), a window at a time, and a file of a window is a candidate when its own chunks hold
-  every pattern's literals. Narrowing the whole table for a word in most chunks is what made
-  the first page of ``"return"`` slow (it grew with the corpus, not with the page): a window
-  costs what its files hold, and a common literal fills a page within the first window.
+* **Windowed** (a common literal: the planner expects it in more than ``COMMON_SHARE`` of the
+  chunks, so its trigram bitmap alone would cost ~200 ms at 1 M chunks; or more chunks in scope
+  than ``PROBE_CHUNKS``; or a pattern with no literal beside one that has some): the live files
+  in scope are walked in key order from the file table (its unique ``(repository, generation,
+  path)`` index, one repository after another), a window at a time, and a file of a window is a
+  candidate when its own chunks hold every pattern's literals. Narrowing the whole table for a
+  word in most chunks is what made the first page of ``"return"`` slow (it grew with the corpus,
+  not with the page); a window costs what its files hold, and one that finds few doubles the next.
 * **Every file** (no pattern has a literal): the same walk with no chunk condition.
 
 Every mode checks every file of the key range it passes, so the files come out the same
-(``tests/search/test_exact_search.py`` compares each mode with ``git grep``).
+(``tests/search/test_exact_search.py`` compares each mode with ``git grep``); the estimate only
+picks the plan.
 """
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, SortKey
 from search.retrieval.db import search_cursor
 
-PROBE_CHUNKS = 2000  # more chunks in scope than this hold the literal: read files by windows
-WINDOW_FILES = 200  # files walked per statement
+PROBE_CHUNKS = 10000  # more chunks in scope than this hold the literal: read files by windows
+WINDOW_FILES = 100  # files walked by the first window; a window that finds few doubles the next
+MAX_WINDOW_FILES = 1600
 WINDOWS_PER_BATCH = 10  # at most this many windows per batch, so the budgets are checked between
+# The planner's estimate of the chunks holding the literal (from its statistics sample) above
+# this share of the table: a common word, whose trigram bitmap alone costs ~200 ms at 1 M
+# chunks; read by windows without a probe.
+COMMON_SHARE = 0.02
 
 
 @dataclass
@@ -62,10 +72,12 @@ _WALK_SQL = """
     LIMIT %s
 """
 
-# A window of files with a flag each: do its chunks hold every condition's literals?
+# A window of files with a flag each: do its chunks hold every condition's literals? (A lateral
+# per condition, so each file's own chunks are read by the file index, never a hashed subplan
+# over every chunk holding the literal.)
 _WINDOW_SQL = """
     WITH w AS MATERIALIZED ({walk})
-    SELECT w.*, {matched} FROM w ORDER BY w.name, w.path, w.file_id
+    SELECT w.*, {matched} FROM w {checks} ORDER BY w.name, w.path, w.file_id
 """
 
 # The listed read: matching chunks from the trigram index (lazily: the outer LIMIT stops the
@@ -79,14 +91,13 @@ _PROBE_SQL = """
     ), hits AS MATERIALIZED (
         SELECT c.* FROM g c
         JOIN indexing_repository r ON r.id = c.repository_id AND c.generation = r.active_generation
-        WHERE {live} AND {scope}
+        WHERE {live} AND {scope} {after}
         LIMIT %s
     )
     SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
         SELECT c.file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
                min(c.language), bool_or(c.is_test), bool_or(c.is_doc)
         FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
-        WHERE TRUE {after}
         GROUP BY c.file_id, r.id, r.name, r.url, r.last_indexed_commit, c.path
         {having}
     ) f ON TRUE
@@ -101,11 +112,16 @@ class CandidateReader:
     after: SortKey | None = None
     mode: str = ""  # "listed", "windowed" or "every file", set by the first batch
     listed: list[CandidateFile] = field(default_factory=list)
+    window_files: int = 0  # the next window's size (windowed)
+    clock: Callable[[], float] = time.perf_counter
+    stop_at: float | None = None  # on ``clock``: no further window after this (one at least)
 
-    def next_batch(self, limit: int, timeout_ms: int) -> Batch:
+    def next_batch(self, limit: int, timeout_ms: int, stop_at: float | None = None) -> Batch:
         """Up to ``limit`` candidate files after the reader's position (fewer, possibly none,
-        when the windows of one batch hold fewer; ``exhausted`` says whether any file is left).
-        Raises ``django.db.OperationalError`` (query canceled) when ``timeout_ms`` runs out."""
+        when the windows of one batch hold fewer or ``stop_at`` passes; ``exhausted`` says
+        whether any file is left). Raises ``django.db.OperationalError`` (query canceled) when
+        ``timeout_ms`` runs out."""
+        self.stop_at = stop_at
         with search_cursor(timeout_ms) as cursor:
             if not self.mode:
                 self.mode = self._choose(cursor)
@@ -121,13 +137,39 @@ class CandidateReader:
             return "every file"
         if not all(cond.literals for cond in self.conditions):
             return "windowed"
-        chunks, files = self._probe(cursor)
+        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
+        any_params = [p for cond in self.conditions for p in cond.params]
+        if self._expected(cursor, any_pattern, any_params) > COMMON_SHARE * self._table_rows(
+            cursor
+        ):
+            return "windowed"  # a probe would pay for the word's whole trigram bitmap
+        chunks, files = self._probe(cursor, PROBE_CHUNKS)
         if chunks > PROBE_CHUNKS:
             return "windowed"
         self.listed = files
         return "listed"
 
-    def _probe(self, cursor: Any) -> tuple[int, list[CandidateFile]]:
+    @staticmethod
+    def _expected(cursor: Any, condition: str, params: list[str]) -> float:
+        """The planner's estimate of the chunks (every repository and generation) matching."""
+        cursor.execute(
+            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM indexing_chunk c WHERE {condition}",  # noqa: S608
+            params,
+        )
+        plan = cursor.fetchone()[0]
+        if isinstance(plan, str):
+            plan = json.loads(plan)
+        return float(plan[0]["Plan"]["Plan Rows"])
+
+    @staticmethod
+    def _table_rows(cursor: Any) -> float:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'indexing_chunk'::regclass")
+        rows = float(cursor.fetchone()[0] or 0)
+        return rows if rows > 0 else float("inf")  # never analysed: no estimate to trust
+
+    def _probe(self, cursor: Any, max_chunks: int) -> tuple[int, list[CandidateFile]]:
+        """How many chunks in scope after the position hold a pattern's literals (at most
+        ``max_chunks`` + 1), and their files in key order."""
         scope_sql, scope_params = self.scope.sql()
         any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
         any_params = [p for cond in self.conditions for p in cond.params]
@@ -155,8 +197,8 @@ class CandidateReader:
             *any_params,
             self.scope.repo_ids,
             *scope_params,
-            PROBE_CHUNKS + 1,
             *after_params,
+            max_chunks + 1,
         ]
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -166,20 +208,22 @@ class CandidateReader:
     def _windows(self, cursor: Any, limit: int) -> Batch:
         found: list[CandidateFile] = []
         for _ in range(WINDOWS_PER_BATCH):
-            window = self._window(cursor)
-            for candidate, matched in window:
-                if matched:
-                    found.append(candidate)
+            size = self.window_files or WINDOW_FILES
+            window = self._window(cursor, size)
+            matched = [candidate for candidate, hit in window if hit]
+            found += matched
+            if len(matched) * 2 < limit:
+                self.window_files = min(size * 2, MAX_WINDOW_FILES)
             if window:
                 self.after = window[-1][0].key
-            if len(window) < WINDOW_FILES:
+            if len(window) < size:
                 return Batch(found, self.after, exhausted=True)
-            if len(found) >= limit:
+            if len(found) >= limit or (self.stop_at is not None and self.clock() >= self.stop_at):
                 break
         return Batch(found, self.after, exhausted=False)
 
-    def _window(self, cursor: Any) -> list[tuple[CandidateFile, bool]]:
-        """The next ``WINDOW_FILES`` live files in scope, each with whether it is a candidate."""
+    def _window(self, cursor: Any, size: int) -> list[tuple[CandidateFile, bool]]:
+        """The next ``size`` live files in scope, each with whether it is a candidate."""
         scope_sql, scope_params = self.scope.sql()
         name, path, file_id = self.after if self.after is not None else ("", "", 0)
         walk = _WALK_SQL.format(scope=scope_sql, live=_LIVE_REPOS)
@@ -190,20 +234,23 @@ class CandidateReader:
             name,
             path,
             file_id,
-            WINDOW_FILES,
+            size,
             self.scope.repo_ids,
             name,
-            WINDOW_FILES,
+            size,
         ]
-        exists = [
-            f"EXISTS (SELECT 1 FROM indexing_chunk c WHERE c.file_id = w.file_id AND {cond.sql()})"  # noqa: S608
-            for cond in self.conditions
-            if cond.literals
-        ]
-        matched = " AND ".join(exists) if exists and self.mode == "windowed" else "TRUE"
+        checks, flags = [], []
         params = [*walk_params]
-        if matched != "TRUE":
-            params += [p for cond in self.conditions for p in cond.params]
-        sql = _WINDOW_SQL.format(walk=walk, matched=matched)
+        if self.mode == "windowed":
+            for i, cond in enumerate(c for c in self.conditions if c.literals):
+                checks.append(
+                    "LEFT JOIN LATERAL (SELECT 1 AS hit FROM indexing_chunk c"  # noqa: S608
+                    f" WHERE c.file_id = w.file_id AND {cond.sql()} LIMIT 1) m{i} ON TRUE"
+                )
+                flags.append(f"m{i}.hit IS NOT NULL")
+                params += cond.params
+        sql = _WINDOW_SQL.format(
+            walk=walk, matched=" AND ".join(flags) or "TRUE", checks=" ".join(checks)
+        )
         cursor.execute(sql, params)
         return [(CandidateFile(*row[:9]), bool(row[9])) for row in cursor.fetchall()]

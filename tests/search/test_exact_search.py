@@ -171,13 +171,40 @@ def test_repo_filter_with_words_keeps_hybrid_inside_the_repository(indexed, clie
     assert "repo:nothing-like-this" in body["error"]["message"]
 
 
-READ_PLANS = {
-    # (PROBE_CHUNKS, WINDOW_FILES, WINDOWS_PER_BATCH, BATCH_FILES)
-    "listed, served three files a batch": (10**6, 200, 10, 3),
-    "windows of one file, one window a batch (batches often empty)": (0, 1, 1, 3),
-    "windows of two files until a batch fills": (0, 2, 1000, 3),
-    "one window holds every file": (0, 1000, 10, 100),
+READ_PLANS: dict[str, dict[str, int]] = {
+    # search.exact.reader's settings (and the engine's BATCH_FILES) forced per plan
+    "listed, served three files a batch": {
+        "COMMON_SHARE": 10**6,
+        "PROBE_CHUNKS": 10**6,
+        "BATCH_FILES": 3,
+    },
+    "common by the planner's estimate: windows without a probe": {
+        "COMMON_SHARE": -1,
+        "WINDOW_FILES": 1,
+        "BATCH_FILES": 3,
+    },
+    "windows of one file, one a batch (batches often empty)": {
+        "PROBE_CHUNKS": 0,
+        "WINDOW_FILES": 1,
+        "MAX_WINDOW_FILES": 1,
+        "WINDOWS_PER_BATCH": 1,
+        "BATCH_FILES": 3,
+    },
+    "windows growing from two files until a batch fills": {
+        "PROBE_CHUNKS": 0,
+        "WINDOW_FILES": 2,
+        "WINDOWS_PER_BATCH": 1000,
+        "BATCH_FILES": 3,
+    },
+    "one window holds every file": {"PROBE_CHUNKS": 0, "WINDOW_FILES": 1000},
 }
+
+
+def force_plan(monkeypatch: pytest.MonkeyPatch, plan: str) -> None:
+    from search.exact import engine, reader
+
+    for name, value in READ_PLANS[plan].items():
+        monkeypatch.setattr(engine if name == "BATCH_FILES" else reader, name, value)
 
 
 @pytest.mark.parametrize("plan", READ_PLANS)
@@ -188,13 +215,7 @@ def test_every_read_plan_gives_the_git_grep_answer(
     """A selective literal is read from the trigram index once (listed), a common one by walking
     the files a window at a time (``search.exact.reader``); forced either way, with windows and
     batches of every size, the pages, totals and match counts equal ``git grep``."""
-    from search.exact import engine, reader
-
-    probe, window, windows, batch = READ_PLANS[plan]
-    monkeypatch.setattr(reader, "PROBE_CHUNKS", probe)
-    monkeypatch.setattr(reader, "WINDOW_FILES", window)
-    monkeypatch.setattr(reader, "WINDOWS_PER_BATCH", windows)
-    monkeypatch.setattr(engine, "BATCH_FILES", batch)
+    force_plan(monkeypatch, plan)
     path, repository = indexed
     hits, pages = all_pages(client, {"query": query, "limit": 2})
     expected = git_grep(path, repository.last_indexed_commit, flags, pattern)
@@ -209,13 +230,7 @@ def test_every_read_plan_gives_the_git_grep_answer(
 def test_every_read_plan_keeps_filters_and_several_patterns(
     indexed, client: Client, monkeypatch: pytest.MonkeyPatch, plan
 ) -> None:  # type: ignore[no-untyped-def]
-    from search.exact import engine, reader
-
-    probe, window, windows, batch = READ_PLANS[plan]
-    monkeypatch.setattr(reader, "PROBE_CHUNKS", probe)
-    monkeypatch.setattr(reader, "WINDOW_FILES", window)
-    monkeypatch.setattr(reader, "WINDOWS_PER_BATCH", windows)
-    monkeypatch.setattr(engine, "BATCH_FILES", batch)
+    force_plan(monkeypatch, plan)
 
     def files(query: str) -> list[str]:
         hits, _ = all_pages(client, {"query": query, "limit": 2})
