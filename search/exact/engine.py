@@ -184,8 +184,9 @@ def run_exact(request: ExactRequest) -> ExactResult:
                 timed_out, exhausted, stopped_early = True, False, True
                 break
             if candidate.file_id not in texts:  # the lines of the next few files, as needed
-                wanted = max(request.limit - len(hits), lines_files)
-                lines_files = min(lines_files * 2, BATCH_FILES)  # more when few match
+                # the page's lines as it fills (more each time: few may match), then the rest
+                wanted = len(batch) if page_full else max(request.limit - len(hits), lines_files)
+                lines_files = min(lines_files * 2, BATCH_FILES)
                 try:
                     ids = [c.file_id for c in batch[index : index + wanted]]
                     texts = file_lines(ids, max(1, int(request.budget_ms - elapsed_ms())))
