@@ -168,3 +168,20 @@ def test_symbol_search_benchmark(bench_database: str, source_tree: Path, tmp_pat
     calls = json.loads(report.read_text())["calls"]
     assert len(calls) == 7 and all("p95" in call for call in calls), output[-2000:]
     assert calls[0]["results"] >= 1  # the name defined once is found
+
+
+@pytest.mark.django_db
+def test_exact_search_benchmark(bench_database: str, source_tree: Path, tmp_path: Path) -> None:
+    env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
+    report = tmp_path / "exact.json"
+    args = ("--source", str(source_tree / "tinypkg-1.0"), "--repeats", "1", "--json", str(report))
+    _run("exact_search.py", *args, "--copies", "2", "--rg-repeats", "1", env=env)
+    figures = json.loads(report.read_text())
+    assert figures["chunks_all_corpora"] >= 2 * figures["chunks"] > 0  # (other smoke runs' too)
+    everywhere = [q for q in figures["queries"] if q["scope"] == "all copies"]
+    one = [q for q in figures["queries"] if q["scope"] == "repo:bench/exact"]
+    assert len(everywhere) == len(one) == 7 and all("p95" in q for q in everywhere + one)
+    returns = {q["scope"]: q for q in figures["queries"] if q["query"] == '"return"'}
+    # every module returns: 3 files in the repository, 6 with its copy; rg counts the same
+    assert returns["repo:bench/exact"]["total"] == returns["repo:bench/exact"]["rg_files"] == 3
+    assert returns["all copies"]["total"] == returns["all copies"]["rg_files"] == 6
