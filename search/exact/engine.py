@@ -26,7 +26,7 @@ from search.exact.patterns import LineMatcher
 from search.exact.reader import CandidateReader
 
 BATCH_FILES = 100
-LINES_FILES = 5  # files whose lines are read at once (beyond what the page lacks), doubling
+LINES_FILES = 20  # files whose lines are read at once (or what the page lacks), doubling
 QUERY_CANCELED = "57014"
 
 

@@ -41,6 +41,7 @@ WINDOWS_PER_BATCH = 10  # at most this many windows per batch, so the budgets ar
 # this share of the table: a common word, whose trigram bitmap alone costs ~200 ms at 1 M
 # chunks; read by windows without a probe.
 COMMON_SHARE = 0.02
+_TABLE_ROWS: list[float] = [0.0, float("-inf")]  # (reltuples, when read)
 
 
 @dataclass
@@ -163,8 +164,12 @@ class CandidateReader:
 
     @staticmethod
     def _table_rows(cursor: Any) -> float:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'indexing_chunk'::regclass")
-        rows = float(cursor.fetchone()[0] or 0)
+        """The planner's count of chunks (kept a minute per process: one statement less)."""
+        rows, read_at = _TABLE_ROWS
+        if time.monotonic() - read_at > 60:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'indexing_chunk'::regclass")
+            rows = float(cursor.fetchone()[0] or 0)
+            _TABLE_ROWS[:] = [rows, time.monotonic()]
         return rows if rows > 0 else float("inf")  # never analysed: no estimate to trust
 
     def _probe(self, cursor: Any, max_chunks: int) -> tuple[int, list[CandidateFile]]:
