@@ -36,9 +36,12 @@ from search.retrieval.db import search_cursor
 from search.retrieval.postings_check import SEED_ROWS, ExactScores, check_chunks
 from search.retrieval.postings_format import (
     DOC_FLAG,
+    HEADER,
     K1,
     RECORD,
     TEST_FLAG,
+    decode,
+    list_base,
     saturation,
 )
 from search.retrieval.scope import ScopeFilter
@@ -70,6 +73,7 @@ class _Lists:
     df: dict[tuple[int, int], int] = field(default_factory=dict)
     read: dict[tuple[int, int], int] = field(default_factory=dict)
     cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
+    base: dict[tuple[int, int], int] = field(default_factory=dict)  # the lists' id base
     # per candidate chunk (ids ascending): known contributions, lists seen in (bits), repository
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
@@ -212,7 +216,7 @@ def _fetch(
             "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM 1 FOR %s)"  # noqa: S608
             f" FROM search_termpostings p {live}"
             " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s)",
-            [depth * size, lists.repositories, lists.terms],
+            [HEADER + depth * size, lists.repositories, lists.terms],
         )
     else:
         keys = list(plan)
@@ -226,7 +230,7 @@ def _fetch(
             [
                 [lists.repositories[ri] for ri, _tj in keys],
                 [lists.terms[tj] for _ri, tj in keys],
-                [lists.read[key] * size + 1 for key in keys],
+                [HEADER + lists.read[key] * size + 1 for key in keys],
                 [plan[key] * size for key in keys],
             ],
         )
@@ -234,20 +238,24 @@ def _fetch(
     tindex = {t: j for j, t in enumerate(lists.terms)}
     rows = cursor.fetchall()
     keys = [(rindex[repository_id], tindex[term]) for repository_id, term, _df, _c in rows]
-    counts = np.asarray([len(chunk) // size for *_rest, chunk in rows], dtype=np.int64)
-    for key, (_r, _t, df, _c), count in zip(keys, rows, counts, strict=True):
-        lists.df[key] = int(df)
+    chunks = [bytes(value) for *_rest, value in rows]
+    if plan is None:  # the first read of each list: its header first
+        for key, value in zip(keys, chunks, strict=True):
+            lists.base[key] = list_base(value)
+        chunks = [value[HEADER:] for value in chunks]
+    counts = np.asarray([len(value) // size for value in chunks], dtype=np.int64)
+    for key, row, count in zip(keys, rows, counts, strict=True):
+        lists.df[key] = int(row[2])
         lists.read[key] = lists.read.get(key, 0) + int(count)
     if not counts.sum():
         return
-    records = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=RECORD)
+    records = np.frombuffer(b"".join(chunks), dtype=RECORD)
     term_of = np.repeat(np.asarray([tj for _ri, tj in keys], dtype=np.int64), counts)
     repo_of = np.repeat(np.asarray([ri for ri, _tj in keys], dtype=np.int64), counts)
-    tf2 = records["tf2"].astype(np.int64)
-    length = records["len"].astype(np.int64)
+    base = np.repeat(np.asarray([lists.base[key] for key in keys], dtype=np.int64), counts)
+    ids, length, tf2, flags = decode(records, base)
     contribution = idf[term_of] * (K1 + 1) * saturation(tf2, length, average)
-    lists.add(records["id"].astype(np.int64), contribution, 1 << term_of, repo_of,
-              records["flags"].astype(np.int64))  # fmt: skip
+    lists.add(ids, contribution, 1 << term_of, repo_of, flags)
     # Where each list now stops: the stored order's impact (the repository's own average).
     last = np.cumsum(counts) - 1
     own = np.asarray([averages[lists.repositories[ri]] for ri, _tj in keys])
