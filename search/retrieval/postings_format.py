@@ -40,8 +40,7 @@ _BUILD = f"""
 INSERT INTO search_termpostings (repository_id, generation, term, df, postings)
 SELECT %(repository)s, %(generation)s, p.lexeme, count(*),
        int8send(min(p.base)) || string_agg(
-           int4send((p.id - p.base)::int4)
-           || int4send((p.len << 16) | (p.flags << 14) | p.tf2), ''::bytea
+           int8send(((p.id - p.base) << 32) | (p.len << 16) | (p.flags << 14) | p.tf2), ''::bytea
            ORDER BY p.tf2 / (p.tf2 + 2 * {K1} * (1 - {B} + {B} * greatest(p.len, 1)
                                                   / %(average)s::float8)) DESC, p.id)
 FROM (
