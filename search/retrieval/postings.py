@@ -80,6 +80,11 @@ class _Lists:
     mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     repo: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # False once a chunk cannot make the top (its upper bound fell below the cut-off score, or
+    # it was read by id and found out of scope): left out of the bounds from then on.
+    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    excluded_flags: int = 0  # records with any of these flags are out of scope
+    wanted_flags: int = 0  # when set, only records with one of these flags are in scope
 
     @property
     def postings_read(self) -> int:
@@ -101,6 +106,22 @@ class _Lists:
         self.repo[inverse] = every_repo
         self.flags = np.zeros(size, dtype=np.int64)
         self.flags[inverse] = every_flags
+        alive = np.ones(size, dtype=bool)
+        alive[inverse[: len(self.alive)]] = self.alive
+        self.alive = alive
+
+    def in_scope(self, flags: np.ndarray) -> np.ndarray:
+        keep = (flags & self.excluded_flags) == 0
+        if self.wanted_flags:
+            keep &= (flags & self.wanted_flags) != 0
+        return keep
+
+    def kill(self, ids: np.ndarray) -> None:
+        """Chunks that cannot make the top: out of the bounds from now on."""
+        where = np.searchsorted(self.ids, ids)
+        found = where < len(self.ids)
+        found[found] = self.ids[where[found]] == ids[found]
+        self.alive[where[found]] = False
 
 
 def exact_top_k(
@@ -132,6 +153,10 @@ def exact_top_k(
     excluded_flags = (0 if scope.include_tests else TEST_FLAG) | (
         0 if scope.include_docs else DOC_FLAG
     )
+    lists.excluded_flags = excluded_flags
+    lists.wanted_flags = (TEST_FLAG if "tests" in scope.only_kinds else 0) | (
+        DOC_FLAG if "docs" in scope.only_kinds else 0
+    )
     exact = ExactScores()
     result = TopK(ranked=[], exact=False)
     depth = first_depth or max(16, math.ceil(4 * limit / max(len(repositories), 1)))
@@ -151,13 +176,16 @@ def exact_top_k(
                     check_chunks(
                         cursor, probe, terms, idf, informative, boost, scope, average, exact
                     )
+                    _kill_rejected(lists, probe, exact)
             elif result.rounds == 2 and seed is not None:  # the first round did not settle it
                 result.checked += SEED_ROWS
                 check_chunks(
                     cursor, [], terms, idf, informative, boost, scope, average, exact, seed
                 )
+            state = _bounds(lists, cut, boost, informative_mask)  # less the rejected
             while True:
-                done, to_check, theta = _decide(state, exact, excluded_flags, limit)
+                done, to_check, count, theta = _decide(state, exact, excluded_flags, limit)
+                _kill_below(lists, state, exact, limit)
                 if done is not None:
                     result.ranked, result.exact = done, True
                     result.postings_read = lists.postings_read
@@ -166,17 +194,35 @@ def exact_top_k(
                     break
                 if cut.any():
                     plan = _deepen(lists, cut, theta)
-                    if len(to_check) * len(terms) * CHECK_COST > sum(plan.values()):
+                    if count * len(terms) * CHECK_COST > sum(plan.values()):
                         break
                 batch = to_check[:CHECK_BATCH]
                 result.checked += len(batch)
                 check_chunks(cursor, batch, terms, idf, informative, boost, scope, average, exact)
+                _kill_rejected(lists, batch, exact)
+                state = _bounds(lists, cut, boost, informative_mask)
             if not cut.any():
                 # Nothing left to read and too many ties to check: rank by the bounds.
                 result.ranked = _best_effort(state, exact, excluded_flags, limit)
                 result.postings_read = lists.postings_read
                 return result
             plan = _deepen(lists, cut, theta)
+
+
+def _kill_below(lists: _Lists, state: _State, exact: ExactScores, limit: int) -> None:
+    """Chunks whose upper bound is below the ``limit``-th best score read by id (chunks in
+    scope, so a real cut-off) cannot make the top: bounds only shrink and that score only
+    grows."""
+    if len(exact.scores) >= limit:
+        scores = np.fromiter(exact.scores.values(), dtype=np.float64, count=len(exact.scores))
+        kth = float(np.partition(scores, len(scores) - limit)[len(scores) - limit])
+        lists.alive[state.index[state.upper < kth]] = False
+
+
+def _kill_rejected(lists: _Lists, ids: list[int], exact: ExactScores) -> None:
+    rejected = [i for i in ids if i in exact.rejected]
+    if rejected:
+        lists.kill(np.asarray(sorted(rejected), dtype=np.int64))
 
 
 def _deepen(lists: _Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int], int]:
@@ -254,8 +300,9 @@ def _fetch(
     repo_of = np.repeat(np.asarray([ri for ri, _tj in keys], dtype=np.int64), counts)
     base = np.repeat(np.asarray([lists.base[key] for key in keys], dtype=np.int64), counts)
     ids, length, tf2, flags = decode(records, base)
-    contribution = idf[term_of] * (K1 + 1) * saturation(tf2, length, average)
-    lists.add(ids, contribution, 1 << term_of, repo_of, flags)
+    keep = lists.in_scope(flags)
+    contribution = idf[term_of[keep]] * (K1 + 1) * saturation(tf2[keep], length[keep], average)
+    lists.add(ids[keep], contribution, 1 << term_of[keep], repo_of[keep], flags[keep])
     # Where each list now stops: the stored order's impact (the repository's own average).
     last = np.cumsum(counts) - 1
     own = np.asarray([averages[lists.repositories[ri]] for ri, _tj in keys])
@@ -275,7 +322,8 @@ def _cut_matrix(lists: _Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray
 
 @dataclass
 class _State:
-    ids: np.ndarray  # candidate chunk ids, ascending
+    ids: np.ndarray  # candidate chunk ids still alive, ascending
+    index: np.ndarray  # their positions in the lists' arrays
     lower: np.ndarray
     upper: np.ndarray
     flags: np.ndarray
@@ -285,18 +333,26 @@ class _State:
 def _bounds(lists: _Lists, cut: np.ndarray, boost: float, informative_mask: int) -> _State:
     terms = len(lists.terms)
     unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
-    ids, known, mask, repo, flags = lists.ids, lists.known, lists.mask, lists.repo, lists.flags
-    bits = (mask[:, None] >> np.arange(terms)) & 1
-    missing_cut = cut[repo]
-    missing = ((1 - bits) * missing_cut).sum(axis=1)
+    index = np.flatnonzero(lists.alive)
+    ids, known, mask = lists.ids[index], lists.known[index], lists.mask[index]
+    repo, flags = lists.repo[index], lists.flags[index]
+    missing = np.zeros(len(ids), dtype=np.float64)
+    maybe_all = np.ones(len(ids), dtype=bool)
+    for j in range(terms):  # one term at a time: no candidates x terms temporaries
+        seen = (mask & (1 << j)) != 0
+        column = cut[:, j]
+        if column.any():
+            missing_cut = column[repo]
+            missing += np.where(seen, 0.0, missing_cut)
+            if informative_mask >> j & 1:
+                maybe_all &= seen | (missing_cut > 0)
+        elif informative_mask >> j & 1:
+            # An informative word not seen is known absent once its lists are read to the end.
+            maybe_all &= seen
     has_all = (mask & informative_mask) == informative_mask
-    # An informative word not seen is known absent when its list is read to the end (cut 0).
-    wanted = ((informative_mask >> np.arange(terms)) & 1).astype(bool)
-    absent = (bits == 0) & (missing_cut == 0) & wanted
-    maybe_all = ~absent.any(axis=1)
     lower = known * np.where(has_all, boost, 1.0)
     upper = (known + missing) * np.where(maybe_all, boost, 1.0)
-    return _State(ids=ids, lower=lower, upper=upper, flags=flags, unseen=unseen)
+    return _State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen)
 
 
 def _most_promising(
@@ -304,7 +360,7 @@ def _most_promising(
 ) -> list[int]:
     """The ``limit`` unread candidates with the highest upper bounds."""
     keep = (state.flags & excluded_flags) == 0
-    seen = exact.rejected | set(exact.scores)
+    seen = set(exact.scores)
     if seen:
         keep &= ~np.isin(state.ids, np.fromiter(seen, dtype=np.int64))
     index = np.flatnonzero(keep)
@@ -315,13 +371,13 @@ def _most_promising(
 
 def _decide(
     state: _State, exact: ExactScores, excluded_flags: int, limit: int
-) -> tuple[list[tuple[int, float]] | None, list[int], float]:
-    """The final ranking when the bounds settle it, else the chunks worth reading by id (and
-    the score the last of the current top has)."""
+) -> tuple[list[tuple[int, float]] | None, list[int], int, float]:
+    """The final ranking when the bounds settle it, else the chunks worth reading by id (the
+    first ``CHECK_BATCH`` rivals, and how many there are) and the score the last of the current
+    top has."""
     ids = state.ids
     keep = (state.flags & excluded_flags) == 0
-    if exact.rejected:
-        keep &= ~np.isin(ids, np.fromiter(exact.rejected, dtype=np.int64))
+    # (chunks read by id and found out of scope are no longer alive: not in ``state``)
     ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
     checked = np.zeros(len(ids), dtype=bool)
     if exact.scores:
@@ -353,14 +409,18 @@ def _decide(
     if len(top) == limit:
         last_id = ids[top[-1]]
         rival = rival[(upper[rival] > theta) | ((upper[rival] == theta) & (ids[rival] < last_id))]
-    rival = rival[np.argsort(-upper[rival], kind="stable")]
     unchecked_top = [int(i) for i in ids[top[~checked[top]]]]
     settled = state.unseen < theta or (state.unseen == 0 and len(top) < limit)
     if settled and not unchecked_top and not len(rival):
-        return [(int(ids[i]), float(lower[i])) for i in top], [], theta
+        return [(int(ids[i]), float(lower[i])) for i in top], [], 0, theta
     if not settled and not unchecked_top:
-        return None, [], theta  # only reading deeper can settle it
-    return None, unchecked_top + [int(i) for i in ids[rival[~checked[rival]]]], theta
+        return None, [], 0, theta  # only reading deeper can settle it
+    rival = rival[~checked[rival]]
+    count = len(unchecked_top) + len(rival)
+    if len(rival) > CHECK_BATCH:  # only the first batch is read: no need to sort them all
+        rival = rival[np.argpartition(-upper[rival], CHECK_BATCH - 1)[:CHECK_BATCH]]
+    rival = rival[np.argsort(-upper[rival], kind="stable")]
+    return None, unchecked_top + [int(i) for i in ids[rival]], count, theta
 
 
 def _best_effort(

@@ -254,6 +254,8 @@ class ScopeFilter:
     chunk_level: bool = False  # any filter beyond repository + generation
     include_tests: bool = True  # (also in ``sql``; the term postings carry these two flags)
     include_docs: bool = True
+    # Non-empty: only chunks of these kinds ("tests", "docs") are in scope (the left-out lists).
+    only_kinds: frozenset[str] = frozenset()
 
     @property
     def repository_ids(self) -> list[UUID]:
@@ -323,6 +325,9 @@ def build_left_out_filter(
     )
     found.sql = f"({kinds})" if found.sql == "TRUE" else f"{found.sql} AND ({kinds})"
     found.chunk_level = True
+    found.only_kinds = frozenset(
+        kind for kind, wanted in (("tests", tests), ("docs", docs)) if wanted
+    )
     return found
 
 
