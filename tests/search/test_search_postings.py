@@ -172,3 +172,26 @@ def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
         assert flag == int(stored.is_test) + 2 * int(stored.is_doc)
         # body words weigh 1 (tf2 2 per position): 1, 2 and 3 positions of "token"
         assert twice == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
+
+
+def test_the_left_out_lists_rank_only_tests_and_docs_as_every_match_would() -> None:
+    from search.retrieval.scope import build_left_out_filter
+
+    docs = [chunk(f"src/m{i}.py", f"code_{i}", "retry retry retry backoff") for i in range(30)]
+    docs += [
+        chunk("tests/test_retry.py", "test_retry", "retry backoff", is_test=True),
+        chunk("tests/test_more.py", "test_more", "retry retry", is_test=True),
+        chunk("docs/retry.py", "retry_doc", "retry", is_doc=True),
+    ]
+    indexed_repository("left-out", docs)
+    request = SearchRequest(query="retry backoff")
+    scope = resolve_scope(request)
+    repositories = scope_repositories(None, Viewer.everything())
+    left_out = build_left_out_filter(scope, repositories)
+    assert left_out is not None and left_out.only_kinds == {"tests", "docs"}
+    parsed = parse_query("retry backoff")
+    exact = fulltext_search(parsed, left_out, limit=5, cap=4, use_postings=True)
+    every = fulltext_search(parsed, left_out, limit=5, cap=10**6, use_postings=False)
+    assert exact.detail["exact"] is True
+    assert [cid for cid, _ in exact.ranked] == [cid for cid, _ in every.ranked]
+    assert len(exact.ranked) == 3  # the three test/doc chunks, none of the 30 better code chunks
