@@ -26,13 +26,22 @@ most ``max(1, A / A_r)`` times its stored-order impact, so the cut-offs are scal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
 from search.retrieval.db import search_cursor
+from search.retrieval.postings_bounds import (
+    CHECK_BATCH,
+    Lists,
+    State,
+    best_effort,
+    bounds,
+    decide,
+    most_promising,
+)
 from search.retrieval.postings_check import SEED_ROWS, ExactScores, check_chunks
 from search.retrieval.postings_format import (
     DOC_FLAG,
@@ -48,7 +57,6 @@ from search.retrieval.scope import ScopeFilter
 
 GROWTH = 8  # each round reads this many times deeper (measured: 8 beats 4 at 1 M chunks)
 FIRST_DEPTH = 16  # records of each list read in the first round
-CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
 # Reading one chunk by id costs about as much, per term, as decoding this many records (measured
 # at 1 M chunks: ~3.3 us per ts_rank_cd call, and 3 beat 1 and 10 in p50 over the benchmark's
 # prose and common-word queries): with more rivals than that, the lists are read deeper instead.
@@ -63,66 +71,6 @@ class TopK:
     postings_read: int = 0
     checked: int = 0
     depth: int = 0
-
-
-@dataclass
-class _Lists:
-    """Where each list was cut off, and what the records read so far add up to per chunk."""
-
-    repositories: list[UUID]
-    terms: list[str]
-    df: dict[tuple[int, int], int] = field(default_factory=dict)
-    read: dict[tuple[int, int], int] = field(default_factory=dict)
-    cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
-    base: dict[tuple[int, int], int] = field(default_factory=dict)  # the lists' id base
-    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), repository
-    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    repo: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    # False once a chunk cannot make the top (its upper bound fell below the cut-off score, or
-    # it was read by id and found out of scope): left out of the bounds from then on.
-    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    excluded_flags: int = 0  # records with any of these flags are out of scope
-    wanted_flags: int = 0  # when set, only records with one of these flags are in scope
-
-    @property
-    def postings_read(self) -> int:
-        return sum(self.read.values())
-
-    def add(
-        self, ids: np.ndarray, known: np.ndarray, mask: np.ndarray, repo: np.ndarray,
-        flags: np.ndarray,
-    ) -> None:  # fmt: skip
-        """Merge newly read records (each (chunk, list) pair is read once, so sums are ORs)."""
-        every_repo = np.concatenate([self.repo, repo])
-        every_flags = np.concatenate([self.flags, flags])
-        self.ids, inverse = np.unique(np.concatenate([self.ids, ids]), return_inverse=True)
-        size = len(self.ids)
-        self.known = np.bincount(inverse, np.concatenate([self.known, known]), size)
-        merged = np.concatenate([self.mask, mask]).astype(np.float64)
-        self.mask = np.bincount(inverse, merged, size).astype(np.int64)
-        self.repo = np.zeros(size, dtype=np.int64)
-        self.repo[inverse] = every_repo
-        self.flags = np.zeros(size, dtype=np.int64)
-        self.flags[inverse] = every_flags
-        alive = np.ones(size, dtype=bool)
-        alive[inverse[: len(self.alive)]] = self.alive
-        self.alive = alive
-
-    def in_scope(self, flags: np.ndarray) -> np.ndarray:
-        keep = (flags & self.excluded_flags) == 0
-        if self.wanted_flags:
-            keep &= (flags & self.wanted_flags) != 0
-        return keep
-
-    def kill(self, ids: np.ndarray) -> None:
-        """Chunks that cannot make the top: out of the bounds from now on."""
-        where = np.searchsorted(self.ids, ids)
-        found = where < len(self.ids)
-        found[found] = self.ids[where[found]] == ids[found]
-        self.alive[where[found]] = False
 
 
 def exact_top_k(
@@ -142,7 +90,7 @@ def exact_top_k(
     """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope
     (``first_depth``: records of each list read in the first round, e.g. all of them)."""
     repositories = [r for r in scope.repository_ids if r in averages]
-    lists = _Lists(repositories, terms)
+    lists = Lists(repositories, terms)
     tindex = {t: j for j, t in enumerate(terms)}
     idf = np.asarray(idfs, dtype=np.float64)
     informative_mask = sum(1 << tindex[w] for w in informative if w in tindex)
@@ -167,11 +115,11 @@ def exact_top_k(
             result.rounds += 1
             _fetch(cursor, lists, averages, plan, depth, idf, average)
             cut = _cut_matrix(lists, idf, slack)
-            state = _bounds(lists, cut, boost, informative_mask)
+            state = bounds(lists, cut, boost, informative_mask)
             if result.rounds == 1:
                 # Read the most promising chunks by id first: their exact scores give a cut-off
                 # close to the final one at once (lower bounds alone come late).
-                probe = _most_promising(state, exact, excluded_flags, limit)
+                probe = most_promising(state, exact, excluded_flags, limit)
                 if probe:
                     result.checked += len(probe)
                     check_chunks(
@@ -183,9 +131,9 @@ def exact_top_k(
                 check_chunks(
                     cursor, [], terms, idf, informative, boost, scope, average, exact, seed
                 )
-            state = _bounds(lists, cut, boost, informative_mask)  # less the rejected
+            state = bounds(lists, cut, boost, informative_mask)  # less the rejected
             while True:
-                done, to_check, count, theta = _decide(state, exact, excluded_flags, limit)
+                done, to_check, count, theta = decide(state, exact, excluded_flags, limit)
                 _kill_below(lists, state, exact, limit)
                 if done is not None:
                     result.ranked, result.exact = done, True
@@ -201,16 +149,16 @@ def exact_top_k(
                 result.checked += len(batch)
                 check_chunks(cursor, batch, terms, idf, informative, boost, scope, average, exact)
                 _kill_rejected(lists, batch, exact)
-                state = _bounds(lists, cut, boost, informative_mask)
+                state = bounds(lists, cut, boost, informative_mask)
             if not cut.any():
                 # Nothing left to read and too many ties to check: rank by the bounds.
-                result.ranked = _best_effort(state, exact, excluded_flags, limit)
+                result.ranked = best_effort(state, exact, excluded_flags, limit)
                 result.postings_read = lists.postings_read
                 return result
             plan = _deepen(lists, cut, theta)
 
 
-def _kill_below(lists: _Lists, state: _State, exact: ExactScores, limit: int) -> None:
+def _kill_below(lists: Lists, state: State, exact: ExactScores, limit: int) -> None:
     """Chunks whose upper bound is below the ``limit``-th best score read by id (chunks in
     scope, so a real cut-off) cannot make the top: bounds only shrink and that score only
     grows."""
@@ -220,13 +168,13 @@ def _kill_below(lists: _Lists, state: _State, exact: ExactScores, limit: int) ->
         lists.alive[state.index[state.upper < kth]] = False
 
 
-def _kill_rejected(lists: _Lists, ids: list[int], exact: ExactScores) -> None:
+def _kill_rejected(lists: Lists, ids: list[int], exact: ExactScores) -> None:
     rejected = [i for i in ids if i in exact.rejected]
     if rejected:
         lists.kill(np.asarray(sorted(rejected), dtype=np.int64))
 
 
-def _deepen(lists: _Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int], int]:
+def _deepen(lists: Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int], int]:
     """Read further only where a cut-off is high (score-at-a-time: lists are read down to about
     the same contribution, so the rare terms' lists are read to the end and the commonest
     words' hardly at all)."""
@@ -244,7 +192,7 @@ def _deepen(lists: _Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int
 
 def _fetch(
     cursor: CursorWrapper,
-    lists: _Lists,
+    lists: Lists,
     averages: dict[UUID, float],
     plan: dict[tuple[int, int], int] | None,
     depth: int,
@@ -312,126 +260,10 @@ def _fetch(
         lists.cut[key] = float(value)
 
 
-def _cut_matrix(lists: _Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
+def _cut_matrix(lists: Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
     """The most an unread record of each list (repository x term) can add to a score."""
     cut = np.zeros((len(lists.repositories), len(lists.terms)), dtype=np.float64)
     for (ri, tj), df in lists.df.items():
         if df > lists.read[(ri, tj)]:
             cut[ri, tj] = idf[tj] * (K1 + 1) * lists.cut[(ri, tj)] * slack[ri]
     return cut
-
-
-@dataclass
-class _State:
-    ids: np.ndarray  # candidate chunk ids still alive, ascending
-    index: np.ndarray  # their positions in the lists' arrays
-    lower: np.ndarray
-    upper: np.ndarray
-    flags: np.ndarray
-    unseen: float  # the best score a chunk seen in no list can still have
-
-
-def _bounds(lists: _Lists, cut: np.ndarray, boost: float, informative_mask: int) -> _State:
-    terms = len(lists.terms)
-    unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
-    index = np.flatnonzero(lists.alive)
-    ids, known, mask = lists.ids[index], lists.known[index], lists.mask[index]
-    repo, flags = lists.repo[index], lists.flags[index]
-    missing = np.zeros(len(ids), dtype=np.float64)
-    maybe_all = np.ones(len(ids), dtype=bool)
-    for j in range(terms):  # one term at a time: no candidates x terms temporaries
-        seen = (mask & (1 << j)) != 0
-        column = cut[:, j]
-        if column.any():
-            missing_cut = column[repo]
-            missing += np.where(seen, 0.0, missing_cut)
-            if informative_mask >> j & 1:
-                maybe_all &= seen | (missing_cut > 0)
-        elif informative_mask >> j & 1:
-            # An informative word not seen is known absent once its lists are read to the end.
-            maybe_all &= seen
-    has_all = (mask & informative_mask) == informative_mask
-    lower = known * np.where(has_all, boost, 1.0)
-    upper = (known + missing) * np.where(maybe_all, boost, 1.0)
-    return _State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen)
-
-
-def _most_promising(
-    state: _State, exact: ExactScores, excluded_flags: int, limit: int
-) -> list[int]:
-    """The ``limit`` unread candidates with the highest upper bounds."""
-    keep = (state.flags & excluded_flags) == 0
-    seen = set(exact.scores)
-    if seen:
-        keep &= ~np.isin(state.ids, np.fromiter(seen, dtype=np.int64))
-    index = np.flatnonzero(keep)
-    if len(index) > limit:
-        index = index[np.argpartition(-state.upper[index], limit - 1)[:limit]]
-    return [int(i) for i in state.ids[index]]
-
-
-def _decide(
-    state: _State, exact: ExactScores, excluded_flags: int, limit: int
-) -> tuple[list[tuple[int, float]] | None, list[int], int, float]:
-    """The final ranking when the bounds settle it, else the chunks worth reading by id (the
-    first ``CHECK_BATCH`` rivals, and how many there are) and the score the last of the current
-    top has."""
-    ids = state.ids
-    keep = (state.flags & excluded_flags) == 0
-    # (chunks read by id and found out of scope are no longer alive: not in ``state``)
-    ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
-    checked = np.zeros(len(ids), dtype=bool)
-    if exact.scores:
-        known_ids = np.fromiter(exact.scores, dtype=np.int64)
-        known_values = np.fromiter(exact.scores.values(), dtype=np.float64)
-        where = np.searchsorted(ids, known_ids)
-        found = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == known_ids)
-        lower[where[found]] = known_values[found]
-        upper[where[found]] = known_values[found]
-        checked[where[found]] = True
-        # Chunks read by id but seen in no list yet (the seed): exact, in scope.
-        ids = np.concatenate([ids, known_ids[~found]])
-        lower = np.concatenate([lower, known_values[~found]])
-        upper = np.concatenate([upper, known_values[~found]])
-        checked = np.concatenate([checked, np.ones(int((~found).sum()), dtype=bool)])
-    if len(ids) > limit:
-        head = np.argpartition(-lower, limit - 1)[:limit]
-        cutoff = lower[head].min()
-        head = np.flatnonzero(lower >= cutoff)  # every tie of the last place
-    else:
-        head = np.arange(len(ids))
-    order = head[np.lexsort((ids[head], -lower[head]))]
-    top = order[:limit]
-    theta = float(lower[top[-1]]) if len(top) == limit else 0.0
-    in_top = np.zeros(len(ids), dtype=bool)
-    in_top[top] = True
-    # Rivals: outside the top, bounds not settled, and could still rank above its last member.
-    rival = np.flatnonzero(~in_top & (lower < upper))
-    if len(top) == limit:
-        last_id = ids[top[-1]]
-        rival = rival[(upper[rival] > theta) | ((upper[rival] == theta) & (ids[rival] < last_id))]
-    unchecked_top = [int(i) for i in ids[top[~checked[top]]]]
-    settled = state.unseen < theta or (state.unseen == 0 and len(top) < limit)
-    if settled and not unchecked_top and not len(rival):
-        return [(int(ids[i]), float(lower[i])) for i in top], [], 0, theta
-    if not settled and not unchecked_top:
-        return None, [], 0, theta  # only reading deeper can settle it
-    rival = rival[~checked[rival]]
-    count = len(unchecked_top) + len(rival)
-    if len(rival) > CHECK_BATCH:  # only the first batch is read: no need to sort them all
-        rival = rival[np.argpartition(-upper[rival], CHECK_BATCH - 1)[:CHECK_BATCH]]
-    rival = rival[np.argsort(-upper[rival], kind="stable")]
-    return None, unchecked_top + [int(i) for i in ids[rival]], count, theta
-
-
-def _best_effort(
-    state: _State, exact: ExactScores, excluded_flags: int, limit: int
-) -> list[tuple[int, float]]:
-    ranked = []
-    for i, chunk_id in enumerate(state.ids):
-        cid = int(chunk_id)
-        if cid in exact.rejected or state.flags[i] & excluded_flags:
-            continue
-        ranked.append((cid, exact.scores.get(cid, float(state.lower[i]))))
-    ranked.sort(key=lambda item: (-item[1], item[0]))
-    return ranked[:limit]
