@@ -12,6 +12,11 @@
   (their vectors first);
 * ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
   to ready (it has a live generation) or failed (it never had one);
+* ``fetch_leftover``: a fetch's staging directory (``<id>.fetch-<random>``) or its lock file
+  that no live fetch holds (``flock``) — a fetch killed mid-way, whose repository may have been
+  deleted since, so no later fetch of it removes them — repair: remove them. One whose lock a
+  live fetch holds is never touched, nor one younger than ``STAGING_GRACE`` (a fetch takes its
+  lock just after creating the file);
 * ``orphan_job``: an unfinished job silent for ``job_grace`` whose task neither a live worker
   (running, prefetched, scheduled) nor a broker queue holds — repair: resume it (its stage's
   task is sent again), or fail it once it was lost ``MAX_RESUMES`` times. Skipped, and said so,
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,12 +40,14 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from indexing.clone_paths import LOCK_SUFFIX, lock_held, lock_of, staged_for
 from indexing.models import FINISHED_JOB_STATES, IndexJob, Repository, RepositoryStatus
 from indexing.services.recovery import MAX_RESUMES, TaskCensus, census, resume, silent_jobs
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_JOB_GRACE = timedelta(minutes=2)
+STAGING_GRACE = timedelta(minutes=1)
 
 
 @dataclass
@@ -89,6 +97,45 @@ def _orphan_clones(report: DoctorReport, repair: bool) -> None:
         if repair:
             shutil.rmtree(entry, ignore_errors=True)
             finding.repaired, finding.action = not entry.exists(), "removed the directory"
+        report.findings.append(finding)
+
+
+def _fetch_leftovers(report: DoctorReport, repair: bool) -> None:
+    root = clones_root()
+    if not root.is_dir():
+        return
+    names = {str(pk): name for pk, name in Repository.objects.values_list("pk", "name")}
+    young = time.time() - STAGING_GRACE.total_seconds()
+    for entry in sorted(root.iterdir()):
+        repository_id = staged_for(entry.name)
+        if repository_id is None:
+            continue
+        is_lock = entry.name.endswith(LOCK_SUFFIX)
+        lock = entry if is_lock else lock_of(entry)
+        if is_lock and entry.with_name(entry.name[: -len(LOCK_SUFFIX)]).exists():
+            continue  # judged with its staging directory
+        try:
+            stamps = [path.stat().st_mtime for path in (entry, lock) if path.exists()]
+        except OSError:
+            continue  # gone meanwhile (its fetch ended)
+        if not stamps or max(stamps) > young:
+            continue  # gone (removed with its directory), or a fetch just taking its lock
+        if lock.exists() and lock_held(lock):
+            continue  # a live fetch's, even if its repository is gone: it removes its own
+        whose = "" if repository_id in names else " (its repository is gone)"
+        what = "lock file" if is_lock else "staging directory"
+        finding = Finding(
+            "fetch_leftover",
+            f"{entry} is the {what} of a fetch that died{whose}",
+            repository_id,
+            names.get(repository_id, ""),
+        )
+        if repair:
+            if not is_lock:
+                shutil.rmtree(entry, ignore_errors=True)
+            lock.unlink(missing_ok=True)
+            finding.repaired = not entry.exists() and not lock.exists()
+            finding.action = f"removed the {what}" + ("" if is_lock else " and its lock")
         report.findings.append(finding)
 
 
@@ -238,6 +285,7 @@ def examine(
     _orphan_jobs(report, repair, job_grace, take_census)
     busy = _busy_repositories()  # failed orphan jobs no longer keep their repository busy
     _orphan_clones(report, repair)
+    _fetch_leftovers(report, repair)
     _missing_clones(report, repair, busy, requeue)
     _stale_generations(report, repair, busy)
     _stuck_statuses(report, repair, busy)
