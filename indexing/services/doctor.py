@@ -10,6 +10,10 @@
 * ``stale_generation``: rows of generations other than the live one, with no job running for
   the repository (a run that stopped between its store and its swap) — repair: delete them
   (their vectors first);
+* ``orphan_vectors``: vectors no chunk points at any more (the chunks of a deleted repository,
+  of a generation left behind) — the vector index still holds them, and a nearest-neighbour
+  search spends candidates on them — repair: delete them (the embed stage's own prune).
+  Checked only while no job is in flight: a swap frees vectors its embed stage prunes later;
 * ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
   to ready (it has a live generation) or failed (it never had one);
 * ``fetch_leftover``: a fetch's staging directory (``<id>.fetch-<random>``) or its lock file
@@ -41,7 +45,13 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from indexing.clone_paths import LOCK_SUFFIX, lock_held, lock_of, staged_for
-from indexing.models import FINISHED_JOB_STATES, IndexJob, Repository, RepositoryStatus
+from indexing.models import (
+    FINISHED_JOB_STATES,
+    EmbeddingSpace,
+    IndexJob,
+    Repository,
+    RepositoryStatus,
+)
 from indexing.services.recovery import MAX_RESUMES, TaskCensus, census, resume, silent_jobs
 
 logger = logging.getLogger(__name__)
@@ -213,6 +223,33 @@ def _delete_other_generations(repository_id: Any) -> None:
         )
 
 
+def _orphan_vectors(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
+    if busy:
+        report.notes.append(
+            f"vectors no chunk uses were not checked: {len(busy)} repositories have a job in"
+            " flight (their embed stage prunes them)"
+        )
+        return
+    from indexing.services.vectors import prune_orphan_vectors
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT v.space_id, count(*) FROM indexing_embeddingvector v WHERE NOT EXISTS"
+            " (SELECT 1 FROM indexing_chunkembedding e WHERE e.embedding_vector_id = v.id)"
+            " GROUP BY v.space_id ORDER BY v.space_id"
+        )
+        counts = dict(cursor.fetchall())
+    for space in EmbeddingSpace.objects.filter(pk__in=counts).order_by("pk"):
+        finding = Finding(
+            "orphan_vectors",
+            f"{counts[space.pk]} vectors of {space.key} that no chunk points at (deleted chunks)",
+        )
+        if repair:
+            pruned = prune_orphan_vectors(space)
+            finding.repaired, finding.action = True, f"deleted {pruned} vectors"
+        report.findings.append(finding)
+
+
 def _stuck_statuses(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
     stuck = Repository.objects.filter(status=RepositoryStatus.INDEXING).exclude(pk__in=busy)
     for repository in stuck.order_by("name"):
@@ -288,6 +325,7 @@ def examine(
     _fetch_leftovers(report, repair)
     _missing_clones(report, repair, busy, requeue)
     _stale_generations(report, repair, busy)
+    _orphan_vectors(report, repair, busy)  # after the generations: their vectors are freed
     _stuck_statuses(report, repair, busy)
     for finding in report.findings:
         logger.warning(

@@ -12,15 +12,26 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
 from indexing.clone_paths import lock_of
-from indexing.models import Chunk, IndexJob, JobKind, JobState, Repository, RepositoryStatus
+from indexing.models import (
+    Chunk,
+    ChunkEmbedding,
+    EmbeddingVector,
+    IndexJob,
+    JobKind,
+    JobState,
+    Repository,
+    RepositoryStatus,
+)
 from indexing.services.doctor import examine
 from indexing.services.recovery import TaskCensus
+from indexing.services.repositories import delete_repository
 from indexing.tasks.maintenance import repair_drift
 from search.executor import SearchExecutor, SearchRequest
 from tests import factories
@@ -37,8 +48,9 @@ def data_dir(settings, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _healthy(name: str, data_dir: Path) -> Repository:
-    repository = factories.indexed_repository(name, SOURCE, url=f"https://example.org/{name}.git")
+def _healthy(name: str, data_dir: Path, source: list[str] = SOURCE, **kwargs: Any) -> Repository:
+    url = f"https://example.org/{name}.git"
+    repository = factories.indexed_repository(name, source, url=url, **kwargs)
     clone = data_dir / "repos" / str(repository.pk)
     clone.mkdir()
     (clone / "HEAD").write_text("ref: refs/heads/main\n")
@@ -181,8 +193,35 @@ def test_live_workers_are_asked_which_tasks_they_hold(
         heartbeat_at=timezone.now() - timedelta(minutes=5),
     )  # fmt: skip
     report = examine()  # the real worker answers the census: it holds no such task
-    assert _kinds(report) == ["orphan_job"] and not report.notes
+    assert _kinds(report) == ["orphan_job"]
+    assert not any("no worker answered" in note for note in report.notes)
     assert IndexJob.objects.get(pk=job.pk).resumes == 0  # found, not repaired
+
+
+def test_vectors_of_a_deleted_repositorys_chunks_are_found_and_deleted(data_dir: Path) -> None:
+    kept = _healthy("d/v", data_dir, embed=True)
+    gone = _healthy("d/x", data_dir, ["def only_in_the_deleted_one():\n    return 2"], embed=True)
+    delete_repository(gone)  # its chunks' vectors stay in the vector index until pruned
+    assert EmbeddingVector.objects.count() == 2
+
+    (finding,) = examine().findings
+    assert finding.kind == "orphan_vectors" and finding.detail.startswith("1 vectors of ")
+    report = examine(repair=True)
+    assert report.findings[0].action == "deleted 1 vectors"
+    assert EmbeddingVector.objects.count() == ChunkEmbedding.objects.count() == 1
+    hits = SearchExecutor().run(SearchRequest(query="split a header line", use_bm25=False)).hits
+    assert [hit.repo_name for hit in hits] == [kept.name]
+    assert _kinds(examine()) == []
+
+
+def test_vectors_are_not_judged_while_a_job_is_in_flight(data_dir: Path) -> None:
+    _healthy("d/y", data_dir, embed=True)
+    gone = _healthy("d/z", data_dir, ["def freed_by_a_swap():\n    return 3"], embed=True)
+    ChunkEmbedding.objects.filter(repository=gone).delete()  # as a swap leaves them to its embed
+    IndexJob.objects.create(repository=gone, state=JobState.EMBEDDING, heartbeat_at=timezone.now())
+    report = examine(repair=True)
+    assert _kinds(report) == [] and "job in flight" in report.notes[-1]
+    assert EmbeddingVector.objects.count() == 2  # the embed stage prunes them when it ends
 
 
 # --- what fetches leave beside the clones -------------------------------------------------------
