@@ -122,6 +122,20 @@ class FaultStack(WatchesJobs):
         self.worker.wait(30)
         return children
 
+    def kill_pool_children(self) -> list[int]:
+        """SIGKILL the worker's pool processes only (the main process lives on, sees them lost
+        and forks new ones); return the ones killed, once they are gone."""
+        import psutil
+
+        assert self.worker is not None and self.worker.poll() is None
+        children = psutil.Process(self.worker.pid).children(recursive=True)
+        assert children, "the worker had no pool processes"
+        for child in children:
+            child.kill()
+        gone, alive = psutil.wait_procs(children, timeout=20)
+        assert not alive, f"pool processes outlived SIGKILL: {alive}"
+        return [child.pid for child in gone]
+
     def worker_alive(self) -> bool:
         return self.worker is not None and self.worker.poll() is None
 
