@@ -4,6 +4,11 @@
 
 * ``orphan_clone``: a clone directory under ``<data>/repos/`` with no repository row (a
   delete that could not remove it, a restore of an older database) — repair: remove it;
+* ``fetch_leftover``: a fetch's staging directory (``<id>.fetch-<random>``) or its lock file
+  that no live fetch holds (``flock``) — a fetch killed mid-way, whose repository may have been
+  deleted since, so no later fetch of it removes them — repair: remove them. One whose lock a
+  live fetch holds is never touched, nor one younger than ``STAGING_GRACE`` (a fetch takes its
+  lock just after creating the file);
 * ``missing_clone``: an indexed repository whose clone is gone (search still answers from the
   rows, but the file view and incremental updates need the clone) — repair: queue a re-index,
   which clones afresh;
@@ -16,17 +21,13 @@
   Checked only while no job is in flight: a swap frees vectors its embed stage prunes later;
 * ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
   to ready (it has a live generation) or failed (it never had one);
-* ``fetch_leftover``: a fetch's staging directory (``<id>.fetch-<random>``) or its lock file
-  that no live fetch holds (``flock``) — a fetch killed mid-way, whose repository may have been
-  deleted since, so no later fetch of it removes them — repair: remove them. One whose lock a
-  live fetch holds is never touched, nor one younger than ``STAGING_GRACE`` (a fetch takes its
-  lock just after creating the file);
 * ``orphan_job``: an unfinished job silent for ``job_grace`` whose task neither a live worker
   (running, prefetched, scheduled) nor a broker queue holds — repair: resume it (its stage's
   task is sent again), or fail it once it was lost ``MAX_RESUMES`` times. Skipped, and said so,
   when no worker answers.
 
-Repairs never touch a repository with a job in flight, except ``orphan_job`` itself.
+Repairs never touch a repository with a job in flight, except ``orphan_job`` itself and
+``fetch_leftover`` (the ``flock`` tells a live fetch's directory from a dead one's).
 """
 
 from __future__ import annotations
