@@ -8,6 +8,7 @@ subprocesses (with the stack's environment) to add repositories, and plain SQL t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -157,6 +158,17 @@ class FaultStack(WatchesJobs):
             f"print(add_repository({url!r}).pk)"
         )
         return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+
+    def health(self) -> tuple[int, list[str]]:
+        """What ``GET /api/health`` answers now, asked anonymously as a load balancer would: the
+        status code and the parts it says are down."""
+        code = (
+            "import json\nfrom django.test import Client\n"
+            "response = Client(HTTP_HOST='localhost').get('/api/health')\n"
+            "print(json.dumps([response.status_code, response.json()['down']]))"
+        )
+        status, down = json.loads(self.manage("shell", "-c", code).strip().splitlines()[-1])
+        return int(status), list(down)
 
     def clone_dirs(self) -> set[str]:
         """Entries of the clone directory (``<data>/repos``): one per repository, no leftovers."""

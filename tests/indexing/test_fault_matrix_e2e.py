@@ -4,7 +4,8 @@ started; its pool processes alone SIGKILLed mid-fetch, mid-swap and mid-embed of
 (the task is redelivered); PostgreSQL restarted mid-store; Redis restarted while a job is
 queued, with and without its append-only file. After each the job ends done with the rows of a
 clean run of the same layout, nothing doubled, one clone directory per repository and nothing
-else (no fetch staging directory either), and ``manage.py doctor`` finds no drift.
+else (no fetch staging directory either), and ``manage.py doctor`` finds no drift; while a part
+is down ``/api/health`` names it.
 
 A stage is stopped at a known point with a lock the test holds (nothing in the code knows about
 tests): the index stage waits for ``indexing_chunk`` (discarding unfinished rows), the store for
@@ -211,6 +212,7 @@ def test_the_worker_killed_at_a_stage_leaves_a_job_a_new_worker_completes(
     with _stopped_at(stack, stage, job_id, repository_id):
         _kill_main_and_restart(stack)
     assert stack.job(job_id)["state"] not in {"done", "failed"}
+    assert stack.health() == (503, ["workers"])  # health says what is down while it is down
     stack.start_worker()  # nobody touches the job: the new worker finds it lost and resumes it
 
     job = stack.wait_until_finished(job_id)
@@ -263,6 +265,7 @@ def test_pool_processes_killed_at_a_stage_of_a_reindex_leave_the_old_generation_
     with _stopped_at(stack, stage, job_id, repository_id, generation=2):
         stack.kill_pool_children()
         assert stack.worker_alive(), stack.log_tail()
+        assert stack.health() == (200, [])  # the worker answers: its pool is being replaced
         _answers_from(stack, repository_id, live)  # the interrupted run shows nothing of its own
     assert stack.job(job_id)["state"] not in {"done", "failed"}
     _answers_from(stack, repository_id, live)
@@ -295,7 +298,9 @@ def test_the_database_restarted_mid_store_delays_the_job_but_loses_nothing(
         stack.wait_blocked("INSERT INTO indexing_sourcefile")
         stack.postgres.stop()  # ends every session, the held one and the blocked store's
         assert not port_open(stack.postgres.port), "PostgreSQL did not stop"
-    time.sleep(8)  # an outage, not a blip
+    down_since = time.monotonic()
+    assert stack.health() == (503, ["database"])
+    time.sleep(max(0.0, 8 - (time.monotonic() - down_since)))  # an outage, not a blip
     stack.postgres.start()
 
     job = stack.wait_until_finished(job_id)
@@ -321,7 +326,7 @@ def test_a_redis_restart_with_a_job_queued(
     assert stack.redis.process is not None
     stack.redis.process.kill()  # a crash: no shutdown save
     stack.redis.process.wait(10)
-    time.sleep(3)
+    assert stack.health() == (503, ["broker", "workers"])
     stack.redis.start()
     stack.start_worker()
 
@@ -352,6 +357,7 @@ def test_redis_down_for_30_s_as_a_stage_hands_over_to_the_next(
     while stack.query(live, repository_id) != [(1,)]:
         assert time.monotonic() - down_since < 25, (stack.job(job_id), stack.log_tail())
         time.sleep(0.2)
+    assert stack.health() == (503, ["broker", "workers"])
     time.sleep(max(0.0, 30 - (time.monotonic() - down_since)))
     stack.redis.start()
 
