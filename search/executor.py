@@ -184,8 +184,13 @@ class SearchExecutor:
                 demote_docs=demote.get("docs", 1.0),
                 usage_docs=scope.docs_reason.startswith("usage question"),
                 usage_docs_boost=request.usage_docs_boost,
-                query_words=content_words(request.query) if request.path_boost > 0 else (),
+                query_words=(
+                    content_words(request.query)
+                    if request.path_boost > 0 or request.name_boost > 0
+                    else ()
+                ),
                 path_boost=request.path_boost,
+                name_boost=request.name_boost,
                 top=request.fusion_top,
             )
             stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)

@@ -138,6 +138,11 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "path 0.1": ({"path_boost": 0.1}, {}),
     "path 0.25": ({"path_boost": 0.25}, {}),
     "path+dirs 0.1": ({"path_boost": 0.1}, {"search.ranking.signals:PATH_DIRECTORIES": True}),
+    "check tests": ({"tests_for_check_questions": True}, {}),
+    "name 0.1": ({"name_boost": 0.1}, {}),
+    "name 0.25": ({"name_boost": 0.25}, {}),
+    "name 0.5": ({"name_boost": 0.5}, {}),
+    "name 1.0": ({"name_boost": 1.0}, {}),
     "file 0.05": ({"file_evidence": 0.05}, {}),
     "file 0.1 top1": ({"file_evidence": 0.1}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
     "file 0.2 top1": ({"file_evidence": 0.2}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
@@ -211,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Callable[[str], None] = print
     pooled: dict[str, list[float]] = {lever: [] for lever in chosen}
     strata: list[str] = []
+    pooled_kinds: list[str] = []
     for spec in args.corpus:
         name, _, queries_path = spec.partition("=")
         query_set = load_query_set(Path(queries_path))
@@ -218,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         variant_id = Repository.objects.get(name=name + args.variant).pk if args.variant else None
         kinds = sorted({q.kind for q in query_set.queries})
         strata += [name] * len(query_set.queries)
+        pooled_kinds += [q.kind for q in query_set.queries]
         out(f"\n{name}: {len(query_set.queries)} queries, MRR@{K}")
         out("| lever | MRR | diff [95 % CI] | " + " | ".join(kinds) + " |")
         out("|" + "---|" * (len(kinds) + 3))
@@ -250,6 +257,20 @@ def main(argv: list[str] | None = None) -> int:
                 mean, low, high = paired_interval(pooled["defaults"], rr, strata)
                 diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
             out(f"| {lever} | {_mean(rr):.3f} | {diff} |")
+        kinds = sorted(set(pooled_kinds))
+        out("\nper kind, pooled: lever - defaults [95 % CI]")
+        out("| lever | " + " | ".join(kinds) + " |\n|" + "---|" * (len(kinds) + 1))
+        for lever in chosen[1:]:
+            cells = []
+            for kind in kinds:
+                chosen_rows = [i for i, k in enumerate(pooled_kinds) if k == kind]
+                mean, low, high = paired_interval(
+                    [pooled["defaults"][i] for i in chosen_rows],
+                    [pooled[lever][i] for i in chosen_rows],
+                    [strata[i] for i in chosen_rows],
+                )
+                cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+            out(f"| {lever} | " + " | ".join(cells) + " |")
     return 0
 
 

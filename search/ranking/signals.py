@@ -90,6 +90,7 @@ def apply_signals(
     usage_docs_boost: float = 0.0,
     query_words: Sequence[str] = (),
     path_boost: float = 0.0,
+    name_boost: float = 0.0,
     top: int = 30,
 ) -> tuple[list[FusedCandidate], dict[str, int]]:
     """The best ``top`` candidates after the signals, re-ranked; and what each signal touched.
@@ -106,11 +107,11 @@ def apply_signals(
             elif fact.is_doc and demote_docs < 1:
                 candidate.score *= demote_docs
     if live and path_boost > 0 and query_words:
-        wanted = {_singular(word) for word in query_words}
         lead = max(c.score for c in live)
         lifted = 0
         for candidate in live:
-            if wanted & _path_words(facts[candidate.chunk_id].path):
+            named = _path_words(facts[candidate.chunk_id].path)
+            if any(same_word(q, w) for q in query_words for w in named):
                 candidate.score += path_boost * lead
                 lifted += 1
         touched["path_named"] = lifted
@@ -138,6 +139,20 @@ def apply_signals(
             if (prefer_tests and fact.is_test) or (prefer_docs and fact.is_doc):
                 candidate.score += intent_boost * lead
                 touched["intended"] += 1
+    if live and name_boost > 0 and query_words:
+        asked = list(dict.fromkeys(query_words))
+        lead = max(c.score for c in live)
+        name_lifted = 0
+        for candidate in live:
+            symbol = facts[candidate.chunk_id].symbol
+            if not symbol:
+                continue
+            words = [w for w in split_identifier(symbol) if len(w) >= 3]
+            matched = sum(1 for q in asked if any(same_word(q, w) for w in words))
+            if matched:
+                candidate.score += name_boost * lead * matched / len(asked)
+                name_lifted += 1
+        touched["name_words"] = name_lifted
     if live and usage_docs and usage_docs_boost > 0 and not prefer_docs:
         lead = max(c.score for c in live)
         for candidate in live:
@@ -209,3 +224,17 @@ def widened_scope(scope: ScopeApplied, demote: dict[str, float]) -> ScopeApplied
         include_tests=scope.include_tests or "tests" in demote,
         include_docs=scope.include_docs or "docs" in demote,
     )
+
+
+def same_word(a: str, b: str) -> bool:
+    """Two words that differ by an ending only (``registered`` / ``register``, ``blueprints``
+    / ``blueprint``, ``signed`` / ``sign``): they share all but two letters of the shorter one,
+    and at least four."""
+    if a == b:
+        return True
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return common >= max(4, min(len(a), len(b)) - 2) and abs(len(a) - len(b)) <= 3
