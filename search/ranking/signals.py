@@ -229,7 +229,7 @@ def widened_scope(scope: ScopeApplied, demote: dict[str, float]) -> ScopeApplied
 def same_word(a: str, b: str) -> bool:
     """Two words that differ by an ending only (``registered`` / ``register``, ``blueprints``
     / ``blueprint``, ``signed`` / ``sign``): they share all but two letters of the shorter one,
-    and at least four."""
+    and at least four (so short words collide: ``read`` / ``ready``)."""
     if a == b:
         return True
     common = 0
