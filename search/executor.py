@@ -126,6 +126,7 @@ class SearchExecutor:
                     "docs": scope.docs_reason,
                     "prefer_tests": scope.prefer_tests,
                     "prefer_docs": scope.prefer_docs,
+                    **({"soft_scope": demote} if demote else {}),
                 },
             )
         )

@@ -104,3 +104,28 @@ def test_check_questions_search_the_tests_only_when_asked_to() -> None:
     scope = resolve_scope(SearchRequest(query=query, tests_for_check_questions=True))
     assert scope.include_tests and scope.tests_reason == "check question ('verified')"
     assert not scope.prefer_tests  # included, not preferred
+
+
+@pytest.mark.django_db
+def test_soft_scope_brings_the_test_back_below_the_code_and_says_so() -> None:
+    from search.executor import SearchExecutor
+    from tests.search.corpus import Piece, SourceDoc, indexed_repository
+    from tests.search.test_intent_ranking import CODE, TEST
+
+    indexed_repository(
+        "confkit",
+        [
+            SourceDoc("confkit/env.py", [Piece(CODE, "load_config_from_env")]),
+            SourceDoc(
+                "tests/test_env.py", [Piece(TEST, "test_prefixed_environment")], is_test=True
+            ),
+        ],
+    )
+    query = "load config from env with a prefix"
+    plain = SearchExecutor().run(SearchRequest(query=query, use_vector=False, left_out_weight=0))
+    assert [h.file_path for h in plain.hits] == ["confkit/env.py"]
+    soft = SearchExecutor().run(SearchRequest(query=query, use_vector=False, soft_scope=0.5))
+    assert [h.file_path for h in soft.hits] == ["confkit/env.py", "tests/test_env.py"]
+    scope = next(s for s in soft.trace if s.name == "scope")
+    assert scope.detail["soft_scope"] == {"tests": 0.5, "docs": 0.5}
+    assert soft.hits[1].fusion_score < soft.hits[0].fusion_score
