@@ -45,6 +45,7 @@ from search.types import ScopeApplied
 
 FILE_EVIDENCE_CHUNKS = 3
 PATH_DIRECTORIES = False  # path_boost: also the directory names, not only the file's stem
+NAME_DOCS_ONLY = False  # name_boost: only documentation chunks (their symbol is the heading)
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def apply_signals(
         name_lifted = 0
         for candidate in live:
             symbol = facts[candidate.chunk_id].symbol
-            if not symbol:
+            if not symbol or (NAME_DOCS_ONLY and not facts[candidate.chunk_id].is_doc):
                 continue
             words = [w for w in split_identifier(symbol) if len(w) >= 3]
             matched = sum(1 for q in asked if any(same_word(q, w) for w in words))
