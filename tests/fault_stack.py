@@ -66,6 +66,9 @@ class FaultStack(WatchesJobs):
             REPO_SEARCH_ALLOW_PRIVATE_HOSTS="1",
             # A starting worker looks for the jobs a killed one lost after 3 s, not 15.
             REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS="3",
+            # A killed pool child's repository lock frees itself after 20 s, not 90: the
+            # redelivered task waits that long (renewed every 7 s while its holder lives).
+            REPO_SEARCH_LOCK_TTL_SECS="20",
         )
         self.data_dir = Path(self.env["REPO_SEARCH_DATA_DIR"])
         self.worker: subprocess.Popen[bytes] | None = None
