@@ -115,10 +115,7 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
     fetching = started
     with staging_area(target) as staging:
         try:
-            with clone_slot(
-                ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
-                wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
-            ):
+            with clone_slot(wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS):
                 fetching = time.monotonic()
                 check_alive(job_id)
                 result = _fetch_into(staging, target, repository, limits)
