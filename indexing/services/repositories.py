@@ -238,6 +238,8 @@ def reindex_repository(repository: Repository) -> tuple[IndexJob, bool]:
         locked = Repository.objects.select_for_update().get(pk=repository.pk)
         running = active_job(locked)
         if running is not None:
+            if running.branch_id is not None:  # another branch's job: the default's comes next
+                Repository.objects.filter(pk=locked.pk).update(reindex_pending=True)
             return running, False
         kind = JobKind.INCREMENTAL if locked.active_generation else JobKind.FULL
         job = IndexJob.objects.create(repository=locked, kind=kind)
