@@ -13,6 +13,7 @@ import logging
 import socket
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from dulwich.refs import Ref
 
@@ -105,7 +106,7 @@ def remote_tip(
         return RemoteTip(commit_sha=sha.decode("ascii"), branch=resolved, seconds=guard.elapsed_s)
 
 
-def remote_branches(
+def remote_heads(
     url: str,
     *,
     timeout_s: float,
@@ -115,8 +116,9 @@ def remote_branches(
     token_username: str = DEFAULT_TOKEN_USERNAME,
     token_hosts: Collection[str] | None = None,
     resolve: Resolver = socket.getaddrinfo,
-) -> list[str]:
-    """Names of the remote's branches (``refs/heads/*``), sorted, from the advertisement only."""
+) -> dict[str, str]:
+    """Each of the remote's branches (``refs/heads/*``) and its tip, from the advertisement only
+    (one request for every branch of a repository)."""
     checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
     with TransferGuard(
         timeout_s=timeout_s,
@@ -136,8 +138,13 @@ def remote_branches(
                 raise
             raise error from exc
         client.close()
-    return sorted(
-        name[len(b"refs/heads/") :].decode("utf-8", "replace")
-        for name in result.refs
-        if name.startswith(b"refs/heads/")
-    )
+    return {
+        name[len(b"refs/heads/") :].decode("utf-8", "replace"): sha.decode("ascii")
+        for name, sha in result.refs.items()
+        if name.startswith(b"refs/heads/") and sha
+    }
+
+
+def remote_branches(url: str, **options: Any) -> list[str]:
+    """Names of the remote's branches, sorted (``remote_heads``' options)."""
+    return sorted(remote_heads(url, **options))

@@ -135,6 +135,20 @@ def set_branches(
     return left_out
 
 
+def match_branch_globs(repository_id: UUID) -> None:
+    """Match the repository's globs against the remote's branches again (after the default
+    branch's index); a remote that cannot be listed now is left to the next poll."""
+    from indexing.git.errors import GitFetchError
+
+    repository = Repository.objects.filter(pk=repository_id).first()
+    if repository is None or not any(is_glob(spec) for spec in repository.branch_specs):
+        return
+    try:
+        set_branches(repository, repository.branch_specs)
+    except GitFetchError as error:
+        logger.warning("repository=%s branch globs not matched: %s", repository_id, error)
+
+
 def _active_job(repository: Repository) -> IndexJob | None:
     return repository.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
 

@@ -71,7 +71,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
     chunks have no vector yet, and the repository stays ready for full-text search.
     """
-    from indexing.services.branches import queue_next_branch
+    from indexing.services.branches import match_branch_globs, queue_next_branch
     from indexing.services.vectors import (
         count_embedded,
         count_embedded_generation,
@@ -151,4 +151,6 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
         )  # fmt: skip
     except jobs.IllegalTransition as error:  # it ended meanwhile (reaped, cancelled): keep that
         raise JobCancelled(str(error)) from error
+    if job.branch_id is None:  # the default branch's clone is there: match the globs again
+        match_branch_globs(repository.pk)
     queue_next_branch(repository.pk)
