@@ -333,5 +333,6 @@ def _delete_rows(repository: Repository) -> None:
             "DELETE FROM indexing_chunkembedding WHERE repository_id = %s", [repository.pk]
         )
         cursor.execute("DELETE FROM indexing_chunk WHERE repository_id = %s", [repository.pk])
+        cursor.execute("DELETE FROM indexing_sharedfile WHERE repository_id = %s", [repository.pk])
         cursor.execute("DELETE FROM indexing_sourcefile WHERE repository_id = %s", [repository.pk])
         repository.delete()

@@ -187,3 +187,18 @@ def test_branch_specs_are_checked_and_capped() -> None:
         with pytest.raises(InvalidRepositoryInput) as refused:
             clean_branch_specs(["a", "b", "c"])
         assert "REPO_SEARCH_MAX_BRANCHES=3" in refused.value.message
+
+
+@pytest.mark.django_db
+def test_deleting_the_repository_removes_every_branch(tmp_path: Path) -> None:
+    from indexing.services.repositories import delete_repository
+
+    path, _ = _mirror(tmp_path)
+    repository = index(path)
+    _index_release(repository)
+
+    delete_repository(repository)
+
+    assert not Repository.objects.exists()
+    for model in (SourceFile, Chunk, SharedFile, IndexedBranch):
+        assert not model.objects.exists(), model
