@@ -40,17 +40,9 @@ def live_generations(repository_id: UUID) -> list[int]:
 
 
 def next_generation(repository_id: UUID) -> int:
-    """A generation number no branch of the repository uses (nor any row left behind)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT greatest("
-            " (SELECT active_generation FROM indexing_repository WHERE id = %s),"
-            " (SELECT max(generation) FROM indexing_indexedbranch WHERE repository_id = %s),"
-            " (SELECT max(generation) FROM indexing_sourcefile WHERE repository_id = %s))",
-            [repository_id, repository_id, repository_id],
-        )
-        row = cursor.fetchone()
-    return int(row[0] or 0) + 1
+    """The next generation number: above every branch's live one. Rows a crashed run left
+    under it are discarded before the new run writes (``discard_unfinished_generations``)."""
+    return max(live_generations(repository_id), default=0) + 1
 
 
 def stored_files(repository_id: UUID) -> set[tuple[str, str]]:
