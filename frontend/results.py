@@ -385,7 +385,7 @@ def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> l
     for key, noun in (("include_tests", "tests"), ("include_docs", "docs")):
         value = request.get(key)
         if value is None:
-            parts.append(f"{noun} only if the query is about them")
+            parts.append(f"{noun} ranked below code unless the query is about them")
         else:
             parts.append(f"{noun} {'included' if value else 'left out'}")
     return parts

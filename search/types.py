@@ -36,6 +36,7 @@ class SearchRequest:
     include_tests: bool | None = None  # None: automatic (included when the query is about tests)
     include_docs: bool | None = None  # None: automatic (included when the query is about docs)
     docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
+    tests_for_check_questions: bool = False  # automatic tests also for "is it verified ..."
 
     # Retrieval
     fulltext_ranking: FulltextRanking = "bm25"
@@ -59,6 +60,13 @@ class SearchRequest:
     # would have had unscoped (search.ranking.left_out); 0: they stay out.
     left_out_weight: float = 0.5
     left_out_best_rank: int = 0  # ... and only when they would rank this high in a list (0: any)
+    # Measured levers, off by default (docs/evaluation.md, issue 16 third round):
+    soft_scope: float = 0.0  # >0: tests/docs left out by default are searched, fused x this
+    usage_docs_boost: float = 0.0  # docs included for a usage question gain this x the best
+    path_boost: float = 0.0  # a prose query's word naming the chunk's file: this x the best
+    name_boost: float = 0.0  # ... x the share of the query's words in the chunk's symbol
+    left_out_agree_rank: int = 0  # left-out chunks this high in both lists weigh ...
+    left_out_agree_weight: float = 1.0  # ... this much instead of left_out_weight
 
     # Expansion and rerank
     expansion_count: int = 2

@@ -29,7 +29,6 @@ _EXTEND = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end"
     " return 0"
 )
-LOCK_TTL_SECS = 90
 
 
 class LockBusy(Exception):
@@ -49,7 +48,7 @@ def client() -> redis.Redis:
 def repository_lock(
     repository_id: object,
     job_id: int | str,
-    ttl_seconds: int = LOCK_TTL_SECS,
+    ttl_seconds: int | None = None,
     wait_seconds: float = 0.0,
 ) -> Iterator[None]:
     """Hold the repository's lock for the block; raise ``LockBusy`` if another run holds it.
@@ -57,11 +56,12 @@ def repository_lock(
     The lock belongs to one run of a stage, not to the job: a second delivery of the same task
     (the broker's visibility timeout passed while it ran) finds it held and waits instead of
     running the stage beside the first. A short TTL, renewed by a background thread while the
-    block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``), and the
-    job's resumed or redelivered task takes it then.
+    block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``, default
+    ``REPO_SEARCH_LOCK_TTL_SECS``), and the job's resumed or redelivered task takes it then.
     """
     key = f"reposearch:lock:repository:{repository_id}"
     token = f"job:{job_id}:{uuid.uuid4().hex}"
+    ttl_seconds = ttl_seconds or settings.REPO_SEARCH_LOCK_TTL_SECS
     redis_client = client()
     deadline = time.monotonic() + wait_seconds
     while not redis_client.set(key, token, nx=True, ex=ttl_seconds):

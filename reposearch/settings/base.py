@@ -70,6 +70,9 @@ REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
 REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS = env.positive_int(
     "REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS", 15
 )
+# A repository's lock in Redis lives this long unless its holder renews it (every third of it):
+# the time a redelivered task waits for a vanished worker's lock.
+REPO_SEARCH_LOCK_TTL_SECS = env.positive_int("REPO_SEARCH_LOCK_TTL_SECS", 90)
 REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
     "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
 )

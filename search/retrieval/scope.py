@@ -77,6 +77,11 @@ NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocki
 # or "how to ..." is a usage question: documentation may answer it, so it is searched too --
 # included, not preferred (code still answers most of them).
 USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
+# Measured, off by default (``tests_for_check_questions``): a question about checking a
+# behaviour ("is it verified that ...") also searches the tests -- included, not preferred.
+CHECK_WORDS = frozenset(
+    {"verify", "verifies", "verified", "checked", "ensures", "ensured", "asserted", "asserts"}
+)
 LEFT_OUT_BY_DEFAULT = "left out by default"
 LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
@@ -130,6 +135,10 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
         word = query_mentions(request.query, vocabulary)
         if word:
             return True, f"query mentions {word!r}"
+        if vocabulary is TEST_WORDS and request.tests_for_check_questions:
+            check = query_mentions(request.query, CHECK_WORDS)
+            if check:
+                return True, f"check question ({check!r})"
         if vocabulary is DOC_WORDS and request.docs_for_usage_questions:
             usage = usage_question(request.query)
             if usage:
