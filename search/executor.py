@@ -109,7 +109,7 @@ class SearchExecutor:
         demote = soft_scope_demotion(scope, request.soft_scope)
         scope_filter = build_scope_filter(
             widened_scope(scope, demote),
-            scope_repositories(request.repo_ids, request.viewer),
+            scope_repositories(request.repo_ids, request.viewer, request.branches),
             request.exclude_path_globs,
             request.exclude_languages,
         )
@@ -174,7 +174,7 @@ class SearchExecutor:
             )
             candidates, touched = apply_signals(
                 fused,
-                chunk_facts([c.chunk_id for c in fused]),
+                chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql),
                 prefer_tests=scope.prefer_tests,
                 prefer_docs=scope.prefer_docs,
                 intent_boost=request.intent_boost,
@@ -199,7 +199,7 @@ class SearchExecutor:
                 stage.set("ran", left_out={"lists": len(left_out_lists), "added": left_out_added})
             if not lists:
                 stage.set("skipped", "no retrieval list to fuse")
-        hits = hydrate_hits(candidates)
+        hits = hydrate_hits(candidates, scope_filter)
         candidates = [c for c in candidates if c.chunk_id in hits]
         rerank_scores = self._rerank(request, candidates, hits, trace)
         with record_stage(trace, "blend") as stage:

@@ -27,6 +27,8 @@ class SearchRequest:
     use_rerank: bool = False
     use_expansion: bool = False
     repo_ids: list[UUID] | None = None  # None: every ready repository
+    # Branch names or globs ("*": every indexed branch); None: each repository's default branch
+    branches: list[str] | None = None
     languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
     path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
     exclude_path_globs: list[str] | None = None  # "-file:" of the query language
@@ -100,6 +102,7 @@ class SearchHit:
     is_doc: bool = False
     branch: str = ""  # freshness: the branch and time of the repository's live generation
     indexed_at: datetime | None = None
+    branches: list[str] = field(default_factory=list)  # branches in scope holding this chunk
     bm25_score: float | None = None  # best full-text score over the queries' lists
     vector_score: float | None = None  # best cosine similarity over the queries' lists
     combined_score: float = 0.0  # the final ordering score (fusion, or the blend after rerank)

@@ -174,11 +174,15 @@ def _stale_generations(report: DoctorReport, repair: bool, busy: set[Any]) -> No
         cursor.execute(
             "SELECT c.repository_id, count(*) FROM indexing_chunk c"
             " JOIN indexing_repository r ON r.id = c.repository_id"
-            " WHERE c.generation <> r.active_generation GROUP BY c.repository_id"
+            " WHERE c.generation <> r.active_generation AND NOT EXISTS (SELECT 1 FROM"
+            " indexing_indexedbranch b WHERE b.repository_id = c.repository_id"
+            " AND b.generation = c.generation) GROUP BY c.repository_id"
             " UNION ALL"
             " SELECT f.repository_id, 0 FROM indexing_sourcefile f"
             " JOIN indexing_repository r ON r.id = f.repository_id"
-            " WHERE f.generation <> r.active_generation GROUP BY f.repository_id"
+            " WHERE f.generation <> r.active_generation AND NOT EXISTS (SELECT 1 FROM"
+            " indexing_indexedbranch b WHERE b.repository_id = f.repository_id"
+            " AND b.generation = f.generation) GROUP BY f.repository_id"
         )
         counts: dict[Any, int] = {}
         for repository_id, chunks in cursor.fetchall():
@@ -200,28 +204,13 @@ def _stale_generations(report: DoctorReport, repair: bool, busy: set[Any]) -> No
 
 
 def _delete_other_generations(repository_id: Any) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
-        live = (
-            Repository.objects.select_for_update()
-            .filter(pk=repository_id)
-            .values_list("active_generation", flat=True)
-            .first()
-        )
-        if live is None:
-            return
-        cursor.execute(
-            "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
-            " WHERE repository_id = %s AND generation <> %s)",
-            [repository_id, live],
-        )
-        cursor.execute(
-            "DELETE FROM indexing_chunk WHERE repository_id = %s AND generation <> %s",
-            [repository_id, live],
-        )
-        cursor.execute(
-            "DELETE FROM indexing_sourcefile WHERE repository_id = %s AND generation <> %s",
-            [repository_id, live],
-        )
+    """Delete rows of generations no branch has live (every branch's live rows stay)."""
+    from indexing.services.branch_generations import discard_unfinished_generations
+
+    with transaction.atomic():
+        locked = Repository.objects.select_for_update().filter(pk=repository_id).first()
+        if locked is not None:
+            discard_unfinished_generations(repository_id)
 
 
 def _orphan_vectors(report: DoctorReport, repair: bool, busy: set[Any]) -> None:

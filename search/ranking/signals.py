@@ -56,19 +56,20 @@ class ChunkFacts:
     symbol: str = ""  # normalised (search.retrieval.query.normalise_symbol)
 
 
-_FACTS_SQL = f"""
+_FACTS_SQL = """
     SELECT c.id, c.repository_id::text || '/' || c.path, c.is_test, c.is_doc, c.symbol
-    FROM indexing_chunk c {LIVE_CHUNKS_SQL}
+    FROM indexing_chunk c {live}
     WHERE c.id = ANY(%s)
-"""  # noqa: S608
+"""
 
 
-def chunk_facts(chunk_ids: Sequence[int]) -> dict[int, ChunkFacts]:
-    """Path (per repository) and test/doc flags of live chunks, by id."""
+def chunk_facts(chunk_ids: Sequence[int], live: str = LIVE_CHUNKS_SQL) -> dict[int, ChunkFacts]:
+    """Path (per repository) and test/doc flags of live chunks, by id (``live``: the scope's
+    live-chunks join, ``search.retrieval.scope.live_chunks_sql``)."""
     if not chunk_ids:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute(_FACTS_SQL, [list(chunk_ids)])
+        cursor.execute(_FACTS_SQL.format(live=live), [list(chunk_ids)])
         return {
             int(cid): ChunkFacts(path, is_test, is_doc, normalise_symbol(symbol or ""))
             for cid, path, is_test, is_doc, symbol in cursor.fetchall()
