@@ -51,7 +51,7 @@ def annotated_repositories(repositories: QuerySet[Repository] | None = None) -> 
     )
     rows: list[Repository] = list(
         (repositories if repositories is not None else Repository.objects.all())
-        .prefetch_related("visible_to_groups")
+        .prefetch_related("visible_to_groups", "indexed_branches")
         .annotate(
             live_vectors=_count_per_repository(vectors),
             pending_summary_calls=Case(

@@ -101,6 +101,13 @@ def search_code(
         str | None, Field(description="next_cursor of an earlier answer: the next page.")
     ] = None,
     max_tokens: Annotated[int | None, Field(description=BUDGET)] = None,
+    branch: Annotated[
+        str | None,
+        Field(
+            description="Search this indexed branch (a name or glob like release/*; * for "
+            "every branch; default: each repository's default branch). Semantic search only."
+        ),
+    ] = None,
 ) -> Answer:
     """Search the indexed code. Hybrid (plain text): hits with location (path:start-end),
     symbol, snippet, best first, 'semantic' when similar but without the words. Exact/regex:
@@ -118,6 +125,7 @@ def search_code(
         mode,
         cursor,
         max_tokens,
+        branch,
     )
 
 

@@ -38,7 +38,7 @@ from search.mcp.exact_answer import (
     file_names_answer,
 )
 from search.mcp.hybrid_answer import hybrid_answer
-from search.retrieval.scope import InvalidGlob, UnknownRepositories
+from search.retrieval.scope import InvalidGlob, UnknownBranch, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
     "k": 8,
@@ -64,6 +64,20 @@ def _repositories_hint(viewer: Viewer) -> str:
     names = list(visible_repositories(viewer).order_by("name").values_list("name", flat=True)[:20])
     listed = ", ".join(repr(n) for n in names) if names else "none are indexed yet"
     return f"a repository name or id from list_repositories ({listed})"
+
+
+def _branches_hint(viewer: Viewer) -> str:
+    from indexing.models import IndexedBranch
+
+    visible = visible_repositories(viewer)
+    names = {*visible.values_list("branch", flat=True)}
+    names |= set(
+        IndexedBranch.objects.filter(repository__in=visible, generation__gt=0).values_list(
+            "name", flat=True
+        )
+    )
+    listed = ", ".join(repr(n) for n in sorted(n for n in names if n)[:20]) or "none yet"
+    return f"an indexed branch ({listed}), a glob such as 'release/*', or '*'"
 
 
 def resolve_repository(repo: str, viewer: Viewer) -> Repository:
@@ -122,6 +136,7 @@ def search_code(
     mode: str | None = None,
     cursor: str | None = None,
     max_tokens: int | None = None,
+    branch: str | None = None,
     *,
     viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
@@ -150,6 +165,10 @@ def search_code(
     if mode not in MODES:
         raise ToolInputError("invalid_mode", f"mode={mode!r} is unknown", " | ".join(MODES))
     repo_ids = [resolve_repository(repo, viewer).pk] if repo is not None else None
+    if branch is not None and (not isinstance(branch, str) or not branch.strip()):
+        raise ToolInputError(
+            "invalid_branch", "branch must be a branch name", "e.g. 'main', 'release/*' or '*'"
+        )
     request = contract.search_request(
         {
             "query": query.strip(),
@@ -158,6 +177,7 @@ def search_code(
             "repo_ids": repo_ids,
             "include_tests": _choose("include_tests", include_tests),
             "include_docs": _choose("include_docs", include_docs),
+            "branches": [branch.strip()] if branch is not None else None,
         },
         viewer=viewer,
     )
@@ -165,6 +185,8 @@ def search_code(
         outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
     except QueryRejected as exc:
         raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
+    except UnknownBranch as exc:
+        raise ToolInputError("unknown_branch", str(exc), _branches_hint(viewer)) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:
