@@ -19,6 +19,10 @@
   of a generation left behind) — the vector index still holds them, and a nearest-neighbour
   search spends candidates on them — repair: delete them (the embed stage's own prune).
   Checked only while no job is in flight: a swap frees vectors its embed stage prunes later;
+* ``missing_search_stats``: an indexed repository whose live generation has chunks but no
+  full-text statistics (term postings, facet counts): an upgrade that dropped lists of an old
+  format (``search.0005``), a refresh that failed after a swap — its full text is ranked on the
+  fly, slower and over a capped candidate set — repair: rebuild them;
 * ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
   to ready (it has a live generation) or failed (it never had one);
 * ``orphan_job``: an unfinished job silent for ``job_grace`` whose task neither a live worker
@@ -240,6 +244,33 @@ def _orphan_vectors(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
         report.findings.append(finding)
 
 
+def _missing_search_stats(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT r.id FROM indexing_repository r WHERE r.active_generation > 0"
+            " AND EXISTS (SELECT 1 FROM indexing_chunk c WHERE c.repository_id = r.id"
+            " AND c.generation = r.active_generation) AND NOT EXISTS (SELECT 1 FROM"
+            " search_chunkfacetstat s WHERE s.repository_id = r.id"
+            " AND s.generation = r.active_generation)"
+        )
+        missing = [row[0] for row in cursor.fetchall()]
+    for repository in Repository.objects.filter(pk__in=missing).order_by("name"):
+        if repository.pk in busy:
+            continue  # its job's swap refreshes them
+        finding = Finding(
+            "missing_search_stats",
+            "its live generation has no full-text statistics (ranked on the fly, slower)",
+            str(repository.pk),
+            repository.name,
+        )
+        if repair:
+            refresh_search_stats(repository.pk)
+            finding.repaired, finding.action = True, "rebuilt the term postings and counts"
+        report.findings.append(finding)
+
+
 def _stuck_statuses(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
     stuck = Repository.objects.filter(status=RepositoryStatus.INDEXING).exclude(pk__in=busy)
     for repository in stuck.order_by("name"):
@@ -316,6 +347,7 @@ def examine(
     _missing_clones(report, repair, busy, requeue)
     _stale_generations(report, repair, busy)
     _orphan_vectors(report, repair, busy)  # after the generations: their vectors are freed
+    _missing_search_stats(report, repair, busy)
     _stuck_statuses(report, repair, busy)
     for finding in report.findings:
         logger.warning(

@@ -15,7 +15,7 @@ class Command(BaseCommand):
     help = (
         "Find drift between the database and the data directory (clones without rows, what "
         "killed fetches left, rows without clones, generations left behind, vectors no chunk "
-        "uses, stuck statuses, jobs no worker runs); "
+        "uses, missing full-text statistics, stuck statuses, jobs no worker runs); "
         "--repair fixes what it finds."
     )
 
