@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from indexing import progress as job_progress
 from indexing.models import IndexJob, Repository
+from indexing.selectors import indexed_branch_summaries
 from indexing.services.visibility import visibility_group_names
 from reposearch.api_serializers import (
     StrictBooleanField,
@@ -186,23 +187,7 @@ class RepositorySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_indexed_branches(self, repository: Repository) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": b.name,
-                "commit": b.last_indexed_commit,
-                "indexed_at": b.last_indexed_at.isoformat() if b.last_indexed_at else None,
-                "file_count": b.file_count,
-                "chunk_count": b.chunk_count,
-                "shared_file_count": b.shared_file_count,
-                "remote_tip": b.remote_tip,
-                "behind": (b.remote_tip != b.last_indexed_commit)
-                if b.remote_tip and b.last_indexed_commit
-                else None,
-                "pending": b.pending,
-                "error": b.error,
-            }
-            for b in repository.indexed_branches.all()
-        ]
+        return indexed_branch_summaries(repository)
 
     def get_vectors(self, repository: Repository) -> int:
         return int(repository.live_vectors)  # type: ignore[attr-defined]

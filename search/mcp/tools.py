@@ -19,6 +19,7 @@ from typing import Any
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
+from indexing.selectors import indexed_branch_summaries
 from search import contract
 from search.exact.cursor import MAX_CURSOR_CHARS
 from search.exact.dispatch import MODES, SearchCall, run_search
@@ -224,7 +225,8 @@ def list_repositories(*, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: 
 
 def repository_status(repo: str, *, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: B008
     """How fresh one repository's index is: the indexed commit and when, the remote's tip at
-    the last check, whether the remote has moved on, and the job in progress."""
+    the last check, whether the remote has moved on, the job in progress, and the same for
+    each other branch indexed (``branches``)."""
     r = resolve_repository(repo, viewer)
     job = r.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
     return {
@@ -242,6 +244,7 @@ def repository_status(repo: str, *, viewer: Viewer = Viewer()) -> dict[str, Any]
         "poll_error": r.poll_error,
         "behind": r.behind,
         "job": None if job is None else {"id": job.pk, "kind": job.kind, "state": job.state},
+        "branches": indexed_branch_summaries(r),
     }
 
 
