@@ -17,7 +17,7 @@ from django.db.models import Q
 from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
 from frontend.permalinks import Permalinks, blob_url
-from indexing.models import Chunk, Repository
+from indexing.models import Chunk, IndexedBranch, Repository
 from indexing.upstream_urls import upstream_file_url
 
 SNIPPET_MAX_LINES = 14
@@ -54,6 +54,7 @@ class ResultView:
     upstream_url: str | None
     match_count: int | None = None  # exact/regex hits: matching lines in the file
     semantic: bool = False  # hybrid hits found by the vector lists alone (not the words)
+    branch: str = ""  # a branch other than the repository's default one (a branch search)
 
     @property
     def location(self) -> str:
@@ -223,6 +224,9 @@ def build_results(
                 else None,
                 match_count=_int(item.get("match_count"), 0) if "match_count" in item else None,
                 semantic=item.get("semantic") is True,
+                branch=_text(item.get("branch"))
+                if repository and _text(item.get("branch")) not in ("", repository.branch)
+                else "",
             )
         )
     return views
@@ -271,13 +275,34 @@ def stored_contents(
 ) -> dict[tuple[str, str, int], str]:
     """Chunk texts for results posted without ``content`` (the page leaves it out to keep the
     request small), read from the generation searches see."""
+    on_branches = any(
+        repositories[key].branch != _text(item.get("branch"))
+        for item in results
+        if (key := _text(item.get("repo_id"))) in repositories and item.get("branch")
+    )
+    other = (
+        {
+            (str(repo_id), name): generation
+            for repo_id, name, generation in IndexedBranch.objects.filter(
+                repository__in=list(repositories.values()), generation__gt=0
+            ).values_list("repository_id", "name", "generation")
+        }
+        if on_branches
+        else {}
+    )
     wanted = Q()
     for item in results:
         repository = repositories.get(_text(item.get("repo_id")))
         if item.get("content") is None and repository is not None:
-            wanted |= Q(
+            # A hit of another branch (a branch search): that branch's own or shared rows.
+            generation = other.get((str(repository.pk), _text(item.get("branch"))))
+            live = (
+                Q(generation=repository.active_generation)
+                if generation is None
+                else Q(generation=generation) | Q(file__shared_with__generation=generation)
+            )
+            wanted |= live & Q(
                 repository=repository,
-                generation=repository.active_generation,
                 path=_text(item.get("file_path")),
                 index=_int(item.get("chunk_index"), -1),
             )
@@ -360,7 +385,7 @@ def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> l
     for key, noun in (("include_tests", "tests"), ("include_docs", "docs")):
         value = request.get(key)
         if value is None:
-            parts.append(f"{noun} only if the query is about them")
+            parts.append(f"{noun} ranked below code unless the query is about them")
         else:
             parts.append(f"{noun} {'included' if value else 'left out'}")
     return parts

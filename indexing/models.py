@@ -72,6 +72,14 @@ class Repository(models.Model):
     managed_by_file = models.BooleanField(
         default=False, help_text="Added by the repository file; `prune: true` may remove it."
     )
+    # Many branches (indexing.services.branches): names and globs (``release/*``) indexed beside
+    # ``branch`` (the default, whose generation is ``active_generation``); each resolved branch
+    # is an ``IndexedBranch``. ``reindex_pending``: a default-branch re-index asked for while
+    # another branch's job ran (queued when that job ends).
+    branch_specs = models.JSONField(
+        default=list, blank=True, help_text="More branches to index: names or globs (release/*)."
+    )
+    reindex_pending = models.BooleanField(default=False)
     # Visibility (accounts.visibility): no groups = every account; else members of these only.
     visible_to_groups = models.ManyToManyField(
         "auth.Group",
@@ -102,6 +110,60 @@ class Repository(models.Model):
         if not self.remote_tip or not self.last_indexed_commit:
             return None
         return self.remote_tip != self.last_indexed_commit
+
+
+class IndexedBranch(models.Model):
+    """A branch indexed beside the repository's default one, with its own live generation.
+
+    Its generation's rows are the files (and their chunks) it owns (``SourceFile.generation``)
+    plus those it shares with other generations of the repository (``SharedFile``): content
+    already stored for another branch is referenced, never stored twice. The default branch
+    lives on ``Repository`` itself (``branch``, ``active_generation``) and always owns its rows.
+    """
+
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="indexed_branches"
+    )
+    name = models.CharField(max_length=255)
+    generation = models.PositiveIntegerField(default=0, help_text="0 = not indexed yet.")
+    last_indexed_commit = models.CharField(max_length=64, blank=True)
+    last_indexed_at = models.DateTimeField(null=True, blank=True)
+    file_count = models.PositiveIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
+    shared_file_count = models.PositiveIntegerField(
+        default=0, help_text="Files of its generation stored once for another branch."
+    )
+    remote_tip = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    pending = models.BooleanField(default=False, help_text="A re-index waits for the running job.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "name"], name="unique_indexed_branch"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repository_id}@{self.name}"
+
+
+class SharedFile(models.Model):
+    """Generation ``generation`` of the repository also includes ``file`` (owned by another
+    generation, whose chunks are therefore stored once)."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+    generation = models.PositiveIntegerField()
+    file = models.ForeignKey("SourceFile", on_delete=models.CASCADE, related_name="shared_with")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["generation", "file"], name="unique_shared_file"),
+        ]
+        indexes = [models.Index(fields=["repository", "generation"], name="shared_repo_gen")]
+
+    def __str__(self) -> str:
+        return f"{self.file_id} in generation {self.generation}"
 
 
 class RepositoryFileState(models.Model):
@@ -145,6 +207,14 @@ FINISHED_JOB_STATES = frozenset(
 
 class IndexJob(models.Model):
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="jobs")
+    branch = models.ForeignKey(
+        IndexedBranch,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="jobs",
+        help_text="The indexed branch this job indexes; empty: the default branch.",
+    )
     kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.FULL)
     state = models.CharField(max_length=24, choices=JobState.choices, default=JobState.QUEUED)
     generation = models.PositiveIntegerField(default=0)

@@ -51,7 +51,7 @@ def annotated_repositories(repositories: QuerySet[Repository] | None = None) -> 
     )
     rows: list[Repository] = list(
         (repositories if repositories is not None else Repository.objects.all())
-        .prefetch_related("visible_to_groups")
+        .prefetch_related("visible_to_groups", "indexed_branches")
         .annotate(
             live_vectors=_count_per_repository(vectors),
             pending_summary_calls=Case(
@@ -77,3 +77,25 @@ def annotated_repository(
     rows = repositories if repositories is not None else Repository.objects.all()
     found = annotated_repositories(rows.filter(pk=repository_id))
     return found[0] if found else None
+
+
+def indexed_branch_summaries(repository: Repository) -> list[dict[str, Any]]:
+    """Each branch indexed beside the default one, with its freshness (REST and MCP); reads
+    ``indexed_branches`` prefetched when the caller prefetched them."""
+    return [
+        {
+            "name": b.name,
+            "commit": b.last_indexed_commit,
+            "indexed_at": b.last_indexed_at.isoformat() if b.last_indexed_at else None,
+            "file_count": b.file_count,
+            "chunk_count": b.chunk_count,
+            "shared_file_count": b.shared_file_count,
+            "remote_tip": b.remote_tip,
+            "behind": (b.remote_tip != b.last_indexed_commit)
+            if b.remote_tip and b.last_indexed_commit
+            else None,
+            "pending": b.pending,
+            "error": b.error,
+        }
+        for b in sorted(repository.indexed_branches.all(), key=lambda b: b.name)
+    ]

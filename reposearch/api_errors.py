@@ -29,7 +29,7 @@ from indexing.repository_refs import AmbiguousRepository, RepositoryNotFound
 from indexing.webhooks.providers import BadSignature, WebhookRejected
 from search.ask.service import AskFailed
 from search.exact.errors import QueryRejected
-from search.retrieval.scope import InvalidGlob, UnknownRepositories
+from search.retrieval.scope import InvalidGlob, UnknownBranch, UnknownRepositories
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,11 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
         status.HTTP_404_NOT_FOUND,
         code="unknown_repository",
         details=lambda exc: {"repo_ids": [str(i) for i in exc.ids]},
+    ),
+    UnknownBranch: DomainError(
+        status.HTTP_404_NOT_FOUND,
+        code="unknown_branch",
+        details=lambda exc: {"branches": list(exc.branches)},
     ),
     InvalidGlob: DomainError(
         status.HTTP_400_BAD_REQUEST,

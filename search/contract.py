@@ -38,8 +38,9 @@ REQUEST_FIELDS = {
     "paths": "path_globs",
     "include_tests": "include_tests",
     "include_docs": "include_docs",
+    "branches": "branches",
 }
-LIST_FIELDS = frozenset({"repo_ids", "languages", "paths"})
+LIST_FIELDS = frozenset({"repo_ids", "languages", "paths", "branches"})
 
 
 def search_request(

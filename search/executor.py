@@ -29,7 +29,13 @@ from django.db import connection
 from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
 from search.ranking.left_out import QueryMemoEmbedder, place_left_out
 from search.ranking.rerank import RerankCandidate, rerank_candidates
-from search.ranking.signals import apply_signals, chunk_facts
+from search.ranking.signals import (
+    apply_signals,
+    chunk_facts,
+    content_words,
+    soft_scope_demotion,
+    widened_scope,
+)
 from search.retrieval.expansion import expand_query
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import hydrate_hits
@@ -100,9 +106,10 @@ class SearchExecutor:
         # Bad input (unknown repositories, unusable globs) raises: it is the caller's error.
         scope_started = time.perf_counter()
         scope = resolve_scope(request)
+        demote = soft_scope_demotion(scope, request.soft_scope)
         scope_filter = build_scope_filter(
-            scope,
-            scope_repositories(request.repo_ids, request.viewer),
+            widened_scope(scope, demote),
+            scope_repositories(request.repo_ids, request.viewer, request.branches),
             request.exclude_path_globs,
             request.exclude_languages,
         )
@@ -119,6 +126,7 @@ class SearchExecutor:
                     "docs": scope.docs_reason,
                     "prefer_tests": scope.prefer_tests,
                     "prefer_docs": scope.prefer_docs,
+                    **({"soft_scope": demote} if demote else {}),
                 },
             )
         )
@@ -126,7 +134,7 @@ class SearchExecutor:
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
         left_out_filter = None
-        if request.left_out_weight > 0:
+        if request.left_out_weight > 0 and not demote:
             left_out_filter = build_left_out_filter(
                 scope,
                 scope_filter.repositories,
@@ -157,6 +165,8 @@ class SearchExecutor:
                 left_out_lists,
                 weight=request.left_out_weight,
                 best_rank_at_most=request.left_out_best_rank,
+                agree_rank=request.left_out_agree_rank,
+                agree_weight=request.left_out_agree_weight,
                 depth=request.list_depth,
                 k=request.rrf_k,
                 original_weight=request.original_weight,
@@ -164,13 +174,24 @@ class SearchExecutor:
             )
             candidates, touched = apply_signals(
                 fused,
-                chunk_facts([c.chunk_id for c in fused]),
+                chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql),
                 prefer_tests=scope.prefer_tests,
                 prefer_docs=scope.prefer_docs,
                 intent_boost=request.intent_boost,
                 file_evidence=request.file_evidence,
                 identifier=identifier_query(request.query),
                 exact_symbol_boost=request.exact_symbol_boost,
+                demote_tests=demote.get("tests", 1.0),
+                demote_docs=demote.get("docs", 1.0),
+                usage_docs=scope.docs_reason.startswith("usage question"),
+                usage_docs_boost=request.usage_docs_boost,
+                query_words=(
+                    content_words(request.query)
+                    if request.path_boost > 0 or request.name_boost > 0
+                    else ()
+                ),
+                path_boost=request.path_boost,
+                name_boost=request.name_boost,
                 top=request.fusion_top,
             )
             stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)
@@ -178,7 +199,7 @@ class SearchExecutor:
                 stage.set("ran", left_out={"lists": len(left_out_lists), "added": left_out_added})
             if not lists:
                 stage.set("skipped", "no retrieval list to fuse")
-        hits = hydrate_hits(candidates)
+        hits = hydrate_hits(candidates, scope_filter)
         candidates = [c for c in candidates if c.chunk_id in hits]
         rerank_scores = self._rerank(request, candidates, hits, trace)
         with record_stage(trace, "blend") as stage:

@@ -18,9 +18,9 @@ from indexing.models import Repository
 class TermPostings(models.Model):
     """One lexeme's posting list in one repository generation, ordered by BM25 impact.
 
-    ``postings`` packs one 15-byte record per chunk holding the lexeme (``search.retrieval.
-    postings_format.RECORD``: chunk id, token count, twice the field-weighted term frequency, test/doc
-    flags), best single-term impact first, so a search reads only the head of each list
+    ``postings`` packs an 8-byte header and one 8-byte record per chunk holding the lexeme
+    (``search.retrieval.postings_format``: chunk id less the header's, token count, twice the
+    field-weighted term frequency, test/doc flags), best single-term impact first, so a search reads only the head of each list
     (``substring`` of an uncompressed, ``EXTERNAL`` value fetches only the TOAST chunks it
     needs). ``df`` is the list's length: the document frequency BM25 needs.
     """

@@ -49,6 +49,14 @@ class SearchRequestSerializer(StrictSerializer):
     languages = serializers.ListField(
         child=StrictCharField(max_length=32), required=False, allow_null=True, max_length=20
     )
+    branches = serializers.ListField(
+        child=StrictCharField(max_length=255),
+        required=False,
+        allow_null=True,
+        max_length=20,
+        help_text='Branch names or globs ("release/*"); ["*"]: every indexed branch. Left out: '
+        "each repository's default branch. A name no repository has indexed is a 404.",
+    )
     paths = serializers.ListField(
         child=StrictCharField(max_length=300),
         required=False,
@@ -116,6 +124,11 @@ class SearchHitSerializer(serializers.Serializer):
     kind = serializers.CharField()
     commit = serializers.CharField(help_text="The indexed commit this hit comes from.")
     branch = serializers.CharField(help_text="The branch that commit was the tip of.")
+    branches = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Every branch searched that holds this chunk (stored once for all of them).",
+    )
     indexed_at = serializers.DateTimeField(
         allow_null=True, help_text="When that commit's index went live."
     )

@@ -27,6 +27,8 @@ class SearchRequest:
     use_rerank: bool = False
     use_expansion: bool = False
     repo_ids: list[UUID] | None = None  # None: every ready repository
+    # Branch names or globs ("*": every indexed branch); None: each repository's default branch
+    branches: list[str] | None = None
     languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
     path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
     exclude_path_globs: list[str] | None = None  # "-file:" of the query language
@@ -34,6 +36,7 @@ class SearchRequest:
     include_tests: bool | None = None  # None: automatic (included when the query is about tests)
     include_docs: bool | None = None  # None: automatic (included when the query is about docs)
     docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
+    tests_for_check_questions: bool = False  # automatic tests also for "is it verified ..."
 
     # Retrieval
     fulltext_ranking: FulltextRanking = "bm25"
@@ -57,6 +60,13 @@ class SearchRequest:
     # would have had unscoped (search.ranking.left_out); 0: they stay out.
     left_out_weight: float = 0.5
     left_out_best_rank: int = 0  # ... and only when they would rank this high in a list (0: any)
+    # Measured levers, off by default (docs/evaluation.md, issue 16 third round):
+    soft_scope: float = 0.0  # >0: tests/docs left out by default are searched, fused x this
+    usage_docs_boost: float = 0.0  # docs included for a usage question gain this x the best
+    path_boost: float = 0.0  # a prose query's word naming the chunk's file: this x the best
+    name_boost: float = 0.0  # ... x the share of the query's words in the chunk's symbol
+    left_out_agree_rank: int = 0  # left-out chunks this high in both lists weigh ...
+    left_out_agree_weight: float = 1.0  # ... this much instead of left_out_weight
 
     # Expansion and rerank
     expansion_count: int = 2
@@ -92,6 +102,7 @@ class SearchHit:
     is_doc: bool = False
     branch: str = ""  # freshness: the branch and time of the repository's live generation
     indexed_at: datetime | None = None
+    branches: list[str] = field(default_factory=list)  # branches in scope holding this chunk
     bm25_score: float | None = None  # best full-text score over the queries' lists
     vector_score: float | None = None  # best cosine similarity over the queries' lists
     combined_score: float = 0.0  # the final ordering score (fusion, or the blend after rerank)

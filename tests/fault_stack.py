@@ -8,6 +8,7 @@ subprocesses (with the stack's environment) to add repositories, and plain SQL t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -65,6 +66,9 @@ class FaultStack(WatchesJobs):
             REPO_SEARCH_ALLOW_PRIVATE_HOSTS="1",
             # A starting worker looks for the jobs a killed one lost after 3 s, not 15.
             REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS="3",
+            # A killed pool child's repository lock frees itself after 20 s, not 90: the
+            # redelivered task waits that long (renewed every 7 s while its holder lives).
+            REPO_SEARCH_LOCK_TTL_SECS="20",
         )
         self.data_dir = Path(self.env["REPO_SEARCH_DATA_DIR"])
         self.worker: subprocess.Popen[bytes] | None = None
@@ -122,6 +126,20 @@ class FaultStack(WatchesJobs):
         self.worker.wait(30)
         return children
 
+    def kill_pool_children(self) -> list[int]:
+        """SIGKILL the worker's pool processes only (the main process lives on, sees them lost
+        and forks new ones); return the ones killed, once they are gone."""
+        import psutil
+
+        assert self.worker is not None and self.worker.poll() is None
+        children = psutil.Process(self.worker.pid).children(recursive=True)
+        assert children, "the worker had no pool processes"
+        for child in children:
+            child.kill()
+        gone, alive = psutil.wait_procs(children, timeout=20)
+        assert not alive, f"pool processes outlived SIGKILL: {alive}"
+        return [child.pid for child in gone]
+
     def worker_alive(self) -> bool:
         return self.worker is not None and self.worker.poll() is None
 
@@ -143,6 +161,17 @@ class FaultStack(WatchesJobs):
             f"print(add_repository({url!r}).pk)"
         )
         return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+
+    def health(self) -> tuple[int, list[str]]:
+        """What ``GET /api/health`` answers now, asked anonymously as a load balancer would: the
+        status code and the parts it says are down."""
+        code = (
+            "import json\nfrom django.test import Client\n"
+            "response = Client(HTTP_HOST='localhost').get('/api/health')\n"
+            "print(json.dumps([response.status_code, response.json()['down']]))"
+        )
+        status, down = json.loads(self.manage("shell", "-c", code).strip().splitlines()[-1])
+        return int(status), list(down)
 
     def clone_dirs(self) -> set[str]:
         """Entries of the clone directory (``<data>/repos``): one per repository, no leftovers."""

@@ -120,6 +120,38 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)},
     ),
     "stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": True}),
+    # issue 16, third round (search/ranking/signals.py)
+    "soft scope 0.3": ({"soft_scope": 0.3}, {}),
+    "soft scope 0.5": ({"soft_scope": 0.5}, {}),
+    "soft scope 0.7": ({"soft_scope": 0.7}, {}),
+    "soft scope 0.85": ({"soft_scope": 0.85}, {}),
+    "unscoped": ({"soft_scope": 1.0}, {}),
+    "left-out 0.5 best 2": ({"left_out_weight": 0.5, "left_out_best_rank": 2}, {}),
+    "left-out agree 3 x1.0": ({"left_out_agree_rank": 3}, {}),
+    "left-out agree 5 x1.0": ({"left_out_agree_rank": 5}, {}),
+    "left-out agree 3 x2.0": ({"left_out_agree_rank": 3, "left_out_agree_weight": 2.0}, {}),
+    "left-out agree 1 x2.0": ({"left_out_agree_rank": 1, "left_out_agree_weight": 2.0}, {}),
+    "usage docs 0.1": ({"usage_docs_boost": 0.1}, {}),
+    "usage docs 0.25": ({"usage_docs_boost": 0.25}, {}),
+    "usage docs 0.5": ({"usage_docs_boost": 0.5}, {}),
+    "path 0.05": ({"path_boost": 0.05}, {}),
+    "path 0.1": ({"path_boost": 0.1}, {}),
+    "path 0.25": ({"path_boost": 0.25}, {}),
+    "path+dirs 0.1": ({"path_boost": 0.1}, {"search.ranking.signals:PATH_DIRECTORIES": True}),
+    "other lists 0.5": ({}, {"search.ranking.fusion:OTHER_LISTS_SHARE": 0.5}),
+    "other lists 0.75": ({}, {"search.ranking.fusion:OTHER_LISTS_SHARE": 0.75}),
+    "other lists 0.75 k 30": ({"rrf_k": 30}, {"search.ranking.fusion:OTHER_LISTS_SHARE": 0.75}),
+    "check tests": ({"tests_for_check_questions": True}, {}),
+    "name 0.1": ({"name_boost": 0.1}, {}),
+    "name 0.25": ({"name_boost": 0.25}, {}),
+    "name 0.5": ({"name_boost": 0.5}, {}),
+    "name 1.0": ({"name_boost": 1.0}, {}),
+    "heading 0.25": ({"name_boost": 0.25}, {"search.ranking.signals:NAME_DOCS_ONLY": True}),
+    "heading 0.5": ({"name_boost": 0.5}, {"search.ranking.signals:NAME_DOCS_ONLY": True}),
+    "heading 1.0": ({"name_boost": 1.0}, {"search.ranking.signals:NAME_DOCS_ONLY": True}),
+    "file 0.05": ({"file_evidence": 0.05}, {}),
+    "file 0.1 top1": ({"file_evidence": 0.1}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
+    "file 0.2 top1": ({"file_evidence": 0.2}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
     "no stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": False}),
 }
 
@@ -161,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", action="append", required=True, help="NAME=QUERIES.json")
     parser.add_argument("--levers", default="", help="comma-separated subset (default: all)")
+    parser.add_argument(
+        "--variant",
+        default="",
+        help="an index-side lever: run the levers on NAME+VARIANT (index_variant.py), paired"
+        " with the defaults on NAME",
+    )
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     from reposearch.startup import load_settings_or_exit
@@ -178,22 +216,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown lever(s) {unknown}; known: {', '.join(LEVERS)}")
     if "defaults" not in chosen:
         chosen.insert(0, "defaults")
+    if args.variant and chosen == ["defaults"]:
+        chosen.append("defaults" + args.variant)
+        LEVERS["defaults" + args.variant] = LEVERS["defaults"]
     out: Callable[[str], None] = print
     pooled: dict[str, list[float]] = {lever: [] for lever in chosen}
     strata: list[str] = []
+    pooled_kinds: list[str] = []
     for spec in args.corpus:
         name, _, queries_path = spec.partition("=")
         query_set = load_query_set(Path(queries_path))
         repo_id = Repository.objects.get(name=name).pk
+        variant_id = Repository.objects.get(name=name + args.variant).pk if args.variant else None
         kinds = sorted({q.kind for q in query_set.queries})
         strata += [name] * len(query_set.queries)
+        pooled_kinds += [q.kind for q in query_set.queries]
         out(f"\n{name}: {len(query_set.queries)} queries, MRR@{K}")
         out("| lever | MRR | diff [95 % CI] | " + " | ".join(kinds) + " |")
         out("|" + "---|" * (len(kinds) + 3))
         base: list[float] = []
         for lever in chosen:
             overrides, constants = LEVERS[lever]
-            rr = reciprocal_ranks(query_set, repo_id, overrides, constants)
+            on = variant_id if variant_id is not None and lever != "defaults" else repo_id
+            rr = reciprocal_ranks(query_set, on, overrides, constants)
             pooled[lever] += rr
             if lever == "defaults":
                 base = rr
@@ -218,6 +263,20 @@ def main(argv: list[str] | None = None) -> int:
                 mean, low, high = paired_interval(pooled["defaults"], rr, strata)
                 diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
             out(f"| {lever} | {_mean(rr):.3f} | {diff} |")
+        kinds = sorted(set(pooled_kinds))
+        out("\nper kind, pooled: lever - defaults [95 % CI]")
+        out("| lever | " + " | ".join(kinds) + " |\n|" + "---|" * (len(kinds) + 1))
+        for lever in chosen[1:]:
+            cells = []
+            for kind in kinds:
+                chosen_rows = [i for i, k in enumerate(pooled_kinds) if k == kind]
+                mean, low, high = paired_interval(
+                    [pooled["defaults"][i] for i in chosen_rows],
+                    [pooled[lever][i] for i in chosen_rows],
+                    [strata[i] for i in chosen_rows],
+                )
+                cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+            out(f"| {lever} | " + " | ".join(cells) + " |")
     return 0
 
 

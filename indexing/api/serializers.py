@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from indexing import progress as job_progress
 from indexing.models import IndexJob, Repository
+from indexing.selectors import indexed_branch_summaries
 from indexing.services.visibility import visibility_group_names
 from reposearch.api_serializers import (
     StrictBooleanField,
@@ -28,6 +29,17 @@ def _visibility_groups_field() -> serializers.ListField:
     )
 
 
+def _branches_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictCharField(max_length=255),
+        required=False,
+        max_length=100,
+        help_text="More branches to index beside the default one: names or globs "
+        "(release/*), matched against the remote's branches; at most REPO_SEARCH_MAX_BRANCHES "
+        "with the default. [] stops indexing the others (their rows the default uses stay).",
+    )
+
+
 class RepositoryCreateSerializer(StrictSerializer):
     url = StrictCharField(
         max_length=2048,
@@ -43,6 +55,7 @@ class RepositoryCreateSerializer(StrictSerializer):
         help_text="Empty: the remote's default branch. Checked with git's branch-name rules.",
     )
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    branches = _branches_field()
     contextual_summaries = StrictBooleanField(
         required=False,
         default=False,
@@ -53,6 +66,7 @@ class RepositoryCreateSerializer(StrictSerializer):
 
 class RepositoryUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
+    branches = _branches_field()
     visibility_groups = _visibility_groups_field()
     contextual_summaries = StrictBooleanField(required=False)
     poll_interval_secs = StrictIntegerField(
@@ -152,6 +166,12 @@ class RepositorySerializer(serializers.ModelSerializer):
     visibility_groups = serializers.SerializerMethodField(
         help_text="Groups whose members alone may see it; []: every account."
     )
+    branches = serializers.JSONField(
+        source="branch_specs", read_only=True, help_text="Branch names and globs asked for."
+    )
+    indexed_branches = serializers.SerializerMethodField(
+        help_text="The branches indexed beside the default one, each with its freshness."
+    )
 
     class Meta:
         model = Repository
@@ -162,9 +182,12 @@ class RepositorySerializer(serializers.ModelSerializer):
             "vectors_missing", "needs_reembedding",
             "size_bytes", "indexed_bytes", "created_at", "updated_at", "current_job",
             "remote_tip", "last_polled_at", "next_poll_at", "poll_error", "poll_interval_secs",
-            "behind", "visibility_groups", "managed_by_file",
+            "behind", "visibility_groups", "managed_by_file", "branches", "indexed_branches",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def get_indexed_branches(self, repository: Repository) -> list[dict[str, Any]]:
+        return indexed_branch_summaries(repository)
 
     def get_vectors(self, repository: Repository) -> int:
         return int(repository.live_vectors)  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ import logging
 import socket
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from dulwich.refs import Ref
 
@@ -103,3 +104,47 @@ def remote_tip(
             target = result.symrefs.get(Ref(b"HEAD"), b"")
             resolved = target.removeprefix(b"refs/heads/").decode("utf-8") if target else ""
         return RemoteTip(commit_sha=sha.decode("ascii"), branch=resolved, seconds=guard.elapsed_s)
+
+
+def remote_heads(
+    url: str,
+    *,
+    timeout_s: float,
+    allow_private_hosts: bool,
+    allow_local_paths: bool = False,
+    token: str | None = None,
+    token_username: str = DEFAULT_TOKEN_USERNAME,
+    token_hosts: Collection[str] | None = None,
+    resolve: Resolver = socket.getaddrinfo,
+) -> dict[str, str]:
+    """Each of the remote's branches (``refs/heads/*``) and its tip, from the advertisement only
+    (one request for every branch of a repository)."""
+    checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
+    with TransferGuard(
+        timeout_s=timeout_s,
+        max_bytes=ADVERTISEMENT_MAX_BYTES,
+        allow_private_hosts=allow_private_hosts,
+        resolve=resolve,
+    ) as guard:
+        client_token = _token_for(checked, token, token_hosts)
+        client, path = _make_client(checked, guard, client_token, token_username)
+        try:
+            result = client.get_refs(path.encode("utf-8"), ref_prefix=[Ref(b"refs/heads/")])
+            guard.check_deadline()
+        except BaseException as exc:
+            client.close()
+            error = classify_fetch_error(exc, guard, checked)
+            if error is exc:
+                raise
+            raise error from exc
+        client.close()
+    return {
+        name[len(b"refs/heads/") :].decode("utf-8", "replace"): sha.decode("ascii")
+        for name, sha in result.refs.items()
+        if name.startswith(b"refs/heads/") and sha
+    }
+
+
+def remote_branches(url: str, **options: Any) -> list[str]:
+    """Names of the remote's branches, sorted (``remote_heads``' options)."""
+    return sorted(remote_heads(url, **options))

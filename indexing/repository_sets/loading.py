@@ -7,6 +7,7 @@ The file is a mapping::
       - url: https://github.com/pallets/flask
         name: flask          # optional
         branch: main         # optional; default: the remote's default branch
+        branches: [release/*, dev]   # optional; more branches to index (names or globs)
         visibility_groups: [team-a]
         poll_interval_secs: 300
         contextual_summaries: false
@@ -34,6 +35,7 @@ ENTRY_FIELDS: dict[str, str] = {
     "url": "a string",
     "name": "a string",
     "branch": "a string",
+    "branches": "a list of branch names or globs",
     "visibility_groups": "a list of group names",
     "poll_interval_secs": "a whole number of seconds >= 0, or null",
     "contextual_summaries": "true or false",
@@ -193,7 +195,7 @@ def _type_problem(key: str, value: Any) -> str:
     wanted = ENTRY_FIELDS[key]
     if key in ("url", "name", "branch"):
         ok = isinstance(value, str) and bool(value.strip()) and "\x00" not in value
-    elif key == "visibility_groups":
+    elif key in ("visibility_groups", "branches"):
         ok = isinstance(value, list) and all(
             isinstance(item.value, str) and item.value.strip() for item in value
         )

@@ -27,11 +27,12 @@ from indexing.repository_sets.loading import (
     RepositoryFile,
     RepositoryFileInvalid,
 )
+from indexing.services.branches import clean_branch_specs
 from indexing.services.repositories import checked_url, clean_branch, find_duplicate
 from indexing.services.visibility import groups_named, visibility_group_names
 
 ChangeKind = Literal["add", "update", "remove", "unchanged"]
-UPDATABLE = ("name", "contextual_summaries", "poll_interval_secs", "visibility_groups")
+UPDATABLE = ("name", "contextual_summaries", "poll_interval_secs", "visibility_groups", "branches")
 
 
 @dataclass
@@ -152,6 +153,12 @@ def _field_problems(entry: Entry) -> list[Problem]:
     name = entry.get("name")
     if name is not None and len(name.strip()) > 200:
         problems.append(Problem(entry.line_of("name"), "name is longer than 200 characters"))
+    branches = entry.get("branches")
+    if branches is not None:
+        try:
+            clean_branch_specs(branches)
+        except RepositoryRefused as refusal:
+            problems.append(Problem(entry.line_of("branches"), refusal.message))
     groups = entry.get("visibility_groups")
     if groups:
         try:
@@ -202,6 +209,7 @@ def _comparison(item: _Checked, repository: Repository) -> Change:
         "contextual_summaries": repository.contextual_summaries,
         "poll_interval_secs": repository.poll_interval_secs,
         "visibility_groups": visibility_group_names(repository),
+        "branches": repository.branch_specs,
     }
     wanted: dict[str, Any] = {}
     for key in UPDATABLE:
@@ -211,6 +219,8 @@ def _comparison(item: _Checked, repository: Repository) -> Change:
                 value = value.strip()
             elif key == "visibility_groups":
                 value = sorted({name.strip() for name in value})
+            elif key == "branches":
+                value = clean_branch_specs(value)
             wanted[key] = value
     changes = {key: (current[key], value) for key, value in wanted.items() if current[key] != value}
     return Change(

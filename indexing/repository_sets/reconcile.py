@@ -84,6 +84,7 @@ def _add(path: str, change: Change) -> None:
         visibility_groups=change.settings.get("visibility_groups") or None,
         poll_interval_secs=change.settings.get("poll_interval_secs"),
         managed_by_file=True,
+        branches=change.settings.get("branches") or None,
     )
     change.repository_id = job.repository_id
     audit.record(

@@ -4,12 +4,25 @@
 
 * ``orphan_clone``: a clone directory under ``<data>/repos/`` with no repository row (a
   delete that could not remove it, a restore of an older database) — repair: remove it;
+* ``fetch_leftover``: a fetch's staging directory (``<id>.fetch-<random>``) or its lock file
+  that no live fetch holds (``flock``) — a fetch killed mid-way, whose repository may have been
+  deleted since, so no later fetch of it removes them — repair: remove them. One whose lock a
+  live fetch holds is never touched, nor one younger than ``STAGING_GRACE`` (a fetch takes its
+  lock just after creating the file);
 * ``missing_clone``: an indexed repository whose clone is gone (search still answers from the
   rows, but the file view and incremental updates need the clone) — repair: queue a re-index,
   which clones afresh;
 * ``stale_generation``: rows of generations other than the live one, with no job running for
   the repository (a run that stopped between its store and its swap) — repair: delete them
   (their vectors first);
+* ``orphan_vectors``: vectors no chunk points at any more (the chunks of a deleted repository,
+  of a generation left behind) — the vector index still holds them, and a nearest-neighbour
+  search spends candidates on them — repair: delete them (the embed stage's own prune).
+  Checked only while no job is in flight: a swap frees vectors its embed stage prunes later;
+* ``missing_search_stats``: an indexed repository whose live generation has chunks but no
+  full-text statistics (term postings, facet counts): an upgrade that dropped lists of an old
+  format (``search.0005``), a refresh that failed after a swap — its full text is ranked on the
+  fly, slower and over a capped candidate set — repair: rebuild them;
 * ``stuck_status``: a repository that says it is indexing with no unfinished job — repair: back
   to ready (it has a live generation) or failed (it never had one);
 * ``orphan_job``: an unfinished job silent for ``job_grace`` whose task neither a live worker
@@ -17,13 +30,15 @@
   task is sent again), or fail it once it was lost ``MAX_RESUMES`` times. Skipped, and said so,
   when no worker answers.
 
-Repairs never touch a repository with a job in flight, except ``orphan_job`` itself.
+Repairs never touch a repository with a job in flight, except ``orphan_job`` itself and
+``fetch_leftover`` (the ``flock`` tells a live fetch's directory from a dead one's).
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,12 +49,20 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from indexing.models import FINISHED_JOB_STATES, IndexJob, Repository, RepositoryStatus
+from indexing.clone_paths import LOCK_SUFFIX, lock_held, lock_of, staged_for
+from indexing.models import (
+    FINISHED_JOB_STATES,
+    EmbeddingSpace,
+    IndexJob,
+    Repository,
+    RepositoryStatus,
+)
 from indexing.services.recovery import MAX_RESUMES, TaskCensus, census, resume, silent_jobs
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_JOB_GRACE = timedelta(minutes=2)
+STAGING_GRACE = timedelta(minutes=1)
 
 
 @dataclass
@@ -92,6 +115,45 @@ def _orphan_clones(report: DoctorReport, repair: bool) -> None:
         report.findings.append(finding)
 
 
+def _fetch_leftovers(report: DoctorReport, repair: bool) -> None:
+    root = clones_root()
+    if not root.is_dir():
+        return
+    names = {str(pk): name for pk, name in Repository.objects.values_list("pk", "name")}
+    young = time.time() - STAGING_GRACE.total_seconds()
+    for entry in sorted(root.iterdir()):
+        repository_id = staged_for(entry.name)
+        if repository_id is None:
+            continue
+        is_lock = entry.name.endswith(LOCK_SUFFIX)
+        lock = entry if is_lock else lock_of(entry)
+        if is_lock and entry.with_name(entry.name[: -len(LOCK_SUFFIX)]).exists():
+            continue  # judged with its staging directory
+        try:
+            stamps = [path.stat().st_mtime for path in (entry, lock) if path.exists()]
+        except OSError:
+            continue  # gone meanwhile (its fetch ended)
+        if not stamps or max(stamps) > young:
+            continue  # gone (removed with its directory), or a fetch just taking its lock
+        if lock.exists() and lock_held(lock):
+            continue  # a live fetch's, even if its repository is gone: it removes its own
+        whose = "" if repository_id in names else " (its repository is gone)"
+        what = "lock file" if is_lock else "staging directory"
+        finding = Finding(
+            "fetch_leftover",
+            f"{entry} is the {what} of a fetch that died{whose}",
+            repository_id,
+            names.get(repository_id, ""),
+        )
+        if repair:
+            if not is_lock:
+                shutil.rmtree(entry, ignore_errors=True)
+            lock.unlink(missing_ok=True)
+            finding.repaired = not entry.exists() and not lock.exists()
+            finding.action = f"removed the {what}" + ("" if is_lock else " and its lock")
+        report.findings.append(finding)
+
+
 def _missing_clones(
     report: DoctorReport, repair: bool, busy: set[Any], requeue: Callable[[Repository], None]
 ) -> None:
@@ -116,11 +178,15 @@ def _stale_generations(report: DoctorReport, repair: bool, busy: set[Any]) -> No
         cursor.execute(
             "SELECT c.repository_id, count(*) FROM indexing_chunk c"
             " JOIN indexing_repository r ON r.id = c.repository_id"
-            " WHERE c.generation <> r.active_generation GROUP BY c.repository_id"
+            " WHERE c.generation <> r.active_generation AND NOT EXISTS (SELECT 1 FROM"
+            " indexing_indexedbranch b WHERE b.repository_id = c.repository_id"
+            " AND b.generation = c.generation) GROUP BY c.repository_id"
             " UNION ALL"
             " SELECT f.repository_id, 0 FROM indexing_sourcefile f"
             " JOIN indexing_repository r ON r.id = f.repository_id"
-            " WHERE f.generation <> r.active_generation GROUP BY f.repository_id"
+            " WHERE f.generation <> r.active_generation AND NOT EXISTS (SELECT 1 FROM"
+            " indexing_indexedbranch b WHERE b.repository_id = f.repository_id"
+            " AND b.generation = f.generation) GROUP BY f.repository_id"
         )
         counts: dict[Any, int] = {}
         for repository_id, chunks in cursor.fetchall():
@@ -142,28 +208,67 @@ def _stale_generations(report: DoctorReport, repair: bool, busy: set[Any]) -> No
 
 
 def _delete_other_generations(repository_id: Any) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
-        live = (
-            Repository.objects.select_for_update()
-            .filter(pk=repository_id)
-            .values_list("active_generation", flat=True)
-            .first()
+    """Delete rows of generations no branch has live (every branch's live rows stay)."""
+    from indexing.services.branch_generations import discard_unfinished_generations
+
+    with transaction.atomic():
+        locked = Repository.objects.select_for_update().filter(pk=repository_id).first()
+        if locked is not None:
+            discard_unfinished_generations(repository_id)
+
+
+def _orphan_vectors(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
+    if busy:
+        report.notes.append(
+            f"vectors no chunk uses were not checked: {len(busy)} repositories have a job in"
+            " flight (their embed stage prunes them)"
         )
-        if live is None:
-            return
+        return
+    from indexing.services.vectors import prune_orphan_vectors
+
+    with connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
-            " WHERE repository_id = %s AND generation <> %s)",
-            [repository_id, live],
+            "SELECT v.space_id, count(*) FROM indexing_embeddingvector v WHERE NOT EXISTS"
+            " (SELECT 1 FROM indexing_chunkembedding e WHERE e.embedding_vector_id = v.id)"
+            " GROUP BY v.space_id ORDER BY v.space_id"
         )
+        counts = dict(cursor.fetchall())
+    for space in EmbeddingSpace.objects.filter(pk__in=counts).order_by("pk"):
+        finding = Finding(
+            "orphan_vectors",
+            f"{counts[space.pk]} vectors of {space.key} that no chunk points at (deleted chunks)",
+        )
+        if repair:
+            pruned = prune_orphan_vectors(space)
+            finding.repaired, finding.action = True, f"deleted {pruned} vectors"
+        report.findings.append(finding)
+
+
+def _missing_search_stats(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    with connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM indexing_chunk WHERE repository_id = %s AND generation <> %s",
-            [repository_id, live],
+            "SELECT r.id FROM indexing_repository r WHERE r.active_generation > 0"
+            " AND EXISTS (SELECT 1 FROM indexing_chunk c WHERE c.repository_id = r.id"
+            " AND c.generation = r.active_generation) AND NOT EXISTS (SELECT 1 FROM"
+            " search_chunkfacetstat s WHERE s.repository_id = r.id"
+            " AND s.generation = r.active_generation)"
         )
-        cursor.execute(
-            "DELETE FROM indexing_sourcefile WHERE repository_id = %s AND generation <> %s",
-            [repository_id, live],
+        missing = [row[0] for row in cursor.fetchall()]
+    for repository in Repository.objects.filter(pk__in=missing).order_by("name"):
+        if repository.pk in busy:
+            continue  # its job's swap refreshes them
+        finding = Finding(
+            "missing_search_stats",
+            "its live generation has no full-text statistics (ranked on the fly, slower)",
+            str(repository.pk),
+            repository.name,
         )
+        if repair:
+            refresh_search_stats(repository.pk)
+            finding.repaired, finding.action = True, "rebuilt the term postings and counts"
+        report.findings.append(finding)
 
 
 def _stuck_statuses(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
@@ -238,8 +343,11 @@ def examine(
     _orphan_jobs(report, repair, job_grace, take_census)
     busy = _busy_repositories()  # failed orphan jobs no longer keep their repository busy
     _orphan_clones(report, repair)
+    _fetch_leftovers(report, repair)
     _missing_clones(report, repair, busy, requeue)
     _stale_generations(report, repair, busy)
+    _orphan_vectors(report, repair, busy)  # after the generations: their vectors are freed
+    _missing_search_stats(report, repair, busy)
     _stuck_statuses(report, repair, busy)
     for finding in report.findings:
         logger.warning(

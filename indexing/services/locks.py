@@ -29,7 +29,6 @@ _EXTEND = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end"
     " return 0"
 )
-LOCK_TTL_SECS = 90
 
 
 class LockBusy(Exception):
@@ -49,7 +48,7 @@ def client() -> redis.Redis:
 def repository_lock(
     repository_id: object,
     job_id: int | str,
-    ttl_seconds: int = LOCK_TTL_SECS,
+    ttl_seconds: int | None = None,
     wait_seconds: float = 0.0,
 ) -> Iterator[None]:
     """Hold the repository's lock for the block; raise ``LockBusy`` if another run holds it.
@@ -57,17 +56,28 @@ def repository_lock(
     The lock belongs to one run of a stage, not to the job: a second delivery of the same task
     (the broker's visibility timeout passed while it ran) finds it held and waits instead of
     running the stage beside the first. A short TTL, renewed by a background thread while the
-    block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``), and the
-    job's resumed or redelivered task takes it then.
+    block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``, default
+    ``REPO_SEARCH_LOCK_TTL_SECS``), and the job's resumed or redelivered task takes it then.
     """
     key = f"reposearch:lock:repository:{repository_id}"
     token = f"job:{job_id}:{uuid.uuid4().hex}"
+    ttl_seconds = ttl_seconds or settings.REPO_SEARCH_LOCK_TTL_SECS
     redis_client = client()
     deadline = time.monotonic() + wait_seconds
     while not redis_client.set(key, token, nx=True, ex=ttl_seconds):
         if time.monotonic() >= deadline:
             raise LockBusy(f"repository {repository_id} is being indexed by another run")
         time.sleep(0.2)
+    with _renewed(redis_client, key, token, ttl_seconds, "repository lock"):
+        yield
+
+
+@contextlib.contextmanager
+def _renewed(
+    redis_client: redis.Redis, key: str, token: str, ttl_seconds: int, what: str
+) -> Iterator[None]:
+    """Keep ``key`` (held with ``token``) alive for the block, renewing it every third of its
+    TTL, and release it after: a holder that dies stops renewing, so it frees within the TTL."""
     stop = threading.Event()
 
     def keep_alive() -> None:
@@ -75,24 +85,24 @@ def repository_lock(
             with contextlib.suppress(redis.RedisError):
                 redis_client.eval(_EXTEND, 1, key, token, ttl_seconds)
 
-    keeper = threading.Thread(target=keep_alive, name="repository-lock-keeper", daemon=True)
+    keeper = threading.Thread(target=keep_alive, name=f"{what}-keeper", daemon=True)
     keeper.start()
     try:
         yield
     finally:
         stop.set()
         keeper.join(timeout=5)
-        # With Redis gone the lock cannot be released now, and need not be: its TTL ends it. The
+        # With Redis gone the key cannot be released now, and need not be: its TTL ends it. The
         # stage's work is done; failing the task now would only make it run again. A thread
         # tries again meanwhile, so a Redis that kept the key (its append-only file) does not
         # make the job's next stage wait out the TTL.
         try:
             redis_client.eval(_RELEASE, 1, key, token)
         except redis.RedisError as error:
-            logger.warning("repository lock %s left to expire: %s", key, error)
+            logger.warning("%s %s left to expire: %s", what, key, error)
             threading.Thread(
                 target=_release_when_back, args=(redis_client, key, token, ttl_seconds),
-                name="repository-lock-release", daemon=True,
+                name=f"{what}-release", daemon=True,
             ).start()  # fmt: skip
 
 
@@ -116,19 +126,23 @@ def break_repository_lock(repository_id: object) -> bool:
 
 
 @contextlib.contextmanager
-def clone_slot(ttl_seconds: int, wait_seconds: float) -> Iterator[int]:
-    """Take one of the shared clone slots, waiting up to ``wait_seconds``; yield its number."""
+def clone_slot(wait_seconds: float, ttl_seconds: int | None = None) -> Iterator[int]:
+    """Take one of the shared clone slots, waiting up to ``wait_seconds``; yield its number.
+
+    Held as the repository lock is (a short TTL its holder renews), so the slot of a worker
+    that vanished mid-fetch frees within ``REPO_SEARCH_LOCK_TTL_SECS``, not after the clone
+    timeout: the job's redelivered fetch would otherwise wait for the dead one's slot."""
     token = uuid.uuid4().hex
+    ttl_seconds = ttl_seconds or settings.REPO_SEARCH_LOCK_TTL_SECS
     slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
+    redis_client = client()
     deadline = time.monotonic() + wait_seconds
     while True:
         for slot in range(slots):
             key = f"reposearch:clone-slot:{slot}"
-            if client().set(key, token, nx=True, ex=ttl_seconds):
-                try:
+            if redis_client.set(key, token, nx=True, ex=ttl_seconds):
+                with _renewed(redis_client, key, token, ttl_seconds, "clone slot"):
                     yield slot
-                finally:
-                    client().eval(_RELEASE, 1, key, token)
                 return
         if time.monotonic() >= deadline:
             raise LockBusy(f"all {slots} clone slots are busy")

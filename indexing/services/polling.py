@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -30,8 +30,9 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from indexing.git.errors import BranchNotFound, GitFetchError
-from indexing.git.remote_refs import remote_tip
+from indexing.git.remote_refs import remote_heads, remote_tip
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository
+from indexing.services.branch_freshness import BranchOutcome, poll_branches
 from indexing.services.repositories import active_job, reindex_repository
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class PollOutcome:
     job_id: int | None = None  # the re-index queued (or the running one it was coalesced into)
     coalesced: bool = False
     reason: str = ""  # why nothing was queued, or the error
+    branches: tuple[BranchOutcome, ...] = ()  # the other indexed branches' checks
 
 
 def poll_interval(repository: Repository) -> int:
@@ -112,16 +114,23 @@ def poll_repository(repository: Repository) -> PollOutcome:
     if active_job(repository) is not None:
         Repository.objects.filter(pk=repository.pk).update(next_poll_at=now + _jittered(interval))
         return PollOutcome(repository.pk, reason="a job is running")
+    options = {
+        "timeout_s": min(POLL_TIMEOUT_SECS, float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS)),
+        "allow_private_hosts": settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
+        "allow_local_paths": settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
+        "token": settings.REPO_SEARCH_GIT_TOKEN,
+        "token_hosts": settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
+    }
+    many = bool(repository.branch_specs) and bool(repository.branch)
+    heads: dict[str, str] = {}
     try:
-        tip = remote_tip(
-            repository.url,
-            repository.branch or None,
-            timeout_s=min(POLL_TIMEOUT_SECS, float(settings.REPO_SEARCH_CLONE_TIMEOUT_SECS)),
-            allow_private_hosts=settings.REPO_SEARCH_ALLOW_PRIVATE_HOSTS,
-            allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
-            token=settings.REPO_SEARCH_GIT_TOKEN,
-            token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
-        )
+        if many:  # every branch's tip in one advertisement
+            heads = remote_heads(repository.url, **options)  # type: ignore[arg-type]
+            if repository.branch not in heads:
+                raise BranchNotFound(f"branch {repository.branch!r} no longer exists on the remote")
+            tip = heads[repository.branch]
+        else:
+            tip = remote_tip(repository.url, repository.branch or None, **options).commit_sha  # type: ignore[arg-type]
     except GitFetchError as error:
         return _record_failure(repository, error, interval, now)
     Repository.objects.filter(pk=repository.pk).update(
@@ -130,7 +139,10 @@ def poll_repository(repository: Repository) -> PollOutcome:
         poll_failures=0,
         next_poll_at=now + _jittered(interval),
     )
-    return note_remote_tip(repository, tip.commit_sha, source="poll")
+    outcome = note_remote_tip(repository, tip, source="poll")
+    if many:  # after the default branch's: theirs run after its job
+        outcome = replace(outcome, branches=tuple(poll_branches(repository, heads)))
+    return outcome
 
 
 def _record_failure(

@@ -173,13 +173,18 @@ def add_repository(
     viewer: Viewer | None = None,
     poll_interval_secs: int | None = None,
     managed_by_file: bool = False,
+    branches: Sequence[str] | None = None,
 ) -> IndexJob:
     """Validate, create the repository and its first job, and enqueue it after commit.
 
     ``visibility_groups`` (names of existing groups) restricts it to their members; ``viewer``
     is who adds it (for the duplicate check; default: the admin's all-seeing view).
     ``managed_by_file``: added by the repository file (``indexing.repository_sets``)."""
+    from indexing.models import IndexedBranch
+    from indexing.services.branches import clean_branch_specs, is_glob
+
     groups = groups_named(visibility_groups) if visibility_groups else []
+    specs = clean_branch_specs(list(branches)) if branches else []
     display = (name or "").strip()
     if len(display) > 200:
         raise InvalidRepositoryInput(
@@ -197,9 +202,14 @@ def add_repository(
             contextual_summaries=contextual_summaries,
             poll_interval_secs=poll_interval_secs,
             managed_by_file=managed_by_file,
+            branch_specs=specs,
         )
         if groups:
             repository.visible_to_groups.set(groups)
+        # Named branches wait for the default's first index; globs are matched when it ends.
+        for spec in specs[: settings.REPO_SEARCH_MAX_BRANCHES - 1]:
+            if not is_glob(spec) and spec != branch:
+                IndexedBranch.objects.create(repository=repository, name=spec, pending=True)
         job = IndexJob.objects.create(repository=repository, kind=JobKind.FULL)
         enqueue_fetch(job.pk)
     logger.info("repository=%s job=%s added url=%s", repository.pk, job.pk, clean_url)
@@ -208,7 +218,20 @@ def add_repository(
 
 def update_repository(repository: Repository, **changes: object) -> Repository:
     """Rename, switch contextual summaries on or off (takes effect at the next run), set the
-    poll interval, or set ``visibility_groups`` (names of groups; []: every account)."""
+    poll interval, set ``visibility_groups`` (names of groups; []: every account), or set the
+    ``branches`` indexed beside the default one (``indexing.services.branches``)."""
+    if changes.get("branches") is not None:
+        from indexing.git.errors import GitFetchError
+        from indexing.services.branches import set_branches
+
+        try:
+            set_branches(repository, changes["branches"])
+        except GitFetchError as error:
+            raise RepositoryCheckUnavailable(
+                "remote_unavailable",
+                f"the remote's branches could not be listed to match the globs: {error.message}",
+                {"field": "branches"},
+            ) from error
     if changes.get("visibility_groups") is not None:
         groups = groups_named(list(changes["visibility_groups"]))  # type: ignore[call-overload]
         repository.visible_to_groups.set(groups)
@@ -238,6 +261,8 @@ def reindex_repository(repository: Repository) -> tuple[IndexJob, bool]:
         locked = Repository.objects.select_for_update().get(pk=repository.pk)
         running = active_job(locked)
         if running is not None:
+            if running.branch_id is not None:  # another branch's job: the default's comes next
+                Repository.objects.filter(pk=locked.pk).update(reindex_pending=True)
             return running, False
         kind = JobKind.INCREMENTAL if locked.active_generation else JobKind.FULL
         job = IndexJob.objects.create(repository=locked, kind=kind)
@@ -308,5 +333,6 @@ def _delete_rows(repository: Repository) -> None:
             "DELETE FROM indexing_chunkembedding WHERE repository_id = %s", [repository.pk]
         )
         cursor.execute("DELETE FROM indexing_chunk WHERE repository_id = %s", [repository.pk])
+        cursor.execute("DELETE FROM indexing_sharedfile WHERE repository_id = %s", [repository.pk])
         cursor.execute("DELETE FROM indexing_sourcefile WHERE repository_id = %s", [repository.pk])
         repository.delete()

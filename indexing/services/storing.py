@@ -17,7 +17,7 @@ from uuid import UUID
 from django.db import connection, transaction
 
 from indexing.identifiers import searchable_text
-from indexing.models import Repository, RepositoryStatus
+from indexing.models import Repository
 
 INSERT_BATCH = 500  # chunks per committed batch ...
 INSERT_BATCH_BYTES = 4 * 1024 * 1024  # ... or this much chunk text, whichever comes first
@@ -156,24 +156,11 @@ def _store_batch(
     return len(rows)
 
 
-_DELETE_OLDER = (
-    "DELETE FROM indexing_chunkembedding WHERE chunk_id IN (SELECT id FROM indexing_chunk"
-    " WHERE repository_id = %s AND generation <= %s)",
-    "DELETE FROM indexing_chunk WHERE repository_id = %s AND generation <= %s",
-    "DELETE FROM indexing_sourcefile WHERE repository_id = %s AND generation <= %s",
-)
-_DELETE_NEWER = tuple(statement.replace("<=", ">") for statement in _DELETE_OLDER)
-
-
 def discard_unfinished_generations(repository: Repository) -> None:
-    """Remove rows of generations newer than the live one (left by a crashed or cancelled run)."""
-    _run_deletes(_DELETE_NEWER, repository.pk, repository.active_generation)
+    """Remove rows of generations no branch has live (left by a crashed or cancelled run)."""
+    from indexing.services.branch_generations import discard_unfinished_generations as discard
 
-
-def _run_deletes(statements: Sequence[str], repository_id: UUID, generation: int) -> None:
-    with connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement, [repository_id, generation])
+    discard(repository.pk)
 
 
 def swap_generation(
@@ -184,48 +171,27 @@ def swap_generation(
     *,
     before_swap: Callable[[], None] | None = None,
 ) -> Repository:
-    """Make ``new_generation`` live in one transaction.
-
-    ``before_swap`` runs first inside that transaction (the index stage locks its job row there
-    and refuses to swap when the job has ended: a job the reaper failed never goes live).
+    """Make ``new_generation`` the default branch's live one in one transaction.
 
     Files in ``carried_paths`` did not change since the live generation: their rows (and their
     chunks' vectors) move to the new generation instead of being re-chunked and re-embedded.
-    Everything else of the old generation is deleted.
+    The rest of the old generation is deleted, except rows another branch still uses
+    (``indexing.services.branch_generations``, which does the work).
     """
-    from django.db.models import Count, Sum
-    from django.utils import timezone
+    from indexing.services.branch_generations import swap_branch_generation
 
-    with transaction.atomic():
-        if before_swap is not None:
-            before_swap()
-        repository = Repository.objects.select_for_update().get(pk=repository_id)
-        old = repository.active_generation
+    old = Repository.objects.filter(pk=repository_id).values_list("active_generation", flat=True)
+    reused: list[tuple[str, str]] = []
+    if carried_paths:
         with connection.cursor() as cursor:
-            if old and carried_paths:
-                cursor.execute(
-                    "UPDATE indexing_sourcefile SET generation = %s WHERE repository_id = %s"
-                    " AND generation = %s AND path = ANY(%s)",
-                    [new_generation, repository_id, old, list(carried_paths)],
-                )
-                cursor.execute(
-                    "UPDATE indexing_chunk SET generation = %s WHERE repository_id = %s"
-                    " AND generation = %s AND file_id IN (SELECT id FROM indexing_sourcefile"
-                    " WHERE repository_id = %s AND generation = %s)",
-                    [new_generation, repository_id, old, repository_id, new_generation],
-                )
-        if old:
-            _run_deletes(_DELETE_OLDER, repository_id, old)
-        files = repository.files.filter(generation=new_generation).aggregate(
-            count=Count("id"), size=Sum("size_bytes")
-        )
-        repository.active_generation = new_generation
-        repository.file_count = files["count"] or 0
-        repository.indexed_bytes = files["size"] or 0
-        repository.chunk_count = repository.chunks.filter(generation=new_generation).count()
-        repository.last_indexed_commit = commit_sha
-        repository.last_indexed_at = timezone.now()
-        repository.status = RepositoryStatus.READY
-        repository.error = ""
-        repository.save()
-    return repository
+            cursor.execute(
+                "SELECT path, blob_sha FROM indexing_sourcefile WHERE repository_id = %s"
+                " AND generation = %s AND path = ANY(%s)",
+                [repository_id, old.first() or 0, list(carried_paths)],
+            )
+            reused = [(path, sha) for path, sha in cursor.fetchall()]
+    swapped = swap_branch_generation(
+        repository_id, None, new_generation, reused, commit_sha, before_swap=before_swap
+    )
+    assert isinstance(swapped, Repository)
+    return swapped

@@ -122,8 +122,11 @@ def embedded_text_hash(chunk: Chunk) -> str:
 
 
 def _missing_chunks(repository: Repository, space: EmbeddingSpace):  # type: ignore[no-untyped-def]
+    from indexing.services.branch_generations import live_generations
+
+    # Every row a live generation shows is owned by one of them: this covers every branch.
     return (
-        Chunk.objects.filter(repository=repository, generation=repository.active_generation)
+        Chunk.objects.filter(repository=repository, generation__in=live_generations(repository.pk))
         .exclude(embeddings__space=space)
         .order_by("id")
     )
@@ -285,3 +288,22 @@ def count_embedded(repository: Repository, space: EmbeddingSpace) -> int:
     return ChunkEmbedding.objects.filter(
         space=space, chunk__repository=repository, chunk__generation=repository.active_generation
     ).count()
+
+
+def count_embedded_generation(
+    repository: Repository, space: EmbeddingSpace | None, generation: int
+) -> int:
+    """Chunks of one branch's generation (owned and shared) with a vector in ``space``."""
+    if space is None or not generation:
+        return 0
+    from django.db.models import Q
+
+    return (
+        ChunkEmbedding.objects.filter(
+            Q(chunk__generation=generation) | Q(chunk__file__shared_with__generation=generation),
+            space=space,
+            chunk__repository=repository,
+        )
+        .distinct()
+        .count()
+    )

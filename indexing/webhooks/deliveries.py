@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from indexing.models import Repository, new_webhook_secret
+from indexing.models import IndexedBranch, Repository, new_webhook_secret
+from indexing.services.branch_freshness import note_branch_tip
 from indexing.services.polling import note_remote_tip
-from indexing.webhooks.providers import ZERO_SHA, UnreadableDelivery, read_delivery
+from indexing.webhooks.providers import ZERO_SHA, Delivery, UnreadableDelivery, read_delivery
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
@@ -61,13 +62,18 @@ def receive_delivery(
             "its first index runs anyway",
         )
     pushes = [push for push in delivery.pushes if push.branch and push.branch == wanted]
+    others = {b.name: b for b in repository.indexed_branches.filter(generation__gt=0)}
+    if not pushes and any(push.branch in others for push in delivery.pushes):
+        return _branch_push(repository, delivery, others)
     if not pushes:
         pushed = ", ".join(push.ref for push in delivery.pushes) or "no branch"
+        indexed = ", ".join(repr(name) for name in [wanted, *others])
         return DeliveryResult(
             "ignored",
             provider,
             event,
-            reason=f"the push is to {pushed}; this repository indexes the branch {wanted!r}",
+            reason=f"the push is to {pushed}; this repository indexes the branch"
+            f"{'es' if others else ''} {indexed}",
         )
     push = pushes[-1]
     if push.after == ZERO_SHA:
@@ -94,6 +100,39 @@ def receive_delivery(
         if outcome.coalesced
         else "an incremental re-index was queued",
         branch=wanted,
+        commit=push.after,
+        job_id=outcome.job_id,
+    )
+
+
+def _branch_push(
+    repository: Repository, delivery: Delivery, indexed: Mapping[str, IndexedBranch]
+) -> DeliveryResult:
+    """A push to a branch indexed beside the default one: re-index that branch."""
+    provider, event = delivery.provider, delivery.event
+    push = [push for push in delivery.pushes if push.branch in indexed][-1]
+    branch = indexed[push.branch]
+    if push.after == ZERO_SHA:
+        IndexedBranch.objects.filter(pk=branch.pk).update(
+            remote_tip="",
+            error=f"branch {branch.name!r} was deleted upstream ({provider} webhook); the index "
+            f"of {branch.last_indexed_commit[:12]} is kept",
+        )
+        return DeliveryResult(
+            "ignored", provider, event, reason="the branch was deleted upstream", branch=branch.name
+        )
+    if not _SHA.match(push.after):
+        raise UnreadableDelivery("invalid", "after is not a commit id", {"field": "after"})
+    outcome = note_branch_tip(repository, branch, push.after, source=f"{provider} webhook")
+    if outcome.job_id is None:
+        status = "up_to_date" if not outcome.moved else "ignored"
+        return DeliveryResult(status, provider, event, outcome.reason, branch.name, push.after)
+    return DeliveryResult(
+        "queued" if outcome.queued else "coalesced",
+        provider,
+        event,
+        reason=outcome.reason,
+        branch=branch.name,
         commit=push.after,
         job_id=outcome.job_id,
     )

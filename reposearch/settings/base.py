@@ -70,6 +70,9 @@ REPO_SEARCH_JOB_STALE_SECS = env.positive_int("REPO_SEARCH_JOB_STALE_SECS", 600)
 REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS = env.positive_int(
     "REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS", 15
 )
+# A repository's lock in Redis lives this long unless its holder renews it (every third of it):
+# the time a redelivered task waits for a vanished worker's lock.
+REPO_SEARCH_LOCK_TTL_SECS = env.positive_int("REPO_SEARCH_LOCK_TTL_SECS", 90)
 REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
     "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
 )
@@ -81,6 +84,8 @@ REPO_SEARCH_POLL_INTERVAL_SECS = env.non_negative_int("REPO_SEARCH_POLL_INTERVAL
 # ... looking for due repositories every tick, backing off up to this long on a failing remote.
 REPO_SEARCH_POLL_TICK_SECS = env.positive_int("REPO_SEARCH_POLL_TICK_SECS", 30)
 REPO_SEARCH_POLL_MAX_BACKOFF_SECS = env.positive_int("REPO_SEARCH_POLL_MAX_BACKOFF_SECS", 21_600)
+# Many branches (indexing.services.branches): branches indexed per repository, the default included.
+REPO_SEARCH_MAX_BRANCHES = env.positive_int("REPO_SEARCH_MAX_BRANCHES", 10)
 # Declarative repository set (indexing.repository_sets): reconciled at start and when it changes.
 REPO_SEARCH_REPOS_FILE = env.optional("REPO_SEARCH_REPOS_FILE")
 REPO_SEARCH_REPOS_FILE_CHECK_SECS = env.positive_int("REPO_SEARCH_REPOS_FILE_CHECK_SECS", 60)

@@ -140,10 +140,19 @@ def load_snippets(
     *,
     origin: Origin = "search",
     scores: dict[int, float] | None = None,
+    any_branch: bool = False,
 ) -> list[ContextSnippet]:
     """Snippets for ``chunk_ids`` in that order; chunks no longer live (or in a repository
-    ``viewer`` may not see) are left out."""
-    by_id = {c.pk: c for c in live_chunks(viewer, pk__in=list(chunk_ids))}
+    ``viewer`` may not see) are left out. ``any_branch``: the ids come from a search of other
+    branches (``search.retrieval.scope``), whose chunks are not the default generation's."""
+    chunks = (
+        Chunk.objects.filter(pk__in=list(chunk_ids), repository__status=RepositoryStatus.READY)
+        .filter(viewer.repository_filter("repository__"))
+        .select_related("repository")
+        if any_branch
+        else live_chunks(viewer, pk__in=list(chunk_ids))
+    )
+    by_id = {c.pk: c for c in chunks}
     return name_links(
         [
             snippet_from_chunk(

@@ -207,10 +207,12 @@ def hybrid_request(parsed: SearchQuery, base: SearchRequest) -> SearchRequest:
         )
     languages = (base.languages or []) + parsed.languages or None
     globs = (base.path_globs or []) + parsed.files or None
+    # branch: on a hybrid search picks the branches searched (search.retrieval.scope).
     return replace(
         base,
         query=text,
-        repo_ids=resolve_repositories(parsed, base.repo_ids, base.viewer),
+        repo_ids=resolve_repositories(replace(parsed, branches=[]), base.repo_ids, base.viewer),
+        branches=parsed.branches or base.branches,
         languages=languages,
         path_globs=globs,
         exclude_path_globs=parsed.exclude_files or None,

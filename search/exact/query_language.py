@@ -14,7 +14,10 @@ Syntax (everything else is ordinary text)::
 
 A filter is a known prefix at the start of a word followed directly by its value; a regex is a
 whole word that starts with ``/`` + a non-space and ends with a non-space + ``/``. So "HTTP_PROXY /
-HTTPS_PROXY", "what does note: mean" and "/usr/bin/env" are plain text. A prefix one edit away
+HTTPS_PROXY", "what does note: mean" and "/usr/bin/env" are plain text. A ``/.../`` word with no
+regex metacharacter among other free words ("why does /about/ redirect") is a URL path in a
+question, plain text too: as a regex it would only be the literal, and a question's words beside a
+pattern would all be required in one file; on its own (``/about/``) it is a regex. A prefix one edit away
 from a known one (``rpo:x``) and an unbalanced quote at the start of a word are errors naming
 what and where -- a typo must not silently search for the wrong thing.
 """
@@ -32,6 +35,7 @@ TYPES = ("symbol", "file", "semantic")
 MAX_FILTERS = 50
 MAX_PATTERNS = 10
 MAX_VALUE_CHARS = 300
+REGEX_METACHARACTERS = frozenset("\\.^$*+?()[]{}|")
 
 TermKind = Literal["literal", "regex"]
 
@@ -213,6 +217,7 @@ def parse_search_query(text: str) -> SearchQuery:
     """Parse ``text``. Raises ``QueryRejected`` for unknown filters, bad values, unbalanced
     quotes and empty or NUL-bearing patterns."""
     query = SearchQuery(text=text)
+    plain_patterns: list[Term] = []  # metacharacter-free /.../ words: the docstring
     i = 0
     while i < len(text):
         if text[i].isspace():
@@ -227,6 +232,10 @@ def parse_search_query(text: str) -> SearchQuery:
             found = _read_regex(text, i)
             if found is not None:
                 pattern, i = found
+                if REGEX_METACHARACTERS.isdisjoint(pattern):
+                    plain_patterns.append(Term("regex", pattern, start))
+                    query.words.append(text[start:i])
+                    continue
                 _add_term(query, Term("regex", pattern, start))
                 continue
         end = _word_end(text, i)
@@ -245,4 +254,10 @@ def parse_search_query(text: str) -> SearchQuery:
         else:
             query.words.append(word)
         i = end
+    if plain_patterns and len(query.words) == len(plain_patterns):
+        # Nothing but metacharacter-free /.../ words: they are regexes after all (``/about/``).
+        query.words.clear()
+        for term in plain_patterns:
+            _add_term(query, term)
+        query.terms.sort(key=lambda term: term.position)
     return query

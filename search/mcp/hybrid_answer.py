@@ -23,7 +23,12 @@ SNIPPET_LEVELS = (20, 10, 5, 2, 0)
 
 
 def snippet_hit(
-    snippet: ContextSnippet, lines: int, *, score: float | None, semantic: bool | None
+    snippet: ContextSnippet,
+    lines: int,
+    *,
+    score: float | None,
+    semantic: bool | None,
+    branch: bool = False,
 ) -> dict[str, Any]:
     location = f"{snippet.path}:{snippet.start_line}-{snippet.end_line}"
     entry: dict[str, Any] = {
@@ -38,6 +43,8 @@ def snippet_hit(
         entry["semantic"] = semantic
     if snippet.origin != "search":
         entry["origin"], entry["via"] = snippet.origin, snippet.via
+    if branch:
+        entry["branch"] = snippet.branch
     entry["snippet"] = trim_lines(
         snippet.content,
         lines,
@@ -46,12 +53,17 @@ def snippet_hit(
     return entry
 
 
-def _freshness(snippets: list[ContextSnippet]) -> tuple[dict[str, str], dict[str, Any]]:
+def _freshness(
+    snippets: list[ContextSnippet], branches: bool = False
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Commit, branch and index time once per repository (per ``repository@branch`` when a
+    branch filter may bring several branches of one repository)."""
     commits: dict[str, str] = {}
     indexed: dict[str, Any] = {}
     for s in snippets:
-        commits[s.repo_name] = s.commit
-        indexed[s.repo_name] = {
+        key = f"{s.repo_name}@{s.branch}" if branches else s.repo_name
+        commits[key] = s.commit
+        indexed[key] = {
             "branch": s.branch,
             "indexed_at": s.indexed_at.isoformat() if s.indexed_at else None,
         }
@@ -65,9 +77,21 @@ def hybrid_answer(
     assert result is not None and page is not None and request is not None
     semantic = {h.chunk_id for h in result.hits if h.bm25_score is None}
     scores = {h.chunk_id: h.combined_score for h in result.hits}
-    found = load_snippets([h.chunk_id for h in result.hits], viewer, scores=scores)
+    on_branches = bool(request.branches)
+    found = load_snippets(
+        [h.chunk_id for h in result.hits], viewer, scores=scores, any_branch=on_branches
+    )
+    if on_branches:  # each hit's branch and its freshness, as the executor named them
+        named = {h.chunk_id: h for h in result.hits}
+        for snippet in found:
+            hit = named[snippet.chunk_id]
+            snippet.branch, snippet.commit, snippet.indexed_at = (
+                hit.branch,
+                hit.commit,
+                hit.indexed_at,
+            )
     extra = expand_call_graph(found, viewer, ExpansionLimits()) if expand else []
-    commits, indexed = _freshness(found + extra)
+    commits, indexed = _freshness(found + extra, on_branches)
     base: dict[str, Any] = {
         "query": request.query,
         "mode": "hybrid",
@@ -89,7 +113,11 @@ def hybrid_answer(
         if not retrieved:
             return snippet_hit(snippet, lines, score=None, semantic=None)
         return snippet_hit(
-            snippet, lines, score=snippet.score, semantic=snippet.chunk_id in semantic
+            snippet,
+            lines,
+            score=snippet.score,
+            semantic=snippet.chunk_id in semantic,
+            branch=on_branches,
         )
 
     rendered, cut = fit(base, items, render, SNIPPET_LEVELS, max_tokens)

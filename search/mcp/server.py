@@ -101,6 +101,13 @@ def search_code(
         str | None, Field(description="next_cursor of an earlier answer: the next page.")
     ] = None,
     max_tokens: Annotated[int | None, Field(description=BUDGET)] = None,
+    branch: Annotated[
+        str | None,
+        Field(
+            description="Search this indexed branch (a name or glob like release/*; * for "
+            "every branch; default: each repository's default branch). Semantic search only."
+        ),
+    ] = None,
 ) -> Answer:
     """Search the indexed code. Hybrid (plain text): hits with location (path:start-end),
     symbol, snippet, best first, 'semantic' when similar but without the words. Exact/regex:
@@ -118,6 +125,7 @@ def search_code(
         mode,
         cursor,
         max_tokens,
+        branch,
     )
 
 
@@ -130,7 +138,8 @@ def repository_status(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
 ) -> Answer:
     """How fresh a repository's index is: indexed commit and time, the remote's tip at the last
-    check, behind (true/false/null = unknown), poll errors and the job in progress."""
+    check, behind (true/false/null = unknown), poll errors, the job in progress, and the same for
+    each other indexed branch (branches)."""
     return _run(tools.repository_status, repo)
 
 
@@ -190,10 +199,14 @@ def list_files(
 
 def refresh_repository(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
+    branch: Annotated[
+        str | None,
+        Field(description="One of its indexed branches (default: the default branch)."),
+    ] = None,
 ) -> Answer:
-    """Queue a re-index of a repository (incremental; joined with a run already going). Needs a
-    token with the write role; the answer names the queued job (see repository_status)."""
-    return _run(refresh.refresh_repository, repo)
+    """Queue a re-index of a repository's branch (incremental; joined with a run already going).
+    Needs a token with the write role; the answer names the queued job (see repository_status)."""
+    return _run(refresh.refresh_repository, repo, branch)
 
 
 def build_server() -> MCPServer:

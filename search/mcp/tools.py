@@ -19,6 +19,7 @@ from typing import Any
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
+from indexing.selectors import indexed_branch_summaries
 from search import contract
 from search.exact.cursor import MAX_CURSOR_CHARS
 from search.exact.dispatch import MODES, SearchCall, run_search
@@ -38,7 +39,7 @@ from search.mcp.exact_answer import (
     file_names_answer,
 )
 from search.mcp.hybrid_answer import hybrid_answer
-from search.retrieval.scope import InvalidGlob, UnknownRepositories
+from search.retrieval.scope import InvalidGlob, UnknownBranch, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
     "k": 8,
@@ -64,6 +65,20 @@ def _repositories_hint(viewer: Viewer) -> str:
     names = list(visible_repositories(viewer).order_by("name").values_list("name", flat=True)[:20])
     listed = ", ".join(repr(n) for n in names) if names else "none are indexed yet"
     return f"a repository name or id from list_repositories ({listed})"
+
+
+def _branches_hint(viewer: Viewer) -> str:
+    from indexing.models import IndexedBranch
+
+    visible = visible_repositories(viewer)
+    names = {*visible.values_list("branch", flat=True)}
+    names |= set(
+        IndexedBranch.objects.filter(repository__in=visible, generation__gt=0).values_list(
+            "name", flat=True
+        )
+    )
+    listed = ", ".join(repr(n) for n in sorted(n for n in names if n)[:20]) or "none yet"
+    return f"an indexed branch ({listed}), a glob such as 'release/*', or '*'"
 
 
 def resolve_repository(repo: str, viewer: Viewer) -> Repository:
@@ -122,6 +137,7 @@ def search_code(
     mode: str | None = None,
     cursor: str | None = None,
     max_tokens: int | None = None,
+    branch: str | None = None,
     *,
     viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
@@ -150,6 +166,10 @@ def search_code(
     if mode not in MODES:
         raise ToolInputError("invalid_mode", f"mode={mode!r} is unknown", " | ".join(MODES))
     repo_ids = [resolve_repository(repo, viewer).pk] if repo is not None else None
+    if branch is not None and (not isinstance(branch, str) or not branch.strip()):
+        raise ToolInputError(
+            "invalid_branch", "branch must be a branch name", "e.g. 'main', 'release/*' or '*'"
+        )
     request = contract.search_request(
         {
             "query": query.strip(),
@@ -158,6 +178,7 @@ def search_code(
             "repo_ids": repo_ids,
             "include_tests": _choose("include_tests", include_tests),
             "include_docs": _choose("include_docs", include_docs),
+            "branches": [branch.strip()] if branch is not None else None,
         },
         viewer=viewer,
     )
@@ -165,6 +186,8 @@ def search_code(
         outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
     except QueryRejected as exc:
         raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
+    except UnknownBranch as exc:
+        raise ToolInputError("unknown_branch", str(exc), _branches_hint(viewer)) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:
@@ -202,7 +225,8 @@ def list_repositories(*, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: 
 
 def repository_status(repo: str, *, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: B008
     """How fresh one repository's index is: the indexed commit and when, the remote's tip at
-    the last check, whether the remote has moved on, and the job in progress."""
+    the last check, whether the remote has moved on, the job in progress, and the same for
+    each other branch indexed (``branches``)."""
     r = resolve_repository(repo, viewer)
     job = r.jobs.exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at").first()
     return {
@@ -220,6 +244,7 @@ def repository_status(repo: str, *, viewer: Viewer = Viewer()) -> dict[str, Any]
         "poll_error": r.poll_error,
         "behind": r.behind,
         "job": None if job is None else {"id": job.pk, "kind": job.kind, "state": job.state},
+        "branches": indexed_branch_summaries(r),
     }
 
 

@@ -41,7 +41,7 @@ from search.retrieval.query import (
     tsquery_all,
     tsquery_any,
 )
-from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+from search.retrieval.scope import ScopeFilter
 
 K1 = 1.2
 B = 0.75
@@ -138,7 +138,10 @@ def fulltext_search(
         return result
 
     required = required_tsquery(parsed)
-    if use_postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
+    # The term postings are the default branches' lists: another branch is ranked over its
+    # chunks below (with the default branch's statistics, which it mostly shares).
+    postings = use_postings and scope.default_branches
+    if postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
         terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
         top = exact_top_k(
             terms,
@@ -171,7 +174,7 @@ def fulltext_search(
         base_params.append(required)
     # Only constants and %s placeholders are interpolated into the SQL text below.
     candidate_sql = " UNION ".join(
-        f"(SELECT c.id FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
+        f"(SELECT c.id FROM indexing_chunk c {scope.live_sql}"  # noqa: S608
         f" WHERE {base_where} AND c.search_vector @@ %s::tsquery LIMIT %s)"
         for _ in tiers
     )

@@ -1,28 +1,39 @@
-"""Search hits for fused candidates: one statement reads the chunks that are still live."""
+"""Search hits for fused candidates: one statement reads the chunks that are still live.
+
+On the default branches a hit names its repository's branch, commit and index time. With a
+branch filter a chunk may be stored once for several branches in scope: the hit names the
+first of them (the default branch first) and lists them all in ``branches``, which costs one
+more statement (the files' memberships, ``indexing.models.SharedFile``).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.db import connection
 
 from search.ranking.fusion import FusedCandidate
-from search.retrieval.scope import LIVE_CHUNKS_SQL
+from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter, ScopeRepository
 from search.types import SearchHit
 
-_HYDRATE_SQL = f"""
+_HYDRATE_SQL = """
     SELECT c.id, c.repository_id, r.name, r.last_indexed_commit, c.path, c."index", c.content,
            c.language, c.start_line, c.end_line, c.symbol, c.kind, c.is_test, c.is_doc,
-           r.branch, r.last_indexed_at
-    FROM indexing_chunk c {LIVE_CHUNKS_SQL}
+           r.branch, r.last_indexed_at, c.generation, c.file_id
+    FROM indexing_chunk c {live}
     WHERE c.id = ANY(%s)
-"""  # noqa: S608
+"""
 
 
-def hydrate_hits(candidates: list[FusedCandidate]) -> dict[int, SearchHit]:
+def hydrate_hits(
+    candidates: list[FusedCandidate], scope: ScopeFilter | None = None
+) -> dict[int, SearchHit]:
     """The chunks behind ``candidates`` (still live: a swap mid-search drops the old ones)."""
     if not candidates:
         return {}
+    live = scope.live_sql if scope is not None else LIVE_CHUNKS_SQL
     with connection.cursor() as cursor:
-        cursor.execute(_HYDRATE_SQL, [[c.chunk_id for c in candidates]])
+        cursor.execute(_HYDRATE_SQL.format(live=live), [[c.chunk_id for c in candidates]])
         rows = cursor.fetchall()
     hits = {}
     for row in rows:
@@ -43,5 +54,31 @@ def hydrate_hits(candidates: list[FusedCandidate]) -> dict[int, SearchHit]:
             is_doc=row[13],
             branch=row[14],
             indexed_at=row[15],
+            branches=[row[14]],
         )
+    if scope is not None and not scope.default_branches:
+        _name_branches(hits, rows, scope)
     return hits
+
+
+def _name_branches(hits: dict[int, SearchHit], rows: list[Any], scope: ScopeFilter) -> None:
+    in_scope = {(r.id, r.generation): r for r in scope.repositories}
+    files = list({row[17] for row in rows})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT file_id, repository_id, generation FROM indexing_sharedfile"
+            " WHERE file_id = ANY(%s)",
+            [files],
+        )
+        shared: dict[int, list[tuple[Any, int]]] = {}
+        for file_id, repository_id, generation in cursor.fetchall():
+            shared.setdefault(file_id, []).append((repository_id, generation))
+    for row in rows:
+        keys = [(row[1], row[16]), *shared.get(row[17], [])]
+        on: list[ScopeRepository] = [in_scope[key] for key in keys if key in in_scope]
+        on.sort(key=lambda r: (not r.default, r.branch))
+        if not on:
+            continue
+        hit, first = hits[row[0]], on[0]
+        hit.branch, hit.commit, hit.indexed_at = first.branch, first.commit, first.indexed_at
+        hit.branches = [r.branch for r in on]

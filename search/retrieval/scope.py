@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from fnmatch import fnmatchcase
 from typing import Any
 from uuid import UUID
 
@@ -75,6 +77,11 @@ NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocki
 # or "how to ..." is a usage question: documentation may answer it, so it is searched too --
 # included, not preferred (code still answers most of them).
 USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
+# Measured, off by default (``tests_for_check_questions``): a question about checking a
+# behaviour ("is it verified that ...") also searches the tests -- included, not preferred.
+CHECK_WORDS = frozenset(
+    {"verify", "verifies", "verified", "checked", "ensures", "ensured", "asserted", "asserts"}
+)
 LEFT_OUT_BY_DEFAULT = "left out by default"
 LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
@@ -128,6 +135,10 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
         word = query_mentions(request.query, vocabulary)
         if word:
             return True, f"query mentions {word!r}"
+        if vocabulary is TEST_WORDS and request.tests_for_check_questions:
+            check = query_mentions(request.query, CHECK_WORDS)
+            if check:
+                return True, f"check question ({check!r})"
         if vocabulary is DOC_WORDS and request.docs_for_usage_questions:
             usage = usage_question(request.query)
             if usage:
@@ -151,25 +162,55 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
     )
 
 
+class UnknownBranch(LookupError):
+    """No repository in scope has an indexed branch of that name (or matching that glob)."""
+
+    def __init__(self, branches: Sequence[str]) -> None:
+        super().__init__(f"no indexed repository is on branch:{branches[0]}")
+        self.branches = list(branches)
+
+
+ALL_BRANCHES = "*"
+
+
 @dataclass
 class ScopeRepository:
+    """One repository's branch in scope (the default branch unless a branch filter said
+    otherwise); a repository may be in scope with several branches."""
+
     id: UUID
     name: str
     commit: str
     generation: int
     chunks: int
+    branch: str = ""
+    indexed_at: datetime | None = None
+    default: bool = True  # its default branch (rows: ``generation = active_generation``)
 
 
-def scope_repositories(repo_ids: Sequence[UUID] | None, viewer: Viewer) -> list[ScopeRepository]:
+def scope_repositories(
+    repo_ids: Sequence[UUID] | None, viewer: Viewer, branches: Sequence[str] | None = None
+) -> list[ScopeRepository]:
     """Ready repositories in scope that ``viewer`` may see: the one gate of full-text, vector
     and hybrid search (every retrieval query keeps to these ids). Raises UnknownRepositories
-    for ids that do not exist or are not visible to ``viewer``."""
+    for ids that do not exist or are not visible to ``viewer``.
+
+    ``branches`` (names or globs; ``*``: every indexed branch) chooses branches other than
+    the default; None searches each repository's default branch. Raises UnknownBranch when
+    no repository in scope has such a branch indexed."""
     rows = visible_repositories(viewer)
     if repo_ids:
         rows = rows.filter(pk__in=list(repo_ids))
     found = list(
         rows.values_list(
-            "pk", "name", "last_indexed_commit", "active_generation", "chunk_count", "status"
+            "pk",
+            "name",
+            "last_indexed_commit",
+            "active_generation",
+            "chunk_count",
+            "status",
+            "branch",
+            "last_indexed_at",
         )
     )
     if repo_ids:
@@ -177,11 +218,70 @@ def scope_repositories(repo_ids: Sequence[UUID] | None, viewer: Viewer) -> list[
         unknown = [rid for rid in dict.fromkeys(repo_ids) if rid not in known]
         if unknown:
             raise UnknownRepositories(unknown)
-    return [
-        ScopeRepository(id=pk, name=name, commit=commit, generation=gen, chunks=chunks)
-        for pk, name, commit, gen, chunks, status in found
+    defaults = [
+        ScopeRepository(
+            id=pk,
+            name=name,
+            commit=commit,
+            generation=gen,
+            chunks=chunks,
+            branch=branch,
+            indexed_at=indexed_at,
+        )
+        for pk, name, commit, gen, chunks, status, branch, indexed_at in found
         if status == RepositoryStatus.READY and gen > 0
     ]
+    if not branches:
+        return defaults
+    return _on_branches(defaults, list(branches))
+
+
+def _named(name: str, patterns: list[str]) -> bool:
+    return any(p == ALL_BRANCHES or fnmatchcase(name, p) for p in patterns)
+
+
+def _on_branches(defaults: list[ScopeRepository], patterns: list[str]) -> list[ScopeRepository]:
+    from indexing.models import IndexedBranch
+
+    by_id = {r.id: r for r in defaults}
+    chosen = [r for r in defaults if _named(r.branch, patterns)]
+    others = IndexedBranch.objects.filter(repository_id__in=list(by_id), generation__gt=0)
+    for row in others.order_by("repository_id", "name"):
+        if not _named(row.name, patterns):
+            continue
+        default = by_id[row.repository_id]
+        chosen.append(
+            ScopeRepository(
+                id=default.id,
+                name=default.name,
+                commit=row.last_indexed_commit,
+                generation=row.generation,
+                chunks=row.chunk_count,
+                branch=row.name,
+                indexed_at=row.last_indexed_at,
+                default=False,
+            )
+        )
+    if not chosen and defaults:
+        raise UnknownBranch(patterns)
+    return chosen
+
+
+def live_chunks_sql(repositories: Sequence[ScopeRepository]) -> str:
+    """The join keeping chunks (alias ``c``) to the branches in scope: ``LIVE_CHUNKS_SQL``
+    when every repository is on its default branch (the default rows need no membership);
+    otherwise each (repository, generation) in scope, its own rows and those it shares
+    (``indexing.models.SharedFile``). Only UUIDs and integers are written into the SQL."""
+    if all(r.default for r in repositories):
+        return LIVE_CHUNKS_SQL
+    pairs = ", ".join(f"('{UUID(str(r.id))}'::uuid, {int(r.generation)})" for r in repositories)
+    # typed UUIDs and integers only
+    return (
+        "JOIN indexing_repository r ON r.id = c.repository_id AND r.status = 'ready'"  # noqa: S608
+        f" AND ((c.repository_id, c.generation) IN (VALUES {pairs})"
+        " OR EXISTS (SELECT 1 FROM indexing_sharedfile s WHERE s.file_id = c.file_id"
+        f" AND (s.repository_id, s.generation) IN (VALUES {pairs})))"
+    )
 
 
 def glob_to_regex(glob: str) -> str:
@@ -254,10 +354,22 @@ class ScopeFilter:
     chunk_level: bool = False  # any filter beyond repository + generation
     include_tests: bool = True  # (also in ``sql``; the term postings carry these two flags)
     include_docs: bool = True
+    # Non-empty: only chunks of these kinds ("tests", "docs") are in scope (the left-out lists).
+    only_kinds: frozenset[str] = frozenset()
 
     @property
     def repository_ids(self) -> list[UUID]:
-        return [r.id for r in self.repositories]
+        return list(dict.fromkeys(r.id for r in self.repositories))
+
+    @property
+    def default_branches(self) -> bool:
+        """Every repository on its default branch (the term postings cover exactly that)."""
+        return all(r.default for r in self.repositories)
+
+    @property
+    def live_sql(self) -> str:
+        """The live-chunks join for these repositories' branches (``live_chunks_sql``)."""
+        return live_chunks_sql(self.repositories)
 
 
 def build_scope_filter(
@@ -323,6 +435,9 @@ def build_left_out_filter(
     )
     found.sql = f"({kinds})" if found.sql == "TRUE" else f"{found.sql} AND ({kinds})"
     found.chunk_level = True
+    found.only_kinds = frozenset(
+        kind for kind, wanted in (("tests", tests), ("docs", docs)) if wanted
+    )
     return found
 
 

@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from indexing.models import EmbeddingSpace
 from search.models import ChunkFacetStat
 from search.retrieval.db import search_cursor
-from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+from search.retrieval.scope import ScopeFilter
 
 Strategy = Literal["exact", "hnsw"]
 # How many index tuples an iterative HNSW scan may visit before it gives up (pgvector's
@@ -134,7 +134,7 @@ def _scoped_chunks(scope: ScopeFilter, join: str = "") -> str:
     return f"""
         FROM indexing_chunkembedding e {join}
         JOIN indexing_chunk c ON c.id = e.chunk_id
-        {LIVE_CHUNKS_SQL}
+        {scope.live_sql}
         WHERE e.space_id = %s AND r.id = ANY(%s) AND {scope.sql}"""
 
 
@@ -166,7 +166,7 @@ def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
         FROM nearest n
         JOIN indexing_chunkembedding e ON e.embedding_vector_id = n.id
         JOIN indexing_chunk c ON c.id = e.chunk_id
-        {LIVE_CHUNKS_SQL}
+        {scope.live_sql}
         WHERE e.space_id = %s AND r.id = ANY(%s) AND {scope.sql}
         ORDER BY n.distance, c.id
         LIMIT %s

@@ -185,3 +185,19 @@ def test_exact_search_benchmark(bench_database: str, source_tree: Path, tmp_path
     # every module returns: 3 files in the repository, 6 with its copy; rg counts the same
     assert returns["repo:bench/exact"]["total"] == returns["repo:bench/exact"]["rg_files"] == 3
     assert returns["all copies"]["total"] == returns["all copies"]["rg_files"] == 6
+
+
+@pytest.mark.django_db
+def test_branch_benchmark(bench_database: str, source_tree: Path, tmp_path: Path) -> None:
+    env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
+    report = tmp_path / "branches.json"
+    output = _run(
+        "branch_benchmark.py", "--source", str(source_tree / "tinypkg-1.0"), "--changed", "1",
+        "--json", str(report), env=env,
+    )  # fmt: skip
+    figures = json.loads(report.read_text())
+    # tinypkg: 3 modules and a README; next edits one module, adds one file, deletes one.
+    second = figures["next as a second branch"]
+    assert (second["files"], second["shared_files"], second["branch_files"]) == (2, 2, 4)
+    assert figures["next as its own repository"]["files"] == 4
+    assert "second branch: 2 file rows" in output, output[-2000:]

@@ -122,7 +122,7 @@ def test_no_results_says_what_was_searched(indexed: Repository) -> None:
     assert status == 200
     assert "No results for <q>zebra</q>" in html
     assert "repositories: acme/demo" in html and "languages: go" in html
-    assert "tests only if the query is about them" in html
+    assert "tests ranked below code unless the query is about them" in html
 
 
 def test_the_results_endpoint_rejects_what_is_not_a_search_response() -> None:

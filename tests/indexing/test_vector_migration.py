@@ -29,8 +29,12 @@ def test_old_vectors_are_moved_to_one_row_per_distinct_text() -> None:
     try:
         rng = np.random.default_rng(5)
         vectors = rng.normal(size=(3, 4))
-        # Repositories, files, chunks and spaces have the same tables before and after.
-        from indexing.models import Chunk, EmbeddingSpace, Repository, SourceFile
+        # The models as they were at BEFORE (later migrations add columns, e.g. branches).
+        state = MigrationExecutor(connection).loader.project_state(BEFORE).apps
+        Chunk, EmbeddingSpace, Repository, SourceFile = (
+            state.get_model("indexing", name)
+            for name in ("Chunk", "EmbeddingSpace", "Repository", "SourceFile")
+        )
 
         space = EmbeddingSpace.objects.create(key="t/m/4", provider="t", model="m", dim=4).pk
         rows = []

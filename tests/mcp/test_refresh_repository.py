@@ -15,10 +15,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from accounts.models import AuditEntry
 from accounts.roles import Role
 from accounts.visibility import viewer_for
-from indexing.models import IndexJob, Repository
+from indexing.models import IndexedBranch, IndexJob, Repository
 from search.mcp.identity import Caller, acting_as
 from search.mcp.refresh import refresh_repository
-from search.mcp.tools import ToolInputError
+from search.mcp.tools import ToolInputError, repository_status
 from tests.accounts_support import bearer, make_account, token_for
 from tests.ask.corpus import shop  # noqa: F401 - fixture
 from tests.mcp.stdio import stdio_session
@@ -69,6 +69,36 @@ def test_in_process_the_role_decides_and_a_hidden_repository_is_unknown(
         pytest.raises(ToolInputError, match="unknown_repo"),
     ):
         refresh_repository("acme/shop", viewer=viewer_for(outsider))
+
+
+def test_another_indexed_branch_is_refreshed_by_name_and_listed_with_its_freshness(
+    shop: Repository,  # noqa: F811
+) -> None:
+    release = IndexedBranch.objects.create(
+        repository=shop, name="release/1.0", generation=7, last_indexed_commit="c" * 40
+    )
+    writer = make_account("write")
+    with acting_as(viewer_for(writer), Caller(Role.WRITE, writer)):
+        status = repository_status("acme/shop", viewer=viewer_for(writer))
+        assert [(b["name"], b["commit"]) for b in status["branches"]] == [("release/1.0", "c" * 40)]
+        with pytest.raises(ToolInputError) as unknown:
+            refresh_repository("acme/shop", branch="nope", viewer=viewer_for(writer))
+        error = unknown.value.payload["error"]
+        assert error["code"] == "unknown_branch" and "'nope'" in error["message"]
+        assert "'release/1.0'" in error["valid"]
+        queued = refresh_repository("acme/shop", branch="release/1.0", viewer=viewer_for(writer))
+        # the default branch by its name is the default re-index, joined with nothing else
+        default = refresh_repository(
+            "acme/shop", branch=shop.branch or None, viewer=viewer_for(writer)
+        )
+    assert queued["branch"] == "release/1.0" and queued["job"]["kind"] == "incremental"
+    assert IndexJob.objects.get(pk=queued["job"]["id"]).branch_id == release.pk
+    assert queued["pending"] is False
+    # a job of the branch runs: the default branch's re-index is queued after it
+    assert default["job"]["id"] == queued["job"]["id"] and default["pending"] is True
+    assert Repository.objects.get(pk=shop.pk).reindex_pending
+    entry = AuditEntry.objects.filter(action="repository.reindex").order_by("id")[0]
+    assert entry.details["branch"] == "release/1.0"
 
 
 def test_over_http_a_write_token_refreshes_and_a_read_token_is_refused(

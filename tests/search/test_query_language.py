@@ -29,6 +29,8 @@ ORDINARY_QUESTIONS = [
     "and/or both",
     "does case matter? (no: it doesn't)",
     '12" screen size',
+    "why does visiting /about/ send the browser to /about instead",
+    "/api/ returns 404 after upgrade",
 ]
 
 
@@ -56,6 +58,23 @@ def test_filters_literals_and_regexes_are_recognised() -> None:
     assert parsed.words == ["timeout"]
     mode, terms = choose_mode(parsed, "auto")
     assert mode == "regex" and [t.text for t in terms][-1] == "timeout"
+
+
+def test_a_metacharacter_free_slash_word_is_a_regex_only_without_other_words() -> None:
+    # On its own (or with filters and quoted literals) /about/ is a regex; a real pattern stays
+    # one beside free words, and those words are then literals required in the file.
+    alone = parse_search_query("/about/ repo:site")
+    assert [(t.kind, t.text, t.position) for t in alone.terms] == [("regex", "about", 0)]
+    assert alone.words == [] and choose_mode(alone, "auto")[0] == "regex"
+    both = parse_search_query('"x" /b/ /a/')
+    assert [(t.kind, t.text) for t in both.terms] == [
+        ("literal", "x"),
+        ("regex", "b"),
+        ("regex", "a"),
+    ]
+    pattern = parse_search_query("/visit.*about/ redirect")
+    assert [t.text for t in pattern.terms] == ["visit.*about"]
+    assert choose_mode(pattern, "auto")[0] == "regex"
 
 
 def test_quotes_and_slashes_escape_inside_patterns() -> None:

@@ -117,3 +117,81 @@ def test_chunks_without_body_words_are_found_by_their_symbol() -> None:
     result = search("lonely")
     assert [hit.symbol for hit in result.hits] == ["lonely"]
     assert result.hits[0].bm25_score and result.hits[0].bm25_score > 0
+
+
+def test_a_restricted_repository_is_searched_only_by_its_group() -> None:
+    from django.contrib.auth.models import Group
+
+    from accounts.visibility import Viewer
+
+    indexed_repository("open", [chunk("a.py", "open_ledger", "ledger = open_ledger(book)")])
+    vault = indexed_repository(
+        "vault", [chunk("b.py", "secret_ledger", "ledger ledger ledger ledger")]
+    )
+    group = Group.objects.create(name="ledger-team")
+    vault.visible_to_groups.set([group])
+    # The vault's chunk is the better match; a viewer outside the group must not see it.
+    outsider = [hit.symbol for hit in search("ledger", viewer=Viewer()).hits]
+    member = [hit.symbol for hit in search("ledger", viewer=Viewer(frozenset({group.pk}))).hits]
+    assert outsider == ["open_ledger"]
+    assert member[:1] == ["secret_ledger"] and "open_ledger" in member
+
+
+def test_a_deleted_repository_leaves_no_postings_and_no_hits() -> None:
+    kept = indexed_repository("kept", [chunk("a.py", "kept_parser", "parser = make_parser()")])
+    gone = indexed_repository("gone", [chunk("a.py", "gone_parser", "parser parser parser")])
+    assert TermPostings.objects.filter(repository=gone).exists()
+    gone.delete()
+    assert not TermPostings.objects.filter(repository_id=gone.pk).exists()
+    assert [hit.symbol for hit in search("parser").hits] == ["kept_parser"]
+    assert TermPostings.objects.filter(repository=kept, term="parser").get().df == 1
+
+
+def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
+    import numpy as np
+
+    from indexing.models import Chunk
+    from search.retrieval.postings_format import HEADER, RECORD, decode, list_base
+
+    repository = indexed_repository(
+        "decode",
+        [
+            chunk("src/a.py", "plain", "token"),
+            chunk("tests/test_a.py", "in_test", "token token", is_test=True),
+            chunk("docs/a.py", "in_doc", "token token token", is_doc=True),
+        ],
+    )
+    row = TermPostings.objects.get(repository=repository, term="token")
+    value = bytes(row.postings)
+    ids, length, tf2, flags = decode(np.frombuffer(value[HEADER:], RECORD), list_base(value))
+    chunks = {c.pk: c for c in Chunk.objects.filter(repository=repository)}
+    assert row.df == 3 == len(ids)
+    for chunk_id, n, twice, flag in zip(ids, length, tf2, flags, strict=True):
+        stored = chunks[int(chunk_id)]
+        assert n == stored.token_count
+        assert flag == int(stored.is_test) + 2 * int(stored.is_doc)
+        # body words weigh 1 (tf2 2 per position): 1, 2 and 3 positions of "token"
+        assert twice == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
+
+
+def test_the_left_out_lists_rank_only_tests_and_docs_as_every_match_would() -> None:
+    from search.retrieval.scope import build_left_out_filter
+
+    docs = [chunk(f"src/m{i}.py", f"code_{i}", "retry retry retry backoff") for i in range(30)]
+    docs += [
+        chunk("tests/test_retry.py", "test_retry", "retry backoff", is_test=True),
+        chunk("tests/test_more.py", "test_more", "retry retry", is_test=True),
+        chunk("docs/retry.py", "retry_doc", "retry", is_doc=True),
+    ]
+    indexed_repository("left-out", docs)
+    request = SearchRequest(query="retry backoff")
+    scope = resolve_scope(request)
+    repositories = scope_repositories(None, Viewer.everything())
+    left_out = build_left_out_filter(scope, repositories)
+    assert left_out is not None and left_out.only_kinds == {"tests", "docs"}
+    parsed = parse_query("retry backoff")
+    exact = fulltext_search(parsed, left_out, limit=5, cap=4, use_postings=True)
+    every = fulltext_search(parsed, left_out, limit=5, cap=10**6, use_postings=False)
+    assert exact.detail["exact"] is True
+    assert [cid for cid, _ in exact.ranked] == [cid for cid, _ in every.ranked]
+    assert len(exact.ranked) == 3  # the three test/doc chunks, none of the 30 better code chunks

@@ -13,8 +13,9 @@ from indexing.services.doctor import DEFAULT_JOB_GRACE, examine
 
 class Command(BaseCommand):
     help = (
-        "Find drift between the database and the data directory (clones without rows, rows "
-        "without clones, generations left behind, stuck statuses, jobs no worker runs); "
+        "Find drift between the database and the data directory (clones without rows, what "
+        "killed fetches left, rows without clones, generations left behind, vectors no chunk "
+        "uses, missing full-text statistics, stuck statuses, jobs no worker runs); "
         "--repair fixes what it finds."
     )
 

@@ -23,39 +23,15 @@ import fcntl
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from indexing.clone_paths import LOCK_SUFFIX, STAGING_MARK, lock_held, lock_of, staging_dir
+
 logger = logging.getLogger(__name__)
 
-STAGING_MARK = ".fetch-"
-LOCK_SUFFIX = ".lock"
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _AT_FDCWD = -100
-
-
-def staging_dir(target: Path) -> Path:
-    """A fresh directory name beside ``target`` for one fetch (not created)."""
-    return target.with_name(f"{target.name}{STAGING_MARK}{uuid.uuid4().hex[:12]}")
-
-
-def _lock_of(staging: Path) -> Path:
-    return staging.with_name(staging.name + LOCK_SUFFIX)
-
-
-def _held(lock: Path) -> bool:
-    """Whether a live process holds ``lock`` (``flock``; a dead process's lock is released)."""
-    try:
-        with open(lock, "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-    except OSError:
-        return False
-    return False
 
 
 @contextlib.contextmanager
@@ -65,7 +41,7 @@ def staging_area(target: Path) -> Iterator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(target)
     staging = staging_dir(target)
-    lock = _lock_of(staging)
+    lock = lock_of(staging)
     with open(lock, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else has it
         try:
@@ -86,14 +62,14 @@ def remove_stale_staging(target: Path) -> list[Path]:
     for entry in sorted(target.parent.iterdir()):
         if not entry.name.startswith(prefix) or entry.name.endswith(LOCK_SUFFIX):
             continue
-        lock = _lock_of(entry)
-        if lock.exists() and _held(lock):
+        lock = lock_of(entry)
+        if lock.exists() and lock_held(lock):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         lock.unlink(missing_ok=True)
         removed.append(entry)
     for lock in target.parent.glob(f"{prefix}*{LOCK_SUFFIX}"):  # a run that died before mkdir
-        if not lock.with_name(lock.name[: -len(LOCK_SUFFIX)]).exists() and not _held(lock):
+        if not lock.with_name(lock.name[: -len(LOCK_SUFFIX)]).exists() and not lock_held(lock):
             lock.unlink(missing_ok=True)
     return removed
 

@@ -71,7 +71,13 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     Best-effort: when the model fails, the job ends ``completed_with_errors`` saying how many
     chunks have no vector yet, and the repository stays ready for full-text search.
     """
-    from indexing.services.vectors import count_embedded, embed_repository, space_for
+    from indexing.services.branches import match_branch_globs, queue_next_branch
+    from indexing.services.vectors import (
+        count_embedded,
+        count_embedded_generation,
+        embed_repository,
+        space_for,
+    )
 
     context = load_run(job_id)
     if context is None:
@@ -132,6 +138,9 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     embedded = count_embedded(repository, space) if space is not None else 0
     Repository.objects.filter(pk=repository.pk).update(embedded_count=embedded)
     missing = repository.chunk_count - embedded
+    if job.branch is not None:  # another branch: its own chunks (owned and shared) count
+        embedded = count_embedded_generation(repository, space, job.branch.generation)
+        missing = job.branch.chunk_count - embedded
     if missing > 0 and not any(f.get("stage") == "embedding" for f in failures):
         failures.append({"stage": "embedding", "reason": f"{missing} chunks have no vector"})
     final = JobState.COMPLETED_WITH_ERRORS if failures else JobState.DONE
@@ -142,3 +151,6 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
         )  # fmt: skip
     except jobs.IllegalTransition as error:  # it ended meanwhile (reaped, cancelled): keep that
         raise JobCancelled(str(error)) from error
+    if job.branch_id is None:  # the default branch's clone is there: match the globs again
+        match_branch_globs(repository.pk)
+    queue_next_branch(repository.pk)

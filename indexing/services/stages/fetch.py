@@ -76,20 +76,20 @@ def _fail(job: IndexJob, claim: StageClaim, message: str) -> bool:
 
 
 def _fetch_into(
-    staging: Path, target: Path, repository: Repository, limits: FetchLimits
+    staging: Path, target: Path, repository: Repository, limits: FetchLimits, branch: str
 ) -> FetchResult:
+    """``branch`` (empty: the default) into a copy of the clone, or a fresh clone. Every
+    indexed branch's tip lives in the one clone, so one branch's update keeps the others'."""
     # Each incremental fetch adds a pack; past the size limit, start from a fresh clone.
     usable = (
-        repository.active_generation
+        (repository.active_generation or branch != repository.branch)
         and (target / "HEAD").exists()
         and directory_size(target) < limits.max_bytes
     )
-    if usable and repository.branch:
+    if usable and branch:
         copy_for_update(target, staging)
-        return fetch_update(staging, repository.url, repository.branch, **limits.as_kwargs())
-    return fetch_branch(
-        repository.url, staging, branch=repository.branch or None, **limits.as_kwargs()
-    )
+        return fetch_update(staging, repository.url, branch, **limits.as_kwargs())
+    return fetch_branch(repository.url, staging, branch=branch or None, **limits.as_kwargs())
 
 
 def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> bool:
@@ -104,9 +104,14 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
         job = jobs.transition(job, JobState.QUEUED)  # a retry after a crash: start over
     job = jobs.transition(job, JobState.CLONING, celery_task_id=task_id, attempts=job.attempts + 1)
     claim = StageClaim.of(job)  # the fencing token: an earlier run of the job writes no more
-    Repository.objects.filter(pk=repository.pk).update(
-        status=RepositoryStatus.INDEXING if repository.active_generation == 0 else repository.status
-    )
+    default = job.branch_id is None
+    branch = job.branch.name if job.branch is not None else repository.branch
+    if default:
+        Repository.objects.filter(pk=repository.pk).update(
+            status=RepositoryStatus.INDEXING
+            if repository.active_generation == 0
+            else repository.status
+        )
     started = time.monotonic()
     if clone_budget.seconds_left(job) < clone_budget.MIN_ATTEMPT_SECS:
         return _fail(job, claim, clone_budget.exhausted_message(job))
@@ -115,20 +120,17 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
     fetching = started
     with staging_area(target) as staging:
         try:
-            with clone_slot(
-                ttl_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS + 120,
-                wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS,
-            ):
+            with clone_slot(wait_seconds=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS):
                 fetching = time.monotonic()
                 check_alive(job_id)
-                result = _fetch_into(staging, target, repository, limits)
+                result = _fetch_into(staging, target, repository, limits, branch)
         except GitFetchError as error:
             return _fetch_failed(job, claim, error, fetching, final_attempt)
         except Exception as error:
             claim.stop_if_lost(error)  # what a run that lost its claim meets is not its to report
             raise
         check_alive(job_id)
-        if not repository.branch:
+        if default and not repository.branch:
             taken = default_branch_taken(repository, result.branch)
             if taken:  # another copy was added with this branch while this one was queued
                 return _fail(job, claim, taken)
@@ -136,7 +138,7 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
         with transaction.atomic():
             claim.check()  # under the job's row lock: no other run can move in between
             move_into_place(staging, target)
-            if not repository.branch:
+            if default and not repository.branch:
                 Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
             Repository.objects.filter(pk=repository.pk).update(size_bytes=size)
             IndexJob.objects.filter(pk=job.pk).update(

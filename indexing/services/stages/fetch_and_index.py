@@ -19,20 +19,19 @@ from django.conf import settings
 from indexing.chunking import chunk_file
 from indexing.clone_paths import repository_dir
 from indexing.git.tree import GitTreeReader
-from indexing.models import IndexJob, JobState, Repository
+from indexing.models import IndexJob, JobState, Repository, SharedFile
 from indexing.services import jobs
+from indexing.services.branch_generations import (
+    discard_unfinished_generations,
+    next_generation,
+    stored_files,
+    swap_branch_generation,
+)
 from indexing.services.stages.claims import StageClaim, drop_late_delivery
 from indexing.services.stages.fetch import run_fetch
 from indexing.services.stages.index_batches import BatchedWalk, BatchLimits, chunk_inputs, classify
 from indexing.services.stages.run_context import check_alive, fail_job, load_run, record_timing
-from indexing.services.storing import (
-    INSERT_BATCH_BYTES,
-    FileToStore,
-    StoredChunk,
-    discard_unfinished_generations,
-    store_files,
-    swap_generation,
-)
+from indexing.services.storing import INSERT_BATCH_BYTES, FileToStore, StoredChunk, store_files
 from indexing.walking import WalkedFile
 from search.retrieval.corpus_stats import refresh_search_stats
 
@@ -63,17 +62,17 @@ def _chunks_for(walked: WalkedFile) -> list[StoredChunk]:
 
 
 def _changed_paths(
-    reader: GitTreeReader, repository: Repository, entries: list, previous: dict[str, str]
+    reader: GitTreeReader, last_commit: str, entries: list, previous: dict[str, str]
 ) -> set[str] | None:
-    """Paths whose blob changed since the live generation, or None to walk everything.
+    """Paths whose blob changed since the branch's live generation, or None to walk everything.
 
     Unchanged files keep their rows, so the walk only needs to read changed blobs — unless a
     ``.gitignore`` changed, which can change which unchanged files belong in the index.
     """
-    if not previous or not repository.last_indexed_commit:
+    if not previous or not last_commit:
         return None
     try:
-        old_entries = reader.list_tree(repository.last_indexed_commit)
+        old_entries = reader.list_tree(last_commit)
     except Exception:  # the old commit is not in the store (e.g. the clone was redone)
         return None
 
@@ -120,29 +119,30 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         return False
     if job.state != JobState.CLONING:
         logger.warning("job=%s index stage restarts after an interrupted run", job.pk)
-    generation = repository.active_generation + 1
+    generation = next_generation(repository.pk)
     task = {"celery_task_id": task_id} if task_id else {}
     job = jobs.transition(job, JobState.WALKING, generation=generation, **task)
     claim = StageClaim.of(job)  # from here on, an earlier run of this stage writes nothing more
-    discard_unfinished_generations(repository)
+    discard_unfinished_generations(repository.pk)
     started = time.monotonic()
-    previous: dict[str, str] = {}
-    if repository.active_generation:
-        previous = dict(
-            repository.files.filter(generation=repository.active_generation).values_list(
-                "path", "blob_sha"
-            )
-        )
+    branch = job.branch
+    own_generation = branch.generation if branch else repository.active_generation
+    last_commit = branch.last_indexed_commit if branch else repository.last_indexed_commit
+    own = own_files(repository, own_generation)
+    available = stored_files(repository.pk)
     limits = BatchLimits.from_settings()
     with GitTreeReader(repository_dir(repository.pk)) as reader:
         entries = reader.list_tree(job.commit)
-        only_paths = _changed_paths(reader, repository, entries, previous)
+        current = {entry.path: entry.sha for entry in entries}
+        # A file any live generation (this branch's or another's) holds is reused, not stored.
+        previous = {path: sha for path, sha in current.items() if (path, sha) in available}
+        only_paths = _changed_paths(reader, last_commit, entries, own)
         chosen = entries if only_paths is None else [e for e in entries if e.path in only_paths]
         walk = BatchedWalk(entries, reader.read_blob, limits)
         summary = classify(walk, chosen, previous, on_batch=lambda: _still_running(job_id))
         if only_paths is not None:  # unchanged files were not walked: carried as they were
-            current = {entry.path: entry.sha for entry in entries}
-            summary.carried = [path for path, sha in previous.items() if current.get(path) == sha]
+            unchanged = [path for path, sha in own.items() if current.get(path) == sha]
+            summary.carried = list(dict.fromkeys([*unchanged, *summary.carried]))
         del entries, chosen
         changed, carried = len(summary.changed), len(summary.carried)
         job = claim.advance(
@@ -177,22 +177,37 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
             on_batch=lambda _: _still_running(job_id), fence=claim.check,
             batch_bytes=min(INSERT_BATCH_BYTES, limits.max_bytes),
         )  # fmt: skip
-    repository = swap_generation(
-        repository.pk, generation, summary.carried, job.commit, before_swap=claim.check
-    )
+    swapped = swap_branch_generation(
+        repository.pk, job.branch_id, generation,
+        [(path, current[path]) for path in summary.carried], job.commit,
+        before_swap=claim.check,
+    )  # fmt: skip
     jobs.heartbeat(job_id)
-    try:
-        refresh_search_stats(repository.pk)
-    except Exception:
-        # The new generation is live and searchable already; BM25 counts missing statistics on
-        # the fly, so a failed refresh costs speed, not correctness.
-        logger.exception("job=%s BM25 statistics refresh failed", job.pk)
+    if branch is None:  # another branch's swap leaves the default branch's rows as they were
+        try:
+            refresh_search_stats(repository.pk)
+        except Exception:
+            # The new generation is live and searchable already; BM25 counts missing statistics
+            # on the fly, so a failed refresh costs speed, not correctness.
+            logger.exception("job=%s BM25 statistics refresh failed", job.pk)
     IndexJob.objects.filter(pk=job.pk).update(
-        chunks_total=repository.chunk_count,
+        chunks_total=swapped.chunk_count,
         stage_timings=record_timing(job, "storing", storing_started),
     )
     logger.info(
-        "job=%s repository=%s generation=%s files=%s changed=%s chunks=%s",
-        job.pk, repository.pk, generation, repository.file_count, changed, repository.chunk_count,
+        "job=%s repository=%s branch=%s generation=%s files=%s changed=%s chunks=%s",
+        job.pk, repository.pk, branch.name if branch else repository.branch, generation,
+        swapped.file_count, changed, swapped.chunk_count,
     )  # fmt: skip
     return True
+
+
+def own_files(repository: Repository, generation: int) -> dict[str, str]:
+    """path -> blob sha of what a live generation shows (owned and shared rows)."""
+    if not generation:
+        return {}
+    owned = repository.files.filter(generation=generation).values_list("path", "blob_sha")
+    shared = SharedFile.objects.filter(repository=repository, generation=generation).values_list(
+        "file__path", "file__blob_sha"
+    )
+    return {**dict(owned), **dict(shared)}

@@ -10,8 +10,16 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from indexing.clone_paths import repository_dir
-from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import (
+    FINISHED_JOB_STATES,
+    IndexedBranch,
+    IndexJob,
+    JobState,
+    Repository,
+    RepositoryStatus,
+)
 from indexing.services import jobs
+from indexing.services.branches import queue_next_branch
 
 
 class JobCancelled(Exception):
@@ -30,7 +38,7 @@ class RunContext:
 
 
 def load_run(job_id: int) -> RunContext | None:
-    job = IndexJob.objects.select_related("repository").filter(pk=job_id).first()
+    job = IndexJob.objects.select_related("repository", "branch").filter(pk=job_id).first()
     if job is None or job.is_finished:
         return None
     return RunContext(job, job.repository)
@@ -66,6 +74,10 @@ def fail_job(job: IndexJob, message: str) -> None:
         try:
             jobs.transition(job, JobState.FAILED, error=message)
         except jobs.IllegalTransition:
+            return
+        transaction.on_commit(lambda: queue_next_branch(job.repository_id))
+        if job.branch_id is not None:  # another branch's failure: the default stays as it is
+            IndexedBranch.objects.filter(pk=job.branch_id).update(error=message)
             return
         repository = Repository.objects.select_for_update().filter(pk=job.repository_id).first()
         if repository is None:
