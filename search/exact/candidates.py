@@ -34,10 +34,28 @@ class CandidateFile:
     language: str
     is_test: bool
     is_doc: bool
+    branch: str = ""  # set when the search named branches (``CandidateScope.branches``)
+    sort_name: str = ""  # the repository's place in the order then: one per branch
 
     @property
     def key(self) -> SortKey:
-        return (self.repo_name, self.path, self.file_id)
+        return (self.sort_name or self.repo_name, self.path, self.file_id)
+
+
+@dataclass(frozen=True)
+class BranchEntry:
+    """One repository's branch a search with a branch filter covers: the files its generation
+    owns plus those it references (``indexing.models.SharedFile``), at its own commit."""
+
+    repo_id: UUID
+    generation: int
+    branch: str
+    commit: str
+    sort_name: str  # orders (repository name, branch name): the key's first part
+
+    @staticmethod
+    def label(repo_name: str, branch: str) -> str:
+        return f"{repo_name}\x01{branch}"
 
 
 @dataclass
@@ -49,6 +67,20 @@ class CandidateScope:
     exclude_languages: list[str] | None = None
     path_regex: str | None = None
     exclude_path_regex: str | None = None
+    # None: each repository's default branch (its live rows, the plans as they always were);
+    # else the branches searched, each with the files of its generation.
+    branches: list[BranchEntry] | None = None
+
+    def branch_arrays(self) -> list[list[Any]]:
+        """The entries as the parallel arrays ``unnest`` reads (``BRANCHES_SQL``)."""
+        entries = self.branches or []
+        return [
+            [e.repo_id for e in entries],
+            [e.generation for e in entries],
+            [e.branch for e in entries],
+            [e.commit for e in entries],
+            [e.sort_name for e in entries],
+        ]
 
     def sql(self) -> tuple[str, list[Any]]:
         clauses = ["c.repository_id = ANY(%s)"]
@@ -66,6 +98,13 @@ class CandidateScope:
             clauses.append("c.path !~ %s")
             params.append(self.exclude_path_regex)
         return " AND ".join(clauses), params
+
+
+# The branches in scope as rows ``e`` (parameters: ``CandidateScope.branch_arrays``).
+BRANCHES_SQL = (
+    "unnest(%s::uuid[], %s::int[], %s::text[], %s::text[], %s::text[])"
+    " AS e(repo_id, generation, branch, at_commit, sort_name)"
+)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from uuid import UUID
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import RepositoryStatus
-from search.exact.candidates import CandidateScope, PatternCondition
+from search.exact.candidates import BranchEntry, CandidateScope, PatternCondition
 from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
@@ -43,7 +43,12 @@ from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.executor import SearchExecutor, SearchRequest, SearchResult
-from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
+from search.retrieval.scope import (
+    InvalidGlob,
+    UnknownRepositories,
+    paths_regex,
+    scope_repositories,
+)
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
@@ -119,7 +124,8 @@ def resolve_repositories(
 ) -> list[UUID] | None:
     """Repository ids the query's ``repo:``/``-repo:``/``branch:`` filters leave (None: all
     that ``viewer`` may see). A ``repo:`` or ``branch:`` that matches no ready repository
-    ``viewer`` may see is a 404 naming it."""
+    ``viewer`` may see is a 404 naming it. (Searches pass ``branches=[]``: their branch filter
+    picks branches, ``branch_entries``; here it picks repositories by their default branch.)"""
     if not (parsed.repos or parsed.exclude_repos or parsed.branches):
         return base_ids
     repositories = _ready_repositories(viewer)
@@ -227,11 +233,36 @@ def _path_regex(globs: list[str] | None) -> str | None:
         raise QueryRejected("invalid_filter", f"file: {exc}", {"filter": "file:"}) from None
 
 
+def branch_entries(
+    patterns: list[str], repo_ids: list[UUID], viewer: Viewer
+) -> tuple[list[UUID], list[BranchEntry] | None]:
+    """The repositories and branches a branch filter (names, globs, ``*``) chooses among
+    ``repo_ids``: (their ids, None) when every one is on its default branch -- the default
+    plans, unchanged -- else (ids, every chosen branch). Raises ``UnknownBranch`` when no
+    repository in scope has such a branch indexed."""
+    if repo_ids == [UUID(int=0)]:  # the other filters left nothing
+        return repo_ids, None
+    chosen = scope_repositories(repo_ids, viewer, patterns)
+    ids = list(dict.fromkeys(r.id for r in chosen)) or [UUID(int=0)]
+    if all(r.default for r in chosen):
+        return ids, None
+    entries = [
+        BranchEntry(r.id, r.generation, r.branch, r.commit, BranchEntry.label(r.name, r.branch))
+        for r in chosen
+    ]
+    return ids, entries
+
+
 def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:
-    """The repositories, languages and paths an exact, regex or file-name search covers."""
-    repo_ids = resolve_repositories(parsed, base.repo_ids, base.viewer)
+    """The repositories, branches, languages and paths an exact, regex, symbol or file-name
+    search covers."""
+    repo_ids = resolve_repositories(replace(parsed, branches=[]), base.repo_ids, base.viewer)
     if repo_ids is None:
         repo_ids = [pk for pk, _, _ in _ready_repositories(base.viewer)]
+    branches = None
+    patterns = parsed.branches or list(base.branches or [])
+    if patterns:
+        repo_ids, branches = branch_entries(patterns, repo_ids, base.viewer)
     languages = [lang.lower() for lang in (base.languages or [])] + parsed.languages
     globs = (base.path_globs or []) + parsed.files
     return CandidateScope(
@@ -240,6 +271,7 @@ def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:
         exclude_languages=parsed.exclude_languages or None,
         path_regex=_path_regex(globs or None),
         exclude_path_regex=_path_regex(parsed.exclude_files or None),
+        branches=branches,
     )
 
 
@@ -253,6 +285,8 @@ def _fingerprint(kind: str, terms: list[Term], case: bool, scope: CandidateScope
         scope.exclude_languages,
         scope.path_regex,
         scope.exclude_path_regex,
+        # (only with a branch filter: cursors of the default branches stay as they were)
+        *([[(str(b.repo_id), b.generation) for b in scope.branches]] if scope.branches else []),
     )
 
 

@@ -30,7 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, SortKey
+from search.exact.candidates import (
+    BRANCHES_SQL,
+    CandidateFile,
+    CandidateScope,
+    PatternCondition,
+    SortKey,
+)
 from search.retrieval.db import search_cursor
 
 PROBE_CHUNKS = 10000  # more chunks in scope than this hold the literal: read files by windows
@@ -73,6 +79,30 @@ _WALK_SQL = """
     LIMIT %s
 """
 
+# The same walk over the branches a branch filter chose (``e``, one repository's branch a row,
+# in (repository name, branch name) order): each branch's own files by the same index, and
+# those it references (``SharedFile``) by its (repository, generation) index.
+_BRANCH_FILES_SQL = """
+            (SELECT c.id, c.path, c.language, c.is_test, c.is_doc
+             FROM {source}
+             WHERE {owner} = r.id AND {generation} = e.generation AND {scope}
+               AND c.path >= (CASE WHEN e.sort_name = %s THEN %s ELSE '' END)
+               AND (e.sort_name, c.path, c.id) > (%s, %s, %s)
+             ORDER BY c.path LIMIT %s)
+"""
+_BRANCH_WALK_SQL = """
+    SELECT c.id AS file_id, r.id AS repo_id, r.name, r.url, e.at_commit, c.path,
+           c.language, c.is_test, c.is_doc, e.branch, e.sort_name
+    FROM {branches}
+    JOIN indexing_repository r ON r.id = e.repo_id
+    CROSS JOIN LATERAL (
+        SELECT u.* FROM ({own} UNION ALL {shared}) u ORDER BY u.path, u.id LIMIT %s
+    ) c
+    WHERE r.status = 'ready' AND e.sort_name >= %s
+    ORDER BY e.sort_name, c.path, c.id
+    LIMIT %s
+"""
+
 # A window of files with a flag each: do its chunks hold every condition's literals? (A lateral
 # per condition, so each file's own chunks are read by the file index, never a hashed subplan
 # over every chunk holding the literal.)
@@ -103,6 +133,33 @@ _PROBE_SQL = """
         {having}
     ) f ON TRUE
     ORDER BY f.name, f.path, f.file_id
+"""
+
+# The listed read over the branches a branch filter chose: a chunk is in a branch when its
+# generation is the branch's or the branch references its file (``SharedFile``); a chunk two
+# branches hold counts once for each.
+_BRANCH_PROBE_SQL = """
+    WITH g AS MATERIALIZED (
+        SELECT c.id, c.file_id, c.repository_id, c.generation, c.language, c.path, c.is_test,
+               c.is_doc {flags}
+        FROM indexing_chunk c WHERE {any_pattern}
+    ), hits AS MATERIALIZED (
+        SELECT c.*, e.branch, e.at_commit, e.sort_name FROM g c
+        JOIN {branches} ON e.repo_id = c.repository_id AND (c.generation = e.generation
+            OR EXISTS (SELECT 1 FROM indexing_sharedfile s WHERE s.file_id = c.file_id
+                       AND s.repository_id = e.repo_id AND s.generation = e.generation))
+        JOIN indexing_repository r ON r.id = c.repository_id
+        WHERE r.status = 'ready' AND {scope} {after}
+        LIMIT %s
+    )
+    SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
+        SELECT c.file_id, r.id AS repo_id, r.name, r.url, c.at_commit, c.path,
+               min(c.language), bool_or(c.is_test), bool_or(c.is_doc), c.branch, c.sort_name
+        FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
+        GROUP BY c.file_id, r.id, r.name, r.url, c.at_commit, c.path, c.branch, c.sort_name
+        {having}
+    ) f ON TRUE
+    ORDER BY f.sort_name, f.path, f.file_id
 """
 
 
@@ -186,9 +243,33 @@ class CandidateReader:
                 f"bool_or(c.m{i})" for i in range(len(self.conditions))
             )
         after_sql, after_params = "", []
+        branched = self.scope.branches is not None
         if self.after is not None:
-            after_sql = "AND (r.name, c.path, c.file_id) > (%s, %s, %s)"
+            after_sql = "AND ({}, c.path, c.file_id) > (%s, %s, %s)".format(
+                "e.sort_name" if branched else "r.name"
+            )
             after_params = list(self.after)
+        if branched:
+            sql = _BRANCH_PROBE_SQL.format(  # only placeholders and fixed SQL are formatted in
+                flags=flags if several else "",
+                any_pattern=any_pattern,
+                branches=BRANCHES_SQL,
+                scope=scope_sql,
+                after=after_sql,
+                having=having,
+            )
+            params = [
+                *(any_params if several else []),
+                *any_params,
+                *self.scope.branch_arrays(),
+                *scope_params,
+                *after_params,
+                max_chunks + 1,
+            ]
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+            chunks = rows[0][0] if rows else 0
+            return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
         sql = _PROBE_SQL.format(  # only placeholders and fixed SQL are formatted in
             flags=flags if several else "",
             any_pattern=any_pattern,
@@ -230,20 +311,11 @@ class CandidateReader:
     def _window(self, cursor: Any, size: int) -> list[tuple[CandidateFile, bool]]:
         """The next ``size`` live files in scope, each with whether it is a candidate."""
         scope_sql, scope_params = self.scope.sql()
-        name, path, file_id = self.after if self.after is not None else ("", "", 0)
-        walk = _WALK_SQL.format(scope=scope_sql, live=_LIVE_REPOS)
-        walk_params = [
-            *scope_params,
-            name,
-            path,
-            name,
-            path,
-            file_id,
-            size,
-            self.scope.repo_ids,
-            name,
-            size,
-        ]
+        if self.scope.branches is not None:
+            walk, walk_params = self._branch_walk(scope_sql, scope_params, size)
+        else:
+            walk = _WALK_SQL.format(scope=scope_sql, live=_LIVE_REPOS)
+            walk_params = self._walk_params(scope_params, size)
         checks, flags = [], []
         params = [*walk_params]
         if self.mode == "windowed":
@@ -258,4 +330,40 @@ class CandidateReader:
             walk=walk, matched=" AND ".join(flags) or "TRUE", checks=" ".join(checks)
         )
         cursor.execute(sql, params)
-        return [(CandidateFile(*row[:9]), bool(row[9])) for row in cursor.fetchall()]
+        return [(CandidateFile(*row[:-1]), bool(row[-1])) for row in cursor.fetchall()]
+
+    def _walk_params(self, scope_params: list[Any], size: int) -> list[Any]:
+        name, path, file_id = self.after if self.after is not None else ("", "", 0)
+        return [
+            *scope_params,
+            name,
+            path,
+            name,
+            path,
+            file_id,
+            size,
+            self.scope.repo_ids,
+            name,
+            size,
+        ]
+
+    def _branch_walk(
+        self, scope_sql: str, scope_params: list[Any], size: int
+    ) -> tuple[str, list[Any]]:
+        """The walk over the chosen branches and its parameters."""
+        name, path, file_id = self.after if self.after is not None else ("", "", 0)
+        own = _BRANCH_FILES_SQL.format(
+            source="indexing_sourcefile c",
+            owner="c.repository_id",
+            generation="c.generation",
+            scope=scope_sql,
+        )
+        shared = _BRANCH_FILES_SQL.format(
+            source="indexing_sharedfile s JOIN indexing_sourcefile c ON c.id = s.file_id",
+            owner="s.repository_id",
+            generation="s.generation",
+            scope=scope_sql,
+        )
+        part = [*scope_params, name, path, name, path, file_id, size]
+        walk = _BRANCH_WALK_SQL.format(branches=BRANCHES_SQL, own=own, shared=shared)
+        return walk, [*self.scope.branch_arrays(), *part, *part, size, name, size]

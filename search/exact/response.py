@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from frontend.permalinks import Permalinks
-from indexing.models import Repository
+from indexing.models import IndexedBranch, Repository
 from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
@@ -36,6 +36,7 @@ def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
         "symbol": "",
         "kind": "file",
         "commit": file.commit,
+        **({"branch": file.branch} if file.branch else {}),
         "is_test": file.is_test,
         "is_doc": file.is_doc,
         "bm25_score": None,
@@ -79,13 +80,26 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
 
 
 def _with_freshness(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``branch`` and ``indexed_at`` of each hit's repository (its live generation's)."""
+    """``branch`` and ``indexed_at`` of each hit: those of the branch it names (a search with a
+    branch filter), else of its repository's default branch (its live generation's)."""
     rows = Repository.objects.filter(pk__in={h["repo_id"] for h in hits}).values_list(
         "pk", "branch", "last_indexed_at"
     )
     fresh = {pk: (branch, at) for pk, branch, at in rows}
+    named = {(h["repo_id"], h["branch"]) for h in hits if h.get("branch")}
+    others = {(r, b) for r, b in named if fresh.get(r, ("", None))[0] != b}
+    at_branch: dict[tuple[Any, str], Any] = {}
+    if others:
+        branch_rows = IndexedBranch.objects.filter(
+            repository_id__in={r for r, _ in others}, name__in={b for _, b in others}
+        ).values_list("repository_id", "name", "last_indexed_at")
+        at_branch = {(r, b): at for r, b, at in branch_rows}
     for hit in hits:
-        hit["branch"], hit["indexed_at"] = fresh.get(hit["repo_id"], ("", None))
+        default, at = fresh.get(hit["repo_id"], ("", None))
+        branch = hit.get("branch") or default
+        if branch != default:
+            at = at_branch.get((hit["repo_id"], branch))
+        hit["branch"], hit["indexed_at"] = branch, at
     return hits
 
 
