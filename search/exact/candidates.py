@@ -19,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from search.retrieval.db import search_cursor
+from search.retrieval.scope import LIVE_CHUNKS_SQL
 
 SortKey = tuple[str, str, int]
 
@@ -82,6 +83,28 @@ class CandidateScope:
             [e.sort_name for e in entries],
         ]
 
+    def live_join(self, file_column: str = "c.file_id") -> tuple[str, list[Any]]:
+        """The join keeping rows ``c`` (chunks, or files with ``c.id``) to the live files in
+        scope, with its parameters: ``LIVE_CHUNKS_SQL`` for the default branches, else the
+        chosen branches ``e`` (a row once for each branch holding it)."""
+        if self.branches is None:
+            return LIVE_CHUNKS_SQL, []
+        return BRANCH_LIVE_SQL.format(file=file_column), self.branch_arrays()
+
+    @property
+    def commit_column(self) -> str:
+        """The SQL of a row's commit beside ``live_join``."""
+        return "r.last_indexed_commit" if self.branches is None else "e.at_commit"
+
+    @property
+    def branch_column(self) -> str:
+        return "''" if self.branches is None else "e.branch"
+
+    @property
+    def order_column(self) -> str:
+        """The repository's (and with branches, the branch's) place in the order."""
+        return "r.name" if self.branches is None else "e.sort_name"
+
     def sql(self) -> tuple[str, list[Any]]:
         clauses = ["c.repository_id = ANY(%s)"]
         params: list[Any] = [self.repo_ids]
@@ -104,6 +127,13 @@ class CandidateScope:
 BRANCHES_SQL = (
     "unnest(%s::uuid[], %s::int[], %s::text[], %s::text[], %s::text[])"
     " AS e(repo_id, generation, branch, at_commit, sort_name)"
+)
+# Rows ``c`` of the chosen branches: of a branch's generation, or a file it shares.
+BRANCH_LIVE_SQL = (
+    "JOIN " + BRANCHES_SQL + " ON e.repo_id = c.repository_id AND (c.generation = e.generation"  # noqa: S608
+    " OR EXISTS (SELECT 1 FROM indexing_sharedfile s WHERE s.file_id = {file}"
+    " AND s.repository_id = e.repo_id AND s.generation = e.generation))"
+    " JOIN indexing_repository r ON r.id = c.repository_id AND r.status = 'ready'"
 )
 
 

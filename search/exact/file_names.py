@@ -16,19 +16,20 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from search.exact.candidates import CandidateFile, CandidateScope, escape_like
 from search.exact.cursor import invalid_cursor, pack_cursor, unpack_cursor
 from search.exact.errors import QueryRejected
 from search.retrieval.db import search_cursor
-from search.retrieval.scope import LIVE_CHUNKS_SQL, InvalidGlob, glob_to_regex
+from search.retrieval.scope import InvalidGlob, glob_to_regex
 
 GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 4000
 
-FileKey = tuple[int, int, str, str, int]  # (tier, path length, repository name, path, file id)
+# (tier, path length, repository name -- with a branch filter, name and branch --, path, file id)
+FileKey = tuple[int, int, str, str, int]
 
 
 @dataclass
@@ -138,19 +139,19 @@ def _conditions(request: FileNameRequest) -> tuple[str, list[Any]]:
 
 _RANKED_SQL = """
     SELECT * FROM (
-        SELECT c.id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path, c.language,
+        SELECT c.id, r.id AS repo_id, r.name, r.url, {commit}, c.path, c.language,
                c.is_test, c.is_doc,
                CASE WHEN lower(regexp_replace(c.path, '^.*/', '')) = ANY(%s) THEN 0
                     WHEN lower(regexp_replace(regexp_replace(c.path, '^.*/', ''),
                                               '[.][^.]*$', '')) = ANY(%s) THEN 1
                     WHEN {in_name} THEN 2
                     ELSE 3 END AS tier,
-               length(c.path) AS path_length
+               length(c.path) AS path_length, {branch} AS branch, {order} AS sort_name
         FROM indexing_sourcefile c {live}
         WHERE {scope} AND {conditions}
     ) f
     WHERE {after}
-    ORDER BY tier, path_length, name, path, id
+    ORDER BY tier, path_length, sort_name, path, id
     LIMIT %s
 """
 _COUNT_SQL = """
@@ -179,36 +180,42 @@ def run_file_names(request: FileNameRequest) -> FileNameResult:
     in_name = " AND ".join(
         ["strpos(lower(regexp_replace(c.path, '^.*/', '')), %s) > 0"] * len(lowered)
     )
-    after_sql, after_params = "TRUE", []
+    after_sql = "TRUE"
+    after_params: list[Any] = []
     if after is not None:
-        after_sql = "(tier, path_length, name, path, id) > (%s, %s, %s, %s, %s)"
+        after_sql = "(tier, path_length, sort_name, path, id) > (%s, %s, %s, %s, %s)"
         after_params = list(after)
+    # With a branch filter, each chosen branch's files (a file once for each branch holding it).
+    live, live_params = request.scope.live_join("c.id")
     sql = _RANKED_SQL.format(
         in_name=in_name or "FALSE",
-        live=LIVE_CHUNKS_SQL,
+        live=live,
         scope=scope_sql,
         conditions=conditions,
         after=after_sql,
+        commit=request.scope.commit_column,
+        branch=request.scope.branch_column,
+        order=request.scope.order_column,
     )
-    count_sql = _COUNT_SQL.format(live=LIVE_CHUNKS_SQL, scope=scope_sql, conditions=conditions)
+    count_sql = _COUNT_SQL.format(live=live, scope=scope_sql, conditions=conditions)
     # A word-less query ranks every name alike; a word never equals a name when there is none.
     names = lowered or [""]
-    params = [names, names, *lowered, *scope_params, *condition_params, *after_params]
+    params: list[Any] = [names, names, *lowered, *live_params, *scope_params, *condition_params]
     with search_cursor(TIMEOUT_MS) as cursor:
-        cursor.execute(sql, [*params, request.limit + 1])
+        cursor.execute(sql, [*params, *after_params, request.limit + 1])
         rows = cursor.fetchall()
-        cursor.execute(count_sql, [*scope_params, *condition_params])
+        cursor.execute(count_sql, [*live_params, *scope_params, *condition_params])
         (total,) = cursor.fetchone()
     page = rows[: request.limit]
     hits = [
         FileNameHit(
-            CandidateFile(*row[:9]),
+            replace(CandidateFile(*row[:9]), branch=row[11]),
             row[9],
             _ranges(row[5], request.words, request.case_sensitive),
         )
         for row in page
     ]
-    keys: list[FileKey] = [(row[9], row[10], row[2], row[5], row[0]) for row in page]
+    keys: list[FileKey] = [(row[9], row[10], row[12], row[5], row[0]) for row in page]
     more = len(rows) > request.limit
     return FileNameResult(
         hits=hits,

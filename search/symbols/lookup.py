@@ -45,6 +45,7 @@ class DefinitionHit:
     content: str
     chunk_index: int
     tier: Tier
+    branch: str = ""  # with a branch filter (``CandidateScope.branches``): the branch it is on
 
     @property
     def name(self) -> str:
@@ -58,17 +59,17 @@ class DefinitionHit:
 # ``%%`` is pg_trgm's similarity operator (``%`` escaped for the driver); with ILIKE beside it
 # both are answered by the trigram index on symbol_name (migration search.0003).
 _DEFINITIONS_SQL = """
-    SELECT c.id, r.id, r.name, r.url, r.last_indexed_commit, c.path, c.language, c.is_test,
+    SELECT c.id, r.id, r.name, r.url, {commit}, c.path, c.language, c.is_test,
            c.is_doc, c.start_line, c.end_line, c.symbol, c.kind, c.content, c."index", c.file_id,
            CASE WHEN lower(c.symbol_name) = lower(%s) THEN 0
                 WHEN c.symbol_name ILIKE %s THEN 1
                 WHEN c.symbol_name ILIKE %s THEN 2 ELSE 3 END AS tier,
-           similarity(c.symbol_name, %s) AS closeness
+           similarity(c.symbol_name, %s) AS closeness, {branch}
     FROM indexing_chunk c {live}
     WHERE {scope} {kinds} AND c.symbol_name <> ''
       AND (c.symbol_name ILIKE %s {fuzzy})
     ORDER BY tier, CASE WHEN c.symbol_name ILIKE %s THEN 0 ELSE -similarity(c.symbol_name, %s) END,
-             length(c.symbol_name), r.name, c.path, c.start_line
+             length(c.symbol_name), {order}, c.path, c.start_line
     LIMIT %s
 """
 
@@ -89,8 +90,15 @@ def find_definitions(
     kinds_sql = "AND lower(c.kind) = ANY(%s)" if kinds else ""
     kind_params = [[k.lower() for k in kinds]] if kinds else []
     fuzzy_sql = "OR c.symbol_name %% %s" if fuzzy else ""
+    live, live_params = scope.live_join()
     sql = _DEFINITIONS_SQL.format(
-        live=LIVE_CHUNKS_SQL, scope=scope_sql, kinds=kinds_sql, fuzzy=fuzzy_sql
+        live=live,
+        scope=scope_sql,
+        kinds=kinds_sql,
+        fuzzy=fuzzy_sql,
+        commit=scope.commit_column,
+        branch=scope.branch_column,
+        order=scope.order_column,
     )
     fetch = limit * 4 + 1
     with search_cursor(timeout_ms) as cursor:
@@ -101,6 +109,7 @@ def find_definitions(
                 escaped + "%",
                 contains,
                 name,
+                *live_params,
                 *params,
                 *kind_params,
                 contains,
@@ -112,18 +121,18 @@ def find_definitions(
         )
         rows = cursor.fetchall()
     hits: list[DefinitionHit] = []
-    first: dict[tuple[int, str], int] = {}
+    first: dict[tuple[int, str, str], int] = {}
     file_ids: dict[int, int] = {}
     for row in rows:
-        *fields, file_id, tier, _closeness = row
-        key = (file_id, fields[11])
+        *fields, file_id, tier, _closeness, branch = row
+        key = (file_id, fields[11], branch)
         if key in first:  # a definition split over chunks: one hit from its first to its last
             index = first[key]
             hits[index] = replace(hits[index], end_line=max(hits[index].end_line, fields[10]))
             continue
         first[key] = len(hits)
         file_ids[fields[0]] = file_id
-        hits.append(DefinitionHit(*fields, TIERS[tier]))  # type: ignore[call-arg]
+        hits.append(DefinitionHit(*fields, TIERS[tier], branch))  # type: ignore[call-arg]
     return with_members(hits[:limit], file_ids), len(hits) > limit or len(rows) >= fetch
 
 

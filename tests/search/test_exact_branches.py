@@ -6,6 +6,7 @@ branch, each hit naming its branch and carrying that branch's commit and permali
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -141,3 +142,55 @@ def test_every_branch_and_what_each_hit_names(
         status, body = post(client, {"query": query})
         assert status == 404, body
         assert body["error"]["code"] == "unknown_branch"
+
+
+def test_symbol_and_file_name_search_on_branches(
+    two_branches: tuple[Path, Repository, IndexedBranch], client: Client
+) -> None:
+    _, repository, branch = two_branches
+    main_commit, release_commit = repository.last_indexed_commit, branch.last_indexed_commit
+
+    def found(query: str, **body: Any) -> list[tuple[str, str, str]]:
+        hits, _ = all_pages(client, {"query": query, "limit": 1, **body})
+        for hit in hits:
+            assert hit["commit"] in hit["url"]
+        return [(h["branch"], h["file_path"], h["commit"]) for h in hits]
+
+    # A definition only on the branch: found only with the filter, at the branch's commit.
+    assert found("sym:patch_release_checksum") == []
+    assert found("branch:release/1.0 sym:patch_release_checksum") == [
+        ("release/1.0", "hotfix.py", release_commit)
+    ]
+    assert found("branch:release/1.0 sym:legacy_retry") == []
+    # branch:* : a definition of each branch (the shared class too), each naming its branch.
+    assert sorted(found("branch:* sym:ConnectionPool")) == [
+        ("main", "pool.py", main_commit),
+        ("release/1.0", "pool.py", release_commit),
+    ]
+    assert sorted(found("sym:retry_with_backoff", branches=["*"])) == [
+        ("main", "retry.py", main_commit),
+        ("release/1.0", "retry.py", release_commit),
+    ]
+    assert found("sym:retry_with_backoff") == [("main", "retry.py", main_commit)]
+
+    # File names likewise (paged one hit at a time through the branches).
+    assert found("type:file hotfix") == []
+    assert found("branch:release/1.0 type:file hotfix") == [
+        ("release/1.0", "hotfix.py", release_commit)
+    ]
+    assert found("branch:release/1.0 type:file legacy") == []
+    assert sorted(found("branch:* type:file *.py")) == sorted(
+        [("main", p, main_commit) for p in ("pool.py", "retry.py", "old/legacy.py")]
+        + [("release/1.0", p, release_commit) for p in ("pool.py", "retry.py", "hotfix.py")]
+    )
+    status, body = post(client, {"query": "branch:* type:file *.py", "limit": 100})
+    assert status == 200 and body["total"] == 6
+    assert [h["file_path"] for h in post(client, {"query": "type:file *.py"})[1]["results"]] == [
+        "pool.py",
+        "retry.py",
+        "old/legacy.py",
+    ]
+
+    for query in ("branch:nope sym:retry_with_backoff", "branch:nope type:file pool"):
+        status, body = post(client, {"query": query})
+        assert status == 404 and body["error"]["code"] == "unknown_branch", body
