@@ -122,11 +122,10 @@ def _matching(pattern: str, repositories: list[tuple[UUID, str, str]]) -> set[UU
 def resolve_repositories(
     parsed: SearchQuery, base_ids: list[UUID] | None, viewer: Viewer
 ) -> list[UUID] | None:
-    """Repository ids the query's ``repo:``/``-repo:``/``branch:`` filters leave (None: all
-    that ``viewer`` may see). A ``repo:`` or ``branch:`` that matches no ready repository
-    ``viewer`` may see is a 404 naming it. (Searches pass ``branches=[]``: their branch filter
-    picks branches, ``branch_entries``; here it picks repositories by their default branch.)"""
-    if not (parsed.repos or parsed.exclude_repos or parsed.branches):
+    """Repository ids the query's ``repo:``/``-repo:`` filters leave (None: all that ``viewer``
+    may see). A ``repo:`` that matches no ready repository ``viewer`` may see is a 404 naming
+    it. (``branch:`` picks branches: ``branch_entries``, or the hybrid executor's scope.)"""
+    if not (parsed.repos or parsed.exclude_repos):
         return base_ids
     repositories = _ready_repositories(viewer)
     if base_ids is not None:
@@ -147,15 +146,6 @@ def resolve_repositories(
         chosen &= wanted
     for pattern in parsed.exclude_repos:
         chosen -= _matching(pattern, repositories)
-    if parsed.branches:
-        on_branch = {pk for pk, _, branch in repositories if branch in parsed.branches}
-        if not on_branch:
-            raise QueryRejected(
-                "unknown_repository",
-                f"no indexed repository is on branch:{parsed.branches[0]}",
-                {"branch": parsed.branches[0]},
-            )
-        chosen &= on_branch
     # Keep the order stable and never widen to "all" when the filters leave nothing.
     return [pk for pk, _, _ in repositories if pk in chosen] or [UUID(int=0)]
 
@@ -217,7 +207,7 @@ def hybrid_request(parsed: SearchQuery, base: SearchRequest) -> SearchRequest:
     return replace(
         base,
         query=text,
-        repo_ids=resolve_repositories(replace(parsed, branches=[]), base.repo_ids, base.viewer),
+        repo_ids=resolve_repositories(parsed, base.repo_ids, base.viewer),
         branches=parsed.branches or base.branches,
         languages=languages,
         path_globs=globs,
@@ -256,7 +246,7 @@ def branch_entries(
 def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:
     """The repositories, branches, languages and paths an exact, regex, symbol or file-name
     search covers."""
-    repo_ids = resolve_repositories(replace(parsed, branches=[]), base.repo_ids, base.viewer)
+    repo_ids = resolve_repositories(parsed, base.repo_ids, base.viewer)
     if repo_ids is None:
         repo_ids = [pk for pk, _, _ in _ready_repositories(base.viewer)]
     branches = None
@@ -313,17 +303,23 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
     )
 
 
-def count_exact_matches(text: str, repo_ids: list[UUID] | None, viewer: Viewer) -> tuple[int, bool]:
+def count_exact_matches(
+    text: str, repo_ids: list[UUID] | None, viewer: Viewer, branches: list[str] | None = None
+) -> tuple[int, bool]:
     """How many files ``viewer`` may see hold ``text`` exactly (case-insensitive), with a short
-    budget. ``repo_ids`` were checked already (the hybrid search ran on them)."""
+    budget, on ``branches`` (None: the default ones). ``repo_ids`` and ``branches`` were
+    checked already (the hybrid search ran on them)."""
     if repo_ids is None:
         repo_ids = [pk for pk, _, _ in _ready_repositories(viewer)]
+    entries = None
+    if branches:
+        repo_ids, entries = branch_entries(branches, repo_ids, viewer)
     term = Term("literal", text, 0)
     result = run_exact(
         ExactRequest(
             matchers=[compile_term(term, False)],
             conditions=[PatternCondition([text])],
-            scope=CandidateScope(repo_ids=repo_ids),
+            scope=CandidateScope(repo_ids=repo_ids, branches=entries),
             fingerprint="count",
             limit=1,
             budget_ms=150,  # a count beside the hybrid answer must not slow it much
@@ -360,7 +356,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
         if call.count_exact_matches and identifier and request.query.isascii():
             stripped = request.query.strip().strip("`").removesuffix("()")
             outcome.exact_matches, outcome.exact_matches_is_lower_bound = count_exact_matches(
-                stripped, request.repo_ids, request.viewer
+                stripped, request.repo_ids, request.viewer, list(request.branches or []) or None
             )
         return outcome
     if ran == "symbol":

@@ -137,6 +137,16 @@ def test_every_branch_and_what_each_hit_names(
     hits, _ = all_pages(client, {"query": '"retry"', "limit": 10})
     assert {h["branch"] for h in hits} == {"main"}
 
+    # A hybrid search's count of exact matches counts on the branches it searched.
+    for body, matches in (
+        ({"query": "patch_release_checksum", "branches": ["release/1.0"]}, 1),
+        ({"query": "branch:release/* patch_release_checksum"}, 1),
+        ({"query": "patch_release_checksum"}, 0),
+    ):
+        status, answer = post(client, {**body, "use_vector": False})
+        assert status == 200 and answer["mode"] == "hybrid", answer
+        assert answer["exact_matches"] == matches, body
+
     # An unknown branch is a 404 naming it, in exact and regex search alike.
     for query in ('branch:nope "retry"', "branch:nope /retr[y]/"):
         status, body = post(client, {"query": query})
