@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from accounts.visibility import Viewer
 from search.retrieval.db import search_cursor
-from search.retrieval.scope import LIVE_CHUNKS_SQL
+from search.retrieval.scope import LIVE_CHUNKS_SQL, scope_repositories
 
 SortKey = tuple[str, str, int]
 
@@ -153,6 +154,26 @@ class PatternCondition:
             return "TRUE"
         op = "LIKE" if self.case_sensitive else "ILIKE"
         return "(" + " AND ".join(f"c.content {op} %s" for _ in self.literals) + ")"
+
+
+def branch_entries(
+    patterns: list[str], repo_ids: list[UUID], viewer: Viewer, *, default_plan: bool = True
+) -> tuple[list[UUID], list[BranchEntry] | None]:
+    """The repositories and branches a branch filter (names, globs, ``*``) chooses among
+    ``repo_ids``: (their ids, None) when every one is on its default branch -- the default
+    plans, unchanged (unless not ``default_plan``) -- else (ids, every chosen branch). Raises
+    ``UnknownBranch`` when no repository in scope has such a branch indexed."""
+    if repo_ids == [UUID(int=0)]:  # the other filters left nothing
+        return repo_ids, None
+    chosen = scope_repositories(repo_ids, viewer, patterns)
+    ids = list(dict.fromkeys(r.id for r in chosen)) or [UUID(int=0)]
+    if default_plan and all(r.default for r in chosen):
+        return ids, None
+    entries = [
+        BranchEntry(r.id, r.generation, r.branch, r.commit, BranchEntry.label(r.name, r.branch))
+        for r in chosen
+    ]
+    return ids, entries
 
 
 def escape_like(text: str) -> str:

@@ -28,7 +28,7 @@ from uuid import UUID
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import RepositoryStatus
-from search.exact.candidates import BranchEntry, CandidateScope, PatternCondition
+from search.exact.candidates import CandidateScope, PatternCondition, branch_entries
 from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
@@ -43,12 +43,7 @@ from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.executor import SearchExecutor, SearchRequest, SearchResult
-from search.retrieval.scope import (
-    InvalidGlob,
-    UnknownRepositories,
-    paths_regex,
-    scope_repositories,
-)
+from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
@@ -221,26 +216,6 @@ def _path_regex(globs: list[str] | None) -> str | None:
         return paths_regex(globs)
     except InvalidGlob as exc:
         raise QueryRejected("invalid_filter", f"file: {exc}", {"filter": "file:"}) from None
-
-
-def branch_entries(
-    patterns: list[str], repo_ids: list[UUID], viewer: Viewer
-) -> tuple[list[UUID], list[BranchEntry] | None]:
-    """The repositories and branches a branch filter (names, globs, ``*``) chooses among
-    ``repo_ids``: (their ids, None) when every one is on its default branch -- the default
-    plans, unchanged -- else (ids, every chosen branch). Raises ``UnknownBranch`` when no
-    repository in scope has such a branch indexed."""
-    if repo_ids == [UUID(int=0)]:  # the other filters left nothing
-        return repo_ids, None
-    chosen = scope_repositories(repo_ids, viewer, patterns)
-    ids = list(dict.fromkeys(r.id for r in chosen)) or [UUID(int=0)]
-    if all(r.default for r in chosen):
-        return ids, None
-    entries = [
-        BranchEntry(r.id, r.generation, r.branch, r.commit, BranchEntry.label(r.name, r.branch))
-        for r in chosen
-    ]
-    return ids, entries
 
 
 def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:

@@ -3,7 +3,8 @@
 A definition: ``name``, ``symbol`` (qualified), ``kind``, ``container`` (``Client`` of
 ``Client.send``), ``language``, ``repository``, ``repo_id``, ``path``, ``start_line``,
 ``end_line``, ``match`` (how its name matched), ``commit``, ``url`` (its permalink at the
-indexed commit and its lines) and ``upstream_url``; with ``snippet`` when asked, its first lines.
+indexed commit and its lines) and ``upstream_url``; with ``snippet`` when asked, its first lines;
+with ``branch`` when the search named branches.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def definition_doc(
             hit.repo_url, hit.commit, hit.path, hit.start_line, hit.end_line
         ),
     }
+    if hit.branch:
+        doc["branch"] = hit.branch
     if snippet:
         doc["snippet"] = snippet_of(hit.content)
     return doc

@@ -17,6 +17,11 @@ class SymbolQuerySerializer(serializers.Serializer):
     kind = serializers.CharField(
         required=False, max_length=MAX_FILTER_CHARS, help_text="function, method, class, ..."
     )
+    branch = serializers.CharField(
+        required=False,
+        max_length=255,
+        help_text="An indexed branch, a glob (release/*) or * (default: each default branch).",
+    )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=20)
 
 
@@ -50,6 +55,7 @@ class DefinitionSerializer(serializers.Serializer):
     end_line = serializers.IntegerField()
     match = serializers.ChoiceField(choices=list(TIERS))
     commit = serializers.CharField()
+    branch = serializers.CharField(required=False, help_text="Its branch (with a branch filter).")
     url = serializers.CharField(help_text="The file at the indexed commit, at these lines.")
     upstream_url = serializers.CharField(allow_null=True)
     snippet = serializers.CharField(required=False, help_text="Its first lines.")

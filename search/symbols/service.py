@@ -15,7 +15,7 @@ from uuid import UUID
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import RepositoryStatus
 from indexing.repository_refs import find_repository
-from search.exact.candidates import CandidateScope
+from search.exact.candidates import CandidateScope, branch_entries
 from search.exact.errors import QueryRejected
 from search.symbols.lookup import (
     MAX_NAME_CHARS,
@@ -90,9 +90,12 @@ def search_symbols(
     repo: str | None = None,
     lang: str | None = None,
     kind: str | None = None,
+    branch: str | None = None,
     limit: int = 20,
 ) -> SymbolAnswer:
-    """Definitions whose name matches ``q``: exact, prefix, substring, then similar names."""
+    """Definitions whose name matches ``q``: exact, prefix, substring, then similar names; on
+    each repository's default branch, or on ``branch`` (a name, glob or ``*``; each hit then
+    names its branch). An unknown branch is ``UnknownBranch``."""
     name = checked_name(q)
     limit = _checked_limit(limit)
     language = _checked_filter(lang, "lang")
@@ -100,7 +103,12 @@ def search_symbols(
     repo_ids = readable_repository_ids(viewer, repo)
     if not repo_ids:
         return SymbolAnswer(name, [], False)
-    scope = CandidateScope(repo_ids=repo_ids, languages=[language] if language else None)
+    entries = None
+    if branch is not None and branch.strip():
+        repo_ids, entries = branch_entries([branch.strip()], repo_ids, viewer, default_plan=False)
+    scope = CandidateScope(
+        repo_ids=repo_ids, languages=[language] if language else None, branches=entries
+    )
     hits, more = find_definitions(
         name, scope, limit=limit, kinds=[kind_name] if kind_name else None
     )

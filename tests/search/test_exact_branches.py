@@ -204,3 +204,31 @@ def test_symbol_and_file_name_search_on_branches(
     for query in ("branch:nope sym:retry_with_backoff", "branch:nope type:file pool"):
         status, body = post(client, {"query": query})
         assert status == 404 and body["error"]["code"] == "unknown_branch", body
+
+
+def test_the_symbols_api_takes_a_branch(
+    two_branches: tuple[Path, Repository, IndexedBranch], client: Client
+) -> None:
+    _, repository, branch = two_branches
+
+    def named(**params: str) -> list[tuple[str | None, str, str]]:
+        answer = client.get("/api/symbols", params)
+        assert answer.status_code == 200, answer.content
+        return sorted(
+            (hit.get("branch"), hit["path"], hit["commit"]) for hit in answer.json()["results"]
+        )
+
+    assert named(q="patch_release_checksum") == []
+    assert named(q="patch_release_checksum", branch="release/1.0") == [
+        ("release/1.0", "hotfix.py", branch.last_indexed_commit)
+    ]
+    assert named(q="ConnectionPool", branch="*") == [
+        ("main", "pool.py", repository.last_indexed_commit),
+        ("release/1.0", "pool.py", branch.last_indexed_commit),
+    ]
+    assert named(q="ConnectionPool", branch="main") == [
+        ("main", "pool.py", repository.last_indexed_commit)
+    ]
+    unknown = client.get("/api/symbols", {"q": "ConnectionPool", "branch": "nope"})
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "unknown_branch"
