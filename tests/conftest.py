@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -83,6 +85,16 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, 9)
             self.process.wait(10)
+
+
+@pytest.fixture
+def pg_home() -> Iterator[Path]:
+    """A directory for a PostgreSQL cluster of the test's own, outside pytest's
+    /tmp/pytest-of-<user>: the cluster runs as an unprivileged user that must reach it, and any
+    other pytest session of the same user sets that directory back to 0700 when it starts."""
+    home = Path(tempfile.mkdtemp(prefix="reposearch-test-pg-"))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,8 +55,12 @@ class FaultStack(WatchesJobs):
         self, root: Path, data_dir: Path | None = None, *, persistent_redis: bool = False
     ) -> None:
         self.root = root
+        # PostgreSQL runs as an unprivileged user that must reach its data directory, so it lives
+        # outside pytest's /tmp/pytest-of-<user>: any other pytest session of the same user sets
+        # that directory back to 0700 when it starts (a cluster there then fails to start or stop).
+        self.private_root = Path(tempfile.mkdtemp(prefix="reposearch-fault-pg-"))
         # Throwaway: no fsync (a "restart" here is a stop and a start, not a power cut).
-        self.postgres = EmbeddedPostgres(root / "pg", free_port(), durable=False)
+        self.postgres = EmbeddedPostgres(self.private_root / "pg", free_port(), durable=False)
         self.redis = EmbeddedRedis(root / "redis", free_port(), persistent=persistent_redis)
         self.env = dict(os.environ)
         self.env.update(
@@ -86,6 +92,7 @@ class FaultStack(WatchesJobs):
         self.kill_worker()
         self.redis.stop()
         self.postgres.stop()
+        shutil.rmtree(self.private_root, ignore_errors=True)
 
     def start_worker(self) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child process owns it

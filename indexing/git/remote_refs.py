@@ -59,51 +59,31 @@ def remote_tip(
     Raises ``BranchNotFound`` when the branch is gone upstream, and the fetch's other
     ``GitFetchError`` subclasses (host refused, not found, unavailable, timeout ...).
     """
-    checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
     wanted = _branch_ref(branch) if branch else None
-    with TransferGuard(
+    result, seconds = _advertisement(
+        url,
+        wanted if wanted is not None else Ref(b"HEAD"),
         timeout_s=timeout_s,
-        max_bytes=ADVERTISEMENT_MAX_BYTES,
         allow_private_hosts=allow_private_hosts,
+        allow_local_paths=allow_local_paths,
+        token=token,
+        token_username=token_username,
+        token_hosts=token_hosts,
         resolve=resolve,
-    ) as guard:
-        client_token = _token_for(checked, token, token_hosts)
-        client, path = _make_client(checked, guard, client_token, token_username)
-        try:
-            prefix = [wanted] if wanted is not None else [Ref(b"HEAD")]
-            result = client.get_refs(path.encode("utf-8"), ref_prefix=prefix)
-            guard.check_deadline()
-            if getattr(client, "dumb", False):
-                raise UnsupportedServer(
-                    "the server only speaks the dumb HTTP protocol, which is not supported"
-                )
-        except BaseException as exc:
-            client.close()
-            error = classify_fetch_error(exc, guard, checked)
-            logger.warning(
-                "git.remote_tip.failed url=%s error=%s transient=%s seconds=%.2f",
-                checked.url,
-                type(error).__name__,
-                error.transient,
-                guard.elapsed_s,
-            )
-            if error is exc:
-                raise
-            raise error from exc
-        client.close()
-        refs = result.refs
-        if wanted is not None:
-            sha = refs.get(wanted)
-            if sha is None:
-                raise BranchNotFound(f"branch {branch!r} no longer exists on the remote")
-            resolved = branch or ""
-        else:
-            sha = refs.get(Ref(b"HEAD"))
-            if sha is None:
-                raise EmptyRepository("the repository is empty (it has no HEAD)")
-            target = result.symrefs.get(Ref(b"HEAD"), b"")
-            resolved = target.removeprefix(b"refs/heads/").decode("utf-8") if target else ""
-        return RemoteTip(commit_sha=sha.decode("ascii"), branch=resolved, seconds=guard.elapsed_s)
+    )
+    refs = result.refs
+    if wanted is not None:
+        sha = refs.get(wanted)
+        if sha is None:
+            raise BranchNotFound(f"branch {branch!r} no longer exists on the remote")
+        resolved = branch or ""
+    else:
+        sha = refs.get(Ref(b"HEAD"))
+        if sha is None:
+            raise EmptyRepository("the repository is empty (it has no HEAD)")
+        target = result.symrefs.get(Ref(b"HEAD"), b"")
+        resolved = target.removeprefix(b"refs/heads/").decode("utf-8") if target else ""
+    return RemoteTip(commit_sha=sha.decode("ascii"), branch=resolved, seconds=seconds)
 
 
 def remote_heads(
@@ -119,6 +99,38 @@ def remote_heads(
 ) -> dict[str, str]:
     """Each of the remote's branches (``refs/heads/*``) and its tip, from the advertisement only
     (one request for every branch of a repository)."""
+    result, _ = _advertisement(
+        url,
+        Ref(b"refs/heads/"),
+        timeout_s=timeout_s,
+        allow_private_hosts=allow_private_hosts,
+        allow_local_paths=allow_local_paths,
+        token=token,
+        token_username=token_username,
+        token_hosts=token_hosts,
+        resolve=resolve,
+    )
+    return {
+        name[len(b"refs/heads/") :].decode("utf-8", "replace"): sha.decode("ascii")
+        for name, sha in result.refs.items()
+        if name.startswith(b"refs/heads/") and sha
+    }
+
+
+def _advertisement(
+    url: str,
+    prefix: Ref,
+    *,
+    timeout_s: float,
+    allow_private_hosts: bool,
+    allow_local_paths: bool,
+    token: str | None,
+    token_username: str,
+    token_hosts: Collection[str] | None,
+    resolve: Resolver,
+) -> tuple[Any, float]:
+    """The remote's ref advertisement for refs under ``prefix`` (objects are never fetched)
+    and the seconds it took; a failure raises the fetch's ``GitFetchError`` classes."""
     checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
     with TransferGuard(
         timeout_s=timeout_s,
@@ -129,20 +141,27 @@ def remote_heads(
         client_token = _token_for(checked, token, token_hosts)
         client, path = _make_client(checked, guard, client_token, token_username)
         try:
-            result = client.get_refs(path.encode("utf-8"), ref_prefix=[Ref(b"refs/heads/")])
+            result = client.get_refs(path.encode("utf-8"), ref_prefix=[prefix])
             guard.check_deadline()
+            if getattr(client, "dumb", False):
+                raise UnsupportedServer(
+                    "the server only speaks the dumb HTTP protocol, which is not supported"
+                )
         except BaseException as exc:
             client.close()
             error = classify_fetch_error(exc, guard, checked)
+            logger.warning(
+                "git.remote_refs.failed url=%s error=%s transient=%s seconds=%.2f",
+                checked.url,
+                type(error).__name__,
+                error.transient,
+                guard.elapsed_s,
+            )
             if error is exc:
                 raise
             raise error from exc
         client.close()
-    return {
-        name[len(b"refs/heads/") :].decode("utf-8", "replace"): sha.decode("ascii")
-        for name, sha in result.refs.items()
-        if name.startswith(b"refs/heads/") and sha
-    }
+        return result, guard.elapsed_s
 
 
 def remote_branches(url: str, **options: Any) -> list[str]:

@@ -24,7 +24,18 @@ STATIC_ROOT = None  # type: ignore[assignment]  # whitenoise serves nothing in t
 
 if not env.raw("REPO_SEARCH_DATA_DIR"):
     # Tests never touch the developer's ./data; the worker process is given this same path.
+    # The process that made it removes it when it exits (not a forked child of it).
+    import atexit
+    import os
+    import shutil
     import tempfile
     from pathlib import Path
 
     REPO_SEARCH_DATA_DIR = Path(tempfile.mkdtemp(prefix="reposearch-test-data-"))
+    _MADE_BY = os.getpid()
+
+    def _remove_test_data_dir(path: Path = REPO_SEARCH_DATA_DIR) -> None:
+        if os.getpid() == _MADE_BY:
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(_remove_test_data_dir)

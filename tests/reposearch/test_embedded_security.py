@@ -10,10 +10,12 @@ migrated, with rows in it. They look at the running stack from outside, as a loc
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,13 +71,13 @@ def secrets_of(creds: Credentials) -> tuple[str, ...]:
 
 
 # --- the servers on their own -------------------------------------------------------------------
-def test_a_new_cluster_lets_in_only_the_passwords_it_generated(tmp_path: Path) -> None:
-    postgres = EmbeddedPostgres(tmp_path, free_port())
+def test_a_new_cluster_lets_in_only_the_passwords_it_generated(pg_home: Path) -> None:
+    postgres = EmbeddedPostgres(pg_home, free_port())
     postgres.start()
     try:
-        creds = embedded_credentials.read(tmp_path)
+        creds = embedded_credentials.read(pg_home)
         assert creds is not None
-        assert stat.S_IMODE(embedded_credentials.path(tmp_path).stat().st_mode) == 0o600
+        assert stat.S_IMODE(embedded_credentials.path(pg_home).stat().st_mode) == 0o600
         assert not hba_is_weak((postgres.pgdata / "pg_hba.conf").read_text())
         tcp = f"127.0.0.1:{postgres.port}"
         socket_dir = f"host={postgres.pgdata}&port={postgres.port}"
@@ -95,7 +97,7 @@ def test_a_new_cluster_lets_in_only_the_passwords_it_generated(tmp_path: Path) -
 
         postgres.stop()  # a second start keeps the passwords
         postgres.start()
-        assert embedded_credentials.read(tmp_path) == creds
+        assert embedded_credentials.read(pg_home) == creds
         with psycopg.connect(postgres.url(), autocommit=True) as conn:
             assert conn.execute("SELECT current_user").fetchone() == ("reposearch",)
     finally:
@@ -103,9 +105,9 @@ def test_a_new_cluster_lets_in_only_the_passwords_it_generated(tmp_path: Path) -
 
 
 def test_lost_passwords_are_replaced_by_new_ones_and_the_old_ones_stop_working(
-    tmp_path: Path,
+    pg_home: Path,
 ) -> None:
-    postgres = EmbeddedPostgres(tmp_path, free_port())
+    postgres = EmbeddedPostgres(pg_home, free_port())
     postgres.start()
     try:
         old_url = postgres.url()
@@ -113,8 +115,8 @@ def test_lost_passwords_are_replaced_by_new_ones_and_the_old_ones_stop_working(
             conn.execute("CREATE TABLE kept (value int)")
             conn.execute("INSERT INTO kept VALUES (7)")
         postgres.stop()
-        embedded_credentials.path(tmp_path).unlink()
-        again = EmbeddedPostgres(tmp_path, postgres.port)
+        embedded_credentials.path(pg_home).unlink()
+        again = EmbeddedPostgres(pg_home, postgres.port)
         again.start()
         assert again.url() != old_url
         assert "password authentication failed" in refusal(old_url)
@@ -124,12 +126,12 @@ def test_lost_passwords_are_replaced_by_new_ones_and_the_old_ones_stop_working(
         postgres.stop()
 
 
-def test_the_psql_command_connects_with_the_kept_passwords(tmp_path: Path) -> None:
-    postgres = EmbeddedPostgres(tmp_path, free_port())
+def test_the_psql_command_connects_with_the_kept_passwords(pg_home: Path) -> None:
+    postgres = EmbeddedPostgres(pg_home, free_port())
     postgres.start()
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PGPASSWORD")}
-        env.update(REPO_SEARCH_DATA_DIR=str(tmp_path), REPO_SEARCH_PG_PORT=str(postgres.port))
+        env.update(REPO_SEARCH_DATA_DIR=str(pg_home), REPO_SEARCH_PG_PORT=str(postgres.port))
         answers = []
         for args in (["-Atc", "SELECT current_user"], ["--superuser", "-Atc", "SELECT 'su'"]):
             result = subprocess.run(
@@ -200,8 +202,17 @@ def app_url(stack: Stack) -> str:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("upgrade")
+def stack() -> Iterator[Stack]:
+    # Outside pytest's /tmp/pytest-of-<user> (see the pg_home fixture): module-scoped, so it
+    # cannot take that function-scoped fixture.
+    tmp = Path(tempfile.mkdtemp(prefix="reposearch-test-upgrade-"))
+    try:
+        yield from _upgraded_stack(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _upgraded_stack(tmp: Path) -> Iterator[Stack]:
     env = user_environment(tmp)
     data = Path(env["REPO_SEARCH_DATA_DIR"])
     old = OldTrustPostgres(data, int(env["REPO_SEARCH_PG_PORT"]))

@@ -14,8 +14,8 @@ from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_p
 
 
 @pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
+def data_root(pg_home: Path) -> Path:
+    root = pg_home / "data"
     root.mkdir()
     return root
 
