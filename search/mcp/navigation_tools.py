@@ -14,8 +14,8 @@ from typing import Any
 from accounts.visibility import Viewer
 from indexing.models import SourceFile
 from search.exact.errors import QueryRejected
-from search.mcp.tools import ToolInputError, resolve_repository
-from search.retrieval.scope import InvalidGlob, glob_to_regex
+from search.mcp.tools import ToolInputError, branches_hint, resolve_repository
+from search.retrieval.scope import InvalidGlob, UnknownBranch, glob_to_regex
 from search.symbols.references import find_references as references_of
 from search.symbols.service import search_symbols
 
@@ -47,16 +47,32 @@ def find_symbol(
     lang: str | None = None,
     kind: str | None = None,
     limit: int | None = None,
+    branch: str | None = None,
     *,
     viewer: Viewer = Viewer(),  # noqa: B008 - frozen, never mutated
 ) -> dict[str, Any]:
-    """Definitions whose name matches ``name``: exact, prefix, substring, then similar."""
+    """Definitions whose name matches ``name``: exact, prefix, substring, then similar; on each
+    repository's default branch, or on ``branch`` (a name, a glob or ``*``)."""
     count = _limit(limit, 20, MAX_DEFINITIONS)
     repo_id = _repo_id(repo, viewer)
+    if branch is not None and (not isinstance(branch, str) or not branch.strip()):
+        raise ToolInputError(
+            "invalid_branch", "branch must be a branch name", "e.g. 'main', 'release/*' or '*'"
+        )
     try:
-        answer = search_symbols(name, viewer, repo=repo_id, lang=lang, kind=kind, limit=count)
+        answer = search_symbols(
+            name,
+            viewer,
+            repo=repo_id,
+            lang=lang,
+            kind=kind,
+            branch=branch.strip() if branch else None,
+            limit=count,
+        )
     except QueryRejected as exc:
         raise _rejected(exc, "one name (no spaces), up to 200 characters, e.g. 'send'") from None
+    except UnknownBranch as exc:
+        raise ToolInputError("unknown_branch", str(exc), branches_hint(viewer)) from None
     return {
         "query": answer.query,
         "definitions": [
@@ -67,11 +83,15 @@ def find_symbol(
                 "kind": d.kind,
                 "language": d.language,
                 "match": d.tier,
+                **({"branch": d.branch} if d.branch else {}),
             }
             for d in answer.hits
         ],
         "truncated": answer.truncated,
-        "commits": {d.repo_name: d.commit for d in answer.hits},
+        "commits": {
+            (f"{d.repo_name}@{d.branch}" if d.branch else d.repo_name): d.commit
+            for d in answer.hits
+        },
     }
 
 

@@ -167,10 +167,17 @@ def find_symbol(
         str | None, Field(description="Only this kind: function, method, class, ...")
     ] = None,
     limit: Annotated[int | None, Field(description="Definitions to return, 1..50 (20).")] = None,
+    branch: Annotated[
+        str | None,
+        Field(
+            description="An indexed branch, a glob ('release/*') or '*' (default: each default)."
+        ),
+    ] = None,
 ) -> Answer:
     """Find definitions by name (what tree-sitter indexed): exact names first, then prefixes,
-    substrings and similar names. Each has location (path:start-end), symbol, kind, match."""
-    return _run(navigation_tools.find_symbol, name, repo, lang, kind, limit)
+    substrings and similar names. Each has location (path:start-end), symbol, kind, match (and
+    branch, when one was asked for)."""
+    return _run(navigation_tools.find_symbol, name, repo, lang, kind, limit, branch)
 
 
 def find_references(

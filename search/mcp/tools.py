@@ -67,7 +67,7 @@ def _repositories_hint(viewer: Viewer) -> str:
     return f"a repository name or id from list_repositories ({listed})"
 
 
-def _branches_hint(viewer: Viewer) -> str:
+def branches_hint(viewer: Viewer) -> str:
     from indexing.models import IndexedBranch
 
     visible = visible_repositories(viewer)
@@ -187,7 +187,7 @@ def search_code(
     except QueryRejected as exc:
         raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
     except UnknownBranch as exc:
-        raise ToolInputError("unknown_branch", str(exc), _branches_hint(viewer)) from None
+        raise ToolInputError("unknown_branch", str(exc), branches_hint(viewer)) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:

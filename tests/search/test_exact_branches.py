@@ -232,3 +232,24 @@ def test_the_symbols_api_takes_a_branch(
     unknown = client.get("/api/symbols", {"q": "ConnectionPool", "branch": "nope"})
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "unknown_branch"
+
+
+def test_the_mcp_find_symbol_tool_takes_a_branch(
+    two_branches: tuple[Path, Repository, IndexedBranch],
+) -> None:
+    from search.mcp.navigation_tools import find_symbol
+    from search.mcp.tools import ToolInputError
+
+    _, repository, branch = two_branches
+    assert find_symbol("patch_release_checksum")["definitions"] == []
+    found = find_symbol("patch_release_checksum", branch="release/1.0")
+    assert [(d["location"], d["branch"]) for d in found["definitions"]] == [
+        ("hotfix.py:1-2", "release/1.0")
+    ]
+    assert found["commits"] == {f"{repository.name}@release/1.0": branch.last_indexed_commit}
+    both = find_symbol("ConnectionPool", branch="*")["definitions"]
+    assert sorted(d["branch"] for d in both) == ["main", "release/1.0"]
+    for bad, code in (("nope", "unknown_branch"), ("  ", "invalid_branch")):
+        with pytest.raises(ToolInputError) as refused:
+            find_symbol("ConnectionPool", branch=bad)
+        assert refused.value.payload["error"]["code"] == code
