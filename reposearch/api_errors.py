@@ -29,7 +29,8 @@ from indexing.repository_refs import AmbiguousRepository, RepositoryNotFound
 from indexing.webhooks.providers import BadSignature, WebhookRejected
 from search.ask.service import AskFailed
 from search.exact.errors import QueryRejected
-from search.retrieval.scope import InvalidGlob, UnknownBranch, UnknownRepositories
+from search.retrieval.globs import InvalidGlob
+from search.retrieval.scope import UnknownBranch, UnknownRepositories
 
 logger = logging.getLogger(__name__)
 

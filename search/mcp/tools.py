@@ -39,7 +39,8 @@ from search.mcp.exact_answer import (
     file_names_answer,
 )
 from search.mcp.hybrid_answer import hybrid_answer
-from search.retrieval.scope import InvalidGlob, UnknownBranch, UnknownRepositories
+from search.retrieval.globs import InvalidGlob
+from search.retrieval.scope import UnknownBranch, UnknownRepositories
 
 DEFAULTS: dict[str, Any] = {
     "k": 8,

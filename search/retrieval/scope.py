@@ -6,11 +6,7 @@ about them (``pytest fixture for the client``, ``readme install steps``); explic
 are pushed down into every retrieval query as one SQL fragment (``ScopeFilter.sql``), always
 together with the live generation of ready repositories.
 
-Path globs are fnmatch-style and translated to an anchored PostgreSQL regular expression:
-``*`` and ``?`` stay within one path segment, ``**`` crosses directories, ``[abc]`` / ``[!a]``
-are character classes, and a glob without ``/`` matches the file name in any directory
-(``*.py``, ``test_*.go``); a glob ending in ``/`` matches everything under that directory.
-Every other character is escaped, so a glob can never inject regex syntax.
+Path globs become anchored PostgreSQL regexes in ``search.retrieval.globs``.
 """
 
 from __future__ import annotations
@@ -26,6 +22,7 @@ from uuid import UUID
 from accounts.visibility import Viewer, visible_repositories
 from indexing.identifiers import identifier_words
 from indexing.models import RepositoryStatus
+from search.retrieval.globs import paths_regex
 from search.types import ScopeApplied, SearchRequest
 
 TEST_WORDS = frozenset(
@@ -85,8 +82,6 @@ CHECK_WORDS = frozenset(
 LEFT_OUT_BY_DEFAULT = "left out by default"
 LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
-MAX_GLOBS = 20
-MAX_GLOB_LENGTH = 300
 
 
 class UnknownRepositories(LookupError):
@@ -96,10 +91,6 @@ class UnknownRepositories(LookupError):
     def __init__(self, ids: Sequence[UUID]) -> None:
         super().__init__("unknown repository id(s): " + ", ".join(str(i) for i in ids))
         self.ids = list(ids)
-
-
-class InvalidGlob(ValueError):
-    pass
 
 
 def query_mentions(query: str, vocabulary: frozenset[str]) -> str | None:
@@ -282,66 +273,6 @@ def live_chunks_sql(repositories: Sequence[ScopeRepository]) -> str:
         " OR EXISTS (SELECT 1 FROM indexing_sharedfile s WHERE s.file_id = c.file_id"
         f" AND (s.repository_id, s.generation) IN (VALUES {pairs})))"
     )
-
-
-def glob_to_regex(glob: str) -> str:
-    """An anchored PostgreSQL (ARE) regex for one fnmatch-style path glob."""
-    if not glob or len(glob) > MAX_GLOB_LENGTH or "\x00" in glob:
-        raise InvalidGlob(f"path glob must be 1..{MAX_GLOB_LENGTH} characters")
-    pattern = glob.lstrip("/")
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
-    prefix = "^" if "/" in pattern.rstrip("/") else "^(?:.*/)?"
-    if pattern.endswith("/"):
-        pattern += "**"
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            body = pattern[i + 1 : end] if end != -1 else ""
-            negate = body[:1] in ("!", "^")
-            members = body[1:] if negate else body
-            if end != -1 and members and re.fullmatch(r"[\w.\-]+", members):
-                escaped = "".join(_class_member(m) for m in members)
-                out.append(f"[{'^' if negate else ''}{escaped}]")
-                i = end + 1
-                continue
-            out.append(_literal(ch))
-        else:
-            out.append(_literal(ch))
-        i += 1
-    return prefix + "".join(out) + "$"
-
-
-def _literal(ch: str) -> str:
-    return ch if ch.isalnum() or ch == "/" else "\\" + ch
-
-
-def _class_member(ch: str) -> str:
-    # A range needs its dash; anything else in a class is a plain member.
-    return ch if ch.isalnum() or ch in "-_" else "\\" + ch
-
-
-def paths_regex(globs: Sequence[str] | None) -> str | None:
-    if not globs:
-        return None
-    if len(globs) > MAX_GLOBS:
-        raise InvalidGlob(f"at most {MAX_GLOBS} path globs")
-    return "|".join(f"(?:{glob_to_regex(g)})" for g in globs)
 
 
 @dataclass

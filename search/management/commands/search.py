@@ -19,7 +19,8 @@ from search.exact.dispatch import SearchCall, SearchOutcome, run_search
 from search.exact.errors import QueryRejected
 from search.exact.response import search_body
 from search.management.viewer_option import add_user_option, viewer_from_options
-from search.retrieval.scope import InvalidGlob, UnknownRepositories
+from search.retrieval.globs import InvalidGlob
+from search.retrieval.scope import UnknownRepositories
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
 SNIPPET_LINES = 6
