@@ -21,13 +21,11 @@ exact engine, symbol search and the exact-match count are given only visible ids
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from uuid import UUID
 
-from accounts.visibility import Viewer, visible_repositories
-from indexing.models import RepositoryStatus
+from accounts.visibility import Viewer
 from search.exact.candidates import CandidateScope, PatternCondition, branch_entries
 from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
@@ -42,8 +40,9 @@ from search.exact.file_names import (
 from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
+from search.exact.repositories import check_visible, ready_repositories, resolve_repositories
 from search.executor import SearchExecutor, SearchRequest, SearchResult
-from search.retrieval.scope import InvalidGlob, UnknownRepositories, paths_regex
+from search.retrieval.globs import InvalidGlob, paths_regex
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
@@ -82,67 +81,6 @@ class SearchOutcome:
     definitions_fingerprint: str = ""
     definitions_next_cursor: str | None = None
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
-
-
-def _ready_repositories(viewer: Viewer) -> list[tuple[UUID, str, str]]:
-    """(id, name, branch) of the searchable repositories ``viewer`` may see, by name."""
-    return list(
-        visible_repositories(viewer)
-        .filter(status=RepositoryStatus.READY, active_generation__gt=0)
-        .order_by("name")
-        .values_list("pk", "name", "branch")
-    )
-
-
-def check_visible(repo_ids: list[UUID] | None, viewer: Viewer) -> None:
-    """Raise ``UnknownRepositories`` for requested ids that do not exist or ``viewer`` may not
-    see -- the same error for both (as the hybrid executor's ``scope_repositories``)."""
-    if not repo_ids:
-        return
-    known = set(visible_repositories(viewer).filter(pk__in=repo_ids).values_list("pk", flat=True))
-    unknown = [rid for rid in dict.fromkeys(repo_ids) if rid not in known]
-    if unknown:
-        raise UnknownRepositories(unknown)
-
-
-def _matching(pattern: str, repositories: list[tuple[UUID, str, str]]) -> set[UUID]:
-    lowered = pattern.lower()
-    return {
-        pk
-        for pk, name, _ in repositories
-        if fnmatch.fnmatchcase(name.lower(), lowered) or str(pk) == lowered
-    }
-
-
-def resolve_repositories(
-    parsed: SearchQuery, base_ids: list[UUID] | None, viewer: Viewer
-) -> list[UUID] | None:
-    """Repository ids the query's ``repo:``/``-repo:`` filters leave (None: all that ``viewer``
-    may see). A ``repo:`` that matches no ready repository ``viewer`` may see is a 404 naming
-    it. (``branch:`` picks branches: ``branch_entries``, or the hybrid executor's scope.)"""
-    if not (parsed.repos or parsed.exclude_repos):
-        return base_ids
-    repositories = _ready_repositories(viewer)
-    if base_ids is not None:
-        allowed = set(base_ids)
-        repositories = [r for r in repositories if r[0] in allowed]
-    chosen = {pk for pk, _, _ in repositories}
-    if parsed.repos:
-        wanted: set[UUID] = set()
-        for pattern in parsed.repos:
-            found = _matching(pattern, repositories)
-            if not found:
-                raise QueryRejected(
-                    "unknown_repository",
-                    f"no indexed repository matches repo:{pattern}",
-                    {"repo": pattern},
-                )
-            wanted |= found
-        chosen &= wanted
-    for pattern in parsed.exclude_repos:
-        chosen -= _matching(pattern, repositories)
-    # Keep the order stable and never widen to "all" when the filters leave nothing.
-    return [pk for pk, _, _ in repositories if pk in chosen] or [UUID(int=0)]
 
 
 def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
@@ -223,7 +161,7 @@ def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:
     search covers."""
     repo_ids = resolve_repositories(parsed, base.repo_ids, base.viewer)
     if repo_ids is None:
-        repo_ids = [pk for pk, _, _ in _ready_repositories(base.viewer)]
+        repo_ids = [pk for pk, _, _ in ready_repositories(base.viewer)]
     branches = None
     patterns = parsed.branches or list(base.branches or [])
     if patterns:
@@ -285,7 +223,7 @@ def count_exact_matches(
     budget, on ``branches`` (None: the default ones). ``repo_ids`` and ``branches`` were
     checked already (the hybrid search ran on them)."""
     if repo_ids is None:
-        repo_ids = [pk for pk, _, _ in _ready_repositories(viewer)]
+        repo_ids = [pk for pk, _, _ in ready_repositories(viewer)]
     entries = None
     if branches:
         repo_ids, entries = branch_entries(branches, repo_ids, viewer)
