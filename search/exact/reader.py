@@ -249,39 +249,24 @@ class CandidateReader:
                 "e.sort_name" if branched else "r.name"
             )
             after_params = list(self.after)
-        if branched:
-            sql = _BRANCH_PROBE_SQL.format(  # only placeholders and fixed SQL are formatted in
-                flags=flags if several else "",
-                any_pattern=any_pattern,
-                branches=BRANCHES_SQL,
-                scope=scope_sql,
-                after=after_sql,
-                having=having,
-            )
-            params = [
-                *(any_params if several else []),
-                *any_params,
-                *self.scope.branch_arrays(),
-                *scope_params,
-                *after_params,
-                max_chunks + 1,
-            ]
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-            chunks = rows[0][0] if rows else 0
-            return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
-        sql = _PROBE_SQL.format(  # only placeholders and fixed SQL are formatted in
+        # The files in scope: each branch's entries, or the repositories' live generations.
+        template, source, source_params = (
+            (_BRANCH_PROBE_SQL, {"branches": BRANCHES_SQL}, self.scope.branch_arrays())
+            if branched
+            else (_PROBE_SQL, {"live": _LIVE_REPOS}, [self.scope.repo_ids])
+        )
+        sql = template.format(  # only placeholders and fixed SQL are formatted in
             flags=flags if several else "",
             any_pattern=any_pattern,
-            live=_LIVE_REPOS,
             scope=scope_sql,
             after=after_sql,
             having=having,
+            **source,
         )
         params = [
             *(any_params if several else []),
             *any_params,
-            self.scope.repo_ids,
+            *source_params,
             *scope_params,
             *after_params,
             max_chunks + 1,
