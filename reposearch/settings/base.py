@@ -56,6 +56,7 @@ REPO_SEARCH_INDEX_BATCH_MB = env.positive_int("REPO_SEARCH_INDEX_BATCH_MB", 16)
 REPO_SEARCH_INDEX_BATCH_FILES = env.positive_int("REPO_SEARCH_INDEX_BATCH_FILES", 1000)
 # Markdown/reStructuredText chunked by section (heading = symbol) instead of line windows.
 REPO_SEARCH_DOC_SECTIONS = env.flag("REPO_SEARCH_DOC_SECTIONS", False)
+REPO_SEARCH_LEARNED_FUSION = env.flag("REPO_SEARCH_LEARNED_FUSION", False)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
 REPO_SEARCH_GIT_TOKEN_HOSTS = [host.lower() for host in env.csv("REPO_SEARCH_GIT_TOKEN_HOSTS", "")]
 if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:
