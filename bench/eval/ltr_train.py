@@ -50,9 +50,7 @@ class Question:
 
 
 def _setup() -> None:
-    import os
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.dev")
     from reposearch.startup import load_settings_or_exit
 
     load_settings_or_exit()
@@ -154,19 +152,22 @@ def rr(rank: int) -> float:
 def order_rank(q: Question, w: np.ndarray, mean: np.ndarray, std: np.ndarray) -> int:
     if len(q.x) == 0:
         return 0
-    s = ((q.x - mean) / std) @ w
+    s = _standard(q.x, mean, std) @ w
     order = sorted(range(len(s)), key=lambda i: (-s[i], i))[:30]
     return _first(q.relevant[order])
+
+
+LOSS = "listnet"  # or "pairwise" (RankNet: logistic loss on relevant-over-other pairs)
+DROPPED: tuple[int, ...] = ()  # feature columns held at their mean (--drop)
 
 
 def train(
     qs: Sequence[Question], lam: float, mean: np.ndarray, std: np.ndarray, steps: int = 1500
 ) -> np.ndarray:
-    usable = [q for q in qs if q.relevant.any()]
-    xs = [(q.x - mean) / std for q in usable]
+    usable = [q for q in qs if q.relevant.any() and not q.relevant.all()]
+    xs = [_standard(q.x, mean, std) for q in usable]
     targets = [q.relevant / q.relevant.sum() for q in usable]
     w = np.zeros(len(mean))
-    w[0] = 1.0  # start from the default order's score
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     lr, b1, b2 = 0.05, 0.9, 0.999
@@ -174,13 +175,28 @@ def train(
         grad = 2 * lam * w
         for x, target in zip(xs, targets, strict=True):
             s = x @ w
+            if LOSS == "pairwise":
+                rel = target > 0
+                diff = s[rel][:, None] - s[~rel][None, :]  # relevant minus other
+                g = -1.0 / (1.0 + np.exp(diff))  # d/d diff of log(1 + exp(-diff))
+                g /= g.size
+                grad += (x[rel].T @ g.sum(axis=1) - x[~rel].T @ g.sum(axis=0)) / len(xs)
+                continue
             p = np.exp(s - s.max())
             p /= p.sum()
             grad += x.T @ (p - target) / len(xs)
+        grad[list(DROPPED)] = 0.0
         m = b1 * m + (1 - b1) * grad
         v = b2 * v + (1 - b2) * grad * grad
         w -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + 1e-8)
     return w
+
+
+def _standard(x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    z = (x - mean) / std
+    if DROPPED:
+        z[:, list(DROPPED)] = 0.0
+    return z
 
 
 def standardiser(qs: Sequence[Question]) -> tuple[np.ndarray, np.ndarray]:
@@ -237,12 +253,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("captures", nargs="+", type=Path)
     parser.add_argument("--depth", type=int, default=50, help="list depth replayed (default 50)")
     parser.add_argument("--lambdas", default=",".join(str(x) for x in LAMBDAS))
+    parser.add_argument("--loss", choices=("listnet", "pairwise"), default="listnet")
+    parser.add_argument("--drop", default="", help="comma-separated features to leave out")
     parser.add_argument("--write", action="store_true", help="write learned_weights.json")
     parser.add_argument("--out", type=Path, default=ROOT / "search/ranking/learned_weights.json")
     args = parser.parse_args(argv)
     _setup()
     from search.ranking.learned import FEATURES
 
+    global LOSS, DROPPED
+    LOSS = args.loss
+    DROPPED = tuple(FEATURES.index(name) for name in args.drop.split(",") if name)
     qs = [q for path in args.captures for q in build_questions(path, args.depth)]
     ok = sum(q.simulated_ok for q in qs)
     print(f"{len(qs)} questions; replayed default top {K} equals the pipeline's for {ok}")
@@ -291,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
                         "questions": len(qs),
                         "depth": args.depth,
                         "lambda": best,
-                        "loss": "listwise softmax (ListNet), uniform over relevant candidates",
+                        "loss": LOSS,
+                        "dropped": [FEATURES[i] for i in DROPPED],
                         "commit": commit,
                     },
                 },

@@ -65,6 +65,9 @@ FEATURES: tuple[str, ...] = (
     "code_token_test",
     "code_token_name",  # ... x name_overlap
     "identifier_ft",  # a whole-identifier query x ft_rr10
+    "best_rr10",  # max(ft_rr10, vec_rr10): a strong match in one list
+    "qlen_ft",  # question length x ft_rr10 (long prose questions may lean on the vectors)
+    "qlen_vec",  # question length x vec_rr10
 )
 
 _CODE_TOKEN = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|::|\(\)|`")
@@ -171,6 +174,7 @@ def features(
             exact = 1.0
         others = [s for s, cid in by_file[fact.path] if cid != candidate.chunk_id]
         ft_rr10 = 10.0 / (10.0 + ft[0]) if ft else 0.0
+        vec_rr10 = 10.0 / (10.0 + vec[0]) if vec else 0.0
         intent = (shape.prefer_tests and fact.is_test) or (shape.prefer_docs and fact.is_doc)
         rows.append(
             [
@@ -179,7 +183,7 @@ def features(
                 ft_rr10,
                 60.0 / (60.0 + ft[0]) if ft else 0.0,
                 ft[1] / best_bm25 if ft else 0.0,
-                10.0 / (10.0 + vec[0]) if vec else 0.0,
+                vec_rr10,
                 60.0 / (60.0 + vec[0]) if vec else 0.0,
                 vec[1] if vec else 0.0,
                 best_cos - vec[1] if vec else 1.0,
@@ -202,6 +206,9 @@ def features(
                 code_token * is_test,
                 code_token * name_overlap,
                 ft_rr10 if identifier else 0.0,
+                max(ft_rr10, vec_rr10),
+                qlen * ft_rr10,
+                qlen * vec_rr10,
             ]
         )
     return rows
