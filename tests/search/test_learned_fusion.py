@@ -47,9 +47,7 @@ def _pool() -> list[FusedCandidate]:
 
 def _model(**weights: float) -> Model:
     n = len(FEATURES)
-    return Model(
-        tuple(weights.get(name, 0.0) for name in FEATURES), (0.0,) * n, (1.0,) * n, {}
-    )
+    return Model(tuple(weights.get(name, 0.0) for name in FEATURES), (0.0,) * n, (1.0,) * n, {})
 
 
 def test_the_committed_weights_match_the_features_and_come_from_the_tune_half() -> None:
@@ -125,9 +123,7 @@ def repository():  # type: ignore[no-untyped-def]
         [
             SourceDoc("retrykit/retry.py", [Piece(CODE, "retry_with_backoff")]),
             SourceDoc("retrykit/headers.py", [Piece(OTHER, "parse_header")]),
-            SourceDoc(
-                "README.md", [Piece(DOC, "", "section")], language="markdown", is_doc=True
-            ),
+            SourceDoc("README.md", [Piece(DOC, "", "section")], language="markdown", is_doc=True),
         ],
     )
 
