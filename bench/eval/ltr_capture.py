@@ -4,7 +4,7 @@
         --out bench/results/ltr-tune.json [--variant +sections]
 
 Runs each question through ``SearchExecutor`` (what ``POST /api/search`` runs) with the default
-settings and automatic scope, once at the default list depth (its final hits are kept to check
+settings, automatic scope and learned fusion off, once at the default list depth (its final hits are kept to check
 that the offline simulation reproduces the pipeline) and once with the lists ``--depth`` deep;
 from that run it keeps the ranked lists (scoped and left-out, ids and scores), the keyword
 arguments the executor passed to ``place_left_out`` and ``apply_signals`` (scope decisions,
@@ -60,7 +60,8 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
     executor_module.place_left_out, executor_module.apply_signals = place, signals
     try:
         for query in query_set.queries:
-            base = dict(query=query.query, limit=10, repo_ids=[repo.pk])
+            # The rules' order (learned fusion off): that is what the model is trained to improve.
+            base = dict(query=query.query, limit=10, repo_ids=[repo.pk], learned_fusion=False)
             default = SearchExecutor().run(SearchRequest(**base))
             deep = SearchExecutor().run(SearchRequest(**base, list_depth=depth))
             scope = deep.scope
