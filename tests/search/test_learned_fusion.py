@@ -135,6 +135,10 @@ def _search(client: Client, **body: Any) -> dict[str, Any]:
     return response.json()
 
 
+def _where(body: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(hit["file_path"], hit["start_line"]) for hit in body["results"]]
+
+
 @pytest.mark.django_db
 def test_search_with_learned_fusion_on_answers_and_says_so(  # type: ignore[no-untyped-def]
     client: Client, settings: Any, repository
@@ -153,8 +157,8 @@ def test_search_with_learned_fusion_on_answers_and_says_so(  # type: ignore[no-u
     scores = [hit["combined_score"] for hit in body["results"]]
     assert scores == sorted(scores, reverse=True) and 0 < scores[-1] <= scores[0] == 1.0
     # The same pool of candidates either way: only the order may differ.
-    assert {h["chunk_id"] for h in body["results"]} == {h["chunk_id"] for h in rules["results"]}
+    assert sorted(_where(body)) == sorted(_where(rules))
     # Through the executor the request field overrides the setting.
     off = SearchExecutor().run(SearchRequest(query=query, use_vector=False, learned_fusion=False))
-    assert [h.chunk_id for h in off.hits] == [h["chunk_id"] for h in rules["results"]]
+    assert [(h.file_path, h.start_line) for h in off.hits] == _where(rules)
     assert default_model().weights  # the committed model was the one used
