@@ -102,12 +102,8 @@ def previous_spaces(
     for space in earlier:
         if not left:
             break
-        narrowed = ScopeFilter(
-            repositories=[r for r in scope.repositories if r.id in left],
-            sql=scope.sql,
-            params=scope.params,
-            chunk_level=scope.chunk_level,
-        )
+        keep = set(left)
+        narrowed = replace(scope, repositories=[r for r in scope.repositories if r.id in keep])
         served = repositories_with_vectors(space, narrowed)
         if served:
             found.append((space, served))

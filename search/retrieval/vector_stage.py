@@ -23,7 +23,8 @@ from search.types import SearchRequest
 
 
 def _narrow(scope: ScopeFilter, repository_ids: list[Any]) -> ScopeFilter:
-    return replace(scope, repositories=[r for r in scope.repositories if r.id in repository_ids])
+    keep = set(repository_ids)  # a set: at 90 repositories a list made this 8,100 UUID compares
+    return replace(scope, repositories=[r for r in scope.repositories if r.id in keep])
 
 
 def _estimate_flags(scope: ScopeApplied, scope_filter: ScopeFilter) -> tuple[bool, bool]:
@@ -101,7 +102,8 @@ def run_vector_stage(
     plan: list[tuple[Any, EmbeddingSpace, list[Any]]] = []
     if current is not None and served and embedder is not None:
         plan.append((embedder, current, served))
-    rest = [r for r in ids if r not in served]
+    served_ids = set(served)
+    rest = [r for r in ids if r not in served_ids]
     fallbacks: dict[str, list[str]] = {}
     if rest:
         for space, repositories in previous_spaces(current, _narrow(scope_filter, rest)):
