@@ -160,7 +160,7 @@ def test_hnsw_path_with_a_large_scope_falls_back_when_a_filter_leaves_too_few_ro
 
 def test_left_out_list_on_the_hnsw_path_places_the_tests_as_the_exact_list_does() -> None:
     """The left-out tests alone are too selective for HNSW (at 1 M chunks the filtered scan
-    found two rows, then scanned every chunk exactly): the HNSW path takes the wider scope's
+    visited ~15,000 vectors to keep 2-8, up to 2 s): the HNSW path takes the wider scope's
     nearest chunks and keeps the tests, and the tests placed among the code are the same as
     with the exact list of the left-out tests."""
     rng = np.random.default_rng(5)
