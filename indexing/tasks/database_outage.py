@@ -4,7 +4,8 @@ A PostgreSQL restart or a network blip between a worker host and the database ra
 ``OperationalError`` / ``InterfaceError`` in whatever the stage was doing. Every stage converges
 when re-run (it reloads its job and continues or starts the stage over), so the task is sent
 again after ``DATABASE_RETRY_DELAYS_SECS``, for about ten minutes in all, instead of failing
-and leaving its job at the same stage until the reaper.
+and leaving its job at the same stage until the reaper. Outages are counted apart from the
+stage's transient failures and lock waits (``retry_budget``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import logging
 from typing import Any, NoReturn
 
 from django.db import InterfaceError, OperationalError, connections
+
+from indexing.tasks import retry_budget
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +26,10 @@ DATABASE_RETRY_DELAYS_SECS = (2, 5, 10, 20, 30, 60, 60, 60, 120, 240)
 def retry_after_database_outage(task: Any, job_id: int, error: Exception) -> NoReturn:
     """Drop the broken connections and send the task again later (``task`` is a bound task)."""
     connections.close_all()
-    attempt = task.request.retries
-    delay = DATABASE_RETRY_DELAYS_SECS[min(attempt, len(DATABASE_RETRY_DELAYS_SECS) - 1)]
+    attempt = retry_budget.count(task, retry_budget.DATABASE)  # outages only, not other retries
+    if attempt >= len(DATABASE_RETRY_DELAYS_SECS):
+        raise error
+    delay = DATABASE_RETRY_DELAYS_SECS[attempt]
     logger.warning(
         "job=%s task=%s waiting for the database (%s); retry in %s s",
         job_id,
@@ -32,6 +37,4 @@ def retry_after_database_outage(task: Any, job_id: int, error: Exception) -> NoR
         type(error).__name__,
         delay,
     )
-    raise task.retry(
-        exc=error, countdown=delay, max_retries=task.max_retries + len(DATABASE_RETRY_DELAYS_SECS)
-    )
+    raise retry_budget.database_retry(task, error, DATABASE_RETRY_DELAYS_SECS)

@@ -8,6 +8,7 @@ from django.conf import settings
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.stages.embed import run_embed
 from indexing.services.stages.run_context import JobCancelled, TransientFailure
+from indexing.tasks import retry_budget
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 from indexing.tasks.git import repository_id_of
 
@@ -19,11 +20,13 @@ EMBED_TIME_LIMIT_SECS = 3 * 3600
     name="indexing.tasks.embed.embed_repository",
     acks_late=True,
     reject_on_worker_lost=True,  # idempotent: only missing vectors are computed
-    max_retries=len(settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS),
+    max_retries=None,  # each kind of retry has its own budget (retry_budget)
     soft_time_limit=EMBED_TIME_LIMIT_SECS,
     time_limit=EMBED_TIME_LIMIT_SECS + 120,
 )
-def embed_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+def embed_repository(  # type: ignore[no-untyped-def]
+    self, job_id: int, transient_failures: int = 0, lock_waits: int = 0, database_waits: int = 0
+) -> None:
     """Fill in the live generation's vectors; the model being down is retried, then reported."""
     try:
         _embed(self, job_id)
@@ -35,16 +38,15 @@ def _embed(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     repository_id = repository_id_of(job_id)
     if repository_id is None:
         return
-    final = task.request.retries >= task.max_retries
+    delays = settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS
+    final = retry_budget.is_final_attempt(task, delays)
     try:
         with repository_lock(repository_id, job_id):
             run_embed(job_id, final_attempt=final, task_id=task.request.id or "")
     except LockBusy as error:
-        raise task.retry(exc=error, countdown=15, max_retries=task.max_retries + 20) from error
+        retry_budget.lock_wait_retry(task, job_id, repository_id, error)
+        return
     except TransientFailure as error:
-        delays = settings.REPO_SEARCH_EMBED_RETRY_DELAYS_SECS
-        raise task.retry(
-            exc=error, countdown=delays[min(task.request.retries, len(delays) - 1)]
-        ) from error
+        raise retry_budget.transient_retry(task, error, delays) from error
     except JobCancelled:
         return

@@ -9,9 +9,8 @@ from indexing.enqueue import enqueue_index
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.stages import fetch_and_index
 from indexing.services.stages.run_context import JobCancelled, TransientFailure
+from indexing.tasks import retry_budget
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
-
-RETRY_BACKOFF_SECS = (10, 30, 90, 270)
 
 
 def repository_id_of(job_id: int) -> object | None:
@@ -25,12 +24,14 @@ def repository_id_of(job_id: int) -> object | None:
     name="indexing.tasks.git.fetch_repository",
     acks_late=True,
     reject_on_worker_lost=True,  # idempotent: a fetch killed mid-way starts over
-    max_retries=len(RETRY_BACKOFF_SECS),
+    max_retries=None,  # each kind of retry has its own budget (retry_budget)
     soft_time_limit=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 2 + 120,
     time_limit=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 2 + 180,
 )
-def fetch_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
-    """Fetch the job's repository, then hand over to the index queue."""
+def fetch_repository(  # type: ignore[no-untyped-def]
+    self, job_id: int, transient_failures: int = 0, lock_waits: int = 0, database_waits: int = 0
+) -> None:
+    """Fetch the job's repository, then hand over to the index queue (the counts: retry_budget)."""
     try:
         _fetch(self, job_id)
     except DATABASE_ERRORS as error:
@@ -41,16 +42,18 @@ def _fetch(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     repository_id = repository_id_of(job_id)
     if repository_id is None:
         return
-    final = task.request.retries >= task.max_retries
+    delays = settings.REPO_SEARCH_FETCH_RETRY_DELAYS_SECS
+    final = retry_budget.is_final_attempt(task, delays)
     try:
         with repository_lock(repository_id, job_id):
             proceed = fetch_and_index.run_fetch(
                 job_id, task_id=task.request.id or "", final_attempt=final
             )
-    except (TransientFailure, LockBusy) as error:
-        raise task.retry(
-            exc=error, countdown=RETRY_BACKOFF_SECS[min(task.request.retries, 3)]
-        ) from error
+    except TransientFailure as error:
+        raise retry_budget.transient_retry(task, error, delays) from error
+    except LockBusy as error:  # the repository's lock, or every clone slot
+        retry_budget.lock_wait_retry(task, job_id, repository_id, error)
+        return
     except JobCancelled:
         return
     if proceed:

@@ -8,6 +8,7 @@ from indexing.enqueue import enqueue_embed
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.stages import fetch_and_index
 from indexing.services.stages.run_context import JobCancelled
+from indexing.tasks import retry_budget
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
 from indexing.tasks.git import repository_id_of
 
@@ -19,12 +20,17 @@ INDEX_TIME_LIMIT_SECS = 2 * 3600
     name="indexing.tasks.index.index_repository",
     acks_late=True,
     reject_on_worker_lost=True,  # idempotent: an unfinished generation is discarded on re-run
-    max_retries=20,
+    max_retries=None,  # each kind of retry has its own budget (retry_budget)
     soft_time_limit=INDEX_TIME_LIMIT_SECS,
     time_limit=INDEX_TIME_LIMIT_SECS + 120,
 )
-def index_repository(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
-    """Store the fetched commit as a new generation and swap it in, then queue embedding."""
+def index_repository(  # type: ignore[no-untyped-def]
+    self, job_id: int, transient_failures: int = 0, lock_waits: int = 0, database_waits: int = 0
+) -> None:
+    """Store the fetched commit as a new generation and swap it in, then queue embedding.
+
+    The counts are retry_budget's (the same for every stage task; this one has no transient
+    failures of its own)."""
     try:
         _index(self, job_id)
     except DATABASE_ERRORS as error:
@@ -39,7 +45,8 @@ def _index(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
         with repository_lock(repository_id, job_id):
             proceed = fetch_and_index.run_index(job_id, task_id=task.request.id or "")
     except LockBusy as error:
-        raise task.retry(exc=error, countdown=15) from error
+        retry_budget.lock_wait_retry(task, job_id, repository_id, error)
+        return
     except JobCancelled:
         return
     if proceed:

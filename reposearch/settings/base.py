@@ -77,6 +77,14 @@ REPO_SEARCH_LOCK_TTL_SECS = env.positive_int("REPO_SEARCH_LOCK_TTL_SECS", 90)
 REPO_SEARCH_EMBED_RETRY_DELAYS_SECS = env.positive_int_list(
     "REPO_SEARCH_EMBED_RETRY_DELAYS_SECS", "30,120,300"
 )
+# Stage tasks (indexing.tasks.retry_budget): a fetch's transient failures back off by these; a
+# busy lock (or clone slot) is retried every LOCK_RETRY_SECS, for up to LOCK_WAIT_MAX_SECS in all
+# (longer than a vanished worker's lock TTL + a whole fetch), and then the job fails saying so.
+REPO_SEARCH_FETCH_RETRY_DELAYS_SECS = env.positive_int_list(
+    "REPO_SEARCH_FETCH_RETRY_DELAYS_SECS", "10,30,90,270"
+)
+REPO_SEARCH_LOCK_RETRY_SECS = env.positive_int("REPO_SEARCH_LOCK_RETRY_SECS", 15)
+REPO_SEARCH_LOCK_WAIT_MAX_SECS = env.positive_int("REPO_SEARCH_LOCK_WAIT_MAX_SECS", 1800)
 # The periodic drift check (manage.py doctor's findings): how often, and whether it repairs.
 REPO_SEARCH_DOCTOR_INTERVAL_SECS = env.positive_int("REPO_SEARCH_DOCTOR_INTERVAL_SECS", 900)
 REPO_SEARCH_DOCTOR_REPAIR = env.flag("REPO_SEARCH_DOCTOR_REPAIR", True)

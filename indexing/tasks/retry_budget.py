@@ -1,0 +1,105 @@
+"""Separate retry budgets for the stage tasks: waits are not failures.
+
+A stage task is sent again for three different reasons, and each keeps its own count, carried
+in the task's keyword arguments (``transient_failures``, ``lock_waits``, ``database_waits``):
+
+- a transient failure (network hiccup, model server down): backoff from the stage's own delays,
+  and the stage's ``final_attempt`` is true only once *those* retries are used up;
+- a busy lock (another run holds the repository's lock, e.g. a SIGKILLed pool child's lock
+  until its TTL, or every clone slot is taken): retried every ``REPO_SEARCH_LOCK_RETRY_SECS``
+  up to ``REPO_SEARCH_LOCK_WAIT_MAX_SECS`` of waiting in all, then the job fails saying so;
+- a database outage: its own schedule (``database_outage.DATABASE_RETRY_DELAYS_SECS``).
+
+Celery's own ``request.retries`` counts all three, so the tasks set ``max_retries=None`` and
+never read it. ``Task.retry(kwargs=...)`` (Celery 5.7) keeps the positional ``job_id`` and sends
+the given keyword arguments with the retried message; a message redelivered after its worker
+was lost (``acks_late`` + ``reject_on_worker_lost``) is the same message, counts included.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from celery.exceptions import Retry
+from django.conf import settings
+
+from indexing.services import locks
+
+logger = logging.getLogger(__name__)
+
+TRANSIENT, LOCK, DATABASE = "transient_failures", "lock_waits", "database_waits"
+
+
+def count(task: Any, kind: str) -> int:
+    return int((task.request.kwargs or {}).get(kind, 0))
+
+
+def _retry(task: Any, kind: str, error: Exception, countdown: float) -> Retry:
+    kwargs = {**(task.request.kwargs or {}), kind: count(task, kind) + 1}
+    return task.retry(kwargs=kwargs, exc=error, countdown=countdown)  # type: ignore[no-any-return]
+
+
+def is_final_attempt(task: Any, delays: Sequence[int]) -> bool:
+    """True when a transient failure of this run may not be retried (only failures count)."""
+    return count(task, TRANSIENT) >= len(delays)
+
+
+def transient_retry(task: Any, error: Exception, delays: Sequence[int]) -> Retry:
+    """The retry of a transient failure, after the next of ``delays``."""
+    done = count(task, TRANSIENT)
+    return _retry(task, TRANSIENT, error, delays[min(done, len(delays) - 1)])
+
+
+def database_retry(task: Any, error: Exception, delays: Sequence[int]) -> Retry:
+    """The retry after a database outage; past the schedule ``error`` itself is raised."""
+    done = count(task, DATABASE)
+    if done >= len(delays):
+        raise error
+    return _retry(task, DATABASE, error, delays[done])
+
+
+def max_lock_waits() -> int:
+    return max(1, math.ceil(settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS / lock_interval()))
+
+
+def lock_interval() -> int:
+    return int(settings.REPO_SEARCH_LOCK_RETRY_SECS)
+
+
+def lock_wait_retry(task: Any, job_id: int, repository_id: object, error: Exception) -> None:
+    """Retry a run that met a busy lock soon, or, once it has waited long enough, fail its job.
+
+    A second delivery of a task whose first delivery is still running holds the same job's lock
+    (its token names the job): it is dropped instead, not the live run's job failed.
+    """
+    waits = count(task, LOCK)
+    if waits < max_lock_waits():
+        raise _retry(task, LOCK, error, lock_interval())
+    holder = _repository_lock_holder(repository_id)
+    if holder is not None and holder.startswith(f"job:{job_id}:"):
+        logger.info("job=%s task=%s: its own job holds the lock; duplicate dropped", job_id, task)
+        return
+    from indexing.services.stages.run_context import fail_job, load_run
+
+    context = load_run(job_id)
+    if context is None:
+        return
+    waited = waits * lock_interval()
+    message = (
+        f"{error}: gave up after waiting {waited} s for it"
+        f" (REPO_SEARCH_LOCK_WAIT_MAX_SECS={settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS})"
+    )
+    logger.warning("job=%s task=%s failed: %s", job_id, task.name, message)
+    fail_job(context.job, message)
+
+
+def _repository_lock_holder(repository_id: object) -> str | None:
+    """The token of the repository lock's holder (``job:<id>:<uuid>``, see locks.py), if any."""
+    try:
+        value = locks.client().get(f"reposearch:lock:repository:{repository_id}")
+    except Exception:  # Redis unreachable: treat as unknown
+        return None
+    return value.decode() if isinstance(value, bytes) else None
