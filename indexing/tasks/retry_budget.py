@@ -38,6 +38,7 @@ def count(task: Any, kind: str) -> int:
 
 
 def _retry(task: Any, kind: str, error: Exception, countdown: float) -> Retry:
+    """Send the task again with ``kind`` counted once more (``Task.retry`` raises ``Retry``)."""
     kwargs = {**(task.request.kwargs or {}), kind: count(task, kind) + 1}
     return task.retry(kwargs=kwargs, exc=error, countdown=countdown)  # type: ignore[no-any-return]
 
