@@ -25,7 +25,12 @@ EMBED_TIME_LIMIT_SECS = 3 * 3600
     time_limit=EMBED_TIME_LIMIT_SECS + 120,
 )
 def embed_repository(  # type: ignore[no-untyped-def]
-    self, job_id: int, transient_failures: int = 0, lock_waits: int = 0, database_waits: int = 0
+    self,
+    job_id: int,
+    transient_failures: int = 0,
+    lock_waits: int = 0,
+    lock_wait_started: float = 0.0,
+    database_waits: int = 0,
 ) -> None:
     """Fill in the live generation's vectors; the model being down is retried, then reported."""
     try:

@@ -29,7 +29,12 @@ def repository_id_of(job_id: int) -> object | None:
     time_limit=settings.REPO_SEARCH_CLONE_TIMEOUT_SECS * 2 + 180,
 )
 def fetch_repository(  # type: ignore[no-untyped-def]
-    self, job_id: int, transient_failures: int = 0, lock_waits: int = 0, database_waits: int = 0
+    self,
+    job_id: int,
+    transient_failures: int = 0,
+    lock_waits: int = 0,
+    lock_wait_started: float = 0.0,
+    database_waits: int = 0,
 ) -> None:
     """Fetch the job's repository, then hand over to the index queue (the counts: retry_budget)."""
     try:

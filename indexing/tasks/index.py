@@ -25,7 +25,12 @@ INDEX_TIME_LIMIT_SECS = 2 * 3600
     time_limit=INDEX_TIME_LIMIT_SECS + 120,
 )
 def index_repository(  # type: ignore[no-untyped-def]
-    self, job_id: int, transient_failures: int = 0, lock_waits: int = 0, database_waits: int = 0
+    self,
+    job_id: int,
+    transient_failures: int = 0,
+    lock_waits: int = 0,
+    lock_wait_started: float = 0.0,
+    database_waits: int = 0,
 ) -> None:
     """Store the fetched commit as a new generation and swap it in, then queue embedding.
 

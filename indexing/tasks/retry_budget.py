@@ -1,7 +1,8 @@
 """Separate retry budgets for the stage tasks: waits are not failures.
 
 A stage task is sent again for three different reasons, and each keeps its own count, carried
-in the task's keyword arguments (``transient_failures``, ``lock_waits``, ``database_waits``):
+in the task's keyword arguments (``transient_failures``, ``lock_waits`` with
+``lock_wait_started``, ``database_waits``):
 
 - a transient failure (network hiccup, model server down): backoff from the stage's own delays,
   and the stage's ``final_attempt`` is true only once *those* retries are used up;
@@ -19,7 +20,7 @@ was lost (``acks_late`` + ``reject_on_worker_lost``) is the same message, counts
 from __future__ import annotations
 
 import logging
-import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,15 +32,16 @@ from indexing.services import locks
 logger = logging.getLogger(__name__)
 
 TRANSIENT, LOCK, DATABASE = "transient_failures", "lock_waits", "database_waits"
+LOCK_STARTED = "lock_wait_started"
 
 
 def count(task: Any, kind: str) -> int:
     return int((task.request.kwargs or {}).get(kind, 0))
 
 
-def _retry(task: Any, kind: str, error: Exception, countdown: float) -> Retry:
+def _retry(task: Any, kind: str, error: Exception, countdown: float, **extra: object) -> Retry:
     """Send the task again with ``kind`` counted once more (``Task.retry`` raises ``Retry``)."""
-    kwargs = {**(task.request.kwargs or {}), kind: count(task, kind) + 1}
+    kwargs = {**(task.request.kwargs or {}), **extra, kind: count(task, kind) + 1}
     return task.retry(kwargs=kwargs, exc=error, countdown=countdown)  # type: ignore[no-any-return]
 
 
@@ -51,7 +53,8 @@ def is_final_attempt(task: Any, delays: Sequence[int]) -> bool:
 def transient_retry(task: Any, error: Exception, delays: Sequence[int]) -> Retry:
     """The retry of a transient failure, after the next of ``delays``."""
     done = count(task, TRANSIENT)
-    return _retry(task, TRANSIENT, error, delays[min(done, len(delays) - 1)])
+    countdown = delays[min(done, len(delays) - 1)]
+    return _retry(task, TRANSIENT, error, countdown, **{LOCK_STARTED: 0})  # it had the lock
 
 
 def database_retry(task: Any, error: Exception, delays: Sequence[int]) -> Retry:
@@ -62,10 +65,6 @@ def database_retry(task: Any, error: Exception, delays: Sequence[int]) -> Retry:
     return _retry(task, DATABASE, error, delays[done])
 
 
-def max_lock_waits() -> int:
-    return max(1, math.ceil(settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS / lock_interval()))
-
-
 def lock_interval() -> int:
     return int(settings.REPO_SEARCH_LOCK_RETRY_SECS)
 
@@ -73,12 +72,17 @@ def lock_interval() -> int:
 def lock_wait_retry(task: Any, job_id: int, repository_id: object, error: Exception) -> None:
     """Retry a run that met a busy lock soon, or, once it has waited long enough, fail its job.
 
-    A second delivery of a task whose first delivery is still running holds the same job's lock
-    (its token names the job): it is dropped instead, not the live run's job failed.
+    The wait is measured by the clock from the first busy lock of this run of waits
+    (``lock_wait_started``, epoch seconds), not by retries: a clone-slot wait spends
+    ``REPO_SEARCH_CLONE_TIMEOUT_SECS`` inside each attempt. A second delivery of a task whose
+    first delivery is still running meets the same job's lock (its token names the job): it is
+    dropped instead, not the live run's job failed.
     """
-    waits = count(task, LOCK)
-    if waits < max_lock_waits():
-        raise _retry(task, LOCK, error, lock_interval())
+    now = time.time()
+    started = float((task.request.kwargs or {}).get(LOCK_STARTED) or now)
+    waited = now - started
+    if waited < settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS:
+        raise _retry(task, LOCK, error, lock_interval(), **{LOCK_STARTED: started})
     holder = _repository_lock_holder(repository_id)
     if holder is not None and holder.startswith(f"job:{job_id}:"):
         logger.info("job=%s task=%s: its own job holds the lock; duplicate dropped", job_id, task)
@@ -88,9 +92,8 @@ def lock_wait_retry(task: Any, job_id: int, repository_id: object, error: Except
     context = load_run(job_id)
     if context is None:
         return
-    waited = waits * lock_interval()
     message = (
-        f"{error}: gave up after waiting {waited} s for it"
+        f"{error}: gave up after waiting {waited:.0f} s for it"
         f" (REPO_SEARCH_LOCK_WAIT_MAX_SECS={settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS})"
     )
     logger.warning("job=%s task=%s failed: %s", job_id, task.name, message)

@@ -6,6 +6,7 @@ retried signature is what would be sent, so its arguments and countdown are what
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from celery.exceptions import Retry
 from django.db import OperationalError
 
+from indexing.services.locks import LockBusy
 from indexing.services.stages.run_context import TransientFailure
 from indexing.tasks import retry_budget
 from indexing.tasks.database_outage import DATABASE_RETRY_DELAYS_SECS, retry_after_database_outage
@@ -54,10 +56,23 @@ def test_a_transient_failure_backs_off_by_failures_only(delivered: Any, settings
     with pytest.raises(Retry) as retried:
         retry_budget.transient_retry(delivered, TransientFailure("503"), delays)
     assert retried.value.when == 90  # the third failure's wait, not the 13th retry's
-    assert retried.value.sig.kwargs == {**COUNTS, "transient_failures": 3}
+    assert retried.value.sig.kwargs == {**COUNTS, "transient_failures": 3, "lock_wait_started": 0}
 
 
 def test_the_last_database_outage_is_raised_not_retried(delivered: Any) -> None:
     delivered.request.kwargs = {**COUNTS, "database_waits": len(DATABASE_RETRY_DELAYS_SECS)}
     with pytest.raises(OperationalError, match="still down"):
         retry_after_database_outage(delivered, 41, OperationalError("still down"))
+
+
+def test_a_lock_wait_retries_soon_and_keeps_when_the_wait_began(
+    delivered: Any, settings: Any
+) -> None:
+    settings.REPO_SEARCH_LOCK_RETRY_SECS = 15
+    settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS = 1800
+    began = time.time() - 600  # waiting for ten minutes, less than the bound
+    delivered.request.kwargs = {**COUNTS, "lock_wait_started": began}
+    with pytest.raises(Retry) as retried:
+        retry_budget.lock_wait_retry(delivered, 41, "some-repository", LockBusy("busy"))
+    assert retried.value.when == 15
+    assert retried.value.sig.kwargs == {**COUNTS, "lock_waits": 8, "lock_wait_started": began}
