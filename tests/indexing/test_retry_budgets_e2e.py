@@ -92,6 +92,12 @@ def reindex(repository: Repository) -> int:
     return int(response.json()["id"])
 
 
+def held_lock(repository: Repository) -> Any:
+    """The repository's lock, as another run holds it. The job that just finished may still
+    hold it for a moment (its state is ``done`` inside the embed stage's lock)."""
+    return locks.repository_lock(repository.pk, "test-holder", wait_seconds=30)
+
+
 def lock_waits_logged(worker: Any, repository: Repository, since: int) -> int:
     """How many times the worker retried a stage of ``repository`` because its lock was busy."""
     with open(worker.log_path, "rb") as log:
@@ -120,7 +126,7 @@ def test_a_fetch_waits_out_a_lock_held_past_the_old_retry_budget(
     repository = indexed(server)
     commit_files(repo, {"app.py": "def f():\n    return 2\n"}, parent=repo.refs[b"refs/heads/main"])
     since = short_wait_worker.log_path.stat().st_size
-    with locks.repository_lock(repository.pk, "test-holder"):
+    with held_lock(repository):
         job_id = reindex(repository)
         hold_lock_until_waits(short_wait_worker, repository, OLD_MAX_RETRIES + 2, since)
         assert IndexJob.objects.get(pk=job_id).state == "queued"  # waiting, not failed
@@ -137,7 +143,7 @@ def test_a_transient_failure_after_lock_waits_still_gets_every_retry(
     repository = indexed(server)
     commit_files(repo, {"app.py": "def f():\n    return 3\n"}, parent=repo.refs[b"refs/heads/main"])
     since = short_wait_worker.log_path.stat().st_size
-    with locks.repository_lock(repository.pk, "test-holder"):
+    with held_lock(repository):
         job_id = reindex(repository)
         hold_lock_until_waits(short_wait_worker, repository, OLD_MAX_RETRIES, since)
         server.failures_left = len(FETCH_RETRY_DELAYS)  # every retry but the final attempt fails
@@ -155,7 +161,7 @@ def test_a_transient_failure_past_its_retries_still_fails_the_job(
     server, _repo = flaky
     repository = indexed(server)
     since = short_wait_worker.log_path.stat().st_size
-    with locks.repository_lock(repository.pk, "test-holder"):
+    with held_lock(repository):
         job_id = reindex(repository)
         hold_lock_until_waits(short_wait_worker, repository, 2, since)
         server.failures_left = 1000
@@ -170,7 +176,7 @@ def test_a_lock_held_past_the_bounded_wait_fails_the_job_saying_so(
 ) -> None:
     server, _repo = flaky
     repository = indexed(server)
-    with locks.repository_lock(repository.pk, "test-holder"):
+    with held_lock(repository):
         job = wait_for_job(reindex(repository), seconds=LOCK_WAIT_MAX_SECS * 6)
     assert job.state == "failed", (job.state, job.error)
     assert f"repository {repository.pk} is being indexed by another run" in job.error
