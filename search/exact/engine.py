@@ -22,7 +22,8 @@ from django.db import OperationalError
 
 from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, file_lines
 from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
-from search.exact.patterns import LineMatcher
+from search.exact.file_text import FileText
+from search.exact.patterns import LineMatcher, touched_lines
 from search.exact.reader import CandidateReader
 
 BATCH_FILES = 100
@@ -82,22 +83,37 @@ def match_file(
     max_matches: int,
     context_lines: int,
 ) -> tuple[int, list[LineMatch], list[tuple[int, int, str]]] | None:
-    """(match count, kept matches, snippets) of one file, or None when it does not match."""
+    """(match count, kept matches, snippets) of one file, or None when it does not match.
+
+    Each pattern is searched over the whole file first (``touched_lines``): a file one of them
+    misses is dropped after a search each, and only the lines some search touched are matched
+    line by line."""
+    numbers = sorted(lines)
+    text = FileText([lines[number] for number in numbers])
+    touched: set[int] = set()
+    for matcher in matchers:
+        found_lines = touched_lines(matcher, text)
+        if found_lines is None:
+            touched = set(range(len(numbers)))
+            break
+        if not found_lines:
+            return None  # every pattern must match somewhere in the file
+        touched.update(found_lines)
     matched_patterns = [False] * len(matchers)
     count = 0
     kept: list[LineMatch] = []
-    for number in sorted(lines):
-        text = lines[number]
+    for index in sorted(touched):
+        number, line = numbers[index], text.lines[index]
         ranges: list[tuple[int, int]] = []
-        for index, matcher in enumerate(matchers):
-            found = matcher.ranges(text)
+        for pattern, matcher in enumerate(matchers):
+            found = matcher.ranges(line)
             if found:
-                matched_patterns[index] = True
+                matched_patterns[pattern] = True
                 ranges.extend(found)
         if ranges:
             count += 1
             if len(kept) < max_matches:
-                kept.append(LineMatch(number, text, _merge(ranges)))
+                kept.append(LineMatch(number, line, _merge(ranges)))
     if not count or not all(matched_patterns):
         return None
     return count, kept, _snippets(lines, [m.line for m in kept], context_lines)
