@@ -37,6 +37,15 @@ from search.exact.candidates import (
     PatternCondition,
     SortKey,
 )
+from search.exact.reader_sql import (
+    BRANCH_FILES_SQL,
+    BRANCH_PROBE_SQL,
+    BRANCH_WALK_SQL,
+    LIVE_REPOS,
+    PROBE_SQL,
+    WALK_SQL,
+    WINDOW_SQL,
+)
 from search.retrieval.db import search_cursor
 
 PROBE_CHUNKS = 10000  # more chunks in scope than this hold the literal: read files by windows
@@ -55,112 +64,6 @@ class Batch:
     files: list[CandidateFile]
     last_examined: SortKey | None  # the last file looked at (candidate or not)
     exhausted: bool  # no file in scope after it
-
-
-_LIVE_REPOS = "r.status = 'ready' AND r.id = ANY(%s)"
-
-# Files in key order after a position: each repository's live files by its unique
-# (repository, generation, path) index, at most ``limit`` of each, merged by name.
-_WALK_SQL = """
-    SELECT c.id AS file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
-           c.language, c.is_test, c.is_doc
-    FROM indexing_repository r
-    CROSS JOIN LATERAL (
-        SELECT c.id, c.path, c.language, c.is_test, c.is_doc
-        FROM indexing_sourcefile c
-        WHERE c.repository_id = r.id AND c.generation = r.active_generation AND {scope}
-          AND c.path >= (CASE WHEN r.name = %s THEN %s ELSE '' END)
-          AND (r.name, c.path, c.id) > (%s, %s, %s)
-        ORDER BY c.path
-        LIMIT %s
-    ) c
-    WHERE {live} AND r.name >= %s
-    ORDER BY r.name, c.path, c.id
-    LIMIT %s
-"""
-
-# The same walk over the branches a branch filter chose (``e``, one repository's branch a row,
-# in (repository name, branch name) order): each branch's own files by the same index, and
-# those it references (``SharedFile``) by its (repository, generation) index.
-_BRANCH_FILES_SQL = """
-            (SELECT c.id, c.path, c.language, c.is_test, c.is_doc
-             FROM {source}
-             WHERE {owner} = r.id AND {generation} = e.generation AND {scope}
-               AND c.path >= (CASE WHEN e.sort_name = %s THEN %s ELSE '' END)
-               AND (e.sort_name, c.path, c.id) > (%s, %s, %s)
-             ORDER BY c.path LIMIT %s)
-"""
-_BRANCH_WALK_SQL = """
-    SELECT c.id AS file_id, r.id AS repo_id, r.name, r.url, e.at_commit, c.path,
-           c.language, c.is_test, c.is_doc, e.branch, e.sort_name
-    FROM {branches}
-    JOIN indexing_repository r ON r.id = e.repo_id
-    CROSS JOIN LATERAL (
-        SELECT u.* FROM ({own} UNION ALL {shared}) u ORDER BY u.path, u.id LIMIT %s
-    ) c
-    WHERE r.status = 'ready' AND e.sort_name >= %s
-    ORDER BY e.sort_name, c.path, c.id
-    LIMIT %s
-"""
-
-# A window of files with a flag each: do its chunks hold every condition's literals? (A lateral
-# per condition, so each file's own chunks are read by the file index, never a hashed subplan
-# over every chunk holding the literal.)
-_WINDOW_SQL = """
-    WITH w AS MATERIALIZED ({walk})
-    SELECT w.*, {matched} FROM w {checks} ORDER BY w.name, w.path, w.file_id
-"""
-
-# The listed read: matching chunks from the trigram index (lazily: the outer LIMIT stops the
-# heap rechecks), those in scope, grouped by file; and how many chunks there were (at most
-# PROBE_CHUNKS + 1).
-_PROBE_SQL = """
-    WITH g AS MATERIALIZED (
-        SELECT c.id, c.file_id, c.repository_id, c.generation, c.language, c.path, c.is_test,
-               c.is_doc {flags}
-        FROM indexing_chunk c WHERE {any_pattern}
-    ), hits AS MATERIALIZED (
-        SELECT c.* FROM g c
-        JOIN indexing_repository r ON r.id = c.repository_id AND c.generation = r.active_generation
-        WHERE {live} AND {scope} {after}
-        LIMIT %s
-    )
-    SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
-        SELECT c.file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
-               min(c.language), bool_or(c.is_test), bool_or(c.is_doc)
-        FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
-        GROUP BY c.file_id, r.id, r.name, r.url, r.last_indexed_commit, c.path
-        {having}
-    ) f ON TRUE
-    ORDER BY f.name, f.path, f.file_id
-"""
-
-# The listed read over the branches a branch filter chose: a chunk is in a branch when its
-# generation is the branch's or the branch references its file (``SharedFile``); a chunk two
-# branches hold counts once for each.
-_BRANCH_PROBE_SQL = """
-    WITH g AS MATERIALIZED (
-        SELECT c.id, c.file_id, c.repository_id, c.generation, c.language, c.path, c.is_test,
-               c.is_doc {flags}
-        FROM indexing_chunk c WHERE {any_pattern}
-    ), hits AS MATERIALIZED (
-        SELECT c.*, e.branch, e.at_commit, e.sort_name FROM g c
-        JOIN {branches} ON e.repo_id = c.repository_id AND (c.generation = e.generation
-            OR EXISTS (SELECT 1 FROM indexing_sharedfile s WHERE s.file_id = c.file_id
-                       AND s.repository_id = e.repo_id AND s.generation = e.generation))
-        JOIN indexing_repository r ON r.id = c.repository_id
-        WHERE r.status = 'ready' AND {scope} {after}
-        LIMIT %s
-    )
-    SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
-        SELECT c.file_id, r.id AS repo_id, r.name, r.url, c.at_commit, c.path,
-               min(c.language), bool_or(c.is_test), bool_or(c.is_doc), c.branch, c.sort_name
-        FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
-        GROUP BY c.file_id, r.id, r.name, r.url, c.at_commit, c.path, c.branch, c.sort_name
-        {having}
-    ) f ON TRUE
-    ORDER BY f.sort_name, f.path, f.file_id
-"""
 
 
 @dataclass
@@ -251,9 +154,9 @@ class CandidateReader:
             after_params = list(self.after)
         # The files in scope: each branch's entries, or the repositories' live generations.
         template, source, source_params = (
-            (_BRANCH_PROBE_SQL, {"branches": BRANCHES_SQL}, self.scope.branch_arrays())
+            (BRANCH_PROBE_SQL, {"branches": BRANCHES_SQL}, self.scope.branch_arrays())
             if branched
-            else (_PROBE_SQL, {"live": _LIVE_REPOS}, [self.scope.repo_ids])
+            else (PROBE_SQL, {"live": LIVE_REPOS}, [self.scope.repo_ids])
         )
         sql = template.format(  # only placeholders and fixed SQL are formatted in
             flags=flags if several else "",
@@ -299,7 +202,7 @@ class CandidateReader:
         if self.scope.branches is not None:
             walk, walk_params = self._branch_walk(scope_sql, scope_params, size)
         else:
-            walk = _WALK_SQL.format(scope=scope_sql, live=_LIVE_REPOS)
+            walk = WALK_SQL.format(scope=scope_sql, live=LIVE_REPOS)
             walk_params = self._walk_params(scope_params, size)
         checks, flags = [], []
         params = [*walk_params]
@@ -311,7 +214,7 @@ class CandidateReader:
                 )
                 flags.append(f"m{i}.hit IS NOT NULL")
                 params += cond.params
-        sql = _WINDOW_SQL.format(
+        sql = WINDOW_SQL.format(
             walk=walk, matched=" AND ".join(flags) or "TRUE", checks=" ".join(checks)
         )
         cursor.execute(sql, params)
@@ -337,18 +240,18 @@ class CandidateReader:
     ) -> tuple[str, list[Any]]:
         """The walk over the chosen branches and its parameters."""
         name, path, file_id = self.after if self.after is not None else ("", "", 0)
-        own = _BRANCH_FILES_SQL.format(
+        own = BRANCH_FILES_SQL.format(
             source="indexing_sourcefile c",
             owner="c.repository_id",
             generation="c.generation",
             scope=scope_sql,
         )
-        shared = _BRANCH_FILES_SQL.format(
+        shared = BRANCH_FILES_SQL.format(
             source="indexing_sharedfile s JOIN indexing_sourcefile c ON c.id = s.file_id",
             owner="s.repository_id",
             generation="s.generation",
             scope=scope_sql,
         )
         part = [*scope_params, name, path, name, path, file_id, size]
-        walk = _BRANCH_WALK_SQL.format(branches=BRANCHES_SQL, own=own, shared=shared)
+        walk = BRANCH_WALK_SQL.format(branches=BRANCHES_SQL, own=own, shared=shared)
         return walk, [*self.scope.branch_arrays(), *part, *part, size, name, size]
