@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+from uuid import UUID
 
 from search.exact.candidates import (
     BRANCHES_SQL,
@@ -43,6 +44,7 @@ from search.exact.reader_sql import (
     BRANCH_WALK_SQL,
     LIVE_REPOS,
     PROBE_SQL,
+    REPO_PROBE_SQL,
     WALK_SQL,
     WINDOW_SQL,
 )
@@ -56,6 +58,15 @@ WINDOWS_PER_BATCH = 10  # at most this many windows per batch, so the budgets ar
 # this share of the table: a common word, whose trigram bitmap alone costs ~200 ms at 1 M
 # chunks; read by windows without a probe.
 COMMON_SHARE = 0.02
+# Listed by repository: the first probe reads one repository, each next one twice as many (as
+# many as the time left allows once a repository's probe has been timed).
+REPOS_PER_PROBE = 1
+MAX_REPOS_PER_PROBE = 32
+# Fewer candidate files per repository probed than this, with more repositories left than
+# GLOBAL_AFTER_REPOS: the rest in one probe (each repository's costs ~4 ms at 1 M chunks
+# whatever it holds; the probe of the whole table, 50-90 ms, wins when matches are sparse).
+SPARSE_FILES_PER_REPO = 0.5
+GLOBAL_AFTER_REPOS = 8
 _TABLE_ROWS: list[float] = [0.0, float("-inf")]  # (reltuples, when read)
 
 
@@ -71,8 +82,14 @@ class CandidateReader:
     scope: CandidateScope
     conditions: list[PatternCondition]
     after: SortKey | None = None
-    mode: str = ""  # "listed", "windowed" or "every file", set by the first batch
+    mode: str = ""  # "by repository", "listed", "windowed" or "every file", by the first batch
     listed: list[CandidateFile] = field(default_factory=list)
+    repos: list[UUID] = field(default_factory=list)  # by repository: those left, in name order
+    repos_per_probe: int = 0
+    repos_probed: int = 0
+    files_found: int = 0
+    repo_seconds: float = 0.0  # the last probe's time per repository
+    overflowed: bool = False  # a repository held too many: windows from the last file listed
     window_files: int = 0  # the next window's size (windowed)
     clock: Callable[[], float] = time.perf_counter
     stop_at: float | None = None  # on ``clock``: no further window after this (one at least)
@@ -86,12 +103,54 @@ class CandidateReader:
         with search_cursor(timeout_ms) as cursor:
             if not self.mode:
                 self.mode = self._choose(cursor)
-            if self.mode == "listed":
+            if self.mode == "by repository":
+                self._list_repositories(cursor)
+            if self.mode in ("listed", "by repository"):
                 files, self.listed = self.listed[:limit], self.listed[limit:]
                 if files:
                     self.after = files[-1].key
-                return Batch(files, self.after, exhausted=not self.listed)
+                if self.overflowed and not self.listed:
+                    self.mode = "windowed"  # from the last file served
+                    return Batch(files, self.after, exhausted=False)
+                return Batch(files, self.after, exhausted=not self.listed and not self.repos)
             return self._windows(cursor, limit)
+
+    def _list_repositories(self, cursor: Any) -> None:
+        """List the candidates of the next repositories, a probe of a few at a time, until
+        some are listed, none is left, one holds more than ``PROBE_CHUNKS`` matching chunks
+        (``overflowed``) or ``stop_at`` passes."""
+        while not self.listed and self.repos and not self.overflowed:
+            if (
+                self.repos_probed
+                and len(self.repos) > GLOBAL_AFTER_REPOS
+                and self.files_found < SPARSE_FILES_PER_REPO * self.repos_probed
+            ):
+                chunks, files = self._probe(cursor, PROBE_CHUNKS, self.repos)
+                if chunks > PROBE_CHUNKS:
+                    self.overflowed = True
+                else:
+                    self.repos, self.listed = [], files
+                return
+            size = self.repos_per_probe or REPOS_PER_PROBE
+            if self.stop_at is not None and self.repo_seconds > 0:
+                left = self.stop_at - self.clock()
+                size = max(1, min(size, int(left / self.repo_seconds)))
+            group = self.repos[:size]
+            began = self.clock()
+            most, files = self._probe(cursor, PROBE_CHUNKS, group, each=True)
+            if most > PROBE_CHUNKS:
+                if len(group) == 1:
+                    self.overflowed = True
+                self.repos_per_probe = 1  # (several: probe the same one by one)
+                continue
+            self.repo_seconds = (self.clock() - began) / len(group)
+            del self.repos[: len(group)]
+            self.repos_probed += len(group)
+            self.files_found += len(files)
+            self.listed = files
+            self.repos_per_probe = min(len(group) * 2, MAX_REPOS_PER_PROBE)
+            if self.stop_at is not None and self.clock() >= self.stop_at:
+                return
 
     def _choose(self, cursor: Any) -> str:
         if not any(cond.literals for cond in self.conditions):
@@ -104,6 +163,15 @@ class CandidateReader:
             cursor
         ):
             return "windowed"  # a probe would pay for the word's whole trigram bitmap
+        if self.scope.branches is None:
+            name = self.after[0] if self.after is not None else ""
+            cursor.execute(
+                f"SELECT r.id FROM indexing_repository r WHERE {LIVE_REPOS}"  # noqa: S608
+                " AND r.name >= %s ORDER BY r.name",
+                [self.scope.repo_ids, name],
+            )
+            self.repos = [row[0] for row in cursor.fetchall()]
+            return "by repository"
         chunks, files = self._probe(cursor, PROBE_CHUNKS)
         if chunks > PROBE_CHUNKS:
             return "windowed"
@@ -132,10 +200,20 @@ class CandidateReader:
             _TABLE_ROWS[:] = [rows, time.monotonic()]
         return rows if rows > 0 else float("inf")  # never analysed: no estimate to trust
 
-    def _probe(self, cursor: Any, max_chunks: int) -> tuple[int, list[CandidateFile]]:
+    def _probe(
+        self,
+        cursor: Any,
+        max_chunks: int,
+        repo_ids: list[UUID] | None = None,
+        *,
+        each: bool = False,
+    ) -> tuple[int, list[CandidateFile]]:
         """How many chunks in scope after the position hold a pattern's literals (at most
-        ``max_chunks`` + 1), and their files in key order."""
-        scope_sql, scope_params = self.scope.sql()
+        ``max_chunks`` + 1), and their files in key order; among ``repo_ids`` (default: the
+        scope's), with ``each`` one repository at a time (the count is then the most one had:
+        ``REPO_PROBE_SQL``)."""
+        scope = self.scope if repo_ids is None else replace(self.scope, repo_ids=repo_ids)
+        scope_sql, scope_params = scope.sql(repositories=not each)
         any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
         any_params = [p for cond in self.conditions for p in cond.params]
         several = len(self.conditions) > 1
@@ -145,6 +223,44 @@ class CandidateReader:
             having = "HAVING " + " AND ".join(
                 f"bool_or(c.m{i})" for i in range(len(self.conditions))
             )
+        if each:
+            sql = REPO_PROBE_SQL.format(
+                flags=flags if several else "",
+                any_pattern=any_pattern,
+                scope=scope_sql,
+                having=having,
+            )
+            name, path, file_id = self.after if self.after is not None else ("", "", 0)
+            params = [
+                scope.repo_ids,
+                *(any_params if several else []),
+                *any_params,
+                *scope_params,
+                name,
+                path,
+                file_id,
+                max_chunks + 1,
+            ]
+        else:
+            sql, params = self._probe_sql(scope, scope_sql, scope_params, flags, having)
+            params.append(max_chunks + 1)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        chunks = rows[0][0] if rows else 0
+        return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
+
+    def _probe_sql(
+        self,
+        scope: CandidateScope,
+        scope_sql: str,
+        scope_params: list[Any],
+        flags: str,
+        having: str,
+    ) -> tuple[str, list[Any]]:
+        """The probe of every repository in ``scope`` at once, or of its branches."""
+        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
+        any_params = [p for cond in self.conditions for p in cond.params]
+        several = len(self.conditions) > 1
         after_sql, after_params = "", []
         branched = self.scope.branches is not None
         if self.after is not None:
@@ -156,7 +272,7 @@ class CandidateReader:
         template, source, source_params = (
             (BRANCH_PROBE_SQL, {"branches": BRANCHES_SQL}, self.scope.branch_arrays())
             if branched
-            else (PROBE_SQL, {"live": LIVE_REPOS}, [self.scope.repo_ids])
+            else (PROBE_SQL, {"live": LIVE_REPOS}, [scope.repo_ids])
         )
         sql = template.format(  # only placeholders and fixed SQL are formatted in
             flags=flags if several else "",
@@ -172,12 +288,8 @@ class CandidateReader:
             *source_params,
             *scope_params,
             *after_params,
-            max_chunks + 1,
         ]
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-        chunks = rows[0][0] if rows else 0
-        return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
+        return sql, params
 
     def _windows(self, cursor: Any, limit: int) -> Batch:
         found: list[CandidateFile] = []

@@ -110,3 +110,33 @@ BRANCH_PROBE_SQL = """
     ) f ON TRUE
     ORDER BY f.sort_name, f.path, f.file_id
 """
+
+# The listed read of a few repositories (ids in the first parameter), each on its own: its live
+# chunks after the position holding a pattern's literals, through the (repository, content)
+# trigram index -- the rechecks are of that repository's chunks alone --, at most ``limit`` of
+# each; grouped by file, with the most chunks one repository had (above the limit: too many).
+REPO_PROBE_SQL = """
+    WITH r AS MATERIALIZED (
+        SELECT r.id, r.name, r.url, r.last_indexed_commit, r.active_generation
+        FROM indexing_repository r WHERE r.status = 'ready' AND r.id = ANY(%s)
+    ), hits AS MATERIALIZED (
+        SELECT r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.*
+        FROM r CROSS JOIN LATERAL (
+            SELECT c.file_id, c.path, c.language, c.is_test, c.is_doc {flags}
+            FROM indexing_chunk c
+            WHERE c.repository_id = r.id AND c.generation = r.active_generation
+              AND {any_pattern} AND {scope} AND (r.name, c.path, c.file_id) > (%s, %s, %s)
+            LIMIT %s
+        ) c
+    )
+    SELECT n.most, f.* FROM (
+        SELECT coalesce(max(k), 0) AS most FROM (SELECT count(*) AS k FROM hits GROUP BY repo_id) x
+    ) n LEFT JOIN (
+        SELECT c.file_id, c.repo_id, c.name, c.url, c.last_indexed_commit, c.path,
+               min(c.language), bool_or(c.is_test), bool_or(c.is_doc)
+        FROM hits c
+        GROUP BY c.file_id, c.repo_id, c.name, c.url, c.last_indexed_commit, c.path
+        {having}
+    ) f ON TRUE
+    ORDER BY f.name, f.path, f.file_id
+"""
