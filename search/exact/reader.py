@@ -2,11 +2,22 @@
 
 A search's reader picks how to read once, on its first batch, and keeps its own position:
 
-* **Listed** (a selective literal): one statement reads the chunks holding a pattern's literals
-  from the trigram index (``gin_trgm_ops`` on ``indexing_chunk.content``), keeps those of the
-  live generations in scope, stops after ``PROBE_CHUNKS`` + 1 of them, and groups them by file.
-  When no more than ``PROBE_CHUNKS`` exist, those files are every candidate of the whole search:
-  later batches are served from that list, with no further statement.
+* **By repository** (a literal that is not common, default branches): the repositories in
+  scope are probed in name order, one in the first statement, then twice as many a statement
+  (no more than the time left allows, by the last probe's time per repository): each one's live
+  chunks holding a pattern's literals, from the ``(repository_id, content)`` trigram index
+  (``PatternCondition``), so the index intersects the two and only that repository's candidates
+  are rechecked -- a regex's page at 1 M chunks rechecked ~17,900 chunks of every repository
+  before, a few hundred now. Each probe's files are a batch. When they are sparse (fewer than
+  ``SPARSE_FILES_PER_REPO`` candidate files per repository so far, more than
+  ``GLOBAL_AFTER_REPOS`` left) the rest are read in one **listed** probe: a repository's probe
+  costs a few ms whatever it holds, and the whole table's wins for few matches over many. A
+  repository with more than ``PROBE_CHUNKS`` matching chunks turns the rest **windowed**.
+* **Listed** (a selective literal on chosen branches, or the rest of the repositories above): one
+  statement reads the chunks holding a pattern's literals from the trigram index, keeps those of
+  the files in scope, stops after ``PROBE_CHUNKS`` + 1 of them, and groups them by file. When no
+  more than ``PROBE_CHUNKS`` exist, those files are every candidate left: later batches are served
+  from that list, with no further statement.
 * **Windowed** (a common literal: the planner expects it in more than ``COMMON_SHARE`` of the
   chunks, so its trigram bitmap alone would cost ~200 ms at 1 M chunks; or more chunks in scope
   than ``PROBE_CHUNKS``; or a pattern with no literal beside one that has some): the live files
