@@ -6,7 +6,8 @@ of ``context_lines`` around them. Several patterns must all match somewhere in a
 ``git grep --all-match``) and a line is reported when any matches.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
-``count_budget_ms`` (100 ms from the start) or ``count_max_files``; when it stops early ``total`` is a lower bound
+``count_budget_ms`` (80 ms from the start: a selective literal's page is ready well before, and
+its answer must stay under 100 ms) or ``count_max_files``; when it stops early ``total`` is a lower bound
 (``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
 what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
 """
@@ -42,7 +43,7 @@ class ExactRequest:
     context_lines: int = 2
     max_matches_per_file: int = 100
     budget_ms: int = 4000
-    count_budget_ms: int = 100
+    count_budget_ms: int = 80
     count_max_files: int = 2000
     clock: Callable[[], float] = time.perf_counter  # seconds; the budgets are measured on it
 
@@ -178,7 +179,8 @@ def run_exact(request: ExactRequest) -> ExactResult:
         try:
             budget = request.count_budget_ms if len(hits) >= request.limit else request.budget_ms
             stop_at = started + budget / 1000
-            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)), stop_at)
+            want = max(0, request.limit - len(hits))
+            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)), stop_at, want)
             batch = read.files
         except OperationalError as exc:
             if not _canceled(exc):
@@ -186,6 +188,13 @@ def run_exact(request: ExactRequest) -> ExactResult:
             timed_out = True
             break
         exhausted = read.exhausted
+        if read.out_of_time:  # the next probe would have ended past the budget
+            after = read.last_examined or after
+            if len(hits) >= request.limit:
+                counting_stopped = True
+            else:
+                timed_out = True
+            break
         stopped_early = False
         texts: dict[int, dict[int, str]] = {}
         lines_files = LINES_FILES

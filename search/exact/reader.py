@@ -39,6 +39,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from math import ceil
 from typing import Any
 from uuid import UUID
 
@@ -86,6 +87,7 @@ class Batch:
     files: list[CandidateFile]
     last_examined: SortKey | None  # the last file looked at (candidate or not)
     exhausted: bool  # no file in scope after it
+    out_of_time: bool = False  # stopped before a probe that would have ended past ``stop_at``
 
 
 @dataclass
@@ -104,18 +106,21 @@ class CandidateReader:
     window_files: int = 0  # the next window's size (windowed)
     clock: Callable[[], float] = time.perf_counter
     stop_at: float | None = None  # on ``clock``: no further window after this (one at least)
+    want: int = 0  # the files the page still needs (0: full)
 
-    def next_batch(self, limit: int, timeout_ms: int, stop_at: float | None = None) -> Batch:
+    def next_batch(
+        self, limit: int, timeout_ms: int, stop_at: float | None = None, want: int = 0
+    ) -> Batch:
         """Up to ``limit`` candidate files after the reader's position (fewer, possibly none,
         when the windows of one batch hold fewer or ``stop_at`` passes; ``exhausted`` says
-        whether any file is left). Raises ``django.db.OperationalError`` (query canceled) when
-        ``timeout_ms`` runs out."""
-        self.stop_at = stop_at
+        whether any file is left); ``want``: how many more files the page needs (0: as many as
+        the time allows), which sizes the next probe by repository. Raises
+        ``django.db.OperationalError`` (query canceled) when ``timeout_ms`` runs out."""
+        self.stop_at, self.want = stop_at, want
         with search_cursor(timeout_ms) as cursor:
             if not self.mode:
                 self.mode = self._choose(cursor)
-            if self.mode == "by repository":
-                self._list_repositories(cursor)
+            out_of_time = self.mode == "by repository" and not self._list_repositories(cursor)
             if self.mode in ("listed", "by repository"):
                 files, self.listed = self.listed[:limit], self.listed[limit:]
                 if files:
@@ -123,13 +128,15 @@ class CandidateReader:
                 if self.overflowed and not self.listed:
                     self.mode = "windowed"  # from the last file served
                     return Batch(files, self.after, exhausted=False)
-                return Batch(files, self.after, exhausted=not self.listed and not self.repos)
+                exhausted = not self.listed and not self.repos
+                return Batch(files, self.after, exhausted, out_of_time and not files)
             return self._windows(cursor, limit)
 
-    def _list_repositories(self, cursor: Any) -> None:
+    def _list_repositories(self, cursor: Any) -> bool:
         """List the candidates of the next repositories, a probe of a few at a time, until
         some are listed, none is left, one holds more than ``PROBE_CHUNKS`` matching chunks
-        (``overflowed``) or ``stop_at`` passes."""
+        (``overflowed``) or ``stop_at`` passes. False when it stopped because even one more
+        repository's probe (timed by the last) would have ended past ``stop_at``."""
         while not self.listed and self.repos and not self.overflowed:
             if (
                 self.repos_probed
@@ -141,11 +148,12 @@ class CandidateReader:
                     self.overflowed = True
                 else:
                     self.repos, self.listed = [], files
-                return
-            size = self.repos_per_probe or REPOS_PER_PROBE
+                return True
+            size = self._probe_size()
             if self.stop_at is not None and self.repo_seconds > 0:
-                left = self.stop_at - self.clock()
-                size = max(1, min(size, int(left / self.repo_seconds)))
+                size = min(size, int((self.stop_at - self.clock()) / self.repo_seconds))
+                if size < 1:
+                    return False
             group = self.repos[:size]
             began = self.clock()
             most, files = self._probe(cursor, PROBE_CHUNKS, group, each=True)
@@ -161,7 +169,16 @@ class CandidateReader:
             self.listed = files
             self.repos_per_probe = min(len(group) * 2, MAX_REPOS_PER_PROBE)
             if self.stop_at is not None and self.clock() >= self.stop_at:
-                return
+                return True
+        return True
+
+    def _probe_size(self) -> int:
+        """Twice the last probe's repositories, or, while the page lacks ``want`` files, as
+        many as should hold them at the candidate files per repository found so far."""
+        if self.want and self.files_found:
+            size = ceil(self.want * self.repos_probed / self.files_found)
+            return max(1, min(size, MAX_REPOS_PER_PROBE))
+        return self.repos_per_probe or REPOS_PER_PROBE
 
     def _choose(self, cursor: Any) -> str:
         if not any(cond.literals for cond in self.conditions):
