@@ -6,8 +6,8 @@ of ``context_lines`` around them. Several patterns must all match somewhere in a
 ``git grep --all-match``) and a line is reported when any matches.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
-``count_budget_ms`` (80 ms from the start: a selective literal's page is ready well before, and
-its answer must stay under 100 ms) or ``count_max_files``; when it stops early ``total`` is a lower bound
+``count_budget_ms`` (80 ms from the start, leaving room under 100 ms for what is under way then)
+or ``count_max_files``; when it stops early ``total`` is a lower bound
 (``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
 what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
 """
