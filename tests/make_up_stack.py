@@ -6,17 +6,20 @@ environment a user's shell would have (``user_environment``): no ``DATABASE_URL`
 ``DEBUG``, only the ports. ``make_up`` starts it, waits for the line it prints when it is ready
 and stops it with Ctrl-C (SIGINT) afterwards, as a user would::
 
-    with make_up(tmp_path, user_environment(tmp_path)) as stack:
+    with make_up(tmp_path, user_environment()) as stack:
         stack.api("GET", "/api/repos")
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -99,8 +102,29 @@ def _json(raw: bytes) -> Any:
         return raw.decode(errors="replace")
 
 
-def user_environment(tmp: Path) -> dict[str, str]:
-    """A shell's environment: the test run's servers and settings module left out, free ports."""
+# Data directories user_environment made; make_up removes each when its stack stops.
+_PRIVATE_DATA: set[str] = set()
+
+
+def private_data_dir() -> Path:
+    """A data directory outside pytest's /tmp/pytest-of-<user> (as the ``pg_home`` fixture's):
+    the stack's PostgreSQL runs as an unprivileged user that must reach it, and any other pytest
+    session of the same user sets that directory back to 0700 when it starts."""
+    path = Path(tempfile.mkdtemp(prefix="reposearch-test-make-up-"))
+    _PRIVATE_DATA.add(str(path))
+    return path
+
+
+@atexit.register
+def _remove_private_data() -> None:
+    for path in list(_PRIVATE_DATA):
+        shutil.rmtree(path, ignore_errors=True)
+        _PRIVATE_DATA.discard(path)
+
+
+def user_environment() -> dict[str, str]:
+    """A shell's environment: the test run's servers and settings module left out, free ports,
+    a private data directory (``private_data_dir``)."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -108,7 +132,7 @@ def user_environment(tmp: Path) -> dict[str, str]:
         and not key.startswith(("REPO_SEARCH_", "LLM_", "PYTEST"))
     }
     env.update(
-        REPO_SEARCH_DATA_DIR=str(tmp / "data"),
+        REPO_SEARCH_DATA_DIR=str(private_data_dir()),
         REPO_SEARCH_PG_PORT=str(free_port()),
         REPO_SEARCH_REDIS_PORT=str(free_port()),
         REPO_SEARCH_BIND_ADDR=f"127.0.0.1:{free_port()}",
@@ -181,6 +205,9 @@ def make_up(
         yield stack
     finally:
         stop(process)
+        if env["REPO_SEARCH_DATA_DIR"] in _PRIVATE_DATA:
+            shutil.rmtree(env["REPO_SEARCH_DATA_DIR"], ignore_errors=True)
+            _PRIVATE_DATA.discard(env["REPO_SEARCH_DATA_DIR"])
 
 
 def stop(process: subprocess.Popen[bytes], seconds: float = 90) -> None:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("make-up-restarts")
-    env = user_environment(tmp)
+    env = user_environment()
     env["REPO_SEARCH_ALLOW_PRIVATE_HOSTS"] = "1"  # the test's git server is on 127.0.0.1
     with make_up(tmp, env) as running:
         yield running
@@ -105,7 +105,7 @@ def test_a_killed_postgresql_comes_back(stack: Stack) -> None:
 
 
 def test_a_web_server_that_cannot_start_makes_make_up_give_up(tmp_path: Path) -> None:
-    env = user_environment(tmp_path)
+    env = user_environment()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", free_port()))
         taken.listen()
