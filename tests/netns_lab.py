@@ -183,10 +183,12 @@ class NetnsLab(WatchesJobs):
         self._check("-n", self.db.namespace, "link", "set", self.ports[name], "up")
 
     # --- the servers -------------------------------------------------------------------------
-    def _spawn(self, host: Host, command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, host: Host, command: list[str], log: Path, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         with open(log, "ab") as output:
             process = subprocess.Popen(
-                [*host.prefix(), *command], cwd=ROOT, env=self.env, stdout=output,
+                [*host.prefix(), *command], cwd=ROOT, env=env or self.env, stdout=output,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         self.processes.append(process)
@@ -211,7 +213,10 @@ class NetnsLab(WatchesJobs):
         self.git_port = int(git_log.read_text().split("serving", 1)[1].split()[0])
         self.manage("migrate", "-v0")
         beat = ["celery", "-A", "reposearch", "beat", "-s", str(self.root / "beat-schedule")]
-        self._spawn(self.db, [sys.executable, "-m", *beat], self.root / "beat.log")
+        # The reaper every 10 s, not 60 (tests/settings_quick_reaper.py): a dead host's job is
+        # resumed once silent for REPO_SEARCH_JOB_STALE_SECS, without waiting for the next minute.
+        beat_env = dict(self.env, DJANGO_SETTINGS_MODULE="tests.settings_quick_reaper")
+        self._spawn(self.db, [sys.executable, "-m", *beat], self.root / "beat.log", beat_env)
 
     def _redis_answers(self) -> bool:
         try:
