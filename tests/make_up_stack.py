@@ -24,12 +24,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reposearch.embedded_services import free_port
+
+if TYPE_CHECKING:  # the benchmarks import this module too, without pytest
+    import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_LINE = "reposearch is ready"
@@ -220,3 +223,28 @@ def stop(process: subprocess.Popen[bytes], seconds: float = 90) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
+
+
+class SharedMakeUp:
+    """One ``make up`` for test_make_up.py (what a newcomer meets: looked at, not disturbed) and
+    test_make_up_restarts.py (its processes killed one by one, each coming back), which runs
+    after it and stops it at its end: starting the whole stack is the slow part of both. The
+    one setting beyond a user's shell: the restart tests' git server is on 127.0.0.1."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.running: Stack | None = None
+        self.exits = ExitStack()
+
+    def get(self) -> Stack:
+        """The running stack; a new one if there is none (yet, or again)."""
+        if self.running is None:
+            env = user_environment()
+            env["REPO_SEARCH_ALLOW_PRIVATE_HOSTS"] = "1"
+            tmp = self.tmp_path_factory.mktemp("make-up")
+            self.running = self.exits.enter_context(make_up(tmp, env))
+        return self.running
+
+    def stop(self) -> None:
+        self.running = None
+        self.exits.close()

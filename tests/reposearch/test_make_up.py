@@ -13,19 +13,17 @@ import stat
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from reposearch.embedded_services import free_port
-from tests.make_up_stack import Stack, get, make_up, manage, user_environment
+from tests.make_up_stack import SharedMakeUp, Stack, get, manage, user_environment
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("make-up")
-    with make_up(tmp, user_environment()) as running:
-        yield running
+def stack(shared_make_up: SharedMakeUp) -> Stack:
+    """The ``make up`` shared with the restart tests (tests/reposearch/conftest.py)."""
+    return shared_make_up.get()
 
 
 def test_it_prints_the_urls_to_open_and_where_the_first_admin_is(stack: Stack) -> None:
