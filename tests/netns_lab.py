@@ -19,9 +19,11 @@ import contextlib
 import os
 import pwd
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -137,7 +139,11 @@ class NetnsLab(WatchesJobs):
             for name, address in WORKER_ADDRESSES.items()
         }
         self.ports = {name: f"rs{tag}{name}" for name in self.workers}  # the db side's veth
-        self.postgres = _NamespacedPostgres(root / "pg", free_port(), self.db)
+        # PostgreSQL runs as an unprivileged user that must reach its data directory, so it lives
+        # outside pytest's /tmp/pytest-of-<user> (as the fault stack's): any other pytest session
+        # of the same user sets that directory back to 0700 when it starts.
+        self.private_root = Path(tempfile.mkdtemp(prefix="reposearch-netns-pg-"))
+        self.postgres = _NamespacedPostgres(self.private_root / "pg", free_port(), self.db)
         self.redis_port = free_port()
         self.redis_socket = root / "redis" / "redis.sock"
         self.redis_password = secrets.token_urlsafe(24)
@@ -270,6 +276,7 @@ class NetnsLab(WatchesJobs):
                 process.wait(10)
         for host in (*self.workers.values(), self.db):
             _ip("netns", "del", host.namespace)
+        shutil.rmtree(self.private_root, ignore_errors=True)
 
     # --- driving it (the operator on the db host) --------------------------------------------
     def manage(self, *args: str) -> str:
