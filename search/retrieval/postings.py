@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import zip_longest
 from uuid import UUID
 
 import numpy as np
@@ -37,6 +38,7 @@ from search.retrieval.postings_bounds import (
     CHECK_BATCH,
     Lists,
     State,
+    Want,
     best_effort,
     bounds,
     decide,
@@ -65,12 +67,25 @@ CHECK_COST = 3
 
 @dataclass
 class TopK:
-    ranked: list[tuple[int, float]]
-    exact: bool
+    """Per list of the pass (``wants``): its ranking and whether the bounds proved it exact."""
+
+    ranked: list[list[tuple[int, float]]]
+    exact: list[bool]
     rounds: int = 0
     postings_read: int = 0
     checked: int = 0
     depth: int = 0
+
+
+def want_of(scope: ScopeFilter, limit: int) -> Want:
+    """The list ``scope``'s test/doc filters make (its other filters apply when read by id)."""
+    return Want(
+        limit=limit,
+        excluded_flags=(0 if scope.include_tests else TEST_FLAG)
+        | (0 if scope.include_docs else DOC_FLAG),
+        wanted_flags=(TEST_FLAG if "tests" in scope.only_kinds else 0)
+        | (DOC_FLAG if "docs" in scope.only_kinds else 0),
+    )
 
 
 def exact_top_k(
@@ -81,14 +96,15 @@ def exact_top_k(
     averages: dict[UUID, float],
     average: float,
     *,
-    limit: int,
+    wants: list[Want],
     all_terms_boost: float,
     timeout_ms: int,
     seed: str | None = None,
     first_depth: int = 0,
 ) -> TopK:
-    """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope
-    (``first_depth``: records of each list read in the first round, e.g. all of them)."""
+    """For each of ``wants``, its ``limit`` best chunks by BM25 (score desc, id asc) over the
+    repositories in scope, from one reading of the lists (``scope``: every chunk some list may
+    hold; ``first_depth``: records of each list read in the first round, e.g. all of them)."""
     repositories = [r for r in scope.repository_ids if r in averages]
     lists = Lists(repositories, terms)
     tindex = {t: j for j, t in enumerate(terms)}
@@ -99,17 +115,18 @@ def exact_top_k(
     slack = np.asarray(
         [max(1.0, average / averages[r]) * (1 + 1e-9) for r in repositories], dtype=np.float64
     )
-    excluded_flags = (0 if scope.include_tests else TEST_FLAG) | (
-        0 if scope.include_docs else DOC_FLAG
-    )
-    lists.excluded_flags = excluded_flags
-    lists.wanted_flags = (TEST_FLAG if "tests" in scope.only_kinds else 0) | (
-        DOC_FLAG if "docs" in scope.only_kinds else 0
-    )
+    lists.wants = list(wants)
     exact = ExactScores()
-    result = TopK(ranked=[], exact=False)
+    result = TopK(ranked=[[] for _ in wants], exact=[False] * len(wants))
+    limit = max(w.limit for w in wants)
     depth = first_depth or max(FIRST_DEPTH, math.ceil(4 * limit / max(len(repositories), 1)))
     plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
+
+    def check(ids: list[int], seed: str | None = None) -> None:
+        result.checked += len(ids) if seed is None else SEED_ROWS
+        check_chunks(cursor, ids, terms, idf, informative, boost, scope, average, exact, seed)
+        _kill_rejected(lists, ids, exact)
+
     with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
         while True:
             result.rounds += 1
@@ -119,24 +136,15 @@ def exact_top_k(
             if result.rounds == 1:
                 # Read the most promising chunks by id first: their exact scores give a cut-off
                 # close to the final one at once (lower bounds alone come late).
-                probe = most_promising(state, exact, excluded_flags, limit)
+                probe = sorted({i for w in lists.wants for i in most_promising(state, exact, w)})
                 if probe:
-                    result.checked += len(probe)
-                    check_chunks(
-                        cursor, probe, terms, idf, informative, boost, scope, average, exact
-                    )
-                    _kill_rejected(lists, probe, exact)
+                    check(probe)
             elif result.rounds == 2 and seed is not None:  # the first round did not settle it
-                result.checked += SEED_ROWS
-                check_chunks(
-                    cursor, [], terms, idf, informative, boost, scope, average, exact, seed
-                )
+                check([], seed)
             state = bounds(lists, cut, boost, informative_mask)  # less the rejected
             while True:
-                done, to_check, count, theta = decide(state, exact, excluded_flags, limit)
-                _kill_below(lists, state, exact, limit)
-                if done is not None:
-                    result.ranked, result.exact = done, True
+                to_check, count, theta = _decide(lists, state, exact, wants, result)
+                if not lists.wants:
                     result.postings_read = lists.postings_read
                     return result
                 if not to_check:
@@ -145,27 +153,53 @@ def exact_top_k(
                     plan = _deepen(lists, cut, theta)
                     if count * len(terms) * CHECK_COST > sum(plan.values()):
                         break
-                batch = to_check[:CHECK_BATCH]
-                result.checked += len(batch)
-                check_chunks(cursor, batch, terms, idf, informative, boost, scope, average, exact)
-                _kill_rejected(lists, batch, exact)
+                check(to_check[:CHECK_BATCH])
                 state = bounds(lists, cut, boost, informative_mask)
             if not cut.any():
                 # Nothing left to read and too many ties to check: rank by the bounds.
-                result.ranked = best_effort(state, exact, excluded_flags, limit)
+                for want in lists.wants:
+                    result.ranked[wants.index(want)] = best_effort(state, exact, want)
                 result.postings_read = lists.postings_read
                 return result
             plan = _deepen(lists, cut, theta)
 
 
-def _kill_below(lists: Lists, state: State, exact: ExactScores, limit: int) -> None:
-    """Chunks whose upper bound is below the ``limit``-th best score read by id (chunks in
-    scope, so a real cut-off) cannot make the top: bounds only shrink and that score only
-    grows."""
-    if len(exact.scores) >= limit:
-        scores = np.fromiter(exact.scores.values(), dtype=np.float64, count=len(exact.scores))
-        kth = float(np.partition(scores, len(scores) - limit)[len(scores) - limit])
-        lists.alive[state.index[state.upper < kth]] = False
+def _decide(
+    lists: Lists, state: State, exact: ExactScores, wants: list[Want], result: TopK
+) -> tuple[list[int], int, float]:
+    """Decide every list still open: a settled one takes its ranking and leaves the pass (its
+    chunks leave the bounds). The others' chunks worth reading by id (theirs interleaved, the
+    most promising first), how many there are, and the lowest score of a current top."""
+    per_list, count, theta = [], 0, math.inf
+    for want in list(lists.wants):
+        done, to_check, rivals, want_theta = decide(state, exact, want)
+        if done is not None:
+            result.ranked[wants.index(want)] = done
+            result.exact[wants.index(want)] = True
+            lists.wants.remove(want)
+            continue
+        per_list.append(to_check)
+        count += rivals
+        theta = min(theta, want_theta)
+    _kill_below(lists, state, exact)
+    merged = [i for group in zip_longest(*per_list) for i in group if i is not None]
+    return list(dict.fromkeys(merged)), count, 0.0 if theta == math.inf else theta
+
+
+def _kill_below(lists: Lists, state: State, exact: ExactScores) -> None:
+    """Chunks no open list admits, or whose upper bound is below the ``limit``-th best score
+    read by id in every open list that admits them (chunks in scope, so a real cut-off), cannot
+    make a top: bounds only shrink and those scores only grow."""
+    dead = np.ones(len(state.ids), dtype=bool)
+    for want in lists.wants:
+        admitted = want.admits(state.flags)
+        _ids, scores = exact.of(want)
+        if len(scores) >= want.limit:
+            kth = float(np.partition(scores, len(scores) - want.limit)[len(scores) - want.limit])
+            dead &= ~admitted | (state.upper < kth)
+        else:
+            dead &= ~admitted
+    lists.alive[state.index[dead]] = False
 
 
 def _kill_rejected(lists: Lists, ids: list[int], exact: ExactScores) -> None:

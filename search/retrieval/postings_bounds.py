@@ -1,5 +1,9 @@
 """The bounds of the postings' top-k (``search.retrieval.postings``): what the records read so far
 add up to per chunk, each chunk's lower and upper bound, and whether they settle the top.
+
+One pass may rank several lists at once (``Want``: the scope's chunks, and the tests and docs it
+left out by default): they share the records read and the chunks read by id, and each list is
+decided over the chunks its flags admit.
 """
 
 from __future__ import annotations
@@ -12,6 +16,21 @@ import numpy as np
 from search.retrieval.postings_check import ExactScores
 
 CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
+
+
+@dataclass(frozen=True)
+class Want:
+    """One ranked list of a pass: the chunks whose test/doc flags it admits, and how many."""
+
+    limit: int
+    excluded_flags: int = 0  # chunks with any of these flags are out of this list
+    wanted_flags: int = 0  # when set, only chunks with one of these flags are in it
+
+    def admits(self, flags: np.ndarray) -> np.ndarray:
+        keep = (flags & self.excluded_flags) == 0
+        if self.wanted_flags:
+            keep &= (flags & self.wanted_flags) != 0
+        return keep
 
 
 @dataclass
@@ -33,8 +52,7 @@ class Lists:
     # False once a chunk cannot make the top (its upper bound fell below the cut-off score, or
     # it was read by id and found out of scope): left out of the bounds from then on.
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    excluded_flags: int = 0  # records with any of these flags are out of scope
-    wanted_flags: int = 0  # when set, only records with one of these flags are in scope
+    wants: list[Want] = field(default_factory=list)  # the lists still being decided
 
     @property
     def postings_read(self) -> int:
@@ -61,9 +79,10 @@ class Lists:
         self.alive = alive
 
     def in_scope(self, flags: np.ndarray) -> np.ndarray:
-        keep = (flags & self.excluded_flags) == 0
-        if self.wanted_flags:
-            keep &= (flags & self.wanted_flags) != 0
+        """Records some list still being decided admits (the others are dropped as read)."""
+        keep = np.zeros(len(flags), dtype=bool)
+        for want in self.wants:
+            keep |= want.admits(flags)
         return keep
 
     def kill(self, ids: np.ndarray) -> None:
@@ -109,9 +128,10 @@ def bounds(lists: Lists, cut: np.ndarray, boost: float, informative_mask: int) -
     return State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen)
 
 
-def most_promising(state: State, exact: ExactScores, excluded_flags: int, limit: int) -> list[int]:
-    """The ``limit`` unread candidates with the highest upper bounds."""
-    keep = (state.flags & excluded_flags) == 0
+def most_promising(state: State, exact: ExactScores, want: Want) -> list[int]:
+    """The ``want.limit`` unread candidates of a list with the highest upper bounds."""
+    limit = want.limit
+    keep = want.admits(state.flags)
     seen = set(exact.scores)
     if seen:
         keep &= ~np.isin(state.ids, np.fromiter(seen, dtype=np.int64))
@@ -122,19 +142,18 @@ def most_promising(state: State, exact: ExactScores, excluded_flags: int, limit:
 
 
 def decide(
-    state: State, exact: ExactScores, excluded_flags: int, limit: int
+    state: State, exact: ExactScores, want: Want
 ) -> tuple[list[tuple[int, float]] | None, list[int], int, float]:
-    """The final ranking when the bounds settle it, else the chunks worth reading by id (the
-    first ``CHECK_BATCH`` rivals, and how many there are) and the score the last of the current
-    top has."""
-    ids = state.ids
-    keep = (state.flags & excluded_flags) == 0
+    """The final ranking of one list when the bounds settle it, else the chunks worth reading
+    by id (the first ``CHECK_BATCH`` rivals, and how many there are) and the score the last of
+    the current top has."""
+    ids, limit = state.ids, want.limit
+    keep = want.admits(state.flags)
     # (chunks read by id and found out of scope are no longer alive: not in ``state``)
     ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
     checked = np.zeros(len(ids), dtype=bool)
-    if exact.scores:
-        known_ids = np.fromiter(exact.scores, dtype=np.int64)
-        known_values = np.fromiter(exact.scores.values(), dtype=np.float64)
+    known_ids, known_values = exact.of(want)
+    if len(known_ids):
         where = np.searchsorted(ids, known_ids)
         found = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == known_ids)
         lower[where[found]] = known_values[found]
@@ -175,14 +194,13 @@ def decide(
     return None, unchecked_top + [int(i) for i in ids[rival]], count, theta
 
 
-def best_effort(
-    state: State, exact: ExactScores, excluded_flags: int, limit: int
-) -> list[tuple[int, float]]:
+def best_effort(state: State, exact: ExactScores, want: Want) -> list[tuple[int, float]]:
     ranked = []
+    admitted = want.admits(state.flags)
     for i, chunk_id in enumerate(state.ids):
         cid = int(chunk_id)
-        if cid in exact.rejected or state.flags[i] & excluded_flags:
+        if cid in exact.rejected or not admitted[i]:
             continue
         ranked.append((cid, exact.scores.get(cid, float(state.lower[i]))))
     ranked.sort(key=lambda item: (-item[1], item[0]))
-    return ranked[:limit]
+    return ranked[: want.limit]

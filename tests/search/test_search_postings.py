@@ -195,3 +195,33 @@ def test_the_left_out_lists_rank_only_tests_and_docs_as_every_match_would() -> N
     assert exact.detail["exact"] is True
     assert [cid for cid, _ in exact.ranked] == [cid for cid, _ in every.ranked]
     assert len(exact.ranked) == 3  # the three test/doc chunks, none of the 30 better code chunks
+
+
+def test_one_reading_of_the_postings_gives_the_scoped_and_the_left_out_lists() -> None:
+    from search.retrieval.scope import build_left_out_filter
+
+    docs = [
+        chunk(f"src/m{i}.py", f"code_{i}", "retry " * (i % 5 + 1) + "backoff") for i in range(40)
+    ]
+    docs += [
+        chunk(f"tests/test_r{i}.py", f"test_r{i}", "retry " * (i % 3 + 1), is_test=True)
+        for i in range(12)
+    ]
+    docs += [chunk(f"docs/r{i}.md", f"doc_r{i}", "backoff retry", is_doc=True) for i in range(6)]
+    indexed_repository("one-pass-a", docs)
+    indexed_repository("one-pass-b", docs[::3])
+    scope = resolve_scope(SearchRequest(query="retry backoff"))
+    repositories = scope_repositories(None, Viewer.everything())
+    scoped = build_scope_filter(scope, repositories)
+    left_out = build_left_out_filter(scope, repositories)
+    assert left_out is not None
+    parsed = parse_query("retry backoff")
+    for limit in (3, 8, 30):
+        both = fulltext_search(parsed, scoped, limit=limit, cap=5, left_out=left_out)
+        alone = fulltext_search(parsed, scoped, limit=limit, cap=5)
+        left_alone = fulltext_search(parsed, left_out, limit=limit, cap=5)
+        assert both.left_out is not None and both.left_out.detail["same_pass"] is True
+        assert both.ranked == alone.ranked and both.ranked
+        assert both.left_out.ranked == left_alone.ranked and both.left_out.ranked
+        assert both.detail["exact"] and both.left_out.detail["exact"]
+        assert all(cid not in dict(both.ranked) for cid, _ in both.left_out.ranked)
