@@ -112,9 +112,7 @@ def exact_top_k(
     informative_mask = sum(1 << tindex[w] for w in informative if w in tindex)
     boost = 1.0 + all_terms_boost if informative_mask else 1.0
     # The scope's average against each repository's: how far a cut-off may under-state.
-    slack = np.asarray(
-        [max(1.0, average / averages[r]) * (1 + 1e-9) for r in repositories], dtype=np.float64
-    )
+    slack = {r: max(1.0, average / averages[r]) * (1 + 1e-9) for r in repositories}
     lists.wants = list(wants)
     exact = ExactScores()
     result = TopK(ranked=[[] for _ in wants], exact=[False] * len(wants))
@@ -143,10 +141,13 @@ def exact_top_k(
                 check([], seed)
             state = bounds(lists, cut, boost, informative_mask)  # less the rejected
             while True:
+                open_lists = len(lists.wants)
                 to_check, count, theta = _decide(lists, state, exact, wants, result)
                 if not lists.wants:
                     result.postings_read = lists.postings_read
                     return result
+                if len(lists.wants) < open_lists:  # the settled lists' parts are read no more
+                    cut = _cut_matrix(lists, idf, slack)
                 if not to_check:
                     break
                 if cut.any():
@@ -212,14 +213,14 @@ def _deepen(lists: Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int]
     """Read further only where a cut-off is high (score-at-a-time: lists are read down to about
     the same contribution, so the rare terms' lists are read to the end and the commonest
     words' hardly at all)."""
-    per_repo_terms = np.maximum((cut > 0).sum(axis=1), 1)
-    level = theta / per_repo_terms.max() if theta > 0 else 0.0
+    per_source_terms = np.maximum((cut > 0).sum(axis=1), 1)
+    level = theta / per_source_terms.max() if theta > 0 else 0.0
     chosen = np.argwhere(cut > level)
     if not len(chosen):
         chosen = np.argwhere(cut >= 0.5 * cut.max())
     plan = {}
-    for ri, tj in chosen:
-        key = (int(ri), int(tj))
+    for si, tj in chosen:
+        key = (int(si), int(tj))
         plan[key] = max(16, lists.read[key] * (GROWTH - 1))
     return plan
 
@@ -233,71 +234,78 @@ def _fetch(
     idf: np.ndarray,
     average: float,
 ) -> None:
-    """The first ``depth`` records of every list of the terms in scope (``plan`` None), or the
-    next ``plan[list]`` records of the lists in the plan."""
+    """The first ``depth`` records of every list of the terms in scope whose kind some list of
+    the pass admits (``plan`` None), or the next ``plan[list]`` records of the lists in the plan
+    (a list: one part of one repository -- a "source" -- and one term)."""
     size = RECORD.itemsize
     live = (
         " JOIN indexing_repository r"
         " ON r.id = p.repository_id AND p.generation = r.active_generation"
     )
     if plan is None:
+        kinds = [f for f in range(4) if lists.in_scope(np.asarray([f], dtype=np.int64))[0]]
         cursor.execute(
-            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM 1 FOR %s)"  # noqa: S608
+            "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
+            " substring(p.postings FROM 1 FOR %s)"
             f" FROM search_termpostings p {live}"
-            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s)",
-            [HEADER + depth * size, lists.repositories, lists.terms],
+            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s) AND p.part & 3 = ANY(%s)",
+            [HEADER + depth * size, lists.repositories, lists.terms, kinds],
         )
     else:
         keys = list(plan)
         cursor.execute(
-            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM w.start FOR w.len)"  # noqa: S608
-            " FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::int[])"
-            "   AS w(repository_id, term, start, len)"
-            " JOIN search_termpostings p"
-            "   ON p.repository_id = w.repository_id AND p.term = w.term"
+            "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
+            " substring(p.postings FROM w.start FOR w.len)"
+            " FROM unnest(%s::uuid[], %s::int[], %s::text[], %s::int[], %s::int[])"
+            "   AS w(repository_id, part, term, start, len)"
+            " JOIN search_termpostings p ON p.repository_id = w.repository_id"
+            "   AND p.term = w.term AND p.part = w.part"
             f" {live}",
             [
-                [lists.repositories[ri] for ri, _tj in keys],
-                [lists.terms[tj] for _ri, tj in keys],
+                [lists.sources[si][0] for si, _tj in keys],
+                [lists.sources[si][1] for si, _tj in keys],
+                [lists.terms[tj] for _si, tj in keys],
                 [HEADER + lists.read[key] * size + 1 for key in keys],
                 [plan[key] * size for key in keys],
             ],
         )
-    rindex = {r: i for i, r in enumerate(lists.repositories)}
     tindex = {t: j for j, t in enumerate(lists.terms)}
     rows = cursor.fetchall()
-    keys = [(rindex[repository_id], tindex[term]) for repository_id, term, _df, _c in rows]
-    chunks = [bytes(value) for *_rest, value in rows]
+    keys = [(lists.source(repository, part), tindex[term]) for repository, part, term, *_ in rows]
+    chunks = [bytes(row[4]) for row in rows]
     if plan is None:  # the first read of each list: its header first
         for key, value in zip(keys, chunks, strict=True):
             lists.base[key] = list_base(value)
         chunks = [value[HEADER:] for value in chunks]
     counts = np.asarray([len(value) // size for value in chunks], dtype=np.int64)
     for key, row, count in zip(keys, rows, counts, strict=True):
-        lists.df[key] = int(row[2])
+        lists.df[key] = int(row[3])
         lists.read[key] = lists.read.get(key, 0) + int(count)
     if not counts.sum():
         return
     records = np.frombuffer(b"".join(chunks), dtype=RECORD)
-    term_of = np.repeat(np.asarray([tj for _ri, tj in keys], dtype=np.int64), counts)
-    repo_of = np.repeat(np.asarray([ri for ri, _tj in keys], dtype=np.int64), counts)
+    term_of = np.repeat(np.asarray([tj for _si, tj in keys], dtype=np.int64), counts)
+    source_of = np.repeat(np.asarray([si for si, _tj in keys], dtype=np.int64), counts)
     base = np.repeat(np.asarray([lists.base[key] for key in keys], dtype=np.int64), counts)
     ids, length, tf2, flags = decode(records, base)
     keep = lists.in_scope(flags)
     contribution = idf[term_of[keep]] * (K1 + 1) * saturation(tf2[keep], length[keep], average)
-    lists.add(ids[keep], contribution, 1 << term_of[keep], repo_of[keep], flags[keep])
+    lists.add(ids[keep], contribution, 1 << term_of[keep], source_of[keep], flags[keep])
     # Where each list now stops: the stored order's impact (the repository's own average).
     last = np.cumsum(counts) - 1
-    own = np.asarray([averages[lists.repositories[ri]] for ri, _tj in keys])
+    own = np.asarray([averages[lists.sources[si][0]] for si, _tj in keys])
     impact = saturation(tf2[last[counts > 0]], length[last[counts > 0]], own[counts > 0])
     for key, value in zip([k for k, n in zip(keys, counts, strict=True) if n], impact, strict=True):
         lists.cut[key] = float(value)
 
 
-def _cut_matrix(lists: Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
-    """The most an unread record of each list (repository x term) can add to a score."""
-    cut = np.zeros((len(lists.repositories), len(lists.terms)), dtype=np.float64)
-    for (ri, tj), df in lists.df.items():
-        if df > lists.read[(ri, tj)]:
-            cut[ri, tj] = idf[tj] * (K1 + 1) * lists.cut[(ri, tj)] * slack[ri]
+def _cut_matrix(lists: Lists, idf: np.ndarray, slack: dict[UUID, float]) -> np.ndarray:
+    """The most an unread record of each list (source x term) can add to a score (0 for the
+    lists read to the end and for the parts no open list of the pass admits)."""
+    cut = np.zeros((len(lists.sources), len(lists.terms)), dtype=np.float64)
+    admitted = lists.in_scope(np.asarray([part & 3 for _r, part in lists.sources], dtype=np.int64))
+    for (si, tj), df in lists.df.items():
+        if df > lists.read[(si, tj)] and admitted[si]:
+            repository = lists.sources[si][0]
+            cut[si, tj] = idf[tj] * (K1 + 1) * lists.cut[(si, tj)] * slack[repository]
     return cut

@@ -39,11 +39,14 @@ class Lists:
 
     repositories: list[UUID]
     terms: list[str]
+    # the lists' sources: one per (repository, part) read; a list is (source, term)
+    sources: list[tuple[UUID, int]] = field(default_factory=list)
+    source_index: dict[tuple[UUID, int], int] = field(default_factory=dict)
     df: dict[tuple[int, int], int] = field(default_factory=dict)
     read: dict[tuple[int, int], int] = field(default_factory=dict)
     cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
     base: dict[tuple[int, int], int] = field(default_factory=dict)  # the lists' id base
-    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), repository
+    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), source
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -53,6 +56,14 @@ class Lists:
     # it was read by id and found out of scope): left out of the bounds from then on.
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     wants: list[Want] = field(default_factory=list)  # the lists still being decided
+
+    def source(self, repository: UUID, part: int) -> int:
+        key = (repository, part)
+        found = self.source_index.get(key)
+        if found is None:
+            found = self.source_index[key] = len(self.sources)
+            self.sources.append(key)
+        return found
 
     @property
     def postings_read(self) -> int:
@@ -100,12 +111,20 @@ class State:
     lower: np.ndarray
     upper: np.ndarray
     flags: np.ndarray
-    unseen: float  # the best score a chunk seen in no list can still have
+    # per source (repository part): the best score a chunk of it seen in no list can still have
+    unseen: np.ndarray
+    source_flags: np.ndarray
+
+    def unseen_for(self, want: Want) -> float:
+        """The best score a chunk ``want`` admits and seen in no list can still have."""
+        admitted = self.unseen[want.admits(self.source_flags)]
+        return float(admitted.max()) if len(admitted) else 0.0
 
 
 def bounds(lists: Lists, cut: np.ndarray, boost: float, informative_mask: int) -> State:
     terms = len(lists.terms)
-    unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
+    unseen = cut.sum(axis=1) * boost
+    source_flags = np.asarray([part & 3 for _r, part in lists.sources], dtype=np.int64)
     index = np.flatnonzero(lists.alive)
     ids, known, mask = lists.ids[index], lists.known[index], lists.mask[index]
     repo, flags = lists.repo[index], lists.flags[index]
@@ -125,7 +144,8 @@ def bounds(lists: Lists, cut: np.ndarray, boost: float, informative_mask: int) -
     has_all = (mask & informative_mask) == informative_mask
     lower = known * np.where(has_all, boost, 1.0)
     upper = (known + missing) * np.where(maybe_all, boost, 1.0)
-    return State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen)
+    return State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen,
+                 source_flags=source_flags)  # fmt: skip
 
 
 def most_promising(state: State, exact: ExactScores, want: Want) -> list[int]:
@@ -181,7 +201,8 @@ def decide(
         last_id = ids[top[-1]]
         rival = rival[(upper[rival] > theta) | ((upper[rival] == theta) & (ids[rival] < last_id))]
     unchecked_top = [int(i) for i in ids[top[~checked[top]]]]
-    settled = state.unseen < theta or (state.unseen == 0 and len(top) < limit)
+    unseen = state.unseen_for(want)
+    settled = unseen < theta or (unseen == 0 and len(top) < limit)
     if settled and not unchecked_top and not len(rival):
         return [(int(ids[i]), float(lower[i])) for i in top], [], 0, theta
     if not settled and not unchecked_top:

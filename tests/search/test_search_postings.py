@@ -161,17 +161,41 @@ def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
             chunk("docs/a.py", "in_doc", "token token token", is_doc=True),
         ],
     )
-    row = TermPostings.objects.get(repository=repository, term="token")
-    value = bytes(row.postings)
-    ids, length, tf2, flags = decode(np.frombuffer(value[HEADER:], RECORD), list_base(value))
+    rows = TermPostings.objects.filter(repository=repository, term="token").order_by("part")
     chunks = {c.pk: c for c in Chunk.objects.filter(repository=repository)}
-    assert row.df == 3 == len(ids)
-    for chunk_id, n, twice, flag in zip(ids, length, tf2, flags, strict=True):
-        stored = chunks[int(chunk_id)]
-        assert n == stored.token_count
-        assert flag == int(stored.is_test) + 2 * int(stored.is_doc)
+    # one list per kind of chunk: code (part 0), tests (1), docs (2)
+    assert [(row.part, row.df) for row in rows] == [(0, 1), (1, 1), (2, 1)]
+    for row in rows:
+        value = bytes(row.postings)
+        ids, length, tf2, flags = decode(np.frombuffer(value[HEADER:], RECORD), list_base(value))
+        assert len(ids) == 1
+        stored = chunks[int(ids[0])]
+        assert length[0] == stored.token_count
+        assert flags[0] == row.part == int(stored.is_test) + 2 * int(stored.is_doc)
         # body words weigh 1 (tf2 2 per position): 1, 2 and 3 positions of "token"
-        assert twice == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
+        assert tf2[0] == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
+
+
+def test_chunk_ids_of_one_generation_may_span_more_than_32_bits() -> None:
+    from django.db import connection
+
+    from indexing.models import Chunk
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    docs = [chunk(f"src/n{i}.py", f"near_{i}", "spool " * (i + 1)) for i in range(4)]
+    repository = indexed_repository("wide-ids", [*docs, chunk("src/far.py", "far", "spool " * 9)])
+    far = Chunk.objects.get(repository=repository, symbol="far")
+    with connection.cursor() as cursor:  # as if 2^32 chunks had been stored in between
+        cursor.execute("UPDATE indexing_chunk SET id = id + %s WHERE id = %s", [2**32, far.pk])
+    refresh_search_stats(repository.pk)
+    parts = sorted(TermPostings.objects.filter(repository=repository, term="spool").values_list(
+        "part", "df"))  # fmt: skip
+    assert parts == [(0, 4), (4, 1)]  # the far id has a list of its own
+    exact = ranked("spool", use_postings=True)
+    assert exact[0][0] == far.pk + 2**32  # its real id, and the best score (nine spools)
+    every = ranked("spool", use_postings=False)
+    assert [cid for cid, _ in exact] == [cid for cid, _ in every]
+    assert [s for _, s in exact] == pytest.approx([s for _, s in every], rel=1e-5)
 
 
 def test_the_left_out_lists_rank_only_tests_and_docs_as_every_match_would() -> None:
