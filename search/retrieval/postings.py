@@ -253,20 +253,26 @@ def _fetch(
         )
     else:
         keys = list(plan)
+        # Lists named by their source's and term's positions (each repository and term is
+        # sent once, not once per list: a deep round names over a thousand lists).
         cursor.execute(
             "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
             " substring(p.postings FROM w.start FOR w.len)"
-            " FROM unnest(%s::uuid[], %s::int[], %s::text[], %s::int[], %s::int[])"
-            "   AS w(repository_id, part, term, start, len)"
-            " JOIN search_termpostings p ON p.repository_id = w.repository_id"
-            "   AND p.term = w.term AND p.part = w.part"
+            " FROM unnest(%s::int[], %s::int[], %s::int[], %s::int[]) AS w(source, term, start, len)"
+            " JOIN unnest(%s::uuid[], %s::int[]) WITH ORDINALITY AS s(repository_id, part, n)"
+            "   ON s.n = w.source"
+            " JOIN unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ON t.n = w.term"
+            " JOIN search_termpostings p ON p.repository_id = s.repository_id"
+            "   AND p.term = t.term AND p.part = s.part"
             f" {live}",
             [
-                [lists.sources[si][0] for si, _tj in keys],
-                [lists.sources[si][1] for si, _tj in keys],
-                [lists.terms[tj] for _si, tj in keys],
+                [si + 1 for si, _tj in keys],
+                [tj + 1 for _si, tj in keys],
                 [HEADER + lists.read[key] * size + 1 for key in keys],
                 [plan[key] * size for key in keys],
+                [repository for repository, _part in lists.sources],
+                [part for _repository, part in lists.sources],
+                lists.terms,
             ],
         )
     tindex = {t: j for j, t in enumerate(lists.terms)}
