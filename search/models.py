@@ -10,6 +10,7 @@ generation is swapped in; rows of other generations are dropped then.
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from indexing.models import Repository
@@ -42,6 +43,27 @@ class TermPostings(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term}: {self.df}"
+
+
+class TermBucket(models.Model):
+    """The short lists of one repository generation (at most ``RARE_DF`` chunks: most lexemes
+    of a code base are in one or two chunks), packed many to a row by a hash of the lexeme, so
+    that they do not pay a row and an index entry each. Element ``i`` of the arrays is one list,
+    as a ``TermPostings`` row would hold it (``search.retrieval.postings_format``)."""
+
+    pk = models.CompositePrimaryKey("repository", "bucket")
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    generation = models.PositiveIntegerField()
+    bucket = models.PositiveIntegerField(help_text="Hash of the lexemes (postings_format.BUCKET_SQL).")
+    terms = ArrayField(models.CharField(max_length=128))
+    parts = ArrayField(models.PositiveIntegerField())
+    dfs = ArrayField(models.PositiveIntegerField())
+    postings = ArrayField(models.BinaryField())
+
+    def __str__(self) -> str:
+        return f"bucket {self.bucket}: {len(self.terms)} lists"
 
 
 class ChunkFacetStat(models.Model):

@@ -1,4 +1,5 @@
-"""Term postings split by kind of chunk and by block of 2^32 ids (``TermPostings.part``).
+"""Term postings split by kind of chunk and by block of 2^32 ids (``TermPostings.part``), and
+the short lists packed many to a row (``TermBucket``).
 
 The table is recreated empty (its primary key gains ``part``), and the facet counts are dropped
 with it, so every repository counts its statistics on the fly (exact, slower) and ranks on the
@@ -7,6 +8,7 @@ rebuilds both. Nothing is rebuilt here: a migration stays quick at any corpus si
 product code.
 """
 
+import django.contrib.postgres.fields
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -61,9 +63,24 @@ class Migration(migrations.Migration):
                 ),
             ],
         ),
+        migrations.CreateModel(
+            name='TermBucket',
+            fields=[
+                ('pk', models.CompositePrimaryKey('repository', 'bucket', blank=True, editable=False, primary_key=True, serialize=False)),
+                ('generation', models.PositiveIntegerField()),
+                ('bucket', models.PositiveIntegerField(help_text='Hash of the lexemes (postings_format.BUCKET_SQL).')),
+                ('terms', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=128), size=None)),
+                ('parts', django.contrib.postgres.fields.ArrayField(base_field=models.PositiveIntegerField(), size=None)),
+                ('dfs', django.contrib.postgres.fields.ArrayField(base_field=models.PositiveIntegerField(), size=None)),
+                ('postings', django.contrib.postgres.fields.ArrayField(base_field=models.BinaryField(), size=None)),
+                ('repository', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='indexing.repository')),
+            ],
+        ),
         migrations.RunSQL(
             [
                 "ALTER TABLE search_termpostings ALTER COLUMN postings SET STORAGE EXTERNAL",
+                # ~1 kB rows of short lists: kept inline and uncompressed
+                "ALTER TABLE search_termbucket ALTER COLUMN postings SET STORAGE MAIN",
                 "DELETE FROM search_chunkfacetstat",
             ],
             migrations.RunSQL.noop,

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
-from search.retrieval.postings_format import build_postings
+from search.retrieval.postings_format import buckets, build_postings
 
 logger = logging.getLogger(__name__)
 BUILD_WORK_MEM = "256MB"
@@ -56,6 +56,7 @@ def refresh_search_stats(repository_id: UUID) -> None:
             return
         generation = int(row[0])
         cursor.execute("DELETE FROM search_termpostings WHERE repository_id = %s", [repository_id])
+        cursor.execute("DELETE FROM search_termbucket WHERE repository_id = %s", [repository_id])
         cursor.execute(
             "DELETE FROM search_chunkfacetstat WHERE repository_id = %s", [repository_id]
         )
@@ -99,7 +100,8 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
         return stats
     with connection.cursor() as cursor:
         # One statement: each repository's facet sums, then the terms' document frequencies
-        # summed over the repositories that have statistics (over every part of their lists).
+        # summed over the repositories that have statistics (over every part of their lists,
+        # long and packed).
         cursor.execute(
             """
             WITH f AS (
@@ -118,8 +120,17 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
               ON r.id = t.repository_id AND t.generation = r.active_generation
             WHERE t.repository_id IN (SELECT f.id FROM f) AND t.term = ANY(%s)
             GROUP BY t.term
+            UNION ALL
+            SELECT NULL, u.term, sum(u.df), NULL
+            FROM search_termbucket b
+            JOIN indexing_repository r
+              ON r.id = b.repository_id AND b.generation = r.active_generation
+            CROSS JOIN LATERAL unnest(b.terms, b.dfs) AS u(term, df)
+            WHERE b.repository_id IN (SELECT f.id FROM f) AND b.bucket = ANY(%s)
+              AND u.term = ANY(%s)
+            GROUP BY u.term
             """,
-            [list(repository_ids), list(terms)],
+            [list(repository_ids), list(terms), buckets(terms), list(terms)],
         )
         covered = set()
         for repository_id, term, count, total_length in cursor.fetchall():

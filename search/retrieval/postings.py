@@ -51,6 +51,7 @@ from search.retrieval.postings_format import (
     K1,
     RECORD,
     TEST_FLAG,
+    buckets,
     decode,
     list_base,
     saturation,
@@ -244,13 +245,23 @@ def _fetch(
     )
     if plan is None:
         kinds = [f for f in range(4) if lists.in_scope(np.asarray([f], dtype=np.int64))[0]]
+        # the long lists' heads, and the short lists (packed, read whole) of the same terms
         cursor.execute(
             "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
             " substring(p.postings FROM 1 FOR %s)"
             f" FROM search_termpostings p {live}"
-            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s) AND p.part & 3 = ANY(%s)",
-            [HEADER + depth * size, lists.repositories, lists.terms, kinds],
-        )
+            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s) AND p.part & 3 = ANY(%s)"
+            " UNION ALL"
+            " SELECT b.repository_id, u.part, u.term, u.df, u.postings"
+            " FROM search_termbucket b JOIN indexing_repository r"
+            "   ON r.id = b.repository_id AND b.generation = r.active_generation"
+            " CROSS JOIN LATERAL unnest(b.terms, b.parts, b.dfs, b.postings)"
+            "   AS u(term, part, df, postings)"
+            " WHERE b.repository_id = ANY(%s) AND b.bucket = ANY(%s) AND u.term = ANY(%s)"
+            "   AND u.part & 3 = ANY(%s)",
+            [HEADER + depth * size, lists.repositories, lists.terms, kinds,
+             lists.repositories, buckets(lists.terms), lists.terms, kinds],
+        )  # fmt: skip
     else:
         keys = list(plan)
         # Lists named by their source's and term's positions (each repository and term is
