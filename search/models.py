@@ -56,7 +56,9 @@ class TermBucket(models.Model):
         Repository, on_delete=models.CASCADE, related_name="+", db_index=False
     )
     generation = models.PositiveIntegerField()
-    bucket = models.PositiveIntegerField(help_text="Hash of the lexemes (postings_format.BUCKET_SQL).")
+    bucket = models.PositiveIntegerField(
+        help_text="Hash of the lexemes (postings_format.BUCKET_SQL)."
+    )
     terms = ArrayField(models.CharField(max_length=128))
     parts = ArrayField(models.PositiveIntegerField())
     dfs = ArrayField(models.PositiveIntegerField())
