@@ -240,9 +240,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_total_relation_size('search_termpostings'),"
+            " pg_total_relation_size('search_termbucket'),"
             " pg_total_relation_size('search_chunkfacetstat')"
         )
-        postings_bytes, facet_bytes = cursor.fetchone()
+        postings_bytes, bucket_bytes, facet_bytes = cursor.fetchone()
     executor = SearchExecutor()
     boost = SearchRequest(query="x").all_terms_boost
     load = {"start": [round(v, 1) for v in os.getloadavg()]}
@@ -266,6 +267,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               "commit": _commit(), "load_average": load}  # fmt: skip
     load["end"] = [round(v, 1) for v in os.getloadavg()]
     report["storage"] = {"term_postings_mb": round(postings_bytes / 2**20, 1),
+                         "term_buckets_mb": round(bucket_bytes / 2**20, 1),
                          "facet_stats_mb": round(facet_bytes / 2**20, 1)}  # fmt: skip
     for name in systems:
         every = [v for values in timings[name].values() for v in values]
@@ -284,7 +286,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report["search_over_tantivy_p50"] = round(ratio, 2)
     print(f"  commit {report['commit']}, load average {load}", flush=True)
     print(f"  full-text search / tantivy at p50: {ratio:.2f}x;"
-          f" term postings {report['storage']['term_postings_mb']} MB", flush=True)  # fmt: skip
+          f" term postings {report['storage']['term_postings_mb']} MB"
+          f" + packed short lists {report['storage']['term_buckets_mb']} MB", flush=True)  # fmt: skip
     return report
 
 
