@@ -98,6 +98,7 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
     stats = CorpusStats(df=dict.fromkeys(terms, 0))
     if not repository_ids:
         return stats
+    ids = list(repository_ids)
     with connection.cursor() as cursor:
         # One statement: each repository's facet sums, then the terms' document frequencies
         # summed over the repositories that have statistics (over every part of their lists,
@@ -118,7 +119,8 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
             FROM search_termpostings t
             JOIN indexing_repository r
               ON r.id = t.repository_id AND t.generation = r.active_generation
-            WHERE t.repository_id IN (SELECT f.id FROM f) AND t.term = ANY(%s)
+            WHERE t.repository_id = ANY(%s) AND t.repository_id IN (SELECT f.id FROM f)
+              AND t.term = ANY(%s)
             GROUP BY t.term
             UNION ALL
             SELECT NULL, u.term, sum(u.df), NULL
@@ -126,11 +128,12 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
             JOIN indexing_repository r
               ON r.id = b.repository_id AND b.generation = r.active_generation
             CROSS JOIN LATERAL unnest(b.terms, b.dfs) AS u(term, df)
-            WHERE b.repository_id IN (SELECT f.id FROM f) AND b.bucket = ANY(%s)
-              AND u.term = ANY(%s)
+            WHERE b.repository_id = ANY(%s) AND b.repository_id IN (SELECT f.id FROM f)
+              AND b.bucket = ANY(%s) AND u.term = ANY(%s)
             GROUP BY u.term
             """,
-            [list(repository_ids), list(terms), buckets(terms), list(terms)],
+            # (the ids again for each index lookup: the semi-join alone is a skip scan)
+            [ids, ids, list(terms), ids, buckets(terms), list(terms)],
         )
         covered = set()
         for repository_id, term, count, total_length in cursor.fetchall():
