@@ -36,7 +36,7 @@ check: install
 
 test: install lint check
 	@bash scripts/ensure_browser.sh
-	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest --durations=40 $(PYTEST_ARGS)
 
 # Retake the README's screenshots (docs/screenshots) with the browser tests.
 screenshots: install

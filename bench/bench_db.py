@@ -9,6 +9,11 @@ vectors is ~2 GB; a search server would be given that memory).
     from bench_db import bench_database
     with bench_database() as url: ...     # Django is set up against it inside the block
 
+Several checkouts each keep a cluster of their own: a script reuses its checkout's cluster on
+the port it is running on (read from its ``postmaster.pid``), otherwise starts it on
+``BENCH_PG_PORT`` or a free port; it stops the cluster on exit only if it started it, so one
+script ending never stops a cluster another is measuring on.
+
 Smoke runs (the test suite runs every benchmark at a tiny size so none can rot): with
 ``BENCH_DATABASE_URL`` set, that server is used as it is and no cluster is started, and
 ``BENCH_CORPORA_DIR`` moves manifests and caches out of ``bench/corpora``.
@@ -26,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPORA = Path(os.environ.get("BENCH_CORPORA_DIR") or ROOT / "bench" / "corpora")
 EXTERNAL_DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "")
 PG_ROOT = CORPORA / "pg"
-DEFAULT_PORT = int(os.environ.get("BENCH_PG_PORT", "54391"))
+PORT_FROM_ENV = int(os.environ.get("BENCH_PG_PORT") or 0)  # 0: the running one's, or a free one
 SERVER_SETTINGS = {
     "shared_buffers": "2GB",
     "effective_cache_size": "8GB",
@@ -59,8 +64,26 @@ def _configure_server(postgres) -> bool:  # type: ignore[no-untyped-def]
     return restart
 
 
-def start_postgres(port: int = DEFAULT_PORT):  # type: ignore[no-untyped-def]
-    """Start (or reuse) the persistent cluster, tuned with SERVER_SETTINGS."""
+def _pgdata() -> Path:
+    return PG_ROOT / "postgres"
+
+
+def running_port() -> int | None:
+    """The port this checkout's cluster is listening on, when it is running. (Nothing from
+    ``reposearch`` here: importing it loads the settings before ``set_environment``.)"""
+    try:
+        lines = (_pgdata() / "postmaster.pid").read_text().splitlines()
+        pid, port = int(lines[0]), int(lines[3])
+        os.kill(pid, 0)
+    except PermissionError:  # alive, run by the cluster's own user
+        return port
+    except (OSError, ValueError, IndexError):  # no file, not a pid file, or no such process
+        return None
+    return port
+
+
+def start_postgres(port: int):  # type: ignore[no-untyped-def]
+    """Start (or reuse) the persistent cluster on ``port``, tuned with SERVER_SETTINGS."""
     from reposearch.embedded_stack import EmbeddedPostgres
 
     class PersistentPostgres(EmbeddedPostgres):
@@ -132,13 +155,19 @@ def setup_django() -> None:
 
 
 @contextlib.contextmanager
-def bench_database(
-    port: int = DEFAULT_PORT, *, keep_running: bool = False, with_redis: bool = False
-) -> Iterator[str]:
-    """The persistent cluster with Django set up on it (and a throwaway Redis when asked)."""
+def bench_database(*, keep_running: bool = False, with_redis: bool = False) -> Iterator[str]:
+    """The persistent cluster with Django set up on it (and a throwaway Redis when asked).
+
+    ``keep_running`` leaves the cluster running. Otherwise it is stopped on the way out when
+    this call started it and no other client is connected to it (another script may be
+    measuring on it); a cluster that was already running is never stopped here.
+    """
     redis_port = _free_port() if with_redis else None
+    already = None if EXTERNAL_DATABASE_URL else running_port()
+    port = already or PORT_FROM_ENV or _free_port()
     set_environment(port, redis_port)
     postgres = None if EXTERNAL_DATABASE_URL else start_postgres(port)
+    keep_running = keep_running or already is not None
     redis = None
     try:
         if redis_port:
@@ -155,5 +184,17 @@ def bench_database(
             from django.db import connections
 
             connections.close_all()
-            if postgres is not None:
+            if postgres is not None and not _others_connected(postgres):
                 postgres.stop()
+
+
+def _others_connected(postgres) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a client other than this check is connected to the cluster."""
+    import psycopg
+
+    with psycopg.connect(postgres.superuser_url("postgres"), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return bool(row and row[0])

@@ -13,11 +13,23 @@ the latency benchmark's 26 queries, on its own keep-alive connection. One phase 
 model loaded, query embeddings cached -- ``--fresh-queries`` appends a counter word to every
 query so none is ever cached). Reports searches/s, latency p50/p95/max as the clients saw
 it, and errors (any status but 200, or a failed connection) by kind.
+
+The machine may be shared, so a rate over HTTP follows its load. Each phase therefore also
+reports the load average and the **CPU time per search**: the server's (the uvicorn process
+and its workers) and the database's (every process of the PostgreSQL cluster: the postmaster's
+children alive at the end plus the CPU of those it reaped, ``cutime``), each as the change
+over the phase divided by the searches answered, and the clients' own (this process). ``2
+cores / (server + database CPU per search)`` is the rate the code can reach on two cores it
+does not share with anything else, clients excluded (``bound_per_s``; ``--cores`` changes 2).
+The database figure counts the whole cluster, so it is only fair on a cluster nothing else uses
+(the benchmark's own); it is left out when the cluster's processes cannot be read (a remote
+``BENCH_DATABASE_URL``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -28,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 from bench_db import ROOT, _free_port, bench_database
 from search_latency import QUERIES
 
@@ -121,10 +134,76 @@ class Client(threading.Thread):
             self.connection.close()
 
 
+def process_tree_cpu(pid: int | None) -> float | None:
+    """CPU seconds of a process, of the children it reaped and of its live descendants."""
+    if pid is None:
+        return None
+    try:
+        root = psutil.Process(pid)
+        total = sum(root.cpu_times()[:4])  # user, system, children_user, children_system
+        for child in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                total += sum(child.cpu_times()[:2])
+    except psutil.Error:
+        return None
+    return total
+
+
+def postmaster_pid() -> int | None:
+    """The PostgreSQL cluster's postmaster, when it runs on this machine (the parent of our
+    backend); None for a remote server."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    try:
+        process = psutil.Process(backend)
+        parent = process.ppid()
+        if "postgres" not in " ".join(psutil.Process(parent).cmdline() or [process.name()]):
+            return None
+    except psutil.Error:
+        return None
+    return parent
+
+
+class CpuMeter:
+    """CPU seconds of the server, the database cluster and this process over one phase."""
+
+    def __init__(self, server_pid: int, database_pid: int | None) -> None:
+        self.pids = {"server": server_pid, "database": database_pid}
+        self.start = self._read()
+
+    def _read(self) -> dict[str, float | None]:
+        readings = {name: process_tree_cpu(pid) for name, pid in self.pids.items()}
+        readings["clients"] = sum(psutil.Process().cpu_times()[:2])
+        return readings
+
+    def per_search(self, searches: int) -> dict[str, float | None]:
+        end = self._read()
+        result: dict[str, float | None] = {}
+        for name, before in self.start.items():
+            after = end[name]
+            result[name] = (
+                None
+                if before is None or after is None or not searches
+                else round((after - before) / searches * 1000, 2)
+            )
+        return result
+
+
 def phase(
-    port: int, tokens: list[str], clients: int, seconds: float, fresh: bool
+    port: int,
+    tokens: list[str],
+    clients: int,
+    seconds: float,
+    fresh: bool,
+    meter_pids: tuple[int, int | None] | None = None,
+    cores: float = 2.0,
 ) -> dict[str, Any]:
     until = time.monotonic() + seconds
+    meter = CpuMeter(*meter_pids) if meter_pids else None
+    load_before = os.getloadavg()
     started = time.monotonic()
     threads = [Client(port, tokens[i], i * 7, until, fresh) for i in range(clients)]
     for thread in threads:
@@ -155,11 +234,26 @@ def phase(
         "max_ms": round(latencies[-1], 1) if latencies else 0.0,
         "errors": errors,
         "error_count": sum(errors.values()),
+        "load_average": [round(x, 1) for x in (*load_before, *os.getloadavg())],
     }
+    cpu_note = ""
+    if meter is not None:
+        cpu = meter.per_search(len(latencies))
+        result["cpu_ms_per_search"] = cpu
+        spent = [cpu[name] for name in ("server", "database")]
+        if all(x is not None and x > 0 for x in spent):
+            per_search_s = sum(x for x in spent if x is not None) / 1000
+            result["bound_per_s"] = round(cores / per_search_s, 1)
+        cpu_note = (
+            f"\n      CPU per search: server {cpu['server']} ms, database {cpu['database']} ms,"
+            f" clients {cpu['clients']} ms -> {result.get('bound_per_s', '?')} searches/s on"
+            f" {cores:g} unshared cores; load {result['load_average'][0]} ->"
+            f" {result['load_average'][3]}"
+        )
     print(
         f"  {clients:3d} clients x {result['seconds']} s: {result['searches_per_s']} searches/s,"
         f" p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, max {result['max_ms']} ms,"
-        f" errors {result['error_count']} {errors or ''}",
+        f" errors {result['error_count']} {errors or ''}{cpu_note}",
         flush=True,
     )
     return result
@@ -171,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", default="30,60")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--fresh-queries", action="store_true")
+    parser.add_argument("--cores", type=float, default=2.0, help="for the CPU-bound rate")
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/search-http.json")
     args = parser.parse_args(argv)
     clients = [int(x) for x in args.clients.split(",")]
@@ -192,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             "phases": [],
         }
         tokens = make_tokens(max(clients))
+        database_pid = postmaster_pid()
         connections.close_all()
         port = _free_port()
         print(
@@ -207,7 +303,17 @@ def main(argv: list[str] | None = None) -> int:
             if warm.errors:
                 raise SystemExit(f"warm-up failed: {warm.errors}")
             for count, duration in zip(clients, seconds, strict=True):
-                report["phases"].append(phase(port, tokens, count, duration, args.fresh_queries))
+                report["phases"].append(
+                    phase(
+                        port,
+                        tokens,
+                        count,
+                        duration,
+                        args.fresh_queries,
+                        (server.pid, database_pid),
+                        args.cores,
+                    )
+                )
         finally:
             server.terminate()
             server.wait(30)

@@ -27,6 +27,8 @@ from typing import Any
 from django.db import connection
 
 from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
+from search.ranking.learned import enabled as learned_fusion_enabled
+from search.ranking.learned import learned_order, question_shape
 from search.ranking.left_out import QueryMemoEmbedder, place_left_out
 from search.ranking.rerank import RerankCandidate, rerank_candidates
 from search.ranking.signals import (
@@ -172,9 +174,11 @@ class SearchExecutor:
                 original_weight=request.original_weight,
                 first_rank_bonus=request.first_rank_bonus,
             )
+            facts = chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql)
+            learned = learned_fusion_enabled(request.learned_fusion)
             candidates, touched = apply_signals(
                 fused,
-                chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql),
+                facts,
                 prefer_tests=scope.prefer_tests,
                 prefer_docs=scope.prefer_docs,
                 intent_boost=request.intent_boost,
@@ -192,8 +196,13 @@ class SearchExecutor:
                 ),
                 path_boost=request.path_boost,
                 name_boost=request.name_boost,
-                top=request.fusion_top,
+                top=len(fused) if learned else request.fusion_top,
             )
+            if learned:  # search.ranking.learned: a trained model orders the same pool
+                shape = question_shape(request.query, scope)
+                pool = [*lists, *left_out_lists]
+                candidates = learned_order(candidates, pool, facts, shape, top=request.fusion_top)
+                touched["learned_order"] = len(candidates)
             stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)
             if left_out_filter is not None:
                 stage.set("ran", left_out={"lists": len(left_out_lists), "added": left_out_added})

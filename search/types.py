@@ -67,6 +67,9 @@ class SearchRequest:
     name_boost: float = 0.0  # ... x the share of the query's words in the chunk's symbol
     left_out_agree_rank: int = 0  # left-out chunks this high in both lists weigh ...
     left_out_agree_weight: float = 1.0  # ... this much instead of left_out_weight
+    # A trained linear model orders the fused candidates (search.ranking.learned); None:
+    # REPO_SEARCH_LEARNED_FUSION decides.
+    learned_fusion: bool | None = None
 
     # Expansion and rerank
     expansion_count: int = 2

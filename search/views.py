@@ -29,6 +29,7 @@ from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,
     SearchResponseSerializer,
+    serialize_response,
 )
 
 
@@ -77,4 +78,4 @@ class SearchView(APIView):
             )
         )
         body = search_body(outcome, search_request.limit)
-        return Response(SearchResponseSerializer(body).data)
+        return Response(serialize_response(body))

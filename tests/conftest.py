@@ -107,6 +107,11 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[Worker
     env["REPO_SEARCH_MAX_REPO_SIZE_MB"] = "2"
     env["REPO_SEARCH_CLONE_TIMEOUT_SECS"] = "6"
     env["REPO_SEARCH_EMBED_RETRY_DELAYS_SECS"] = "1,1"
+    # As the fault stack's (tests/fault_stack.py): a killed pool child's repository lock frees
+    # itself after 20 s, not 90 (the redelivered task waits that long; renewed every 7 s while
+    # its holder lives), and a restarted worker looks for the jobs it lost after 3 s, not 15.
+    env["REPO_SEARCH_LOCK_TTL_SECS"] = "20"
+    env["REPO_SEARCH_RESUME_AFTER_START_DELAY_SECS"] = "3"
     env.pop("REPO_SEARCH_GIT_TOKEN", None)
     worker = WorkerProcess(env)
     worker.start()

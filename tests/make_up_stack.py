@@ -6,27 +6,33 @@ environment a user's shell would have (``user_environment``): no ``DATABASE_URL`
 ``DEBUG``, only the ports. ``make_up`` starts it, waits for the line it prints when it is ready
 and stops it with Ctrl-C (SIGINT) afterwards, as a user would::
 
-    with make_up(tmp_path, user_environment(tmp_path)) as stack:
+    with make_up(tmp_path, user_environment()) as stack:
         stack.api("GET", "/api/repos")
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reposearch.embedded_services import free_port
+
+if TYPE_CHECKING:  # the benchmarks import this module too, without pytest
+    import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_LINE = "reposearch is ready"
@@ -99,8 +105,29 @@ def _json(raw: bytes) -> Any:
         return raw.decode(errors="replace")
 
 
-def user_environment(tmp: Path) -> dict[str, str]:
-    """A shell's environment: the test run's servers and settings module left out, free ports."""
+# Data directories user_environment made; make_up removes each when its stack stops.
+_PRIVATE_DATA: set[str] = set()
+
+
+def private_data_dir() -> Path:
+    """A data directory outside pytest's /tmp/pytest-of-<user> (as the ``pg_home`` fixture's):
+    the stack's PostgreSQL runs as an unprivileged user that must reach it, and any other pytest
+    session of the same user sets that directory back to 0700 when it starts."""
+    path = Path(tempfile.mkdtemp(prefix="reposearch-test-make-up-"))
+    _PRIVATE_DATA.add(str(path))
+    return path
+
+
+@atexit.register
+def _remove_private_data() -> None:
+    for path in list(_PRIVATE_DATA):
+        shutil.rmtree(path, ignore_errors=True)
+        _PRIVATE_DATA.discard(path)
+
+
+def user_environment() -> dict[str, str]:
+    """A shell's environment: the test run's servers and settings module left out, free ports,
+    a private data directory (``private_data_dir``)."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -108,7 +135,7 @@ def user_environment(tmp: Path) -> dict[str, str]:
         and not key.startswith(("REPO_SEARCH_", "LLM_", "PYTEST"))
     }
     env.update(
-        REPO_SEARCH_DATA_DIR=str(tmp / "data"),
+        REPO_SEARCH_DATA_DIR=str(private_data_dir()),
         REPO_SEARCH_PG_PORT=str(free_port()),
         REPO_SEARCH_REDIS_PORT=str(free_port()),
         REPO_SEARCH_BIND_ADDR=f"127.0.0.1:{free_port()}",
@@ -181,6 +208,9 @@ def make_up(
         yield stack
     finally:
         stop(process)
+        if env["REPO_SEARCH_DATA_DIR"] in _PRIVATE_DATA:
+            shutil.rmtree(env["REPO_SEARCH_DATA_DIR"], ignore_errors=True)
+            _PRIVATE_DATA.discard(env["REPO_SEARCH_DATA_DIR"])
 
 
 def stop(process: subprocess.Popen[bytes], seconds: float = 90) -> None:
@@ -193,3 +223,28 @@ def stop(process: subprocess.Popen[bytes], seconds: float = 90) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
+
+
+class SharedMakeUp:
+    """One ``make up`` for test_make_up.py (what a newcomer meets: looked at, not disturbed) and
+    test_make_up_restarts.py (its processes killed one by one, each coming back), which runs
+    after it and stops it at its end: starting the whole stack is the slow part of both. The
+    one setting beyond a user's shell: the restart tests' git server is on 127.0.0.1."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.running: Stack | None = None
+        self.exits = ExitStack()
+
+    def get(self) -> Stack:
+        """The running stack; a new one if there is none (yet, or again)."""
+        if self.running is None:
+            env = user_environment()
+            env["REPO_SEARCH_ALLOW_PRIVATE_HOSTS"] = "1"
+            tmp = self.tmp_path_factory.mktemp("make-up")
+            self.running = self.exits.enter_context(make_up(tmp, env))
+        return self.running
+
+    def stop(self) -> None:
+        self.running = None
+        self.exits.close()

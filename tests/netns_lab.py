@@ -19,9 +19,11 @@ import contextlib
 import os
 import pwd
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -137,7 +139,11 @@ class NetnsLab(WatchesJobs):
             for name, address in WORKER_ADDRESSES.items()
         }
         self.ports = {name: f"rs{tag}{name}" for name in self.workers}  # the db side's veth
-        self.postgres = _NamespacedPostgres(root / "pg", free_port(), self.db)
+        # PostgreSQL runs as an unprivileged user that must reach its data directory, so it lives
+        # outside pytest's /tmp/pytest-of-<user> (as the fault stack's): any other pytest session
+        # of the same user sets that directory back to 0700 when it starts.
+        self.private_root = Path(tempfile.mkdtemp(prefix="reposearch-netns-pg-"))
+        self.postgres = _NamespacedPostgres(self.private_root / "pg", free_port(), self.db)
         self.redis_port = free_port()
         self.redis_socket = root / "redis" / "redis.sock"
         self.redis_password = secrets.token_urlsafe(24)
@@ -183,10 +189,12 @@ class NetnsLab(WatchesJobs):
         self._check("-n", self.db.namespace, "link", "set", self.ports[name], "up")
 
     # --- the servers -------------------------------------------------------------------------
-    def _spawn(self, host: Host, command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, host: Host, command: list[str], log: Path, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         with open(log, "ab") as output:
             process = subprocess.Popen(
-                [*host.prefix(), *command], cwd=ROOT, env=self.env, stdout=output,
+                [*host.prefix(), *command], cwd=ROOT, env=env or self.env, stdout=output,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         self.processes.append(process)
@@ -211,7 +219,10 @@ class NetnsLab(WatchesJobs):
         self.git_port = int(git_log.read_text().split("serving", 1)[1].split()[0])
         self.manage("migrate", "-v0")
         beat = ["celery", "-A", "reposearch", "beat", "-s", str(self.root / "beat-schedule")]
-        self._spawn(self.db, [sys.executable, "-m", *beat], self.root / "beat.log")
+        # The reaper every 10 s, not 60 (tests/settings_quick_reaper.py): a dead host's job is
+        # resumed once silent for REPO_SEARCH_JOB_STALE_SECS, without waiting for the next minute.
+        beat_env = dict(self.env, DJANGO_SETTINGS_MODULE="tests.settings_quick_reaper")
+        self._spawn(self.db, [sys.executable, "-m", *beat], self.root / "beat.log", beat_env)
 
     def _redis_answers(self) -> bool:
         try:
@@ -265,6 +276,7 @@ class NetnsLab(WatchesJobs):
                 process.wait(10)
         for host in (*self.workers.values(), self.db):
             _ip("netns", "del", host.namespace)
+        shutil.rmtree(self.private_root, ignore_errors=True)
 
     # --- driving it (the operator on the db host) --------------------------------------------
     def manage(self, *args: str) -> str:

@@ -153,6 +153,9 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "file 0.1 top1": ({"file_evidence": 0.1}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
     "file 0.2 top1": ({"file_evidence": 0.2}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
     "no stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": False}),
+    # issue 16, fourth round (search/ranking/learned.py)
+    "learned": ({"learned_fusion": True}, {}),
+    "rules": ({"learned_fusion": False}, {}),
 }
 
 

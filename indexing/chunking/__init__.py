@@ -3,7 +3,7 @@
 Files in a language with a tree-sitter grammar (Python, JavaScript, TypeScript, TSX, Go,
 Rust, Java, C, C++, C#, Ruby, PHP) are chunked by structure (``treesitter.py``); all other
 files, and any file whose parse fails, get overlapping line windows (``windows.py``). With
-``prose_sections`` (opt-in), Markdown and reStructuredText pages with headings get one chunk
+``prose_sections`` (the indexer's default, ``REPO_SEARCH_DOC_SECTIONS``), Markdown and reStructuredText pages with headings get one chunk
 per section with the heading as its symbol instead (``prose.py``).
 
 Guarantees, whatever the input: every chunk's ``content`` is exactly the file's lines
@@ -62,7 +62,8 @@ def chunk_file(
     """Chunk one file's text; ``language`` is an id from ``indexing.languages``.
 
     ``prose_sections`` cuts Markdown and reStructuredText pages at their headings
-    (``REPO_SEARCH_DOC_SECTIONS``; measured and left off by default, docs/evaluation.md).
+    (``REPO_SEARCH_DOC_SECTIONS``, on by default with learned fusion: docs/evaluation.md,
+    "Fourth round").
     """
     lines = SourceLines(text)
     if not lines.lines:

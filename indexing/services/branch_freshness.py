@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from indexing.models import IndexedBranch, JobState, Repository
+from django.db.models import QuerySet
+
+from indexing.models import IndexedBranch, IndexJob, JobState, Repository
 from indexing.services.branches import (
     branches_matching,
     delete_branch,
@@ -32,22 +34,34 @@ class BranchOutcome:
     reason: str = ""
 
 
+def no_reindex_reason(
+    previous_tip: str, tip: str, indexed_commit: str, jobs: QuerySet[IndexJob]
+) -> tuple[bool, str] | None:
+    """Why a noted remote tip queues no re-index, as ``(moved, reason)``; None when it should.
+
+    Shared by the default branch (``polling.note_remote_tip``) and the other indexed branches:
+    nothing to do when the indexed commit is the tip; a re-index of this same tip that failed is
+    not queued again at every check (its error is on the job) -- a new tip or the Re-index
+    button tries again.
+    """
+    if tip == indexed_commit:
+        return False, "the indexed commit is the remote's tip"
+    latest = jobs.order_by("-created_at").first()
+    if latest is not None and latest.state == JobState.FAILED and previous_tip == tip:
+        return True, f"the last re-index of this tip failed: {latest.error}"
+    return None
+
+
 def note_branch_tip(
     repository: Repository, branch: IndexedBranch, tip: str, *, source: str
 ) -> BranchOutcome:
     """Record ``tip`` as the branch's remote tip; re-index the branch when it moved."""
     previous = branch.remote_tip
     IndexedBranch.objects.filter(pk=branch.pk).update(remote_tip=tip)
-    if tip == branch.last_indexed_commit:
-        return BranchOutcome(branch.name, tip, reason="the indexed commit is the remote's tip")
-    latest = branch.jobs.order_by("-created_at").first()
-    if latest is not None and latest.state == JobState.FAILED and previous == tip:
-        return BranchOutcome(
-            branch.name,
-            tip,
-            moved=True,
-            reason=f"the last re-index of this tip failed: {latest.error}",
-        )
+    skipped = no_reindex_reason(previous, tip, branch.last_indexed_commit, branch.jobs.all())
+    if skipped is not None:
+        moved, reason = skipped
+        return BranchOutcome(branch.name, tip, moved=moved, reason=reason)
     job, created = reindex_branch(repository, branch)
     reason = (
         f"an incremental re-index of {branch.name!r} was queued ({source})"

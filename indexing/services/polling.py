@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from indexing.git.errors import BranchNotFound, GitFetchError
 from indexing.git.remote_refs import remote_heads, remote_tip
-from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository
-from indexing.services.branch_freshness import BranchOutcome, poll_branches
+from indexing.models import FINISHED_JOB_STATES, IndexJob, Repository
+from indexing.services.branch_freshness import BranchOutcome, no_reindex_reason, poll_branches
 from indexing.services.repositories import active_job, reindex_repository
 
 logger = logging.getLogger(__name__)
@@ -176,24 +176,15 @@ def _record_failure(
 
 
 def note_remote_tip(repository: Repository, tip: str, *, source: str) -> PollOutcome:
-    """Record ``tip`` as the remote's tip; queue a re-index when it is not the indexed commit.
-
-    A re-index of this same tip that failed is not queued again at every check (its error is on
-    the job); a new tip, or the Re-index button, tries again.
-    """
+    """Record ``tip`` as the remote's tip; queue a re-index when it is not the indexed commit."""
     previous_tip = repository.remote_tip
     Repository.objects.filter(pk=repository.pk).update(remote_tip=tip)
     repository.remote_tip = tip
-    if tip == repository.last_indexed_commit:
-        return PollOutcome(repository.pk, tip, reason="the indexed commit is the remote's tip")
-    latest = repository.jobs.order_by("-created_at").first()
-    if latest is not None and latest.state == JobState.FAILED and previous_tip == tip:
-        return PollOutcome(
-            repository.pk,
-            tip,
-            moved=True,
-            reason=f"the last re-index of this tip failed: {latest.error}",
-        )
+    jobs = repository.jobs.all()
+    skipped = no_reindex_reason(previous_tip, tip, repository.last_indexed_commit, jobs)
+    if skipped is not None:
+        moved, reason = skipped
+        return PollOutcome(repository.pk, tip, moved=moved, reason=reason)
     job, created = reindex_repository(repository)
     if not created:
         # The running job may have fetched before this tip existed: check again as soon as it

@@ -27,6 +27,7 @@ from indexing.git.branch_names import branch_name_problem
 from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
 from indexing.services.locks import LockBusy, repository_lock
+from indexing.services.stages.clone_swap import remove_stale_staging
 from indexing.services.visibility import groups_named
 
 logger = logging.getLogger(__name__)
@@ -322,7 +323,9 @@ def delete_repository(repository: Repository) -> None:
     except (LockBusy, redis.RedisError) as error:
         logger.warning("repository=%s deleted without the lock: %s", repository_id, error)
         _delete_rows(repository)
-    shutil.rmtree(repository_dir(repository_id), ignore_errors=True)
+    clone = repository_dir(repository_id)
+    shutil.rmtree(clone, ignore_errors=True)
+    remove_stale_staging(clone)  # what its killed fetches left (a live fetch removes its own)
     logger.info("repository=%s deleted", repository_id)
 
 

@@ -77,6 +77,16 @@ ABLATION: tuple[Configuration, ...] = (
         description="hybrid+scope with ts_rank_cd",
     ),
     Configuration(
+        "+learned",
+        {"include_tests": None, "include_docs": None, "learned_fusion": True},
+        description="hybrid+scope, the fused candidates ordered by the learned model",
+    ),
+    Configuration(
+        "+rules",
+        {"include_tests": None, "include_docs": None, "learned_fusion": False},
+        description="hybrid+scope, the hand-set fusion rules only (learned fusion off)",
+    ),
+    Configuration(
         "+callgraph",
         {"include_tests": None, "include_docs": None},
         # No llm_stage: "no call leads to an indexed definition" is an outcome, not a fault.

@@ -6,7 +6,8 @@ of ``context_lines`` around them. Several patterns must all match somewhere in a
 ``git grep --all-match``) and a line is reported when any matches.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
-``count_budget_ms`` (100 ms from the start) or ``count_max_files``; when it stops early ``total`` is a lower bound
+``count_budget_ms`` (80 ms from the start, leaving room under 100 ms for what is under way then)
+or ``count_max_files``; when it stops early ``total`` is a lower bound
 (``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
 what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
 """
@@ -22,7 +23,8 @@ from django.db import OperationalError
 
 from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, file_lines
 from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
-from search.exact.patterns import LineMatcher
+from search.exact.file_text import FileText
+from search.exact.patterns import LineMatcher, touched_lines
 from search.exact.reader import CandidateReader
 
 BATCH_FILES = 100
@@ -41,7 +43,7 @@ class ExactRequest:
     context_lines: int = 2
     max_matches_per_file: int = 100
     budget_ms: int = 4000
-    count_budget_ms: int = 100
+    count_budget_ms: int = 80
     count_max_files: int = 2000
     clock: Callable[[], float] = time.perf_counter  # seconds; the budgets are measured on it
 
@@ -82,22 +84,37 @@ def match_file(
     max_matches: int,
     context_lines: int,
 ) -> tuple[int, list[LineMatch], list[tuple[int, int, str]]] | None:
-    """(match count, kept matches, snippets) of one file, or None when it does not match."""
+    """(match count, kept matches, snippets) of one file, or None when it does not match.
+
+    Each pattern is searched over the whole file first (``touched_lines``): a file one of them
+    misses is dropped after a search each, and only the lines some search touched are matched
+    line by line."""
+    numbers = sorted(lines)
+    text = FileText([lines[number] for number in numbers])
+    touched: set[int] = set()
+    for matcher in matchers:
+        found_lines = touched_lines(matcher, text)
+        if found_lines is None:
+            touched = set(range(len(numbers)))
+            break
+        if not found_lines:
+            return None  # every pattern must match somewhere in the file
+        touched.update(found_lines)
     matched_patterns = [False] * len(matchers)
     count = 0
     kept: list[LineMatch] = []
-    for number in sorted(lines):
-        text = lines[number]
+    for index in sorted(touched):
+        number, line = numbers[index], text.lines[index]
         ranges: list[tuple[int, int]] = []
-        for index, matcher in enumerate(matchers):
-            found = matcher.ranges(text)
+        for pattern, matcher in enumerate(matchers):
+            found = matcher.ranges(line)
             if found:
-                matched_patterns[index] = True
+                matched_patterns[pattern] = True
                 ranges.extend(found)
         if ranges:
             count += 1
             if len(kept) < max_matches:
-                kept.append(LineMatch(number, text, _merge(ranges)))
+                kept.append(LineMatch(number, line, _merge(ranges)))
     if not count or not all(matched_patterns):
         return None
     return count, kept, _snippets(lines, [m.line for m in kept], context_lines)
@@ -162,7 +179,8 @@ def run_exact(request: ExactRequest) -> ExactResult:
         try:
             budget = request.count_budget_ms if len(hits) >= request.limit else request.budget_ms
             stop_at = started + budget / 1000
-            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)), stop_at)
+            want = max(0, request.limit - len(hits))
+            read = reader.next_batch(BATCH_FILES, max(1, int(remaining)), stop_at, want)
             batch = read.files
         except OperationalError as exc:
             if not _canceled(exc):
@@ -170,6 +188,13 @@ def run_exact(request: ExactRequest) -> ExactResult:
             timed_out = True
             break
         exhausted = read.exhausted
+        if read.out_of_time:  # the next probe would have ended past the budget
+            after = read.last_examined or after
+            if len(hits) >= request.limit:
+                counting_stopped = True
+            else:
+                timed_out = True
+            break
         stopped_early = False
         texts: dict[int, dict[int, str]] = {}
         lines_files = LINES_FILES

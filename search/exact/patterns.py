@@ -5,10 +5,20 @@ so ``(a*)*b`` cannot backtrack; RE2 refuses what it cannot bound (``.{0,100000}`
 over 1000 -- or a program over ``REGEX_MAX_MEM``) and that refusal is a 400 naming the problem.
 Literals match with ``str.find`` (case-sensitive) or an escaped case-insensitive ``re`` pattern,
 both linear. Ranges are ``[start, end)`` character offsets in the line.
+
+``touched_lines`` finds, with one search over a whole file (``search.exact.file_text``), the
+lines that can hold a match; ``ranges`` then answers for those lines alone. A literal holds no
+newline, so its whole-text matches are exactly its per-line ones. A regex is searched in
+multi-line mode (``(?m)``: ``^``/``$`` at each line's ends) on the file's UTF-8 bytes: a match a
+line holds is also a match of the whole text there (RE2 reads the text around a position for
+``^``, ``$``, ``\\b`` and ``\\B``, and a newline is what a line's end looks like to them), so
+the line is found, or a match found before it runs into it. Only ``\\A``, ``\\z`` and flags
+turning ``m`` off see the difference; such a regex is matched line by line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,6 +26,7 @@ from typing import Protocol
 import re2
 
 from search.exact.errors import QueryRejected
+from search.exact.file_text import FileText
 from search.exact.query_language import Term
 
 REGEX_MAX_MEM = 8 << 20
@@ -25,6 +36,13 @@ MIN_NARROWING_CHARS = 3  # a trigram index cannot use shorter literals
 
 class LineMatcher(Protocol):
     def ranges(self, line: str) -> list[tuple[int, int]]: ...
+
+
+def touched_lines(matcher: LineMatcher, text: FileText) -> list[int] | None:
+    """The indexes of ``text``'s lines that may hold a match of ``matcher`` (None: any may --
+    a matcher with no whole-text search); every line holding one is among them."""
+    search = getattr(matcher, "touched_lines", None)
+    return None if search is None else search(text)  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -45,6 +63,18 @@ class LiteralMatcher:
             start = line.find(self.literal, start + len(self.literal))
         return found
 
+    def touched_lines(self, text: FileText) -> list[int]:
+        whole, size = text.text, len(self.literal)
+
+        def first(pos: int) -> tuple[int, int] | None:
+            if self.case_sensitive:
+                start = whole.find(self.literal, pos)
+                return None if start < 0 else (start, start + size)
+            match = self._folded.search(whole, pos)
+            return None if match is None else match.span()
+
+        return text.touched(first, text.char_starts)
+
 
 class RegexMatcher:
     def __init__(self, pattern: str, case_sensitive: bool, position: int) -> None:
@@ -63,6 +93,10 @@ class RegexMatcher:
                 f"invalid regex at position {position}: {problem}",
                 {"position": position, "pattern": pattern[:200]},
             ) from None
+        self._whole: re2._Regexp | None = None  # the same on bytes, multi-line
+        if not _LINE_BOUND.search(pattern):
+            with contextlib.suppress(re2.error):  # (just over the limit): line by line
+                self._whole = re2.compile(b"(?m)" + pattern.encode(), options)
 
     def ranges(self, line: str) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
@@ -74,6 +108,22 @@ class RegexMatcher:
             if len(found) >= 1000:
                 break
         return found
+
+    def touched_lines(self, text: FileText) -> list[int] | None:
+        if self._whole is None:
+            return None
+        whole, data = self._whole, text.data
+
+        def first(pos: int) -> tuple[int, int] | None:
+            match = whole.search(data, pos)
+            return None if match is None else match.span()
+
+        return text.touched(first, text.byte_starts)
+
+
+# What reads a line's own start or end differently from a newline: \A, \z, and flags turning
+# multi-line mode off (conservative: any escaped A or z, any flag group that unsets a flag).
+_LINE_BOUND = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
 
 
 def compile_term(term: Term, case_sensitive: bool) -> LineMatcher:

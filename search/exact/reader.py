@@ -2,11 +2,22 @@
 
 A search's reader picks how to read once, on its first batch, and keeps its own position:
 
-* **Listed** (a selective literal): one statement reads the chunks holding a pattern's literals
-  from the trigram index (``gin_trgm_ops`` on ``indexing_chunk.content``), keeps those of the
-  live generations in scope, stops after ``PROBE_CHUNKS`` + 1 of them, and groups them by file.
-  When no more than ``PROBE_CHUNKS`` exist, those files are every candidate of the whole search:
-  later batches are served from that list, with no further statement.
+* **By repository** (a literal that is not common, default branches): the repositories in
+  scope are probed in name order, one in the first statement, then twice as many a statement
+  (no more than the time left allows, by the last probe's time per repository): each one's live
+  chunks holding a pattern's literals, from the ``(repository_id, content)`` trigram index
+  (``PatternCondition``), so the index intersects the two and only that repository's candidates
+  are rechecked -- a regex's page at 1 M chunks rechecked ~17,900 chunks of every repository
+  before, a few hundred now. Each probe's files are a batch. When they are sparse (fewer than
+  ``SPARSE_FILES_PER_REPO`` candidate files per repository so far, more than
+  ``GLOBAL_AFTER_REPOS`` left) the rest are read in one **listed** probe: a repository's probe
+  costs a few ms whatever it holds, and the whole table's wins for few matches over many. A
+  repository with more than ``PROBE_CHUNKS`` matching chunks turns the rest **windowed**.
+* **Listed** (a selective literal on chosen branches, or the rest of the repositories above): one
+  statement reads the chunks holding a pattern's literals from the trigram index, keeps those of
+  the files in scope, stops after ``PROBE_CHUNKS`` + 1 of them, and groups them by file. When no
+  more than ``PROBE_CHUNKS`` exist, those files are every candidate left: later batches are served
+  from that list, with no further statement.
 * **Windowed** (a common literal: the planner expects it in more than ``COMMON_SHARE`` of the
   chunks, so its trigram bitmap alone would cost ~200 ms at 1 M chunks; or more chunks in scope
   than ``PROBE_CHUNKS``; or a pattern with no literal beside one that has some): the live files
@@ -27,8 +38,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from math import ceil
 from typing import Any
+from uuid import UUID
 
 from search.exact.candidates import (
     BRANCHES_SQL,
@@ -36,6 +49,16 @@ from search.exact.candidates import (
     CandidateScope,
     PatternCondition,
     SortKey,
+)
+from search.exact.reader_sql import (
+    BRANCH_FILES_SQL,
+    BRANCH_PROBE_SQL,
+    BRANCH_WALK_SQL,
+    LIVE_REPOS,
+    PROBE_SQL,
+    REPO_PROBE_SQL,
+    WALK_SQL,
+    WINDOW_SQL,
 )
 from search.retrieval.db import search_cursor
 
@@ -47,6 +70,15 @@ WINDOWS_PER_BATCH = 10  # at most this many windows per batch, so the budgets ar
 # this share of the table: a common word, whose trigram bitmap alone costs ~200 ms at 1 M
 # chunks; read by windows without a probe.
 COMMON_SHARE = 0.02
+# Listed by repository: the first probe reads one repository, each next one twice as many (as
+# many as the time left allows once a repository's probe has been timed).
+REPOS_PER_PROBE = 1
+MAX_REPOS_PER_PROBE = 32
+# Fewer candidate files per repository probed than this, with more repositories left than
+# GLOBAL_AFTER_REPOS: the rest in one probe (each repository's costs ~4 ms at 1 M chunks
+# whatever it holds; the probe of the whole table, 50-90 ms, wins when matches are sparse).
+SPARSE_FILES_PER_REPO = 0.5
+GLOBAL_AFTER_REPOS = 8
 _TABLE_ROWS: list[float] = [0.0, float("-inf")]  # (reltuples, when read)
 
 
@@ -55,112 +87,7 @@ class Batch:
     files: list[CandidateFile]
     last_examined: SortKey | None  # the last file looked at (candidate or not)
     exhausted: bool  # no file in scope after it
-
-
-_LIVE_REPOS = "r.status = 'ready' AND r.id = ANY(%s)"
-
-# Files in key order after a position: each repository's live files by its unique
-# (repository, generation, path) index, at most ``limit`` of each, merged by name.
-_WALK_SQL = """
-    SELECT c.id AS file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
-           c.language, c.is_test, c.is_doc
-    FROM indexing_repository r
-    CROSS JOIN LATERAL (
-        SELECT c.id, c.path, c.language, c.is_test, c.is_doc
-        FROM indexing_sourcefile c
-        WHERE c.repository_id = r.id AND c.generation = r.active_generation AND {scope}
-          AND c.path >= (CASE WHEN r.name = %s THEN %s ELSE '' END)
-          AND (r.name, c.path, c.id) > (%s, %s, %s)
-        ORDER BY c.path
-        LIMIT %s
-    ) c
-    WHERE {live} AND r.name >= %s
-    ORDER BY r.name, c.path, c.id
-    LIMIT %s
-"""
-
-# The same walk over the branches a branch filter chose (``e``, one repository's branch a row,
-# in (repository name, branch name) order): each branch's own files by the same index, and
-# those it references (``SharedFile``) by its (repository, generation) index.
-_BRANCH_FILES_SQL = """
-            (SELECT c.id, c.path, c.language, c.is_test, c.is_doc
-             FROM {source}
-             WHERE {owner} = r.id AND {generation} = e.generation AND {scope}
-               AND c.path >= (CASE WHEN e.sort_name = %s THEN %s ELSE '' END)
-               AND (e.sort_name, c.path, c.id) > (%s, %s, %s)
-             ORDER BY c.path LIMIT %s)
-"""
-_BRANCH_WALK_SQL = """
-    SELECT c.id AS file_id, r.id AS repo_id, r.name, r.url, e.at_commit, c.path,
-           c.language, c.is_test, c.is_doc, e.branch, e.sort_name
-    FROM {branches}
-    JOIN indexing_repository r ON r.id = e.repo_id
-    CROSS JOIN LATERAL (
-        SELECT u.* FROM ({own} UNION ALL {shared}) u ORDER BY u.path, u.id LIMIT %s
-    ) c
-    WHERE r.status = 'ready' AND e.sort_name >= %s
-    ORDER BY e.sort_name, c.path, c.id
-    LIMIT %s
-"""
-
-# A window of files with a flag each: do its chunks hold every condition's literals? (A lateral
-# per condition, so each file's own chunks are read by the file index, never a hashed subplan
-# over every chunk holding the literal.)
-_WINDOW_SQL = """
-    WITH w AS MATERIALIZED ({walk})
-    SELECT w.*, {matched} FROM w {checks} ORDER BY w.name, w.path, w.file_id
-"""
-
-# The listed read: matching chunks from the trigram index (lazily: the outer LIMIT stops the
-# heap rechecks), those in scope, grouped by file; and how many chunks there were (at most
-# PROBE_CHUNKS + 1).
-_PROBE_SQL = """
-    WITH g AS MATERIALIZED (
-        SELECT c.id, c.file_id, c.repository_id, c.generation, c.language, c.path, c.is_test,
-               c.is_doc {flags}
-        FROM indexing_chunk c WHERE {any_pattern}
-    ), hits AS MATERIALIZED (
-        SELECT c.* FROM g c
-        JOIN indexing_repository r ON r.id = c.repository_id AND c.generation = r.active_generation
-        WHERE {live} AND {scope} {after}
-        LIMIT %s
-    )
-    SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
-        SELECT c.file_id, r.id AS repo_id, r.name, r.url, r.last_indexed_commit, c.path,
-               min(c.language), bool_or(c.is_test), bool_or(c.is_doc)
-        FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
-        GROUP BY c.file_id, r.id, r.name, r.url, r.last_indexed_commit, c.path
-        {having}
-    ) f ON TRUE
-    ORDER BY f.name, f.path, f.file_id
-"""
-
-# The listed read over the branches a branch filter chose: a chunk is in a branch when its
-# generation is the branch's or the branch references its file (``SharedFile``); a chunk two
-# branches hold counts once for each.
-_BRANCH_PROBE_SQL = """
-    WITH g AS MATERIALIZED (
-        SELECT c.id, c.file_id, c.repository_id, c.generation, c.language, c.path, c.is_test,
-               c.is_doc {flags}
-        FROM indexing_chunk c WHERE {any_pattern}
-    ), hits AS MATERIALIZED (
-        SELECT c.*, e.branch, e.at_commit, e.sort_name FROM g c
-        JOIN {branches} ON e.repo_id = c.repository_id AND (c.generation = e.generation
-            OR EXISTS (SELECT 1 FROM indexing_sharedfile s WHERE s.file_id = c.file_id
-                       AND s.repository_id = e.repo_id AND s.generation = e.generation))
-        JOIN indexing_repository r ON r.id = c.repository_id
-        WHERE r.status = 'ready' AND {scope} {after}
-        LIMIT %s
-    )
-    SELECT n.chunks, f.* FROM (SELECT count(*) AS chunks FROM hits) n LEFT JOIN (
-        SELECT c.file_id, r.id AS repo_id, r.name, r.url, c.at_commit, c.path,
-               min(c.language), bool_or(c.is_test), bool_or(c.is_doc), c.branch, c.sort_name
-        FROM hits c JOIN indexing_repository r ON r.id = c.repository_id
-        GROUP BY c.file_id, r.id, r.name, r.url, c.at_commit, c.path, c.branch, c.sort_name
-        {having}
-    ) f ON TRUE
-    ORDER BY f.sort_name, f.path, f.file_id
-"""
+    out_of_time: bool = False  # stopped before a probe that would have ended past ``stop_at``
 
 
 @dataclass
@@ -168,27 +95,90 @@ class CandidateReader:
     scope: CandidateScope
     conditions: list[PatternCondition]
     after: SortKey | None = None
-    mode: str = ""  # "listed", "windowed" or "every file", set by the first batch
+    mode: str = ""  # "by repository", "listed", "windowed" or "every file", by the first batch
     listed: list[CandidateFile] = field(default_factory=list)
+    repos: list[UUID] = field(default_factory=list)  # by repository: those left, in name order
+    repos_per_probe: int = 0
+    repos_probed: int = 0
+    files_found: int = 0
+    repo_seconds: float = 0.0  # the last probe's time per repository
+    overflowed: bool = False  # a repository held too many: windows from the last file listed
     window_files: int = 0  # the next window's size (windowed)
     clock: Callable[[], float] = time.perf_counter
     stop_at: float | None = None  # on ``clock``: no further window after this (one at least)
+    want: int = 0  # the files the page still needs (0: full)
 
-    def next_batch(self, limit: int, timeout_ms: int, stop_at: float | None = None) -> Batch:
+    def next_batch(
+        self, limit: int, timeout_ms: int, stop_at: float | None = None, want: int = 0
+    ) -> Batch:
         """Up to ``limit`` candidate files after the reader's position (fewer, possibly none,
         when the windows of one batch hold fewer or ``stop_at`` passes; ``exhausted`` says
-        whether any file is left). Raises ``django.db.OperationalError`` (query canceled) when
-        ``timeout_ms`` runs out."""
-        self.stop_at = stop_at
+        whether any file is left); ``want``: how many more files the page needs (0: as many as
+        the time allows), which sizes the next probe by repository. Raises
+        ``django.db.OperationalError`` (query canceled) when ``timeout_ms`` runs out."""
+        self.stop_at, self.want = stop_at, want
         with search_cursor(timeout_ms) as cursor:
             if not self.mode:
                 self.mode = self._choose(cursor)
-            if self.mode == "listed":
+            out_of_time = self.mode == "by repository" and not self._list_repositories(cursor)
+            if self.mode in ("listed", "by repository"):
                 files, self.listed = self.listed[:limit], self.listed[limit:]
                 if files:
                     self.after = files[-1].key
-                return Batch(files, self.after, exhausted=not self.listed)
+                if self.overflowed and not self.listed:
+                    self.mode = "windowed"  # from the last file served
+                    return Batch(files, self.after, exhausted=False)
+                exhausted = not self.listed and not self.repos
+                return Batch(files, self.after, exhausted, out_of_time and not files)
             return self._windows(cursor, limit)
+
+    def _list_repositories(self, cursor: Any) -> bool:
+        """List the candidates of the next repositories, a probe of a few at a time, until
+        some are listed, none is left, one holds more than ``PROBE_CHUNKS`` matching chunks
+        (``overflowed``) or ``stop_at`` passes. False when it stopped because even one more
+        repository's probe (timed by the last) would have ended past ``stop_at``."""
+        while not self.listed and self.repos and not self.overflowed:
+            if (
+                self.repos_probed
+                and len(self.repos) > GLOBAL_AFTER_REPOS
+                and self.files_found < SPARSE_FILES_PER_REPO * self.repos_probed
+            ):
+                chunks, files = self._probe(cursor, PROBE_CHUNKS, self.repos)
+                if chunks > PROBE_CHUNKS:
+                    self.overflowed = True
+                else:
+                    self.repos, self.listed = [], files
+                return True
+            size = self._probe_size()
+            if self.stop_at is not None and self.repo_seconds > 0:
+                size = min(size, int((self.stop_at - self.clock()) / self.repo_seconds))
+                if size < 1:
+                    return False
+            group = self.repos[:size]
+            began = self.clock()
+            most, files = self._probe(cursor, PROBE_CHUNKS, group, each=True)
+            if most > PROBE_CHUNKS:
+                if len(group) == 1:
+                    self.overflowed = True
+                self.repos_per_probe = 1  # (several: probe the same one by one)
+                continue
+            self.repo_seconds = (self.clock() - began) / len(group)
+            del self.repos[: len(group)]
+            self.repos_probed += len(group)
+            self.files_found += len(files)
+            self.listed = files
+            self.repos_per_probe = min(len(group) * 2, MAX_REPOS_PER_PROBE)
+            if self.stop_at is not None and self.clock() >= self.stop_at:
+                return True
+        return True
+
+    def _probe_size(self) -> int:
+        """Twice the last probe's repositories, or, while the page lacks ``want`` files, as
+        many as should hold them at the candidate files per repository found so far."""
+        if self.want and self.files_found:
+            size = ceil(self.want * self.repos_probed / self.files_found)
+            return max(1, min(size, MAX_REPOS_PER_PROBE))
+        return self.repos_per_probe or REPOS_PER_PROBE
 
     def _choose(self, cursor: Any) -> str:
         if not any(cond.literals for cond in self.conditions):
@@ -201,6 +191,15 @@ class CandidateReader:
             cursor
         ):
             return "windowed"  # a probe would pay for the word's whole trigram bitmap
+        if self.scope.branches is None:
+            name = self.after[0] if self.after is not None else ""
+            cursor.execute(
+                f"SELECT r.id FROM indexing_repository r WHERE {LIVE_REPOS}"  # noqa: S608
+                " AND r.name >= %s ORDER BY r.name",
+                [self.scope.repo_ids, name],
+            )
+            self.repos = [row[0] for row in cursor.fetchall()]
+            return "by repository"
         chunks, files = self._probe(cursor, PROBE_CHUNKS)
         if chunks > PROBE_CHUNKS:
             return "windowed"
@@ -229,10 +228,20 @@ class CandidateReader:
             _TABLE_ROWS[:] = [rows, time.monotonic()]
         return rows if rows > 0 else float("inf")  # never analysed: no estimate to trust
 
-    def _probe(self, cursor: Any, max_chunks: int) -> tuple[int, list[CandidateFile]]:
+    def _probe(
+        self,
+        cursor: Any,
+        max_chunks: int,
+        repo_ids: list[UUID] | None = None,
+        *,
+        each: bool = False,
+    ) -> tuple[int, list[CandidateFile]]:
         """How many chunks in scope after the position hold a pattern's literals (at most
-        ``max_chunks`` + 1), and their files in key order."""
-        scope_sql, scope_params = self.scope.sql()
+        ``max_chunks`` + 1), and their files in key order; among ``repo_ids`` (default: the
+        scope's), with ``each`` one repository at a time (the count is then the most one had:
+        ``REPO_PROBE_SQL``)."""
+        scope = self.scope if repo_ids is None else replace(self.scope, repo_ids=repo_ids)
+        scope_sql, scope_params = scope.sql(repositories=not each)
         any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
         any_params = [p for cond in self.conditions for p in cond.params]
         several = len(self.conditions) > 1
@@ -242,6 +251,44 @@ class CandidateReader:
             having = "HAVING " + " AND ".join(
                 f"bool_or(c.m{i})" for i in range(len(self.conditions))
             )
+        if each:
+            sql = REPO_PROBE_SQL.format(
+                flags=flags if several else "",
+                any_pattern=any_pattern,
+                scope=scope_sql,
+                having=having,
+            )
+            name, path, file_id = self.after if self.after is not None else ("", "", 0)
+            params = [
+                scope.repo_ids,
+                *(any_params if several else []),
+                *any_params,
+                *scope_params,
+                name,
+                path,
+                file_id,
+                max_chunks + 1,
+            ]
+        else:
+            sql, params = self._probe_sql(scope, scope_sql, scope_params, flags, having)
+            params.append(max_chunks + 1)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        chunks = rows[0][0] if rows else 0
+        return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
+
+    def _probe_sql(
+        self,
+        scope: CandidateScope,
+        scope_sql: str,
+        scope_params: list[Any],
+        flags: str,
+        having: str,
+    ) -> tuple[str, list[Any]]:
+        """The probe of every repository in ``scope`` at once, or of its branches."""
+        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
+        any_params = [p for cond in self.conditions for p in cond.params]
+        several = len(self.conditions) > 1
         after_sql, after_params = "", []
         branched = self.scope.branches is not None
         if self.after is not None:
@@ -251,9 +298,9 @@ class CandidateReader:
             after_params = list(self.after)
         # The files in scope: each branch's entries, or the repositories' live generations.
         template, source, source_params = (
-            (_BRANCH_PROBE_SQL, {"branches": BRANCHES_SQL}, self.scope.branch_arrays())
+            (BRANCH_PROBE_SQL, {"branches": BRANCHES_SQL}, self.scope.branch_arrays())
             if branched
-            else (_PROBE_SQL, {"live": _LIVE_REPOS}, [self.scope.repo_ids])
+            else (PROBE_SQL, {"live": LIVE_REPOS}, [scope.repo_ids])
         )
         sql = template.format(  # only placeholders and fixed SQL are formatted in
             flags=flags if several else "",
@@ -269,12 +316,8 @@ class CandidateReader:
             *source_params,
             *scope_params,
             *after_params,
-            max_chunks + 1,
         ]
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-        chunks = rows[0][0] if rows else 0
-        return chunks, [CandidateFile(*row[1:]) for row in rows if row[1] is not None]
+        return sql, params
 
     def _windows(self, cursor: Any, limit: int) -> Batch:
         found: list[CandidateFile] = []
@@ -299,7 +342,7 @@ class CandidateReader:
         if self.scope.branches is not None:
             walk, walk_params = self._branch_walk(scope_sql, scope_params, size)
         else:
-            walk = _WALK_SQL.format(scope=scope_sql, live=_LIVE_REPOS)
+            walk = WALK_SQL.format(scope=scope_sql, live=LIVE_REPOS)
             walk_params = self._walk_params(scope_params, size)
         checks, flags = [], []
         params = [*walk_params]
@@ -311,7 +354,7 @@ class CandidateReader:
                 )
                 flags.append(f"m{i}.hit IS NOT NULL")
                 params += cond.params
-        sql = _WINDOW_SQL.format(
+        sql = WINDOW_SQL.format(
             walk=walk, matched=" AND ".join(flags) or "TRUE", checks=" ".join(checks)
         )
         cursor.execute(sql, params)
@@ -337,18 +380,18 @@ class CandidateReader:
     ) -> tuple[str, list[Any]]:
         """The walk over the chosen branches and its parameters."""
         name, path, file_id = self.after if self.after is not None else ("", "", 0)
-        own = _BRANCH_FILES_SQL.format(
+        own = BRANCH_FILES_SQL.format(
             source="indexing_sourcefile c",
             owner="c.repository_id",
             generation="c.generation",
             scope=scope_sql,
         )
-        shared = _BRANCH_FILES_SQL.format(
+        shared = BRANCH_FILES_SQL.format(
             source="indexing_sharedfile s JOIN indexing_sourcefile c ON c.id = s.file_id",
             owner="s.repository_id",
             generation="s.generation",
             scope=scope_sql,
         )
         part = [*scope_params, name, path, name, path, file_id, size]
-        walk = _BRANCH_WALK_SQL.format(branches=BRANCHES_SQL, own=own, shared=shared)
+        walk = BRANCH_WALK_SQL.format(branches=BRANCHES_SQL, own=own, shared=shared)
         return walk, [*self.scope.branch_arrays(), *part, *part, size, name, size]

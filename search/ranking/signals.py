@@ -54,10 +54,13 @@ class ChunkFacts:
     is_test: bool
     is_doc: bool
     symbol: str = ""  # normalised (search.retrieval.query.normalise_symbol)
+    lines: int = 0  # end_line - start_line + 1 (learned fusion's chunk length)
+    kind: str = ""  # function, method, class, module, window, section ...
 
 
 _FACTS_SQL = """
-    SELECT c.id, c.repository_id::text || '/' || c.path, c.is_test, c.is_doc, c.symbol
+    SELECT c.id, c.repository_id::text || '/' || c.path, c.is_test, c.is_doc, c.symbol,
+           c.end_line - c.start_line + 1, c.kind
     FROM indexing_chunk c {live}
     WHERE c.id = ANY(%s)
 """
@@ -71,8 +74,10 @@ def chunk_facts(chunk_ids: Sequence[int], live: str = LIVE_CHUNKS_SQL) -> dict[i
     with connection.cursor() as cursor:
         cursor.execute(_FACTS_SQL.format(live=live), [list(chunk_ids)])
         return {
-            int(cid): ChunkFacts(path, is_test, is_doc, normalise_symbol(symbol or ""))
-            for cid, path, is_test, is_doc, symbol in cursor.fetchall()
+            int(cid): ChunkFacts(
+                path, is_test, is_doc, normalise_symbol(symbol or ""), int(lines), kind or ""
+            )
+            for cid, path, is_test, is_doc, symbol, lines, kind in cursor.fetchall()
         }
 
 

@@ -287,6 +287,8 @@ class ScopeFilter:
     include_docs: bool = True
     # Non-empty: only chunks of these kinds ("tests", "docs") are in scope (the left-out lists).
     only_kinds: frozenset[str] = frozenset()
+    # With ``only_kinds``: ``sql`` without its kinds clause (the scope plus those kinds).
+    wide_sql: str = ""
 
     @property
     def repository_ids(self) -> list[UUID]:
@@ -361,6 +363,7 @@ def build_left_out_filter(
         include_docs=scope.include_docs or docs,
     )
     found = build_scope_filter(wide, repositories, exclude_path_globs, exclude_languages)
+    found.wide_sql = found.sql
     kinds = " OR ".join(
         clause for clause, wanted in (("c.is_test", tests), ("c.is_doc", docs)) if wanted
     )

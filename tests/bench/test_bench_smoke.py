@@ -106,6 +106,12 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
     phases = json.loads((tmp_path / "http.json").read_text())["phases"]
     assert [p["clients"] for p in phases] == [2, 3], http[-2000:]
     assert all(p["searches"] > 0 and p["error_count"] == 0 for p in phases), http[-2000:]
+    # The server's CPU per search (the database's too: the test's cluster runs here) and the
+    # rate two unshared cores would give.
+    assert all(p["cpu_ms_per_search"]["server"] > 0 for p in phases), http[-2000:]
+    assert all(p["cpu_ms_per_search"]["database"] > 0 for p in phases), http[-2000:]
+    assert all(p["bound_per_s"] > 0 and len(p["load_average"]) == 6 for p in phases)
+    assert "CPU per search: server" in http
     side_by_side = _run(
         "fulltext_vs_tantivy.py", "--repeats", "1", "--json", str(tmp_path / "tantivy.json"),
         env=env,

@@ -323,6 +323,24 @@ def test_what_killed_fetches_left_is_found_and_removed_but_not_a_live_fetchs(
     assert sorted(p.name for p in (data_dir / "repos").iterdir()) == [clone.name]
 
 
+def test_deleting_a_repository_removes_its_dead_fetchs_leftovers_but_not_a_live_ones(
+    data_dir: Path,
+) -> None:
+    repository = _healthy("d/g", data_dir)
+    clone = data_dir / "repos" / str(repository.pk)
+    live, working = _fetching(clone)  # (first: a fetch starting removes what dead ones left)
+    try:
+        dead = _killed_mid_fetch(clone)
+        delete_repository(repository)
+        left = sorted(p.name for p in (data_dir / "repos").iterdir())
+        assert left == sorted([working.name, lock_of(working).name])  # only the live fetch's
+        assert not dead.exists() and not lock_of(dead).exists()
+    finally:
+        live.communicate("", timeout=10)
+    assert list((data_dir / "repos").iterdir()) == []
+    assert _kinds(examine()) == []
+
+
 def test_the_periodic_check_removes_a_dead_fetchs_leftovers(data_dir: Path, settings) -> None:
     settings.REPO_SEARCH_DOCTOR_REPAIR = True
     leftover = _killed_mid_fetch(data_dir / "repos" / str(uuid.uuid4()))

@@ -32,7 +32,7 @@ def sources(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def started(tmp_path: Path, sources: dict[str, str]) -> Iterator[tuple[Stack, Path]]:
-    env = user_environment(tmp_path)
+    env = user_environment()
     repos_file = tmp_path / "repos.yaml"
     repos_file.write_text(f"repositories:\n  - url: {sources['alpha']}\n    name: alpha\n")
     env.update(

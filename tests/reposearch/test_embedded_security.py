@@ -213,7 +213,7 @@ def stack() -> Iterator[Stack]:
 
 
 def _upgraded_stack(tmp: Path) -> Iterator[Stack]:
-    env = user_environment(tmp)
+    env = user_environment()
     data = Path(env["REPO_SEARCH_DATA_DIR"])
     old = OldTrustPostgres(data, int(env["REPO_SEARCH_PG_PORT"]))
     old.start()

@@ -13,20 +13,17 @@ import stat
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from reposearch.embedded_services import free_port
-from tests.make_up_stack import Stack, get, make_up, manage, user_environment
+from tests.make_up_stack import SharedMakeUp, Stack, get, manage, user_environment
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("make-up")
-    with make_up(tmp, user_environment(tmp)) as running:
-        yield running
+def stack(shared_make_up: SharedMakeUp) -> Stack:
+    """The ``make up`` shared with the restart tests (tests/reposearch/conftest.py)."""
+    return shared_make_up.get()
 
 
 def test_it_prints_the_urls_to_open_and_where_the_first_admin_is(stack: Stack) -> None:
@@ -91,8 +88,8 @@ def test_createsuperuser_with_the_same_port_makes_a_user_who_can_log_in(stack: S
     assert "Log out" in page or "logout" in page
 
 
-def test_a_command_that_cannot_reach_the_database_names_the_address(tmp_path: Path) -> None:
-    env = user_environment(tmp_path)
+def test_a_command_that_cannot_reach_the_database_names_the_address() -> None:
+    env = user_environment()
     closed = free_port()
     env["REPO_SEARCH_PG_PORT"] = str(closed)
     result = manage(env, "createsuperuser", "--noinput", "--username", "x")

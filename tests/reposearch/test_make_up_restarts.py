@@ -19,19 +19,19 @@ import pytest
 
 from reposearch.embedded_services import free_port, pid_alive
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
-from tests.make_up_stack import Stack, make_up, user_environment
+from tests.make_up_stack import SharedMakeUp, Stack, make_up, user_environment
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("make-up-restarts")
-    env = user_environment(tmp)
-    env["REPO_SEARCH_ALLOW_PRIVATE_HOSTS"] = "1"  # the test's git server is on 127.0.0.1
-    with make_up(tmp, env) as running:
-        yield running
-        assert running.process.poll() is None, running.output()[-4000:]  # it never gave up
+def stack(shared_make_up: SharedMakeUp) -> Iterator[Stack]:
+    """The ``make up`` shared with test_make_up.py's first-start checks (tests/reposearch/
+    conftest.py; it allows private hosts: the test's git server is on 127.0.0.1); stopped here."""
+    running = shared_make_up.get()
+    yield running
+    assert running.process.poll() is None, running.output()[-4000:]  # it never gave up
+    shared_make_up.stop()
 
 
 def _pid(stack: Stack, name: str) -> int:
@@ -105,7 +105,7 @@ def test_a_killed_postgresql_comes_back(stack: Stack) -> None:
 
 
 def test_a_web_server_that_cannot_start_makes_make_up_give_up(tmp_path: Path) -> None:
-    env = user_environment(tmp_path)
+    env = user_environment()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", free_port()))
         taken.listen()

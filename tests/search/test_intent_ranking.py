@@ -1,4 +1,8 @@
-"""Questions about docs or tests get those first; usage questions search the docs too."""
+"""Questions about docs or tests get those first; usage questions search the docs too.
+
+These are the hand-set rules; with learned fusion on (the default) they are features of the
+model instead of guarantees (``tests/search/test_learned_fusion.py``), so they are tested here
+with it off."""
 
 from __future__ import annotations
 
@@ -35,6 +39,11 @@ TEST = (
     "    monkeypatch.setenv('APP_DEBUG', '1')\n"
     "    assert load_config_from_env('APP_') == {'APP_DEBUG': '1'}\n"
 )
+
+
+@pytest.fixture(autouse=True)
+def _rules_only(settings: Any) -> None:
+    settings.REPO_SEARCH_LEARNED_FUSION = False
 
 
 @pytest.fixture

@@ -9,6 +9,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from accounts.visibility import Viewer
+from search import contract
+from search.exact.dispatch import SearchCall, run_search
+from search.exact.response import search_body
+from search.serializers import SearchResponseSerializer, serialize_response
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 pytestmark = pytest.mark.django_db
@@ -208,3 +213,27 @@ def test_every_hit_says_which_commit_and_branch_it_comes_from_and_when(
     for hit in body["results"]:
         assert (hit["commit"], hit["branch"]) == ("commit1", "release/2.x")
         assert datetime.fromisoformat(hit["indexed_at"]) == repository.last_indexed_at
+
+
+@pytest.mark.parametrize(
+    ("query", "mode"),
+    [
+        ("retry_with_backoff", "hybrid"),
+        ('"retry_with_backoff("', "exact"),
+        ("/retry_\\w+/", "regex"),
+    ],
+)
+def test_the_shared_response_serializer_writes_what_a_new_one_writes(  # type: ignore[no-untyped-def]
+    repository, query: str, mode: str
+) -> None:
+    """The view writes its document with one serializer bound once per process (a new one
+    deep-copies ~100 fields per search): the document is the same, again and again."""
+    request = contract.search_request(
+        {"query": query, "use_vector": False}, viewer=Viewer.everything()
+    )
+    body = search_body(run_search(SearchCall(request=request)), request.limit)
+    assert body["mode"] == mode and body["results"]
+    fresh = SearchResponseSerializer(body).data
+    assert serialize_response(body) == fresh
+    assert serialize_response(body) == fresh  # writing it changed nothing on the serializer
+    assert json.dumps(serialize_response(body), default=str) == json.dumps(fresh, default=str)

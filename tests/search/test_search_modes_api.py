@@ -128,6 +128,7 @@ def test_counting_stops_at_its_cap_with_a_lower_bound(indexed) -> None:  # type:
         fingerprint="t",
         limit=1,
         count_max_files=1,
+        count_budget_ms=60_000,  # the cap on files is what stops it here, not the time
     )
     result = run_exact(request)
     assert len(result.hits) == 1 and result.total == 2 and result.total_is_lower_bound
@@ -171,7 +172,10 @@ def test_invalid_utf8_and_huge_patterns_never_fail(indexed, client: Client) -> N
         assert body["mode"] == "regex" or body["mode"] == "exact"
     got, every_line = post(client, {"query": "/./", "limit": 3})
     assert every_line["truncated"] and len(every_line["results"]) == 3
-    assert every_line["total"] == 6 and every_line["match_total"] > 300
+    if every_line["total_is_lower_bound"]:  # counting ran out of its time (a busy machine)
+        assert 3 <= every_line["total"] < 6
+    else:
+        assert every_line["total"] == 6 and every_line["match_total"] > 300
 
 
 def test_the_results_page_shows_exact_hits_per_file_with_their_lines(

@@ -17,8 +17,15 @@ from indexing.services.vectors import (
     store_vectors,
 )
 from search.executor import SearchExecutor, SearchRequest
+from search.ranking.fusion import RankedList, fuse_ranked_lists
+from search.ranking.left_out import place_left_out
 from search.retrieval.corpus_stats import refresh_search_stats
-from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from search.retrieval.scope import (
+    build_left_out_filter,
+    build_scope_filter,
+    resolve_scope,
+    scope_repositories,
+)
 from search.retrieval.vector import estimate_rows, vector_search
 from tests.search.corpus import Piece, SourceDoc, indexed_repository, local_embedder, no_chat
 
@@ -149,6 +156,64 @@ def test_hnsw_path_with_a_large_scope_falls_back_when_a_filter_leaves_too_few_ro
     )
     assert sorted(cid for cid, _ in found.ranked) == sorted(ids[:6])
     assert found.detail["strategy"].startswith("exact")
+
+
+def test_left_out_list_on_the_hnsw_path_places_the_tests_as_the_exact_list_does() -> None:
+    """The left-out tests alone are too selective for HNSW (at 1 M chunks the filtered scan
+    visited ~15,000 vectors to keep 2-8, up to 2 s): the HNSW path takes the wider scope's
+    nearest chunks and keeps the tests, and the tests placed among the code are the same as
+    with the exact list of the left-out tests."""
+    rng = np.random.default_rng(5)
+    space = EmbeddingSpace.objects.create(
+        key="test/synthetic/32c", provider="test", model="synthetic", dim=DIM
+    )
+    repository, ids = _synthetic_repository("mixed", 600)
+    vectors = _clustered(rng, rng.normal(size=(5, DIM)), list(range(5)), 600)
+    _store(space, repository, ids, vectors)
+    tests = ids[::15]  # 40 test chunks among 600
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE indexing_chunk SET is_test = true WHERE id = ANY(%s)", [tests])
+    embedding_space("test", "synthetic", DIM, key="test/synthetic/32c")
+    scope = resolve_scope(SearchRequest(query="q"))
+    repositories = scope_repositories([repository.pk], Viewer())
+    code_filter = build_scope_filter(scope, repositories)
+    left_out = build_left_out_filter(scope, repositories)
+    assert left_out is not None and left_out.only_kinds == {"tests", "docs"}
+    for query_vector in (vectors[15], vectors[7], vectors[300]):  # a test's own, code's
+        code = vector_search(
+            "q", query_vector, space, code_filter, limit=K, estimated_rows=600, force="exact"
+        )
+        exact = vector_search(
+            "q", query_vector, space, left_out, limit=K, estimated_rows=600, force="exact"
+        )
+        found = vector_search(
+            "q", query_vector, space, left_out, limit=K, estimated_rows=600, exact_max_rows=100
+        )
+        assert found.detail["strategy"] == "hnsw" and found.detail["kinds_kept_after"] == [
+            "docs",
+            "tests",
+        ]
+        assert set(cid for cid, _ in found.ranked) <= set(tests)
+        # A prefix of the exact list: every left-out test that can rank within K.
+        assert found.ranked == exact.ranked[: len(found.ranked)]
+        lists = [RankedList("vector", 0, code.ranked)]
+        placed = [
+            place_left_out(
+                fuse_ranked_lists(lists, top=None),
+                lists,
+                [RankedList("vector", 0, left.ranked)],
+                weight=1.0,
+                depth=K,
+            )
+            for left in (exact, found)
+        ]
+        assert [(c.chunk_id, c.score) for c in placed[0][0]] == [
+            (c.chunk_id, c.score) for c in placed[1][0]
+        ]
+    own = vector_search(
+        "q", vectors[15], space, left_out, limit=K, estimated_rows=600, exact_max_rows=100
+    )
+    assert own.ranked[0][0] == ids[15]  # the test whose vector is the query comes first
 
 
 CORPUS = [
