@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -238,11 +240,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_total_relation_size('search_termpostings'),"
+            " pg_total_relation_size('search_termbucket'),"
             " pg_total_relation_size('search_chunkfacetstat')"
         )
-        postings_bytes, facet_bytes = cursor.fetchone()
+        postings_bytes, bucket_bytes, facet_bytes = cursor.fetchone()
     executor = SearchExecutor()
     boost = SearchRequest(query="x").all_terms_boost
+    load = {"start": [round(v, 1) for v in os.getloadavg()]}
     systems = ("retrieval", "capped", "search", "tantivy")
     timings: dict[str, dict[str, list[float]]] = {s: {} for s in systems}
     agreement: dict[str, dict[str, list[int]]] = {s: {} for s in ("postings", "capped", "tantivy")}
@@ -259,8 +263,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"  rounds {row['rounds']} read {row['postings_read']}",
                 flush=True,
             )
-    report: dict[str, Any] = {"chunks": len(docs), "repeats": args.repeats, "queries": per_query}
+    report: dict[str, Any] = {"chunks": len(docs), "repeats": args.repeats, "queries": per_query,
+                              "commit": _commit(), "load_average": load}  # fmt: skip
+    load["end"] = [round(v, 1) for v in os.getloadavg()]
     report["storage"] = {"term_postings_mb": round(postings_bytes / 2**20, 1),
+                         "term_buckets_mb": round(bucket_bytes / 2**20, 1),
                          "facet_stats_mb": round(facet_bytes / 2**20, 1)}  # fmt: skip
     for name in systems:
         every = [v for values in timings[name].values() for v in values]
@@ -277,9 +284,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  top-{K} agreement with uncapped BM25, {name:8s}: {means}", flush=True)
     ratio = report["search"]["all"]["p50"] / max(report["tantivy"]["all"]["p50"], 0.01)
     report["search_over_tantivy_p50"] = round(ratio, 2)
+    print(f"  commit {report['commit']}, load average {load}", flush=True)
     print(f"  full-text search / tantivy at p50: {ratio:.2f}x;"
-          f" term postings {report['storage']['term_postings_mb']} MB", flush=True)  # fmt: skip
+          f" term postings {report['storage']['term_postings_mb']} MB"
+          f" + packed short lists {report['storage']['term_buckets_mb']} MB", flush=True)  # fmt: skip
     return report
+
+
+def _commit() -> str:
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                           text=True, check=False)  # fmt: skip
+    return found.stdout.strip() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -273,22 +273,16 @@ class SearchExecutor:
             if left_out_filter is not None:
                 self._vector(request, queries, scope, left_out_filter, extra_vector, [], embedder)
 
-        def left_out_fulltext() -> None:
-            if left_out_filter is not None:
-                self._fulltext(request, queries, left_out_filter, extra_fulltext, [])
-
         concurrent = request.use_bm25 and request.use_vector and not connection.in_atomic_block
-        if concurrent:
-            # The left-out lists run on connections of their own too (search.ranking.left_out).
-            futures = [run_beside(scoped_vector)]
-            if left_out_filter is not None:
-                futures += [run_beside(left_out_vector), run_beside(left_out_fulltext)]
-            self._fulltext(request, queries, scope_filter, lists, trace)
-            for future in futures:
-                future.result()
-        else:
-            self._fulltext(request, queries, scope_filter, lists, trace)
-            left_out_fulltext()
+        # The left-out vector list runs on a connection of its own too; the left-out full-text
+        # list comes from the same reading of the term postings as the scoped one.
+        vectors = [scoped_vector] + ([left_out_vector] if left_out_filter is not None else [])
+        beside = [run_beside(f) for f in vectors] if concurrent else []
+        self._fulltext(request, queries, scope_filter, lists, trace, left_out_filter,
+                       extra_fulltext)  # fmt: skip
+        for future in beside:
+            future.result()
+        if not concurrent:
             scoped_vector()
             left_out_vector()
         if left_out_lists is not None:
@@ -326,6 +320,8 @@ class SearchExecutor:
         scope_filter: ScopeFilter,
         lists: list[RankedList],
         trace: list[StageTrace],
+        left_out_filter: ScopeFilter | None = None,
+        left_out_lists: list[RankedList] | None = None,
     ) -> None:
         with record_stage(trace, "fulltext") as stage:
             if not request.use_bm25:
@@ -341,8 +337,11 @@ class SearchExecutor:
                     ranking=request.fulltext_ranking,
                     all_terms_boost=request.all_terms_boost,
                     timeout_ms=self.timeout_ms,
+                    left_out=left_out_filter,
                 )
                 lists.append(RankedList("fulltext", index, found.ranked))
+                if found.left_out is not None and left_out_lists is not None:
+                    left_out_lists.append(RankedList("fulltext", index, found.left_out.ranked))
                 per_query.append({"query": query, "hits": len(found.ranked), **found.detail})
             stage.set("ran", ranking=request.fulltext_ranking, queries=per_query)
 

@@ -10,32 +10,62 @@ generation is swapped in; rows of other generations are dropped then.
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from indexing.models import Repository
 
 
 class TermPostings(models.Model):
-    """One lexeme's posting list in one repository generation, ordered by BM25 impact.
+    """One lexeme's posting list in one repository generation, for one kind of chunk (``part``),
+    ordered by BM25 impact.
 
     ``postings`` packs an 8-byte header and one 8-byte record per chunk holding the lexeme
     (``search.retrieval.postings_format``: chunk id less the header's, token count, twice the
-    field-weighted term frequency, test/doc flags), best single-term impact first, so a search reads only the head of each list
-    (``substring`` of an uncompressed, ``EXTERNAL`` value fetches only the TOAST chunks it
-    needs). ``df`` is the list's length: the document frequency BM25 needs.
+    field-weighted term frequency, test/doc flags), best single-term impact first, so a search
+    reads only the head of each list (``substring`` of an uncompressed, ``EXTERNAL`` value
+    fetches only the TOAST chunks it needs). ``part`` is the chunks' test/doc flags (``& 3``)
+    and their block of 2^32 ids (``>> 2``). ``df`` is the list's length: summed over the parts,
+    the document frequency BM25 needs.
     """
 
-    pk = models.CompositePrimaryKey("repository", "term")
+    pk = models.CompositePrimaryKey("repository", "term", "part")
     repository = models.ForeignKey(
         Repository, on_delete=models.CASCADE, related_name="+", db_index=False
     )
     generation = models.PositiveIntegerField()
     term = models.CharField(max_length=128)
-    df = models.PositiveIntegerField(help_text="Chunks of the generation containing the term.")
+    part = models.PositiveIntegerField(
+        default=0, help_text="Test/doc flags (& 3) and block of 2^32 chunk ids (>> 2)."
+    )
+    df = models.PositiveIntegerField(help_text="Chunks of the part containing the term.")
     postings = models.BinaryField(help_text="Packed records, best impact first.")
 
     def __str__(self) -> str:
         return f"{self.term}: {self.df}"
+
+
+class TermBucket(models.Model):
+    """The short lists of one repository generation (at most ``RARE_DF`` chunks: most lexemes
+    of a code base are in one or two chunks), packed many to a row by a hash of the lexeme, so
+    that they do not pay a row and an index entry each. Element ``i`` of the arrays is one list,
+    as a ``TermPostings`` row would hold it (``search.retrieval.postings_format``)."""
+
+    pk = models.CompositePrimaryKey("repository", "bucket")
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    generation = models.PositiveIntegerField()
+    bucket = models.PositiveIntegerField(
+        help_text="Hash of the lexemes (postings_format.BUCKET_SQL)."
+    )
+    terms = ArrayField(models.CharField(max_length=128))
+    parts = ArrayField(models.PositiveIntegerField())
+    dfs = ArrayField(models.PositiveIntegerField())
+    postings = ArrayField(models.BinaryField())
+
+    def __str__(self) -> str:
+        return f"bucket {self.bucket}: {len(self.terms)} lists"
 
 
 class ChunkFacetStat(models.Model):

@@ -1,22 +1,14 @@
 """Term postings replace the per-term document frequencies (``TermStat``).
 
 The lists are stored uncompressed (``EXTERNAL``) so that a search can read the head of a long
-list without fetching and decompressing all of it. Statistics of indexed repositories are
-rebuilt here, so no repository falls back to counting on the fly after the upgrade.
+list without fetching and decompressing all of it. Nothing is rebuilt here (a migration calls no
+product code; 0006 recreates the table anyway): the facet counts are dropped, so indexed
+repositories count their statistics on the fly until their next index or ``manage.py doctor
+--repair`` rebuilds them.
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
-
-
-def rebuild_statistics(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from search.retrieval.corpus_stats import refresh_search_stats
-
-    Repository = apps.get_model("indexing", "Repository")
-    for repository_id in Repository.objects.filter(active_generation__gt=0).values_list(
-        "pk", flat=True
-    ):
-        refresh_search_stats(repository_id)
 
 
 class Migration(migrations.Migration):
@@ -45,5 +37,5 @@ class Migration(migrations.Migration):
             "ALTER TABLE search_termpostings ALTER COLUMN postings SET STORAGE EXTERNAL",
             migrations.RunSQL.noop,
         ),
-        migrations.RunPython(rebuild_statistics, migrations.RunPython.noop),
+        migrations.RunSQL("DELETE FROM search_chunkfacetstat", migrations.RunSQL.noop),
     ]

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
-from search.retrieval.postings_format import build_postings
+from search.retrieval.postings_format import buckets, build_postings
 
 logger = logging.getLogger(__name__)
 BUILD_WORK_MEM = "256MB"
@@ -56,6 +56,7 @@ def refresh_search_stats(repository_id: UUID) -> None:
             return
         generation = int(row[0])
         cursor.execute("DELETE FROM search_termpostings WHERE repository_id = %s", [repository_id])
+        cursor.execute("DELETE FROM search_termbucket WHERE repository_id = %s", [repository_id])
         cursor.execute(
             "DELETE FROM search_chunkfacetstat WHERE repository_id = %s", [repository_id]
         )
@@ -97,40 +98,54 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
     stats = CorpusStats(df=dict.fromkeys(terms, 0))
     if not repository_ids:
         return stats
+    ids = list(repository_ids)
     with connection.cursor() as cursor:
+        # One statement: each repository's facet sums, then the terms' document frequencies
+        # summed over the repositories that have statistics (over every part of their lists,
+        # long and packed).
         cursor.execute(
             """
-            SELECT r.id, sum(f.chunks), sum(f.total_length)
-            FROM indexing_repository r
-            JOIN search_chunkfacetstat f
-              ON f.repository_id = r.id AND f.generation = r.active_generation
-            WHERE r.id = ANY(%s)
-            GROUP BY r.id
+            WITH f AS (
+                SELECT r.id, sum(f.chunks) AS chunks, sum(f.total_length) AS total_length
+                FROM indexing_repository r
+                JOIN search_chunkfacetstat f
+                  ON f.repository_id = r.id AND f.generation = r.active_generation
+                WHERE r.id = ANY(%s)
+                GROUP BY r.id
+            )
+            SELECT f.id, NULL::text, f.chunks, f.total_length FROM f
+            UNION ALL
+            SELECT NULL, t.term, sum(t.df), NULL
+            FROM search_termpostings t
+            JOIN indexing_repository r
+              ON r.id = t.repository_id AND t.generation = r.active_generation
+            WHERE t.repository_id = ANY(%s) AND t.repository_id IN (SELECT f.id FROM f)
+              AND t.term = ANY(%s)
+            GROUP BY t.term
+            UNION ALL
+            SELECT NULL, u.term, sum(u.df), NULL
+            FROM search_termbucket b
+            JOIN indexing_repository r
+              ON r.id = b.repository_id AND b.generation = r.active_generation
+            CROSS JOIN LATERAL unnest(b.terms, b.dfs) AS u(term, df)
+            WHERE b.repository_id = ANY(%s) AND b.repository_id IN (SELECT f.id FROM f)
+              AND b.bucket = ANY(%s) AND u.term = ANY(%s)
+            GROUP BY u.term
             """,
-            [list(repository_ids)],
+            # (the ids again for each index lookup: the semi-join alone is a skip scan)
+            [ids, ids, list(terms), ids, buckets(terms), list(terms)],
         )
         covered = set()
-        for repository_id, chunks, total_length in cursor.fetchall():
+        for repository_id, term, count, total_length in cursor.fetchall():
+            if term is not None:
+                stats.df[term] += int(count)
+                continue
             covered.add(repository_id)
-            stats.documents += int(chunks)
+            stats.documents += int(count)
             stats.total_length += int(total_length or 0)
             # as ``build_postings`` ordered the lists (1.0 when every chunk is empty)
-            average = int(total_length or 0) / int(chunks or 1)
+            average = int(total_length or 0) / int(count or 1)
             stats.repository_average[repository_id] = average or 1.0
-        if covered and terms:
-            cursor.execute(
-                """
-                SELECT t.term, sum(t.df)
-                FROM search_termpostings t
-                JOIN indexing_repository r
-                  ON r.id = t.repository_id AND t.generation = r.active_generation
-                WHERE r.id = ANY(%s) AND t.term = ANY(%s)
-                GROUP BY t.term
-                """,
-                [list(covered), list(terms)],
-            )
-            for term, df in cursor.fetchall():
-                stats.df[term] += int(df)
         missing = [rid for rid in repository_ids if rid not in covered]
         if missing:
             _count_on_the_fly(cursor, missing, terms, stats)

@@ -27,13 +27,14 @@ match fewer than ``cap`` rows, every match is ranked. Quoted phrases are hard fi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
-from search.retrieval.postings import exact_top_k
+from search.retrieval.postings import exact_top_k, want_of
 from search.retrieval.query import (
     ParsedQuery,
     lexeme,
@@ -55,6 +56,7 @@ class FulltextList:
     query: str
     ranked: list[tuple[int, float]]  # (chunk id, score), best first
     detail: dict[str, Any] = field(default_factory=dict)
+    left_out: FulltextList | None = None  # with ``left_out=``: that scope's list
 
 
 def idf(documents: int, df: int) -> float:
@@ -105,6 +107,19 @@ def plan_candidates(
     return CandidatePlan(scored, tiers, informative, True)
 
 
+def either(scope: ScopeFilter, other: ScopeFilter) -> ScopeFilter:
+    """Chunks in ``scope`` or in ``other`` (same repositories): what one pass reads by id."""
+    return dataclasses.replace(
+        scope,
+        sql=f"(({scope.sql}) OR ({other.sql}))",
+        params=[*scope.params, *other.params],
+        chunk_level=True,
+        include_tests=scope.include_tests or other.include_tests,
+        include_docs=scope.include_docs or other.include_docs,
+        only_kinds=frozenset(),
+    )
+
+
 def fulltext_search(
     parsed: ParsedQuery,
     scope: ScopeFilter,
@@ -115,16 +130,21 @@ def fulltext_search(
     all_terms_boost: float = 0.25,
     timeout_ms: int = 5000,
     use_postings: bool = True,
+    left_out: ScopeFilter | None = None,
 ) -> FulltextList:
     """The best ``limit`` chunks for ``parsed`` in scope, with BM25 or ts_rank_cd scores
-    (``use_postings=False``: the capped path, for comparison)."""
+    (``use_postings=False``: the capped path, for comparison). With ``left_out`` (the chunks
+    the scope left out by default, same repositories) its list too, in ``.left_out``: from the
+    same reading of the postings when they rank, the same as a search of its own."""
     result = FulltextList(query=parsed.text, ranked=[])
+    if left_out is not None:
+        result.left_out = FulltextList(query=parsed.text, ranked=[])
     if parsed.is_empty or not scope.repositories:
         result.detail["reason"] = "no searchable terms" if parsed.is_empty else "no repositories"
         return result
     stats = corpus_stats(scope.repository_ids, parsed.terms)
     plan = plan_candidates(parsed, stats, cap, ranking)
-    present, informative, tiers = plan.scored, plan.informative, plan.tiers
+    present, informative = plan.scored, plan.informative
     result.detail.update(
         terms=list(parsed.terms),
         scored_terms=present,
@@ -143,30 +163,60 @@ def fulltext_search(
     postings = use_postings and scope.default_branches
     if postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
         terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
+        scopes = [scope] if left_out is None else [scope, left_out]
+        wants = [want_of(s, min(limit, cap)) for s in scopes]
         top = exact_top_k(
             terms,
             [idf(stats.documents, stats.df[t]) for t in terms],
             informative,
-            scope,
+            scope if left_out is None else either(scope, left_out),
             stats.repository_average,
             stats.average_length or 1.0,
-            limit=min(limit, cap),
+            wants=wants,
             all_terms_boost=all_terms_boost,
             timeout_ms=timeout_ms,
             seed=tsquery_all(informative) if len(informative) > 1 and plan.capped else None,
             # every match fits under the cap: read the lists whole, in one round
             first_depth=0 if plan.capped else cap,
         )
-        result.ranked = top.ranked
+        result.ranked = top.ranked[0]
         result.detail.update(
             scored_terms=terms,
             capped=result.detail["matches_at_most"] > cap,
-            exact=top.exact,
+            exact=top.exact[0],
             rounds=top.rounds,
             postings_read=top.postings_read,
             chunks_checked=top.checked,
         )
+        if result.left_out is not None:
+            result.left_out.ranked = top.ranked[1]
+            result.left_out.detail = {"exact": top.exact[1], "same_pass": True}
+            result.detail["left_out_exact"] = top.exact[1]
         return result
+    result.ranked = _capped(parsed, scope, plan, stats, required, limit, cap, ranking,
+                            all_terms_boost, timeout_ms)  # fmt: skip
+    if left_out is not None:
+        result.left_out = fulltext_search(
+            parsed, left_out, limit=limit, cap=cap, ranking=ranking,
+            all_terms_boost=all_terms_boost, timeout_ms=timeout_ms, use_postings=use_postings,
+        )  # fmt: skip
+    return result
+
+
+def _capped(
+    parsed: ParsedQuery,
+    scope: ScopeFilter,
+    plan: CandidatePlan,
+    stats: CorpusStats,
+    required: str | None,
+    limit: int,
+    cap: int,
+    ranking: str,
+    all_terms_boost: float,
+    timeout_ms: int,
+) -> list[tuple[int, float]]:
+    """The older path: ``plan``'s capped candidates ranked in one statement."""
+    present, informative, tiers = plan.scored, plan.informative, plan.tiers
     base_where = f"r.id = ANY(%s) AND {scope.sql}"
     base_params: list[Any] = [scope.repository_ids, *scope.params]
     if required:
@@ -215,5 +265,4 @@ def fulltext_search(
     # The candidate query must not fall back to reading the chunk table for common words.
     with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
         cursor.execute(sql, all_params)
-        result.ranked = [(int(cid), float(score)) for cid, score in cursor.fetchall()]
-    return result
+        return [(int(cid), float(score)) for cid, score in cursor.fetchall()]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import zip_longest
 from uuid import UUID
 
 import numpy as np
@@ -37,6 +38,7 @@ from search.retrieval.postings_bounds import (
     CHECK_BATCH,
     Lists,
     State,
+    Want,
     best_effort,
     bounds,
     decide,
@@ -49,6 +51,7 @@ from search.retrieval.postings_format import (
     K1,
     RECORD,
     TEST_FLAG,
+    buckets,
     decode,
     list_base,
     saturation,
@@ -65,12 +68,25 @@ CHECK_COST = 3
 
 @dataclass
 class TopK:
-    ranked: list[tuple[int, float]]
-    exact: bool
+    """Per list of the pass (``wants``): its ranking and whether the bounds proved it exact."""
+
+    ranked: list[list[tuple[int, float]]]
+    exact: list[bool]
     rounds: int = 0
     postings_read: int = 0
     checked: int = 0
     depth: int = 0
+
+
+def want_of(scope: ScopeFilter, limit: int) -> Want:
+    """The list ``scope``'s test/doc filters make (its other filters apply when read by id)."""
+    return Want(
+        limit=limit,
+        excluded_flags=(0 if scope.include_tests else TEST_FLAG)
+        | (0 if scope.include_docs else DOC_FLAG),
+        wanted_flags=(TEST_FLAG if "tests" in scope.only_kinds else 0)
+        | (DOC_FLAG if "docs" in scope.only_kinds else 0),
+    )
 
 
 def exact_top_k(
@@ -81,14 +97,15 @@ def exact_top_k(
     averages: dict[UUID, float],
     average: float,
     *,
-    limit: int,
+    wants: list[Want],
     all_terms_boost: float,
     timeout_ms: int,
     seed: str | None = None,
     first_depth: int = 0,
 ) -> TopK:
-    """The ``limit`` best chunks by BM25 (score desc, id asc) over the repositories in scope
-    (``first_depth``: records of each list read in the first round, e.g. all of them)."""
+    """For each of ``wants``, its ``limit`` best chunks by BM25 (score desc, id asc) over the
+    repositories in scope, from one reading of the lists (``scope``: every chunk some list may
+    hold; ``first_depth``: records of each list read in the first round, e.g. all of them)."""
     repositories = [r for r in scope.repository_ids if r in averages]
     lists = Lists(repositories, terms)
     tindex = {t: j for j, t in enumerate(terms)}
@@ -96,20 +113,19 @@ def exact_top_k(
     informative_mask = sum(1 << tindex[w] for w in informative if w in tindex)
     boost = 1.0 + all_terms_boost if informative_mask else 1.0
     # The scope's average against each repository's: how far a cut-off may under-state.
-    slack = np.asarray(
-        [max(1.0, average / averages[r]) * (1 + 1e-9) for r in repositories], dtype=np.float64
-    )
-    excluded_flags = (0 if scope.include_tests else TEST_FLAG) | (
-        0 if scope.include_docs else DOC_FLAG
-    )
-    lists.excluded_flags = excluded_flags
-    lists.wanted_flags = (TEST_FLAG if "tests" in scope.only_kinds else 0) | (
-        DOC_FLAG if "docs" in scope.only_kinds else 0
-    )
+    slack = {r: max(1.0, average / averages[r]) * (1 + 1e-9) for r in repositories}
+    lists.wants = list(wants)
     exact = ExactScores()
-    result = TopK(ranked=[], exact=False)
+    result = TopK(ranked=[[] for _ in wants], exact=[False] * len(wants))
+    limit = max(w.limit for w in wants)
     depth = first_depth or max(FIRST_DEPTH, math.ceil(4 * limit / max(len(repositories), 1)))
     plan: dict[tuple[int, int], int] | None = None  # list -> records to read next; None: all
+
+    def check(ids: list[int], seed: str | None = None) -> None:
+        result.checked += len(ids) if seed is None else SEED_ROWS
+        check_chunks(cursor, ids, terms, idf, informative, boost, scope, average, exact, seed)
+        _kill_rejected(lists, ids, exact)
+
     with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
         while True:
             result.rounds += 1
@@ -119,53 +135,73 @@ def exact_top_k(
             if result.rounds == 1:
                 # Read the most promising chunks by id first: their exact scores give a cut-off
                 # close to the final one at once (lower bounds alone come late).
-                probe = most_promising(state, exact, excluded_flags, limit)
+                probe = sorted({i for w in lists.wants for i in most_promising(state, exact, w)})
                 if probe:
-                    result.checked += len(probe)
-                    check_chunks(
-                        cursor, probe, terms, idf, informative, boost, scope, average, exact
-                    )
-                    _kill_rejected(lists, probe, exact)
+                    check(probe)
             elif result.rounds == 2 and seed is not None:  # the first round did not settle it
-                result.checked += SEED_ROWS
-                check_chunks(
-                    cursor, [], terms, idf, informative, boost, scope, average, exact, seed
-                )
+                check([], seed)
             state = bounds(lists, cut, boost, informative_mask)  # less the rejected
             while True:
-                done, to_check, count, theta = decide(state, exact, excluded_flags, limit)
-                _kill_below(lists, state, exact, limit)
-                if done is not None:
-                    result.ranked, result.exact = done, True
+                open_lists = len(lists.wants)
+                to_check, count, theta = _decide(lists, state, exact, wants, result)
+                if not lists.wants:
                     result.postings_read = lists.postings_read
                     return result
+                if len(lists.wants) < open_lists:  # the settled lists' parts are read no more
+                    cut = _cut_matrix(lists, idf, slack)
                 if not to_check:
                     break
                 if cut.any():
                     plan = _deepen(lists, cut, theta)
                     if count * len(terms) * CHECK_COST > sum(plan.values()):
                         break
-                batch = to_check[:CHECK_BATCH]
-                result.checked += len(batch)
-                check_chunks(cursor, batch, terms, idf, informative, boost, scope, average, exact)
-                _kill_rejected(lists, batch, exact)
+                check(to_check[:CHECK_BATCH])
                 state = bounds(lists, cut, boost, informative_mask)
             if not cut.any():
                 # Nothing left to read and too many ties to check: rank by the bounds.
-                result.ranked = best_effort(state, exact, excluded_flags, limit)
+                for want in lists.wants:
+                    result.ranked[wants.index(want)] = best_effort(state, exact, want)
                 result.postings_read = lists.postings_read
                 return result
             plan = _deepen(lists, cut, theta)
 
 
-def _kill_below(lists: Lists, state: State, exact: ExactScores, limit: int) -> None:
-    """Chunks whose upper bound is below the ``limit``-th best score read by id (chunks in
-    scope, so a real cut-off) cannot make the top: bounds only shrink and that score only
-    grows."""
-    if len(exact.scores) >= limit:
-        scores = np.fromiter(exact.scores.values(), dtype=np.float64, count=len(exact.scores))
-        kth = float(np.partition(scores, len(scores) - limit)[len(scores) - limit])
-        lists.alive[state.index[state.upper < kth]] = False
+def _decide(
+    lists: Lists, state: State, exact: ExactScores, wants: list[Want], result: TopK
+) -> tuple[list[int], int, float]:
+    """Decide every list still open: a settled one takes its ranking and leaves the pass (its
+    chunks leave the bounds). The others' chunks worth reading by id (theirs interleaved, the
+    most promising first), how many there are, and the lowest score of a current top."""
+    per_list, count, theta = [], 0, math.inf
+    for want in list(lists.wants):
+        done, to_check, rivals, want_theta = decide(state, exact, want)
+        if done is not None:
+            result.ranked[wants.index(want)] = done
+            result.exact[wants.index(want)] = True
+            lists.wants.remove(want)
+            continue
+        per_list.append(to_check)
+        count += rivals
+        theta = min(theta, want_theta)
+    _kill_below(lists, state, exact)
+    merged = [i for group in zip_longest(*per_list) for i in group if i is not None]
+    return list(dict.fromkeys(merged)), count, 0.0 if theta == math.inf else theta
+
+
+def _kill_below(lists: Lists, state: State, exact: ExactScores) -> None:
+    """Chunks no open list admits, or whose upper bound is below the ``limit``-th best score
+    read by id in every open list that admits them (chunks in scope, so a real cut-off), cannot
+    make a top: bounds only shrink and those scores only grow."""
+    dead = np.ones(len(state.ids), dtype=bool)
+    for want in lists.wants:
+        admitted = want.admits(state.flags)
+        _ids, scores = exact.of(want)
+        if len(scores) >= want.limit:
+            kth = float(np.partition(scores, len(scores) - want.limit)[len(scores) - want.limit])
+            dead &= ~admitted | (state.upper < kth)
+        else:
+            dead &= ~admitted
+    lists.alive[state.index[dead]] = False
 
 
 def _kill_rejected(lists: Lists, ids: list[int], exact: ExactScores) -> None:
@@ -178,14 +214,14 @@ def _deepen(lists: Lists, cut: np.ndarray, theta: float) -> dict[tuple[int, int]
     """Read further only where a cut-off is high (score-at-a-time: lists are read down to about
     the same contribution, so the rare terms' lists are read to the end and the commonest
     words' hardly at all)."""
-    per_repo_terms = np.maximum((cut > 0).sum(axis=1), 1)
-    level = theta / per_repo_terms.max() if theta > 0 else 0.0
+    per_source_terms = np.maximum((cut > 0).sum(axis=1), 1)
+    level = theta / per_source_terms.max() if theta > 0 else 0.0
     chosen = np.argwhere(cut > level)
     if not len(chosen):
         chosen = np.argwhere(cut >= 0.5 * cut.max())
     plan = {}
-    for ri, tj in chosen:
-        key = (int(ri), int(tj))
+    for si, tj in chosen:
+        key = (int(si), int(tj))
         plan[key] = max(16, lists.read[key] * (GROWTH - 1))
     return plan
 
@@ -199,71 +235,94 @@ def _fetch(
     idf: np.ndarray,
     average: float,
 ) -> None:
-    """The first ``depth`` records of every list of the terms in scope (``plan`` None), or the
-    next ``plan[list]`` records of the lists in the plan."""
+    """The first ``depth`` records of every list of the terms in scope whose kind some list of
+    the pass admits (``plan`` None), or the next ``plan[list]`` records of the lists in the plan
+    (a list: one part of one repository -- a "source" -- and one term)."""
     size = RECORD.itemsize
     live = (
         " JOIN indexing_repository r"
         " ON r.id = p.repository_id AND p.generation = r.active_generation"
     )
     if plan is None:
+        kinds = [f for f in range(4) if lists.in_scope(np.asarray([f], dtype=np.int64))[0]]
+        # the long lists' heads, and the short lists (packed, read whole) of the same terms
         cursor.execute(
-            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM 1 FOR %s)"  # noqa: S608
+            "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
+            " substring(p.postings FROM 1 FOR %s)"
             f" FROM search_termpostings p {live}"
-            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s)",
-            [HEADER + depth * size, lists.repositories, lists.terms],
-        )
+            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s) AND p.part & 3 = ANY(%s)"
+            " UNION ALL"
+            " SELECT b.repository_id, u.part, u.term, u.df, u.postings"
+            " FROM search_termbucket b JOIN indexing_repository r"
+            "   ON r.id = b.repository_id AND b.generation = r.active_generation"
+            " CROSS JOIN LATERAL unnest(b.terms, b.parts, b.dfs, b.postings)"
+            "   AS u(term, part, df, postings)"
+            " WHERE b.repository_id = ANY(%s) AND b.bucket = ANY(%s) AND u.term = ANY(%s)"
+            "   AND u.part & 3 = ANY(%s)",
+            [HEADER + depth * size, lists.repositories, lists.terms, kinds,
+             lists.repositories, buckets(lists.terms), lists.terms, kinds],
+        )  # fmt: skip
     else:
         keys = list(plan)
+        # Lists named by their source's and term's positions (each repository and term is
+        # sent once, not once per list: a deep round names over a thousand lists).
         cursor.execute(
-            "SELECT p.repository_id, p.term, p.df, substring(p.postings FROM w.start FOR w.len)"  # noqa: S608
-            " FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::int[])"
-            "   AS w(repository_id, term, start, len)"
-            " JOIN search_termpostings p"
-            "   ON p.repository_id = w.repository_id AND p.term = w.term"
+            "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
+            " substring(p.postings FROM w.start FOR w.len)"
+            " FROM unnest(%s::int[], %s::int[], %s::int[], %s::int[]) AS w(source, term, start, len)"
+            " JOIN unnest(%s::uuid[], %s::int[]) WITH ORDINALITY AS s(repository_id, part, n)"
+            "   ON s.n = w.source"
+            " JOIN unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ON t.n = w.term"
+            " JOIN search_termpostings p ON p.repository_id = s.repository_id"
+            "   AND p.term = t.term AND p.part = s.part"
             f" {live}",
             [
-                [lists.repositories[ri] for ri, _tj in keys],
-                [lists.terms[tj] for _ri, tj in keys],
+                [si + 1 for si, _tj in keys],
+                [tj + 1 for _si, tj in keys],
                 [HEADER + lists.read[key] * size + 1 for key in keys],
                 [plan[key] * size for key in keys],
+                [repository for repository, _part in lists.sources],
+                [part for _repository, part in lists.sources],
+                lists.terms,
             ],
         )
-    rindex = {r: i for i, r in enumerate(lists.repositories)}
     tindex = {t: j for j, t in enumerate(lists.terms)}
     rows = cursor.fetchall()
-    keys = [(rindex[repository_id], tindex[term]) for repository_id, term, _df, _c in rows]
-    chunks = [bytes(value) for *_rest, value in rows]
+    keys = [(lists.source(repository, part), tindex[term]) for repository, part, term, *_ in rows]
+    chunks = [bytes(row[4]) for row in rows]
     if plan is None:  # the first read of each list: its header first
         for key, value in zip(keys, chunks, strict=True):
             lists.base[key] = list_base(value)
         chunks = [value[HEADER:] for value in chunks]
     counts = np.asarray([len(value) // size for value in chunks], dtype=np.int64)
     for key, row, count in zip(keys, rows, counts, strict=True):
-        lists.df[key] = int(row[2])
+        lists.df[key] = int(row[3])
         lists.read[key] = lists.read.get(key, 0) + int(count)
     if not counts.sum():
         return
     records = np.frombuffer(b"".join(chunks), dtype=RECORD)
-    term_of = np.repeat(np.asarray([tj for _ri, tj in keys], dtype=np.int64), counts)
-    repo_of = np.repeat(np.asarray([ri for ri, _tj in keys], dtype=np.int64), counts)
+    term_of = np.repeat(np.asarray([tj for _si, tj in keys], dtype=np.int64), counts)
+    source_of = np.repeat(np.asarray([si for si, _tj in keys], dtype=np.int64), counts)
     base = np.repeat(np.asarray([lists.base[key] for key in keys], dtype=np.int64), counts)
     ids, length, tf2, flags = decode(records, base)
     keep = lists.in_scope(flags)
     contribution = idf[term_of[keep]] * (K1 + 1) * saturation(tf2[keep], length[keep], average)
-    lists.add(ids[keep], contribution, 1 << term_of[keep], repo_of[keep], flags[keep])
+    lists.add(ids[keep], contribution, 1 << term_of[keep], source_of[keep], flags[keep])
     # Where each list now stops: the stored order's impact (the repository's own average).
     last = np.cumsum(counts) - 1
-    own = np.asarray([averages[lists.repositories[ri]] for ri, _tj in keys])
+    own = np.asarray([averages[lists.sources[si][0]] for si, _tj in keys])
     impact = saturation(tf2[last[counts > 0]], length[last[counts > 0]], own[counts > 0])
     for key, value in zip([k for k, n in zip(keys, counts, strict=True) if n], impact, strict=True):
         lists.cut[key] = float(value)
 
 
-def _cut_matrix(lists: Lists, idf: np.ndarray, slack: np.ndarray) -> np.ndarray:
-    """The most an unread record of each list (repository x term) can add to a score."""
-    cut = np.zeros((len(lists.repositories), len(lists.terms)), dtype=np.float64)
-    for (ri, tj), df in lists.df.items():
-        if df > lists.read[(ri, tj)]:
-            cut[ri, tj] = idf[tj] * (K1 + 1) * lists.cut[(ri, tj)] * slack[ri]
+def _cut_matrix(lists: Lists, idf: np.ndarray, slack: dict[UUID, float]) -> np.ndarray:
+    """The most an unread record of each list (source x term) can add to a score (0 for the
+    lists read to the end and for the parts no open list of the pass admits)."""
+    cut = np.zeros((len(lists.sources), len(lists.terms)), dtype=np.float64)
+    admitted = lists.in_scope(np.asarray([part & 3 for _r, part in lists.sources], dtype=np.int64))
+    for (si, tj), df in lists.df.items():
+        if df > lists.read[(si, tj)] and admitted[si]:
+            repository = lists.sources[si][0]
+            cut[si, tj] = idf[tj] * (K1 + 1) * lists.cut[(si, tj)] * slack[repository]
     return cut

@@ -1,5 +1,9 @@
 """The bounds of the postings' top-k (``search.retrieval.postings``): what the records read so far
 add up to per chunk, each chunk's lower and upper bound, and whether they settle the top.
+
+One pass may rank several lists at once (``Want``: the scope's chunks, and the tests and docs it
+left out by default): they share the records read and the chunks read by id, and each list is
+decided over the chunks its flags admit.
 """
 
 from __future__ import annotations
@@ -14,17 +18,35 @@ from search.retrieval.postings_check import ExactScores
 CHECK_BATCH = 1000  # chunks read by id per statement, the most promising first
 
 
+@dataclass(frozen=True)
+class Want:
+    """One ranked list of a pass: the chunks whose test/doc flags it admits, and how many."""
+
+    limit: int
+    excluded_flags: int = 0  # chunks with any of these flags are out of this list
+    wanted_flags: int = 0  # when set, only chunks with one of these flags are in it
+
+    def admits(self, flags: np.ndarray) -> np.ndarray:
+        keep = (flags & self.excluded_flags) == 0
+        if self.wanted_flags:
+            keep &= (flags & self.wanted_flags) != 0
+        return keep
+
+
 @dataclass
 class Lists:
     """Where each list was cut off, and what the records read so far add up to per chunk."""
 
     repositories: list[UUID]
     terms: list[str]
+    # the lists' sources: one per (repository, part) read; a list is (source, term)
+    sources: list[tuple[UUID, int]] = field(default_factory=list)
+    source_index: dict[tuple[UUID, int], int] = field(default_factory=dict)
     df: dict[tuple[int, int], int] = field(default_factory=dict)
     read: dict[tuple[int, int], int] = field(default_factory=dict)
     cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
     base: dict[tuple[int, int], int] = field(default_factory=dict)  # the lists' id base
-    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), repository
+    # per candidate chunk (ids ascending): known contributions, lists seen in (bits), source
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -33,8 +55,15 @@ class Lists:
     # False once a chunk cannot make the top (its upper bound fell below the cut-off score, or
     # it was read by id and found out of scope): left out of the bounds from then on.
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    excluded_flags: int = 0  # records with any of these flags are out of scope
-    wanted_flags: int = 0  # when set, only records with one of these flags are in scope
+    wants: list[Want] = field(default_factory=list)  # the lists still being decided
+
+    def source(self, repository: UUID, part: int) -> int:
+        key = (repository, part)
+        found = self.source_index.get(key)
+        if found is None:
+            found = self.source_index[key] = len(self.sources)
+            self.sources.append(key)
+        return found
 
     @property
     def postings_read(self) -> int:
@@ -61,9 +90,10 @@ class Lists:
         self.alive = alive
 
     def in_scope(self, flags: np.ndarray) -> np.ndarray:
-        keep = (flags & self.excluded_flags) == 0
-        if self.wanted_flags:
-            keep &= (flags & self.wanted_flags) != 0
+        """Records some list still being decided admits (the others are dropped as read)."""
+        keep = np.zeros(len(flags), dtype=bool)
+        for want in self.wants:
+            keep |= want.admits(flags)
         return keep
 
     def kill(self, ids: np.ndarray) -> None:
@@ -81,12 +111,20 @@ class State:
     lower: np.ndarray
     upper: np.ndarray
     flags: np.ndarray
-    unseen: float  # the best score a chunk seen in no list can still have
+    # per source (repository part): the best score a chunk of it seen in no list can still have
+    unseen: np.ndarray
+    source_flags: np.ndarray
+
+    def unseen_for(self, want: Want) -> float:
+        """The best score a chunk ``want`` admits and seen in no list can still have."""
+        admitted = self.unseen[want.admits(self.source_flags)]
+        return float(admitted.max()) if len(admitted) else 0.0
 
 
 def bounds(lists: Lists, cut: np.ndarray, boost: float, informative_mask: int) -> State:
     terms = len(lists.terms)
-    unseen = float(cut.sum(axis=1).max()) * boost if cut.size else 0.0
+    unseen = cut.sum(axis=1) * boost
+    source_flags = np.asarray([part & 3 for _r, part in lists.sources], dtype=np.int64)
     index = np.flatnonzero(lists.alive)
     ids, known, mask = lists.ids[index], lists.known[index], lists.mask[index]
     repo, flags = lists.repo[index], lists.flags[index]
@@ -106,12 +144,14 @@ def bounds(lists: Lists, cut: np.ndarray, boost: float, informative_mask: int) -
     has_all = (mask & informative_mask) == informative_mask
     lower = known * np.where(has_all, boost, 1.0)
     upper = (known + missing) * np.where(maybe_all, boost, 1.0)
-    return State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen)
+    return State(ids=ids, index=index, lower=lower, upper=upper, flags=flags, unseen=unseen,
+                 source_flags=source_flags)  # fmt: skip
 
 
-def most_promising(state: State, exact: ExactScores, excluded_flags: int, limit: int) -> list[int]:
-    """The ``limit`` unread candidates with the highest upper bounds."""
-    keep = (state.flags & excluded_flags) == 0
+def most_promising(state: State, exact: ExactScores, want: Want) -> list[int]:
+    """The ``want.limit`` unread candidates of a list with the highest upper bounds."""
+    limit = want.limit
+    keep = want.admits(state.flags)
     seen = set(exact.scores)
     if seen:
         keep &= ~np.isin(state.ids, np.fromiter(seen, dtype=np.int64))
@@ -122,19 +162,18 @@ def most_promising(state: State, exact: ExactScores, excluded_flags: int, limit:
 
 
 def decide(
-    state: State, exact: ExactScores, excluded_flags: int, limit: int
+    state: State, exact: ExactScores, want: Want
 ) -> tuple[list[tuple[int, float]] | None, list[int], int, float]:
-    """The final ranking when the bounds settle it, else the chunks worth reading by id (the
-    first ``CHECK_BATCH`` rivals, and how many there are) and the score the last of the current
-    top has."""
-    ids = state.ids
-    keep = (state.flags & excluded_flags) == 0
+    """The final ranking of one list when the bounds settle it, else the chunks worth reading
+    by id (the first ``CHECK_BATCH`` rivals, and how many there are) and the score the last of
+    the current top has."""
+    ids, limit = state.ids, want.limit
+    keep = want.admits(state.flags)
     # (chunks read by id and found out of scope are no longer alive: not in ``state``)
     ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
     checked = np.zeros(len(ids), dtype=bool)
-    if exact.scores:
-        known_ids = np.fromiter(exact.scores, dtype=np.int64)
-        known_values = np.fromiter(exact.scores.values(), dtype=np.float64)
+    known_ids, known_values = exact.of(want)
+    if len(known_ids):
         where = np.searchsorted(ids, known_ids)
         found = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == known_ids)
         lower[where[found]] = known_values[found]
@@ -162,7 +201,8 @@ def decide(
         last_id = ids[top[-1]]
         rival = rival[(upper[rival] > theta) | ((upper[rival] == theta) & (ids[rival] < last_id))]
     unchecked_top = [int(i) for i in ids[top[~checked[top]]]]
-    settled = state.unseen < theta or (state.unseen == 0 and len(top) < limit)
+    unseen = state.unseen_for(want)
+    settled = unseen < theta or (unseen == 0 and len(top) < limit)
     if settled and not unchecked_top and not len(rival):
         return [(int(ids[i]), float(lower[i])) for i in top], [], 0, theta
     if not settled and not unchecked_top:
@@ -175,14 +215,13 @@ def decide(
     return None, unchecked_top + [int(i) for i in ids[rival]], count, theta
 
 
-def best_effort(
-    state: State, exact: ExactScores, excluded_flags: int, limit: int
-) -> list[tuple[int, float]]:
+def best_effort(state: State, exact: ExactScores, want: Want) -> list[tuple[int, float]]:
     ranked = []
+    admitted = want.admits(state.flags)
     for i, chunk_id in enumerate(state.ids):
         cid = int(chunk_id)
-        if cid in exact.rejected or state.flags[i] & excluded_flags:
+        if cid in exact.rejected or not admitted[i]:
             continue
         ranked.append((cid, exact.scores.get(cid, float(state.lower[i]))))
     ranked.sort(key=lambda item: (-item[1], item[0]))
-    return ranked[:limit]
+    return ranked[: want.limit]

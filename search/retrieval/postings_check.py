@@ -5,6 +5,7 @@ the scope and permission filters applied in the same statement (``search.retriev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from django.db.backends.utils import CursorWrapper
@@ -12,6 +13,9 @@ from django.db.backends.utils import CursorWrapper
 from search.retrieval.postings_format import K1, RANK_WEIGHTS, saturation
 from search.retrieval.query import lexeme
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+
+if TYPE_CHECKING:
+    from search.retrieval.postings_bounds import Want
 
 # Chunks holding every informative word, read first (GIN, any order) when the lists are long:
 # real scores, so a cut-off to prune with before the lists have shown the chunks that match
@@ -21,10 +25,20 @@ SEED_ROWS = 100
 
 @dataclass
 class ExactScores:
-    """Chunks read by id: exact scores of those in scope, and those out of it."""
+    """Chunks read by id: exact scores (and test/doc flags) of those in scope, and those out
+    of it."""
 
     scores: dict[int, float] = field(default_factory=dict)
+    flags: dict[int, int] = field(default_factory=dict)
     rejected: set[int] = field(default_factory=set)
+
+    def of(self, want: Want) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and exact scores of the chunks read by id that ``want``'s list admits."""
+        count = len(self.scores)
+        ids = np.fromiter(self.scores, dtype=np.int64, count=count)
+        values = np.fromiter(self.scores.values(), dtype=np.float64, count=count)
+        keep = want.admits(np.fromiter(self.flags.values(), dtype=np.int64, count=count))
+        return ids[keep], values[keep]
 
 
 def check_chunks(
@@ -51,7 +65,7 @@ def check_chunks(
     )
     which, value = ("c.id = ANY(%s)", ids) if seed is None else ("c.search_vector @@ %s", seed)
     cursor.execute(
-        f"SELECT c.id, c.token_count, {columns}"  # noqa: S608
+        f"SELECT c.id, c.token_count, c.is_test::int + 2 * c.is_doc::int, {columns}"  # noqa: S608
         f" FROM indexing_chunk c {LIVE_CHUNKS_SQL}"
         f" WHERE {which} AND r.id = ANY(%s) AND {scope.sql}"
         + (f" LIMIT {SEED_ROWS:d}" if seed is not None else ""),
@@ -63,13 +77,16 @@ def check_chunks(
     found = set()
     if rows:
         table = np.asarray(rows, dtype=np.float64)
-        tf2 = table[:, 2:]
+        tf2 = table[:, 3:]
         sat = saturation(tf2, np.repeat(table[:, 1:2], len(terms), axis=1), average)
         scores = (idf[None, :] * (K1 + 1) * sat).sum(axis=1)
         if wanted:
             scores = np.where((tf2[:, wanted] > 0).all(axis=1), scores * boost, scores)
-        for chunk_id, score in zip(table[:, 0].astype(np.int64), scores, strict=True):
-            found.add(int(chunk_id))
-            exact.scores[int(chunk_id)] = float(score)
+        read = table[:, 0].astype(np.int64).tolist()
+        flags = table[:, 2].astype(np.int64).tolist()
+        for chunk_id, score, flag in zip(read, scores.tolist(), flags, strict=True):
+            found.add(chunk_id)
+            exact.scores[chunk_id] = score
+            exact.flags[chunk_id] = flag
     if seed is None:
         exact.rejected.update(i for i in ids if i not in found)

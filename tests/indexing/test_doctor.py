@@ -109,11 +109,12 @@ def test_generations_left_behind_are_deleted_and_the_live_one_keeps_answering(
 
 def test_a_repository_without_full_text_statistics_gets_them_rebuilt(data_dir: Path) -> None:
     # As after the upgrade to search.0005, which drops lists of the old record format.
-    from search.models import ChunkFacetStat, TermPostings
+    # (a tiny repository's lists are all short: packed in TermBucket rows)
+    from search.models import ChunkFacetStat, TermBucket
 
     repository = _healthy("d/s", data_dir)
-    assert TermPostings.objects.filter(repository=repository).exists()
-    TermPostings.objects.filter(repository=repository).delete()
+    assert TermBucket.objects.filter(repository=repository).exists()
+    TermBucket.objects.filter(repository=repository).delete()
     ChunkFacetStat.objects.filter(repository=repository).delete()
 
     (finding,) = examine().findings
@@ -122,10 +123,10 @@ def test_a_repository_without_full_text_statistics_gets_them_rebuilt(data_dir: P
         "d/s",
         False,
     )
-    assert not TermPostings.objects.filter(repository=repository).exists()
+    assert not TermBucket.objects.filter(repository=repository).exists()
     (finding,) = examine(repair=True).findings
     assert finding.repaired and "rebuilt" in finding.action
-    assert TermPostings.objects.filter(repository=repository).exists()
+    assert TermBucket.objects.filter(repository=repository).exists()
     assert _kinds(examine()) == []
     hits = SearchExecutor().run(SearchRequest(query="parse_http_header", use_vector=False)).hits
     assert [hit.symbol for hit in hits] == ["s0"]

@@ -3,11 +3,13 @@ match, with the scope applied, and the postings rebuilt with each generation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from accounts.visibility import Viewer
 from search.executor import SearchExecutor, SearchRequest, SearchResult
-from search.models import TermPostings
+from search.models import TermBucket, TermPostings
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
@@ -23,6 +25,21 @@ def search(query: str, **options: object) -> SearchResult:
 
 def chunk(path: str, symbol: str, body: str, **flags: bool) -> SourceDoc:
     return SourceDoc(path, [Piece(f"def {symbol}():\n    {body}\n", symbol)], **flags)  # type: ignore[arg-type]
+
+
+def stored_lists(
+    repository: Any, term: str | None = None
+) -> list[tuple[str, int, int, int, bytes]]:
+    """(term, part, df, generation, list) of every list of a repository (or repository id),
+    long or packed."""
+    pk = getattr(repository, "pk", repository)
+    found = [(r.term, r.part, r.df, r.generation, bytes(r.postings))
+             for r in TermPostings.objects.filter(repository_id=pk)]  # fmt: skip
+    for bucket in TermBucket.objects.filter(repository_id=pk):
+        found += [(t, p, df, bucket.generation, bytes(v))
+                  for t, p, df, v in zip(bucket.terms, bucket.parts, bucket.dfs, bucket.postings,
+                                         strict=True)]  # fmt: skip
+    return sorted(f for f in found if term is None or f[0] == term)
 
 
 def ranked(query: str, *, use_postings: bool, limit: int = 8) -> list[tuple[int, float]]:
@@ -95,18 +112,18 @@ def test_scope_filters_apply_to_the_postings() -> None:
 
 def test_postings_follow_the_live_generation() -> None:
     repository = indexed_repository("gen", [chunk("a.py", "first", "alpha alpha beta")])
-    rows = TermPostings.objects.filter(repository=repository)
-    assert {row.term: row.df for row in rows if row.term in ("alpha", "beta")} == {
+    rows = stored_lists(repository)
+    assert {term: df for term, _p, df, _g, _v in rows if term in ("alpha", "beta")} == {
         "alpha": 1,
         "beta": 1,
     }
     index_generation(
         repository, [chunk("a.py", "first", "beta"), chunk("b.py", "second", "beta gamma")]
     )
-    rows = TermPostings.objects.filter(repository=repository)
-    assert {row.generation for row in rows} == {2}
-    assert "alpha" not in {row.term for row in rows}
-    assert {row.term: row.df for row in rows}["beta"] == 2
+    rows = stored_lists(repository)
+    assert {generation for *_rest, generation, _v in rows} == {2}
+    assert "alpha" not in {term for term, *_rest in rows}
+    assert {term: df for term, _p, df, _g, _v in rows}["beta"] == 2
     assert [hit.symbol for hit in search("alpha").hits] == []
     assert {hit.symbol for hit in search("gamma beta").hits} == {"first", "second"}
 
@@ -140,11 +157,12 @@ def test_a_restricted_repository_is_searched_only_by_its_group() -> None:
 def test_a_deleted_repository_leaves_no_postings_and_no_hits() -> None:
     kept = indexed_repository("kept", [chunk("a.py", "kept_parser", "parser = make_parser()")])
     gone = indexed_repository("gone", [chunk("a.py", "gone_parser", "parser parser parser")])
-    assert TermPostings.objects.filter(repository=gone).exists()
+    assert stored_lists(gone)
+    gone_id = gone.pk
     gone.delete()
-    assert not TermPostings.objects.filter(repository_id=gone.pk).exists()
+    assert not stored_lists(gone_id)
     assert [hit.symbol for hit in search("parser").hits] == ["kept_parser"]
-    assert TermPostings.objects.filter(repository=kept, term="parser").get().df == 1
+    assert [df for _t, _p, df, _g, _v in stored_lists(kept, "parser")] == [1]
 
 
 def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
@@ -161,17 +179,39 @@ def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
             chunk("docs/a.py", "in_doc", "token token token", is_doc=True),
         ],
     )
-    row = TermPostings.objects.get(repository=repository, term="token")
-    value = bytes(row.postings)
-    ids, length, tf2, flags = decode(np.frombuffer(value[HEADER:], RECORD), list_base(value))
+    rows = stored_lists(repository, "token")
     chunks = {c.pk: c for c in Chunk.objects.filter(repository=repository)}
-    assert row.df == 3 == len(ids)
-    for chunk_id, n, twice, flag in zip(ids, length, tf2, flags, strict=True):
-        stored = chunks[int(chunk_id)]
-        assert n == stored.token_count
-        assert flag == int(stored.is_test) + 2 * int(stored.is_doc)
+    # one list per kind of chunk: code (part 0), tests (1), docs (2)
+    assert [(part, df) for _t, part, df, _g, _v in rows] == [(0, 1), (1, 1), (2, 1)]
+    for _term, part, _df, _generation, value in rows:
+        ids, length, tf2, flags = decode(np.frombuffer(value[HEADER:], RECORD), list_base(value))
+        assert len(ids) == 1
+        stored = chunks[int(ids[0])]
+        assert length[0] == stored.token_count
+        assert flags[0] == part == int(stored.is_test) + 2 * int(stored.is_doc)
         # body words weigh 1 (tf2 2 per position): 1, 2 and 3 positions of "token"
-        assert twice == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
+        assert tf2[0] == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
+
+
+def test_chunk_ids_of_one_generation_may_span_more_than_32_bits() -> None:
+    from django.db import connection
+
+    from indexing.models import Chunk
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    docs = [chunk(f"src/n{i}.py", f"near_{i}", "spool " * (i + 1)) for i in range(4)]
+    repository = indexed_repository("wide-ids", [*docs, chunk("src/far.py", "far", "spool " * 9)])
+    far = Chunk.objects.get(repository=repository, symbol="far")
+    with connection.cursor() as cursor:  # as if 2^32 chunks had been stored in between
+        cursor.execute("UPDATE indexing_chunk SET id = id + %s WHERE id = %s", [2**32, far.pk])
+    refresh_search_stats(repository.pk)
+    parts = [(part, df) for _t, part, df, _g, _v in stored_lists(repository, "spool")]
+    assert parts == [(0, 4), (4, 1)]  # the far id has a list of its own
+    exact = ranked("spool", use_postings=True)
+    assert exact[0][0] == far.pk + 2**32  # its real id, and the best score (nine spools)
+    every = ranked("spool", use_postings=False)
+    assert [cid for cid, _ in exact] == [cid for cid, _ in every]
+    assert [s for _, s in exact] == pytest.approx([s for _, s in every], rel=1e-5)
 
 
 def test_the_left_out_lists_rank_only_tests_and_docs_as_every_match_would() -> None:
@@ -195,3 +235,54 @@ def test_the_left_out_lists_rank_only_tests_and_docs_as_every_match_would() -> N
     assert exact.detail["exact"] is True
     assert [cid for cid, _ in exact.ranked] == [cid for cid, _ in every.ranked]
     assert len(exact.ranked) == 3  # the three test/doc chunks, none of the 30 better code chunks
+
+
+def test_one_reading_of_the_postings_gives_the_scoped_and_the_left_out_lists() -> None:
+    from search.retrieval.scope import build_left_out_filter
+
+    docs = [
+        chunk(f"src/m{i}.py", f"code_{i}", "retry " * (i % 5 + 1) + "backoff") for i in range(40)
+    ]
+    docs += [
+        chunk(f"tests/test_r{i}.py", f"test_r{i}", "retry " * (i % 3 + 1), is_test=True)
+        for i in range(12)
+    ]
+    docs += [chunk(f"docs/r{i}.md", f"doc_r{i}", "backoff retry", is_doc=True) for i in range(6)]
+    indexed_repository("one-pass-a", docs)
+    indexed_repository("one-pass-b", docs[::3])
+    scope = resolve_scope(SearchRequest(query="retry backoff"))
+    repositories = scope_repositories(None, Viewer.everything())
+    scoped = build_scope_filter(scope, repositories)
+    left_out = build_left_out_filter(scope, repositories)
+    assert left_out is not None
+    parsed = parse_query("retry backoff")
+    for limit in (3, 8, 30):
+        both = fulltext_search(parsed, scoped, limit=limit, cap=5, left_out=left_out)
+        alone = fulltext_search(parsed, scoped, limit=limit, cap=5)
+        left_alone = fulltext_search(parsed, left_out, limit=limit, cap=5)
+        assert both.left_out is not None and both.left_out.detail["same_pass"] is True
+        assert both.ranked == alone.ranked and both.ranked
+        assert both.left_out.ranked == left_alone.ranked and both.left_out.ranked
+        assert both.detail["exact"] and both.left_out.detail["exact"]
+        assert all(cid not in dict(both.ranked) for cid, _ in both.left_out.ranked)
+
+
+def test_short_lists_are_packed_and_long_ones_have_rows_of_their_own() -> None:
+    from search.retrieval.postings_format import RARE_DF
+
+    words = ["quokka", "wombat", "numbat", "dingo", "bilby"][: RARE_DF + 3]
+    docs = [chunk(f"src/m{i}.py", f"step_{i}", f"retry retry {w}") for i, w in enumerate(words)]
+    repository = indexed_repository("packed", docs)
+    long_terms = set(
+        TermPostings.objects.filter(repository=repository).values_list("term", flat=True)
+    )
+    assert "retry" in long_terms and not long_terms & set(words)
+    packed = {t for b in TermBucket.objects.filter(repository=repository) for t in b.terms}
+    assert set(words) <= packed and "retry" not in packed
+    # a word in one chunk is found, with the score every match would give it
+    exact = ranked(f"{words[3]} retry", use_postings=True)
+    every = ranked(f"{words[3]} retry", use_postings=False)
+    assert [cid for cid, _ in exact] == [cid for cid, _ in every]
+    assert [s for _, s in exact] == pytest.approx([s for _, s in every], rel=1e-5)
+    assert exact[0][0] == search(words[3]).hits[0].chunk_id
+    assert [hit.symbol for hit in search(words[3]).hits] == ["step_3"]
