@@ -26,11 +26,11 @@ from typing import Any
 
 from django.db import connection
 
+from search.llm_stages import expansion_stage, rerank_stage
 from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
 from search.ranking.learned import enabled as learned_fusion_enabled
 from search.ranking.learned import learned_order, question_shape
 from search.ranking.left_out import QueryMemoEmbedder, place_left_out
-from search.ranking.rerank import RerankCandidate, rerank_candidates
 from search.ranking.signals import (
     apply_signals,
     chunk_facts,
@@ -38,7 +38,6 @@ from search.ranking.signals import (
     soft_scope_demotion,
     widened_scope,
 )
-from search.retrieval.expansion import expand_query
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import hydrate_hits
 from search.retrieval.parallel import run_beside
@@ -132,7 +131,7 @@ class SearchExecutor:
                 },
             )
         )
-        queries = self._expand(request, trace)
+        queries = expansion_stage(self._get_chat, request, trace)
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
         left_out_filter = None
@@ -210,7 +209,7 @@ class SearchExecutor:
                 stage.set("skipped", "no retrieval list to fuse")
         hits = hydrate_hits(candidates, scope_filter)
         candidates = [c for c in candidates if c.chunk_id in hits]
-        rerank_scores = self._rerank(request, candidates, hits, trace)
+        rerank_scores = rerank_stage(self._get_chat, request, candidates, hits, trace)
         with record_stage(trace, "blend") as stage:
             if rerank_scores:
                 ordered = blend(
@@ -292,27 +291,6 @@ class SearchExecutor:
         lists.extend(vector_lists)
         trace.extend(vector_trace)
 
-    def _expand(self, request: SearchRequest, trace: list[StageTrace]) -> list[str]:
-        queries = [request.query]
-        with record_stage(trace, "expansion") as stage:
-            if not request.use_expansion:
-                stage.set("skipped", "not requested")
-                return queries
-            expansion = expand_query(
-                self._get_chat(),
-                request.query,
-                count=request.expansion_count,
-                timeout_s=request.expansion_timeout_s,
-            )
-            stage.set(
-                expansion.status,
-                expansion.reason,
-                alternatives=expansion.alternatives,
-                **expansion.detail,
-            )
-            queries += expansion.alternatives
-        return queries
-
     def _fulltext(
         self,
         request: SearchRequest,
@@ -369,37 +347,3 @@ class SearchExecutor:
                 lists,
                 self.timeout_ms,
             )
-
-    def _rerank(
-        self,
-        request: SearchRequest,
-        candidates: list[FusedCandidate],
-        hits: dict[int, SearchHit],
-        trace: list[StageTrace],
-    ) -> dict[int, float]:
-        with record_stage(trace, "rerank") as stage:
-            if not request.use_rerank:
-                stage.set("skipped", "not requested")
-                return {}
-            chosen = [
-                RerankCandidate(
-                    chunk_id=c.chunk_id,
-                    path=hits[c.chunk_id].file_path,
-                    start_line=hits[c.chunk_id].start_line,
-                    end_line=hits[c.chunk_id].end_line,
-                    symbol=hits[c.chunk_id].symbol,
-                    content=hits[c.chunk_id].content,
-                )
-                for c in candidates[: request.rerank_top]
-            ]
-            outcome = rerank_candidates(
-                self._get_chat(),
-                request.query,
-                chosen,
-                concurrency=request.rerank_concurrency,
-                budget_s=request.rerank_budget_s,
-                max_chars=request.rerank_max_chars,
-            )
-            stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
-            return outcome.scores
-        return {}

@@ -10,9 +10,7 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-ENV_MODULE = "".join(
-    (ROOT / "reposearch" / "settings" / name).read_text() for name in ("base.py", "env.py")
-)
+ENV_MODULE = "".join(path.read_text() for path in (ROOT / "reposearch" / "settings").glob("*.py"))
 
 
 def test_services_exist_with_images_or_builds() -> None:
