@@ -59,7 +59,7 @@ def repository_lock(
     block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``, default
     ``REPO_SEARCH_LOCK_TTL_SECS``), and the job's resumed or redelivered task takes it then.
     """
-    key = f"reposearch:lock:repository:{repository_id}"
+    key = _repository_key(repository_id)
     token = f"job:{job_id}:{uuid.uuid4().hex}"
     ttl_seconds = ttl_seconds or settings.REPO_SEARCH_LOCK_TTL_SECS
     redis_client = client()
@@ -115,12 +115,26 @@ def _release_when_back(redis_client: redis.Redis, key: str, token: str, ttl_seco
             return
 
 
+def _repository_key(repository_id: object) -> str:
+    return f"reposearch:lock:repository:{repository_id}"
+
+
+def repository_lock_holder(repository_id: object) -> str | None:
+    """The token of the repository lock's holder (``job:<job id>:<uuid>``), if anyone holds it
+    and Redis answers."""
+    try:
+        value = client().get(_repository_key(repository_id))
+    except redis.RedisError:
+        return None
+    return value.decode() if isinstance(value, bytes) else None
+
+
 def break_repository_lock(repository_id: object) -> bool:
     """Free the repository's lock at once: its holder's task is nowhere (the census found no
     live worker holding it), so the job's resumed task need not wait for the TTL. A holder cut
     off from Redis cannot renew it afterwards (its token no longer matches)."""
     try:
-        return bool(client().delete(f"reposearch:lock:repository:{repository_id}"))
+        return bool(client().delete(_repository_key(repository_id)))
     except redis.RedisError:
         return False  # it expires with its TTL instead
 

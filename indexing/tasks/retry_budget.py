@@ -83,7 +83,7 @@ def lock_wait_retry(task: Any, job_id: int, repository_id: object, error: Except
     waited = now - started
     if waited < settings.REPO_SEARCH_LOCK_WAIT_MAX_SECS:
         raise _retry(task, LOCK, error, lock_interval(), **{LOCK_STARTED: started})
-    holder = _repository_lock_holder(repository_id)
+    holder = locks.repository_lock_holder(repository_id)
     if holder is not None and holder.startswith(f"job:{job_id}:"):
         logger.info("job=%s task=%s: its own job holds the lock; duplicate dropped", job_id, task)
         return
@@ -98,12 +98,3 @@ def lock_wait_retry(task: Any, job_id: int, repository_id: object, error: Except
     )
     logger.warning("job=%s task=%s failed: %s", job_id, task.name, message)
     fail_job(context.job, message)
-
-
-def _repository_lock_holder(repository_id: object) -> str | None:
-    """The token of the repository lock's holder (``job:<id>:<uuid>``, see locks.py), if any."""
-    try:
-        value = locks.client().get(f"reposearch:lock:repository:{repository_id}")
-    except Exception:  # Redis unreachable: treat as unknown
-        return None
-    return value.decode() if isinstance(value, bytes) else None
