@@ -268,6 +268,22 @@ class NetnsLab(WatchesJobs):
         path = self.log_path(name)
         return path.read_text(errors="replace")[-characters:] if path.exists() else ""
 
+    def task_outcomes(self, task_id: str) -> tuple[int, list[str]]:
+        """How many times any worker host received the task, and each delivery's outcome line.
+
+        Celery logs one line per delivery when it ends (``celery.app.trace``): ``succeeded``,
+        ``raised ...``, ``retry: ...`` (sent again: another delivery follows, on any host) or
+        the reason it was rejected (a retry that could not be sent is dropped).
+        """
+        received, outcomes = 0, []
+        for name in self.workers:
+            for line in self.log_tail(name, 10_000_000).splitlines():
+                if f"[{task_id}] received" in line:
+                    received += 1
+                elif f"[{task_id}] " in line and "celery.app.trace" in line:
+                    outcomes.append(f"{name}: {line.split(f'[{task_id}] ', 1)[1][:200]}")
+        return received, outcomes
+
     def close(self) -> None:
         for host in (*self.workers.values(), self.db):
             host.kill_everything()  # PostgreSQL too: the data directory is thrown away
