@@ -308,3 +308,66 @@ def test_every_read_plan_keeps_filters_and_several_patterns(
     assert files('"std::vector" "push_back"') == ["src/native/vec.cpp"]
     assert files('"std::vector" "follow_redirects"') == []
     assert files('"std::vector" /push_[a-z]+/') == ["src/native/vec.cpp"]
+
+
+class ManualClock:
+    """Time that moves only when the test says, and by ``probe_seconds`` during each probe."""
+
+    def __init__(self, probe_seconds: float) -> None:
+        self.now, self.probe_seconds = 100.0, probe_seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_no_repository_probe_starts_that_would_end_past_the_budget(
+    three_repositories, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Reading by repository, the reader times its probes: once the time left is less than one
+    more repository's probe took, it stops *before* that probe (``out_of_time``) instead of
+    running past the budget, and the next call goes on from where it stopped -- so the files
+    still come out once each, in name order."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from search.exact import reader as reader_module
+    from search.exact.candidates import CandidateScope, PatternCondition
+    from search.exact.reader import CandidateReader
+
+    force_plan(monkeypatch, "by repository, one a probe, never the rest at once")
+    clock = ManualClock(probe_seconds=0.5)
+    real_probe = CandidateReader._probe
+
+    def timed_probe(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real_probe(self, *args, **kwargs)
+        clock.now += clock.probe_seconds  # this probe "took" half a second
+        return found
+
+    monkeypatch.setattr(reader_module.CandidateReader, "_probe", timed_probe)
+    repo_ids = [repository.pk for _path, repository in three_repositories.values()]
+    reader = CandidateReader(
+        CandidateScope(repo_ids=repo_ids), [PatternCondition(["follow_redirects"])], clock=clock
+    )
+    seen: list[tuple[str, str]] = []
+
+    def read(seconds_left: float) -> tuple[bool, int]:
+        with CaptureQueriesContext(connection) as statements:
+            batch = reader.next_batch(10, 1000, stop_at=clock.now + seconds_left)
+        seen.extend((f.repo_name, f.path) for f in batch.files)
+        probes = sum("CROSS JOIN LATERAL" in q["sql"] for q in statements.captured_queries)
+        assert not (batch.out_of_time and batch.files)
+        assert not (batch.out_of_time and batch.exhausted)
+        return batch.out_of_time, probes
+
+    assert read(10.0) == (False, 1)  # the first repository, timed: 0.5 s for one
+    assert read(0.4) == (True, 0)  # 0.4 s left < 0.5 s a probe: none started
+    assert read(0.4) == (True, 0)  # still nothing started, nothing lost
+    assert read(0.6) == (False, 1)  # room for one repository: exactly one probed
+    assert read(10.0) == (False, 1)  # the last one
+    expected = sorted(
+        (name, path)
+        for name in three_repositories
+        for path, text in FILES.items()
+        if "follow_redirects" in str(text)
+    )
+    assert seen == expected
