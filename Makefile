@@ -35,10 +35,10 @@ check: install
 		$(PY) manage.py makemigrations --check --dry-run'
 
 test: install lint check
-	@bash scripts/ensure_browser.sh
+	@bash scripts/ensure_test_packages.sh
 	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest --durations=40 $(PYTEST_ARGS)
 
 # Retake the README's screenshots (docs/screenshots) with the browser tests.
 screenshots: install
-	@bash scripts/ensure_browser.sh
+	@bash scripts/ensure_test_packages.sh
 	REPOSEARCH_SCREENSHOTS=1 $(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest tests/frontend -k "browser"

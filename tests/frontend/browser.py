@@ -1,6 +1,6 @@
 """Headless Chromium from Debian's packages, driven by Selenium, for the browser tests.
 
-``scripts/ensure_browser.sh`` installs ``chromium`` and ``chromium-driver``; nothing is
+``scripts/ensure_test_packages.sh`` installs ``chromium`` and ``chromium-driver``; nothing is
 downloaded at run time (Selenium Manager is never asked, because both paths are given).
 """
 
@@ -58,7 +58,7 @@ def chromium() -> Iterator[WebDriver]:
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.fail(
             "the browser tests need Debian's chromium and chromium-driver: "
-            "run scripts/ensure_browser.sh",
+            "run scripts/ensure_test_packages.sh",
             pytrace=False,
         )
     with tempfile.TemporaryDirectory(prefix="reposearch-chromium-") as profile:

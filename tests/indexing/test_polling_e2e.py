@@ -100,15 +100,17 @@ def test_a_pushed_commit_is_polled_reindexed_and_searchable_with_no_request(
         )
         assert reindexed.kind == "incremental"
 
-    found = api.post(
-        "/api/search", {"query": "reconcile_late_arrivals", "use_vector": False}, format="json"
-    ).json()
-    top = found["results"][0]
-    assert top["symbol"] == "reconcile_late_arrivals"
-    assert (top["commit"], top["branch"]) == (pushed.decode(), "main")
-    shown = api.get(f"/api/repos/{repository_id}").json()
-    assert shown["last_indexed_commit"] == pushed.decode()
-    assert shown["behind"] is False and shown["poll_error"] == ""
+        found = api.post(
+            "/api/search", {"query": "reconcile_late_arrivals", "use_vector": False}, format="json"
+        ).json()
+        top = found["results"][0]
+        assert top["symbol"] == "reconcile_late_arrivals"
+        assert (top["commit"], top["branch"]) == (pushed.decode(), "main")
+        # Read while the server is still up: beat polls every second, and a poll caught by the
+        # server's shutdown records that failure (CI at stop 22: "fetch ... (AttributeError)").
+        shown = api.get(f"/api/repos/{repository_id}").json()
+        assert shown["last_indexed_commit"] == pushed.decode()
+        assert shown["behind"] is False and shown["poll_error"] == ""
 
 
 LATE = "def reconcile_late_arrivals(rows):\n    return sorted(rows)\n"
