@@ -98,6 +98,7 @@ class CandidateReader:
     mode: str = ""  # "by repository", "listed", "windowed" or "every file", by the first batch
     listed: list[CandidateFile] = field(default_factory=list)
     repos: list[UUID] = field(default_factory=list)  # by repository: those left, in name order
+    repo_names: dict[UUID, str] = field(default_factory=dict)  # their names
     repos_per_probe: int = 0
     repos_probed: int = 0
     files_found: int = 0
@@ -164,6 +165,11 @@ class CandidateReader:
                 continue
             self.repo_seconds = (self.clock() - began) / len(group)
             del self.repos[: len(group)]
+            if not files and self.repos:
+                # Nothing in those repositories: the position moves to the start of the next one
+                # (no file has an empty path), so a search that stops here goes on from there
+                # instead of probing them again.
+                self.after = (self.repo_names[self.repos[0]], "", 0)
             self.repos_probed += len(group)
             self.files_found += len(files)
             self.listed = files
@@ -194,11 +200,12 @@ class CandidateReader:
         if self.scope.branches is None:
             name = self.after[0] if self.after is not None else ""
             cursor.execute(
-                f"SELECT r.id FROM indexing_repository r WHERE {LIVE_REPOS}"  # noqa: S608
+                f"SELECT r.id, r.name FROM indexing_repository r WHERE {LIVE_REPOS}"  # noqa: S608
                 " AND r.name >= %s ORDER BY r.name",
                 [self.scope.repo_ids, name],
             )
-            self.repos = [row[0] for row in cursor.fetchall()]
+            self.repo_names = dict(cursor.fetchall())
+            self.repos = list(self.repo_names)
             return "by repository"
         chunks, files = self._probe(cursor, PROBE_CHUNKS)
         if chunks > PROBE_CHUNKS:

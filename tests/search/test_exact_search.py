@@ -371,3 +371,57 @@ def test_no_repository_probe_starts_that_would_end_past_the_budget(
         if "follow_redirects" in str(text)
     )
     assert seen == expected
+
+
+def test_a_page_out_of_time_among_repositories_without_matches_goes_on_from_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each repository's probe outlasts what is left of the page's budget, and the first ones
+    hold no match: every page still ends with a cursor that goes on from the next repository,
+    so following them reaches the match (before, such a page had no ``next_cursor`` at all)."""
+    from search.exact import reader as reader_module
+    from search.exact.candidates import CandidateScope, PatternCondition
+    from search.exact.engine import ExactRequest, run_exact
+    from search.exact.patterns import compile_term
+    from search.exact.query_language import Term
+    from search.exact.reader import CandidateReader
+
+    force_plan(monkeypatch, "by repository, one a probe, never the rest at once")
+    plain = {"src/plain.py": "def plain():\n    return 1\n"}
+    marked = {"src/marked.py": "MARKER_WORD_QX = 1\n", **plain}
+    repo_ids = []
+    for number, (name, files) in enumerate(
+        [("aaa/first", plain), ("bbb/second", plain), ("ccc/third", marked)]
+    ):
+        (tmp_path / str(number)).mkdir()
+        repo_ids.append(index(mirror(tmp_path / str(number), files), name).pk)
+    clock = ManualClock(probe_seconds=0.6)
+    real_probe = CandidateReader._probe
+
+    def timed_probe(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real_probe(self, *args, **kwargs)
+        clock.now += clock.probe_seconds
+        return found
+
+    monkeypatch.setattr(reader_module.CandidateReader, "_probe", timed_probe)
+    term = Term("literal", "marker_word_qx", 0)
+    cursor, pages = None, []
+    for _ in range(6):
+        result = run_exact(
+            ExactRequest(
+                matchers=[compile_term(term, False)],
+                conditions=[PatternCondition([term.text])],
+                scope=CandidateScope(repo_ids=repo_ids),
+                fingerprint="no-progress",
+                limit=10,
+                cursor=cursor,
+                budget_ms=1000,  # one probe (0.6 s) fits, a second does not
+                clock=clock,
+            )
+        )
+        pages.append(([(h.file.repo_name, h.file.path) for h in result.hits], result.timed_out))
+        if not result.next_cursor:
+            break
+        assert result.timed_out and result.total_is_lower_bound
+        cursor = result.next_cursor
+    assert pages == [([], True), ([], True), ([("ccc/third", "src/marked.py")], False)]
