@@ -2,7 +2,7 @@
 
 Addresses are ``frontend.permalinks``'s: ``/repos/<name or id>/-/blob/<commit>/<path>`` and
 ``/-/tree/<commit>/<dir>``; ``HEAD`` (or a prefix of the indexed commit) means the indexed
-commit. Everything is read from the clone's git objects at that commit, never from a working
+commit. The same addresses typed without the ``/-/`` redirect to them. Everything is read from the clone's git objects at that commit, never from a working
 tree: a path is only ever a key looked up in git trees, and ``..``, ``.``, empty segments and
 NUL are refused before that. At the indexed commit a file page also offers go to definition and
 find references (``static/frontend/file.js``, through ``/api/symbols``). The old address
@@ -253,6 +253,28 @@ def tree_view(request: HttpRequest, ref: str, commit: str, path: str | None = No
     )
 
 
+_UNDASHED = re.compile(r"/(blob|tree)/")
+
+
+def _undashed_address(request: HttpRequest, ref: str) -> HttpResponse | None:
+    """``/repos/<name>/blob/<commit>/<path>`` or ``.../tree/...`` typed without the ``/-/``
+    that ends a name: a redirect to the permalink when what comes before ``/blob/`` names a
+    repository the viewer may see (the browser keeps a ``#L10-L20``), else None."""
+    viewer = viewer_for(request.user)
+    for found in _UNDASHED.finditer(ref):
+        name, rest = ref[: found.start()], ref[found.end() :]
+        commit, _, path = rest.partition("/")
+        if not name or not commit:
+            continue
+        try:
+            find_repository(name, viewer)
+        except (RepositoryNotFound, AmbiguousRepository):
+            continue
+        at = blob_url if found.group(1) == "blob" else tree_url
+        return HttpResponseRedirect(at(name, commit, path))
+    return None
+
+
 @require_GET
 @reader_page
 def repository_root(request: HttpRequest, ref: str) -> HttpResponse:
@@ -260,7 +282,8 @@ def repository_root(request: HttpRequest, ref: str) -> HttpResponse:
     try:
         place = place_of(request, ref.strip("/"), "HEAD", "")
     except PageRefused as exc:
-        return _refused(request, exc)
+        undashed = _undashed_address(request, ref.strip("/")) if exc.status == 404 else None
+        return undashed or _refused(request, exc)
     return HttpResponseRedirect(tree_url(place.ref, place.commit))
 
 

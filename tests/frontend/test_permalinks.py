@@ -111,6 +111,23 @@ def test_the_repository_address_and_mismatched_kinds_redirect(
     assert response["Location"] == f"/repos/acme/shop/-/blob/{commit}/README.md"
 
 
+def test_an_address_typed_without_the_separator_redirects_to_the_permalink(
+    shop: Repository, client: Client
+) -> None:
+    """``/repos/acme/shop/blob/HEAD/...`` (as GitHub writes it) finds the repository before
+    ``/blob/`` and redirects to the ``/-/`` permalink; a name nobody may see stays a 404."""
+    commit = shop.last_indexed_commit
+    response = client.get("/repos/acme/shop/blob/HEAD/src/shop/cart.py")
+    assert response.status_code == 302
+    assert response["Location"] == "/repos/acme/shop/-/blob/HEAD/src/shop/cart.py"
+    status, html = page(client, response["Location"])
+    assert status == 200 and "add_item" in html
+    response = client.get(f"/repos/acme/shop/tree/{commit}/src")
+    assert response["Location"] == f"/repos/acme/shop/-/tree/{commit}/src"
+    for missing in ("/repos/acme/none/blob/HEAD/src/shop/cart.py", "/repos/acme/shop/blob/"):
+        assert client.get(missing).status_code == 404, missing
+
+
 def test_the_old_file_address_redirects_to_the_permalink_with_its_lines(
     shop: Repository, client: Client
 ) -> None:
@@ -178,6 +195,7 @@ def test_a_restricted_repository_is_no_repository_to_an_outsider(
         "/repos/acme/shop/-/tree/HEAD",
         f"/repos/{shop.pk}/-/tree/HEAD/src",
         "/repos/acme/shop",
+        "/repos/acme/shop/blob/HEAD/src/shop/cart.py",
     ):
         hidden = outsider.get(url)
         missing = outsider.get(
