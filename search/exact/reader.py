@@ -35,7 +35,6 @@ picks the plan.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -50,6 +49,7 @@ from search.exact.candidates import (
     PatternCondition,
     SortKey,
 )
+from search.exact.planner_estimates import expected_chunks, table_rows
 from search.exact.reader_sql import (
     BRANCH_FILES_SQL,
     BRANCH_PROBE_SQL,
@@ -79,7 +79,6 @@ MAX_REPOS_PER_PROBE = 32
 # whatever it holds; the probe of the whole table, 50-90 ms, wins when matches are sparse).
 SPARSE_FILES_PER_REPO = 0.5
 GLOBAL_AFTER_REPOS = 8
-_TABLE_ROWS: list[float] = [0.0, float("-inf")]  # (reltuples, when read)
 
 
 @dataclass
@@ -193,9 +192,7 @@ class CandidateReader:
             return "windowed"
         any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
         any_params = [p for cond in self.conditions for p in cond.params]
-        if self._expected(cursor, any_pattern, any_params) > COMMON_SHARE * self._table_rows(
-            cursor
-        ):
+        if expected_chunks(cursor, any_pattern, any_params) > COMMON_SHARE * table_rows(cursor):
             return "windowed"  # a probe would pay for the word's whole trigram bitmap
         if self.scope.branches is None:
             name = self.after[0] if self.after is not None else ""
@@ -212,28 +209,6 @@ class CandidateReader:
             return "windowed"
         self.listed = files
         return "listed"
-
-    @staticmethod
-    def _expected(cursor: Any, condition: str, params: list[str]) -> float:
-        """The planner's estimate of the chunks (every repository and generation) matching."""
-        cursor.execute(
-            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM indexing_chunk c WHERE {condition}",  # noqa: S608
-            params,
-        )
-        plan = cursor.fetchone()[0]
-        if isinstance(plan, str):
-            plan = json.loads(plan)
-        return float(plan[0]["Plan"]["Plan Rows"])
-
-    @staticmethod
-    def _table_rows(cursor: Any) -> float:
-        """The planner's count of chunks (kept a minute per process: one statement less)."""
-        rows, read_at = _TABLE_ROWS
-        if time.monotonic() - read_at > 60:
-            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'indexing_chunk'::regclass")
-            rows = float(cursor.fetchone()[0] or 0)
-            _TABLE_ROWS[:] = [rows, time.monotonic()]
-        return rows if rows > 0 else float("inf")  # never analysed: no estimate to trust
 
     def _probe(
         self,
