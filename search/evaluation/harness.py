@@ -204,7 +204,8 @@ def build_request(
     return contract.search_request(fields, viewer=viewer, **configuration.overrides)
 
 
-def _slots(result: Any) -> tuple[ResultSlot, ...]:
+def _slots(result: Any, home: UUID | None = None) -> tuple[ResultSlot, ...]:
+    """The hits as result slots; with ``home``, a hit of another repository is ``elsewhere``."""
     return tuple(
         ResultSlot(
             path=hit.file_path,
@@ -213,6 +214,7 @@ def _slots(result: Any) -> tuple[ResultSlot, ...]:
             symbol=hit.symbol or "",
             is_test=bool(getattr(hit, "is_test", False)),
             is_doc=bool(getattr(hit, "is_doc", False)),
+            elsewhere=home is not None and hit.repo_id != home,
         )
         for hit in result.hits
     )
@@ -225,6 +227,7 @@ def _ask_context(
     k: int,
     repo_ids: Sequence[UUID] | None,
     viewer: Viewer | None = None,
+    home: UUID | None = None,
 ) -> tuple[tuple[ResultSlot, ...], list[Any]]:
     """What ask would give the model for ``question``, as result slots, and its trace."""
     from search.ask.evaluation import retrieve_for_evaluation
@@ -244,6 +247,7 @@ def _ask_context(
             symbol=snippet.symbol or "",
             is_test=snippet.is_test,
             is_doc=False,
+            elsewhere=home is not None and snippet.repo_id != home,
         )
         for snippet in snippets
     )
@@ -284,21 +288,24 @@ def run_configuration(
     repo_ids: Sequence[UUID] | None,
     search: SearchFunction,
     viewer: Viewer | None = None,
+    home: UUID | None = None,
 ) -> ConfigurationReport:
+    """Every query of the set under one configuration. ``home``: the repository the questions
+    were written for, when the search spans others too (their hits never count)."""
     report = ConfigurationReport(configuration.name, configuration.description)
     problems: dict[str, int] = {}
     for query in query_set.queries:
         started = time.perf_counter()
         if configuration.ask_options is not None:
             slots, result = _ask_context(
-                query.query, configuration, k=k, repo_ids=repo_ids, viewer=viewer
+                query.query, configuration, k=k, repo_ids=repo_ids, viewer=viewer, home=home
             )
         else:
             request = build_request(
                 query.query, configuration, k=k, repo_ids=repo_ids, viewer=viewer
             )
             result = search(request)
-            slots = _slots(result)[:k]
+            slots = _slots(result, home)[:k]
         elapsed_ms = (time.perf_counter() - started) * 1000
         report.outcomes.append(QueryOutcome(query, slots, elapsed_ms))
         for stage_name in required_stages(configuration):
@@ -339,9 +346,11 @@ def run_ablation(
     warmup: bool = True,
     on_progress: Callable[[str], None] | None = None,
     viewer: Viewer | None = None,
+    home: UUID | None = None,
 ) -> AblationReport:
     """Run every configuration over the query set; LLM ones only ``with_llm`` and a chat model.
-    Searches see what ``viewer`` sees (default: unrestricted repositories only)."""
+    Searches see what ``viewer`` sees (default: unrestricted repositories only); ``home`` as in
+    ``run_configuration``."""
     if search is None:
         from search.executor import SearchExecutor
 
@@ -368,7 +377,13 @@ def run_ablation(
             on_progress(configuration.name)
         reports.append(
             run_configuration(
-                configuration, query_set, k=k, repo_ids=repo_ids, search=search, viewer=viewer
+                configuration,
+                query_set,
+                k=k,
+                repo_ids=repo_ids,
+                search=search,
+                viewer=viewer,
+                home=home,
             )
         )
     return AblationReport(k=k, queries=len(query_set.queries), configurations=reports)

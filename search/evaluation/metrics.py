@@ -1,6 +1,7 @@
 """Retrieval metrics of the evaluation harness: pure functions over labelled queries and results.
 
-A result slot *hits* an expected range when the paths are equal and the line ranges overlap.
+A result slot *hits* an expected range when the paths are equal and the line ranges overlap
+(and, in a search over every repository, the slot is in the question's own repository).
 Per configuration we report, over all queries:
 
 - ``hit@1`` and ``hit@k``: share of queries whose first / any of the first k slots hits;
@@ -34,6 +35,9 @@ class ResultSlot:
     symbol: str = ""
     is_test: bool = False
     is_doc: bool = False
+    # From another repository than the one the question was written for (a search over every
+    # repository): never relevant, whatever its path and lines.
+    elsewhere: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,9 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 
 def slot_hits(query: LabelledQuery, slot: ResultSlot) -> bool:
-    return any(e.overlaps(slot.path, slot.start_line, slot.end_line) for e in query.expected)
+    return not slot.elsewhere and any(
+        e.overlaps(slot.path, slot.start_line, slot.end_line) for e in query.expected
+    )
 
 
 def first_hit_rank(outcome: QueryOutcome, k: int) -> int | None:
@@ -93,7 +99,11 @@ def recall(outcome: QueryOutcome, k: int) -> float:
     covered = sum(
         1
         for e in expected
-        if any(e.overlaps(s.path, s.start_line, s.end_line) for s in outcome.slots[:k])
+        if any(
+            e.overlaps(s.path, s.start_line, s.end_line)
+            for s in outcome.slots[:k]
+            if not s.elsewhere
+        )
     )
     return covered / len(expected)
 
@@ -103,7 +113,7 @@ def symbol_hit(outcome: QueryOutcome, k: int) -> bool | None:
     wanted = {(e.path, e.symbol) for e in outcome.query.expected if e.symbol}
     if not wanted:
         return None
-    return any((s.path, s.symbol) in wanted for s in outcome.slots[:k])
+    return any((s.path, s.symbol) in wanted for s in outcome.slots[:k] if not s.elsewhere)
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -5,7 +5,9 @@
     print(format_split_report(report))
 
 Each corpus runs through ``run_ablation`` on its own repository (so a query only ever sees the
-code it was written for); the split's figures pool every query of every corpus (each question
+code it was written for), or, with ``every_repository``, over every repository the viewer sees
+(a hit counts only in the question's own repository: what a search box with no ``repo:``
+gives); the split's figures pool every query of every corpus (each question
 weighs the same), and a comparison pairs the two configurations' reciprocal ranks query by query
 and bootstraps the difference within each corpus (``bootstrap``).
 """
@@ -53,6 +55,7 @@ class SplitReport:
     comparisons: list[PairedDifference] = field(default_factory=list)
     # per comparison (in the same order): kind -> the comparison over that kind's questions
     comparisons_by_kind: list[dict[str, PairedDifference]] = field(default_factory=list)
+    every_repository: bool = False  # searched over every repository, not the corpus's alone
 
     def configuration_names(self) -> list[str]:
         first = next(iter(self.per_corpus.values()), None)
@@ -62,6 +65,7 @@ class SplitReport:
         return {
             "split": self.split,
             "k": self.k,
+            "every_repository": self.every_repository,
             "corpora": [
                 {
                     "name": run.corpus.name,
@@ -171,8 +175,10 @@ def run_split(
     search: SearchFunction | None = None,
     on_progress: Callable[[str], None] | None = None,
     viewer: Viewer | None = None,
+    every_repository: bool = False,
 ) -> SplitReport:
-    """Every configuration over every corpus of the split, pooled, and the asked comparisons."""
+    """Every configuration over every corpus of the split, pooled, and the asked comparisons
+    (``every_repository``: each corpus's questions searched over every repository)."""
     per_corpus: dict[str, AblationReport] = {}
     for run in runs:
         progress: Callable[[str], None] | None = None
@@ -180,13 +186,14 @@ def run_split(
             progress = _prefixed(on_progress, run.corpus.name)
         per_corpus[run.corpus.name] = run_ablation(
             run.query_set,
-            repo_ids=[run.repository_id],
+            repo_ids=None if every_repository else [run.repository_id],
             k=k,
             with_llm=with_llm,
             configurations=configurations,
             search=search,
             on_progress=progress,
             viewer=viewer,
+            home=run.repository_id if every_repository else None,
         )
     pooled: dict[str, Metrics] = {}
     skipped: dict[str, str] = {}
@@ -200,7 +207,9 @@ def run_split(
             outcomes += found.outcomes
         else:
             pooled[configuration.name] = compute_metrics(outcomes, k)
-    report = SplitReport(split, k, list(runs), per_corpus, pooled, skipped)
+    report = SplitReport(
+        split, k, list(runs), per_corpus, pooled, skipped, every_repository=every_repository
+    )
     for a, b in comparisons:
         report.comparisons.append(compare(report, a, b, resamples=resamples, seed=seed))
         report.comparisons_by_kind.append(
@@ -223,6 +232,11 @@ def format_split_report(report: SplitReport) -> str:
         f"Split {report.split}: {len(names)} corpora ({', '.join(names)}), {total} queries, k={k}",
         "",
     ]
+    if report.every_repository:
+        lines[-1:] = [
+            "Searched over every repository; a hit counts only in its question's own repository.",
+            "",
+        ]
     rows = []
     for name in report.configuration_names():
         m = report.pooled.get(name)

@@ -333,6 +333,26 @@ def test_split_reports_pooled_per_corpus_and_a_paired_interval(
     assert comparison["low"] <= comparison["difference"] <= comparison["high"]
     pooled = report["pooled"]["hybrid+scope"]
     assert pooled["by_kind"]["identifier"]["mrr"] == 1.0  # the definition ranks first
+    assert report["every_repository"] is False
+
+
+def test_split_over_every_repository_says_so(
+    indexed_repository: Repository, tmp_path: Path
+) -> None:
+    out = StringIO()
+    report_path = tmp_path / "every.json"
+    call_command(
+        "eval", "--split", "report", "--every-repository",
+        "--manifest", str(_manifest(tmp_path, _queries_file(tmp_path))),
+        "--configs", "hybrid+scope", "--json", str(report_path),
+        stdout=out, stderr=StringIO(),
+    )  # fmt: skip
+    assert "Searched over every repository; a hit counts only in its question's own" in (
+        out.getvalue()
+    )
+    report = json.loads(report_path.read_text())
+    assert report["every_repository"] is True
+    assert report["pooled"]["hybrid+scope"]["by_kind"]["identifier"]["mrr"] == 1.0
 
 
 def test_split_errors_are_clear(indexed_repository: Repository, tmp_path: Path) -> None:
@@ -351,8 +371,11 @@ def test_split_errors_are_clear(indexed_repository: Repository, tmp_path: Path) 
         )  # fmt: skip
     with pytest.raises(CommandError, match="two different configurations"):
         call_command("eval", "--split", "all", "--manifest", manifest, "--compare", "hybrid")
-    with pytest.raises(CommandError, match="--compare and --corpus need --split"):
+    needs_split = "--compare, --corpus and --every-repository need --split"
+    with pytest.raises(CommandError, match=needs_split):
         call_command("eval", "--repo", "tiny", "--queries", str(queries), "--compare", "a,b")
+    with pytest.raises(CommandError, match=needs_split):
+        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--every-repository")
     with pytest.raises(CommandError, match="leave out --repo"):
         call_command("eval", "--split", "all", "--manifest", manifest, "--repo", "tiny")
     with pytest.raises(CommandError, match="give --split, or both"):

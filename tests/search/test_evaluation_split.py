@@ -39,6 +39,7 @@ class FakeHit:
     start_line: int
     end_line: int
     symbol: str = ""
+    repo_id: uuid.UUID | None = None
 
 
 @dataclass
@@ -199,3 +200,39 @@ def test_saved_reports_that_cannot_be_paired_say_why() -> None:
         compare_reports(unranked, before, "bad")
     with pytest.raises(ReportMismatch, match="not a split report"):
         compare_reports({"k": 10}, before, "bad")
+
+
+def test_over_every_repository_a_hit_counts_only_in_the_questions_own_repository() -> None:
+    runs = _runs()
+    home = {"x": runs[0].repository_id, "y": runs[1].repository_id}
+    seen: list[Any] = []
+
+    def search(request: Any) -> FakeResult:
+        """The expected range twice: first in another repository (same path and lines), then in
+        the question's own."""
+        seen.append(request.repo_ids)
+        prefix, _word, number = request.query.split()
+        n = int(number)
+        lines = (10 * n + 1, 10 * n + 5)
+        return FakeResult(
+            [
+                FakeHit(f"{prefix}.py", *lines, repo_id=uuid.uuid4()),
+                FakeHit(f"{prefix}.py", *lines, repo_id=home[prefix]),
+            ]
+        )
+
+    every = run_split(
+        runs, split="all", configurations=(GOOD_CONFIG,), search=search, every_repository=True
+    )
+    assert set(map(str, seen)) == {"None"}  # no repository filter on any search
+    pooled = every.pooled["good"]
+    assert pooled.mrr == 0.5 and pooled.hit_at_1 == 0.0 and pooled.hit_at_k == 1.0
+    assert pooled.recall_at_k == 1.0
+    assert every.as_dict()["every_repository"] is True
+    assert "Searched over every repository" in format_split_report(every)
+
+    seen.clear()
+    own = run_split(runs, split="all", configurations=(GOOD_CONFIG,), search=search)
+    assert {tuple(ids) for ids in seen} == {(home["x"],), (home["y"],)}
+    assert own.pooled["good"].mrr == 1.0  # inside one repository nothing is elsewhere
+    assert "Searched over every repository" not in format_split_report(own)

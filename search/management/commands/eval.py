@@ -4,6 +4,7 @@
         [--json out.json] [--with-llm] [--configs fulltext,vector,hybrid]
     manage.py eval --split report [--k 10] [--configs hybrid,hybrid+scope] \
         [--compare hybrid,hybrid+scope] [--corpus NAME] [--json out.json] [--baseline old.json]
+        [--every-repository]
 
 With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``report`` or
 ``all``; ``--corpus`` picks some by name); each must have been indexed under its name
@@ -11,6 +12,9 @@ With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``
 queries, shows MRR@k per corpus and per kind, and for each ``--compare A,B`` a paired bootstrap
 interval of MRR(B) - MRR(A); ``--baseline old.json`` pairs every configuration with the same
 one in a report saved earlier (another code or index state: ``search/evaluation/compare.py``).
+``--every-repository`` searches each question over every repository instead of its corpus's
+alone (what a search box with no ``repo:`` does); a hit counts only in the question's own
+repository.
 
 An operator tool: it sees every repository, restricted ones too; ``--user NAME`` evaluates what
 that account would see instead.
@@ -142,6 +146,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--corpus", action="append", default=[], help="with --split: only this corpus"
         )
+        parser.add_argument(
+            "--every-repository",
+            action="store_true",
+            help="with --split: search every repository, not the corpus's alone (a hit counts"
+            " only in the question's own repository)",
+        )
         parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpora manifest")
         parser.add_argument(
             "--k", type=int, help="results per query (default 10 with --split, else 5)"
@@ -187,8 +197,8 @@ class Command(BaseCommand):
         if options["split"]:
             self.handle_split(options, k, configurations, viewer)
             return
-        if options["compare"] or options["corpus"]:
-            raise CommandError("--compare and --corpus need --split")
+        if options["compare"] or options["corpus"] or options["every_repository"]:
+            raise CommandError("--compare, --corpus and --every-repository need --split")
         if not options["repo"] or not options["queries"]:
             raise CommandError("give --split, or both --repo and --queries")
         try:
@@ -267,6 +277,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 on_progress=lambda name: self.stderr.write(f"running {name} ..."),
                 viewer=viewer,
+                every_repository=options["every_repository"],
             )
         except ValueError as error:  # a comparison whose configuration was skipped
             raise CommandError(str(error)) from None
