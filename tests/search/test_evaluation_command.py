@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -300,32 +301,28 @@ def _manifest(tmp_path: Path, queries: Path, names: tuple[str, ...] = ("tiny",))
     return path
 
 
+def _split(tmp_path: Path, *args: str) -> tuple[str, dict[str, Any]]:
+    """``manage.py eval --split report`` on the tiny corpus: its text and its JSON report."""
+    out = StringIO()
+    report_path = tmp_path / "split.json"
+    manifest = str(_manifest(tmp_path, _queries_file(tmp_path)))
+    call_command(
+        "eval", "--split", "report", "--manifest", manifest, "--json", str(report_path), *args,
+        stdout=out, stderr=StringIO(),
+    )  # fmt: skip
+    return out.getvalue(), json.loads(report_path.read_text())
+
+
 def test_split_reports_pooled_per_corpus_and_a_paired_interval(
     indexed_repository: Repository, tmp_path: Path
 ) -> None:
-    out = StringIO()
-    report_path = tmp_path / "split.json"
-    call_command(
-        "eval",
-        "--split",
-        "report",
-        "--manifest",
-        str(_manifest(tmp_path, _queries_file(tmp_path))),
-        "--configs",
-        "hybrid,hybrid+scope",
-        "--compare",
-        "hybrid,hybrid+scope",
-        "--json",
-        str(report_path),
-        stdout=out,
-        stderr=StringIO(),
+    text, report = _split(
+        tmp_path, "--configs", "hybrid,hybrid+scope", "--compare", "hybrid,hybrid+scope"
     )
-    text = out.getvalue()
     assert "Split report: 1 corpora (tiny), 3 queries, k=10" in text  # k=10 by default
     assert "| configuration | MRR@10 | hit@1 | hit@10 |" in text
     assert "MRR@10 per corpus" in text and "| configuration | tiny (3) |" in text
     assert "hybrid+scope - hybrid: " in text and "(1000 resamples, seed 16)" in text
-    report = json.loads(report_path.read_text())
     assert report["split"] == "report" and report["k"] == 10
     assert report["corpora"][0]["commit"] == indexed_repository.last_indexed_commit
     (comparison,) = report["comparisons"]
@@ -339,18 +336,8 @@ def test_split_reports_pooled_per_corpus_and_a_paired_interval(
 def test_split_over_every_repository_says_so(
     indexed_repository: Repository, tmp_path: Path
 ) -> None:
-    out = StringIO()
-    report_path = tmp_path / "every.json"
-    call_command(
-        "eval", "--split", "report", "--every-repository",
-        "--manifest", str(_manifest(tmp_path, _queries_file(tmp_path))),
-        "--configs", "hybrid+scope", "--json", str(report_path),
-        stdout=out, stderr=StringIO(),
-    )  # fmt: skip
-    assert "Searched over every repository; a hit counts only in its question's own" in (
-        out.getvalue()
-    )
-    report = json.loads(report_path.read_text())
+    text, report = _split(tmp_path, "--configs", "hybrid+scope", "--every-repository")
+    assert "Searched over every repository; a hit counts only in its question's own" in text
     assert report["every_repository"] is True
     assert report["pooled"]["hybrid+scope"]["by_kind"]["identifier"]["mrr"] == 1.0
 
