@@ -130,8 +130,26 @@ def classify_fetch_error(
             return ServerUnavailable(f"the connection to {host} was lost")
         if isinstance(item, ssl.SSLError):
             return ServerUnavailable(f"TLS error talking to {host}")
+        if isinstance(item, AttributeError) and _closed_under_the_http_client(item):
+            return ServerUnavailable(f"the connection to {host} was lost")
 
     return GitFetchError(f"fetch from {host} failed ({type(exc).__name__})", transient=True)
+
+
+def _closed_under_the_http_client(exc: AttributeError) -> bool:
+    """The HTTP client used a connection whose socket was closed under it (urllib3 2.x reads
+    ``self.sock.settimeout`` after another thread's ``close()`` set the socket to None: "'NoneType'
+    object has no attribute 'settimeout'"). Only when raised inside urllib3 or ``http.client``
+    on None, so an ``AttributeError`` of our own code still reads as one."""
+    if not str(exc).startswith("'NoneType' object has no attribute"):
+        return False
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    return "/urllib3/" in filename or filename.endswith("/http/client.py")
 
 
 def _from_http_status(status: int, host: str) -> GitFetchError:

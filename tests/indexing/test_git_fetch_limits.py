@@ -7,12 +7,16 @@ import socket
 import time
 
 import pytest
+from urllib3.connection import HTTPConnection
 
 from indexing.git.errors import (
     FetchTimeout,
     RepositoryTooLarge,
     ServerUnavailable,
 )
+from indexing.git.fetch import _check_url
+from indexing.git.fetch_errors import classify_fetch_error
+from indexing.git.transport import TransferGuard
 from tests.indexing.git_fetch_support import MB, fetch
 from tests.indexing.git_server import (
     GitHttpServer,
@@ -38,6 +42,39 @@ def test_connection_refused_is_transient(tmp_path):
     with pytest.raises(ServerUnavailable, match="connection refused") as info:
         fetch(f"http://127.0.0.1:{port}/o/r.git", tmp_path / "out")
     assert info.value.transient
+
+
+def _closed_under_urllib3() -> AttributeError:
+    """What urllib3 2.x raises when another thread closes a connection between sending a
+    request and reading its answer (a git server shutting down under a poll)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    connection = HTTPConnection("127.0.0.1", server.getsockname()[1])
+    try:
+        connection.request("GET", "/o/r.git/info/refs?service=git-upload-pack")
+        connection.sock.close()
+        connection.sock = None  # what HTTPConnection.close() leaves
+        connection.getresponse()
+    except AttributeError as error:
+        return error
+    finally:
+        server.close()
+    raise AssertionError("urllib3 no longer raises AttributeError here")
+
+
+def test_a_connection_closed_under_the_http_client_reads_as_lost():
+    url = "http://127.0.0.1:9/o/r.git"
+    checked = _check_url(url, True, False, socket.getaddrinfo)
+    with TransferGuard(timeout_s=5, max_bytes=MB, allow_private_hosts=True) as guard:
+        lost = classify_fetch_error(_closed_under_urllib3(), guard, checked)
+        try:
+            None.settimeout(1)  # type: ignore[attr-defined]  # the same words, our own code
+        except AttributeError as error:
+            ours = classify_fetch_error(error, guard, checked)
+    assert isinstance(lost, ServerUnavailable) and lost.transient
+    assert str(lost) == "the connection to 127.0.0.1 was lost"
+    assert str(ours) == "fetch from 127.0.0.1 failed (AttributeError)"  # a bug stays visible
 
 
 def test_oversized_repository_stops_near_the_cap(tmp_path):
