@@ -9,81 +9,24 @@ are far too small for the figures to mean anything: that is what the README's ru
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
-from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _server_url(database: str) -> str:
-    db = connection.settings_dict
-    host = db["HOST"] or "127.0.0.1"
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgresql://{db['USER']}{password}@{host}{port}/{database}"
-
-
-@pytest.fixture(scope="module")
-def bench_database() -> Iterator[str]:
-    name = f"bench_smoke_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(_server_url("postgres"), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield _server_url(name)
-    finally:
-        with psycopg.connect(_server_url("postgres"), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-def source_tree(tmp_path: Path) -> Path:
-    """A tiny package to clone and index: its top folder is stripped, as an sdist's is."""
-    package = tmp_path / "source" / "tinypkg-1.0"
-    package.mkdir(parents=True)
-    for number in range(3):
-        (package / f"module{number}.py").write_text(
-            f"def handler_{number}(request):\n    return request.get('value', {number})\n"
-        )
-    (package / "README.md").write_text("# tinypkg\n\nA package for smoke runs.\n")
-    return package.parent
-
-
-def _run(
-    script: str, *args: str, env: dict[str, str] | None = None, drop: tuple[str, ...] = ()
-) -> str:
-    environment = {k: v for k, v in os.environ.items() if k not in drop}
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), *args],
-        cwd=ROOT,
-        env={**environment, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, f"{script} exited {result.returncode}:\n{output[-4000:]}"
-    return output
+from tests.bench.script_runs import run_script
 
 
 @pytest.mark.django_db
 def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path) -> None:
     env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
-    built = _run(
+    built = run_script(
         "build_synthetic_corpus.py",
         *("--chunks", "300", "--real-vectors", "16", "--base-files", "10"),
         env=env,
     )
     assert "base: 10 Django files" in built
     assert (tmp_path / "synthetic.json").exists()
-    latency = _run(
+    latency = run_script(
         "search_latency.py",
         *("--corpus", "synthetic", "--repeats", "1"),
         *("--json", str(tmp_path / "latency.json"), "--plans", str(tmp_path / "plans.txt")),
@@ -93,12 +36,12 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
         assert f"  {mode:9s} p50" in latency, f"no {mode} figures"
     assert "WARNING" not in latency, "a required stage did not run"
     assert (tmp_path / "latency.json").stat().st_size > 0
-    recall = _run(
+    recall = run_script(
         "vector_recall.py", *("--ef-search", "40", "--extra-queries", "4"),
         *("--json", str(tmp_path / "recall.json")), env=env,
     )  # fmt: skip
     assert "scope all:" in recall and "recall_at_10_mean" in recall
-    http = _run(
+    http = run_script(
         "search_http.py", *("--clients", "2,3", "--seconds", "2,2"),
         *("--json", str(tmp_path / "http.json")),
         env={**env, "REPO_SEARCH_DB_POOL_SIZE": "4"},
@@ -112,7 +55,7 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
     assert all(p["cpu_ms_per_search"]["database"] > 0 for p in phases), http[-2000:]
     assert all(p["bound_per_s"] > 0 and len(p["load_average"]) == 6 for p in phases)
     assert "CPU per search: server" in http
-    side_by_side = _run(
+    side_by_side = run_script(
         "fulltext_vs_tantivy.py", "--repeats", "1", "--json", str(tmp_path / "tantivy.json"),
         env=env,
     )  # fmt: skip
@@ -124,12 +67,12 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
 
 
 def test_embedding_runtime() -> None:
-    output = _run("embedding_runtime.py", "--repeats", "1", "--chunks", "4")
+    output = run_script("embedding_runtime.py", "--repeats", "1", "--chunks", "4")
     assert "numpy + tokenizers" in output and "chunks/s" in output
 
 
 def test_clone_benchmark(source_tree: Path) -> None:
-    output = _run(
+    output = run_script(
         "clone_benchmark.py",
         *("--source", str(source_tree / "tinypkg-1.0"), "--branches", "1", "--runs", "1"),
         "--no-vendor-branch",
@@ -141,7 +84,7 @@ def test_clone_benchmark(source_tree: Path) -> None:
 
 def test_index_benchmark(source_tree: Path) -> None:
     # Its own servers and worker: on the suite's broker, the suite's worker would take its tasks.
-    output = _run(
+    output = run_script(
         "index_benchmark.py", "--corpus", str(source_tree), "--embed",
         drop=("DATABASE_URL", "REDIS_URL"),
     )  # fmt: skip
@@ -152,7 +95,7 @@ def test_index_benchmark(source_tree: Path) -> None:
 
 
 def test_index_benchmark_on_an_assembled_repository(tmp_path: Path) -> None:
-    output = _run(
+    output = run_script(
         "index_benchmark.py", "--assemble", "3", env={"BENCH_CORPORA_DIR": str(tmp_path)},
         drop=("DATABASE_URL", "REDIS_URL"),
     )  # fmt: skip
@@ -167,7 +110,7 @@ def test_index_benchmark_on_an_assembled_repository(tmp_path: Path) -> None:
 def test_symbol_search_benchmark(bench_database: str, source_tree: Path, tmp_path: Path) -> None:
     env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
     report = tmp_path / "symbols.json"
-    output = _run(
+    output = run_script(
         "symbol_search.py", "--source", str(source_tree / "tinypkg-1.0"), "--repeats", "1",
         "--json", str(report), env=env,
     )  # fmt: skip
@@ -181,7 +124,7 @@ def test_exact_search_benchmark(bench_database: str, source_tree: Path, tmp_path
     env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
     report = tmp_path / "exact.json"
     args = ("--source", str(source_tree / "tinypkg-1.0"), "--repeats", "1", "--json", str(report))
-    _run("exact_search.py", *args, "--copies", "2", "--rg-repeats", "1", env=env)
+    run_script("exact_search.py", *args, "--copies", "2", "--rg-repeats", "1", env=env)
     figures = json.loads(report.read_text())
     assert figures["chunks_all_corpora"] >= 2 * figures["chunks"] > 0  # (other smoke runs' too)
     everywhere = [q for q in figures["queries"] if q["scope"] == "all copies"]
@@ -197,7 +140,7 @@ def test_exact_search_benchmark(bench_database: str, source_tree: Path, tmp_path
 def test_branch_benchmark(bench_database: str, source_tree: Path, tmp_path: Path) -> None:
     env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
     report = tmp_path / "branches.json"
-    output = _run(
+    output = run_script(
         "branch_benchmark.py", "--source", str(source_tree / "tinypkg-1.0"), "--changed", "1",
         "--json", str(report), env=env,
     )  # fmt: skip
