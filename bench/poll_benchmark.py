@@ -61,9 +61,11 @@ def main() -> None:
             repo = init_bare_repo(f"{tmp}/r{i}.git")
             commit_files(repo, {"src/app.py": f"def f{i}():\n    return {i}\n", "README.md": "x"})
             repos[f"org/r{i}.git"] = repo
+        rows: list[Repository] = []
         with GitHttpServer(repos) as server:
             for cycle, threads in enumerate(int(t) for t in args.threads.split(",")):
-                Repository.objects.all().delete()
+                # Only its own rows: the database may be the development stack's.
+                Repository.objects.filter(pk__in=[row.pk for row in rows]).delete()
                 rows = [
                     Repository(
                         url=server.url(name),
@@ -93,15 +95,18 @@ def main() -> None:
                     list(pool.map(poll, rows))
                 wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu
                 packs = sum(1 for r in server.requests if r.startswith("POST"))
-                errors = Repository.objects.exclude(poll_error="").count()
+                mine = Repository.objects.filter(pk__in=[row.pk for row in rows])
+                jobs = IndexJob.objects.filter(repository__in=mine)
+                errors = mine.exclude(poll_error="").count()
                 print(
                     f"{args.repos} repositories, {threads} thread(s): {wall:.2f} s wall "
                     f"({wall / args.repos * 1000:.1f} ms per check), {cpu:.2f} s CPU, "
                     f"{len(server.requests)} requests ({packs} pack requests), "
                     f"{server.bytes_sent / 1024:.0f} KiB sent, "
-                    f"{IndexJob.objects.count()} re-indexes queued, {errors} errors"
+                    f"{jobs.count()} re-indexes queued, {errors} errors"
                 )
-                IndexJob.objects.all().delete()
+                jobs.delete()
+            Repository.objects.filter(pk__in=[row.pk for row in rows]).delete()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,12 @@ are far too small for the figures to mean anything: that is what the README's ru
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -150,3 +155,54 @@ def test_branch_benchmark(bench_database: str, source_tree: Path, tmp_path: Path
     assert (second["files"], second["shared_files"], second["branch_files"]) == (2, 2, 4)
     assert figures["next as its own repository"]["files"] == 4
     assert "second branch: 2 file rows" in output, output[-2000:]
+
+
+def _git_repository(tree: Path) -> Path:
+    """``tree`` committed once on ``main``."""
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "smoke", "GIT_AUTHOR_EMAIL": "smoke@example.invalid",
+        "GIT_COMMITTER_NAME": "smoke", "GIT_COMMITTER_EMAIL": "smoke@example.invalid",
+    }  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "tiny"]):
+        subprocess.run(["git", "-C", str(tree), *args], check=True, env=env, capture_output=True)
+    return tree
+
+
+def test_footprint(source_tree: Path) -> None:
+    # The whole ``make up`` stack on its own ports and data directory; one-second phases.
+    repo = _git_repository(source_tree / "tinypkg-1.0")
+    output = run_script(
+        "footprint.py", *("--seconds", "1", "--interval", "0.5"),
+        *("--index", "--repo", str(repo), "--index-timeout", "180"),
+    )  # fmt: skip
+    assert "healthy after" in output
+    assert "job done, 4 files" in output, output[-3000:]
+    assert "one search: 200" in output
+    assert "| phase | role | processes | RSS MB (median) |" in output
+    for phase in ("idle", "indexing", "idle after indexing", "idle after a search"):
+        assert re.search(rf"^\| {phase} \| \*\*total\*\* \| \d+ \| \*\*\d+\*\* ", output, re.M), (
+            f"no {phase} total"
+        )
+
+
+@pytest.fixture
+def spare_redis() -> Iterator[str]:
+    """A Redis database of its own on the test's server: what the script queues stays there."""
+    import redis
+
+    url = urlsplit(os.environ["REDIS_URL"])._replace(path="/13").geturl()
+    yield url
+    redis.Redis.from_url(url).flushdb()
+
+
+def test_poll_benchmark(migrated_database: str, spare_redis: str) -> None:
+    output = run_script(
+        "poll_benchmark.py", *("--repos", "4", "--moved", "1", "--threads", "1,2"),
+        env={"DATABASE_URL": migrated_database, "REDIS_URL": spare_redis},
+    )  # fmt: skip
+    for threads in (1, 2):
+        line = re.search(rf"^4 repositories, {threads} thread\(s\): .*$", output, re.M)
+        assert line, output[-2000:]
+        # Every check answered by the refs advertisement alone; the moved tip queues a re-index.
+        assert "(0 pack requests)" in line[0] and "1 re-indexes queued, 0 errors" in line[0]
