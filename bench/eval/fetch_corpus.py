@@ -42,6 +42,9 @@ from search.evaluation.corpora import (  # noqa: E402
 from search.evaluation.queries import check_query_set, load_query_set  # noqa: E402
 
 MANIFEST = ROOT / "bench" / "eval" / "corpora.json"
+# Where the corpora's trees are built: ``bench/corpora``, or ``BENCH_CORPORA_DIR`` (as for the
+# benchmarks' caches, ``bench/bench_db.py``: the test suite's smoke runs build tiny corpora there).
+CORPORA = Path(os.environ.get("BENCH_CORPORA_DIR") or ROOT / "bench" / "corpora")
 COMMIT_ENV = {
     "GIT_AUTHOR_NAME": "reposearch eval",
     "GIT_AUTHOR_EMAIL": "eval@reposearch.invalid",
@@ -56,6 +59,11 @@ def manifest(path: Path = MANIFEST) -> tuple[Corpus, ...]:
     return load_manifest(path)
 
 
+def corpus_tree(corpus: Corpus) -> Path:
+    """The corpus's git repository (``corpus.directory(ROOT)`` unless BENCH_CORPORA_DIR is set)."""
+    return CORPORA / corpus.name
+
+
 def find_corpus(ref: str, corpora: tuple[Corpus, ...] | None = None) -> Corpus:
     """A corpus by name, or by package when only one corpus has it (``flask``)."""
     corpora = corpora if corpora is not None else manifest()
@@ -65,11 +73,11 @@ def find_corpus(ref: str, corpora: tuple[Corpus, ...] | None = None) -> Corpus:
     by_package = [corpus for corpus in corpora if corpus.package == ref]
     if len(by_package) == 1:
         return by_package[0]
-    raise SystemExit(f"no corpus {ref!r} in {MANIFEST.relative_to(ROOT)}")
+    raise SystemExit(f"no corpus {ref!r} in the manifest")
 
 
 def corpus_dir(ref: str = "flask") -> Path:
-    return find_corpus(ref).directory(ROOT)
+    return corpus_tree(find_corpus(ref))
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -165,7 +173,7 @@ def build_repository(corpus: Corpus, dest: Path) -> str:
 
 
 def ensure_fetched(corpus: Corpus, *, force: bool = False, dest: Path | None = None) -> Path:
-    dest = dest or corpus.directory(ROOT)
+    dest = dest or corpus_tree(corpus)
     if force or not (dest / ".git").exists():
         commit = build_repository(corpus, dest)
         print(f"built {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest} at {commit}")

@@ -12,6 +12,7 @@ this process, the product's header is unchanged.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,11 @@ VARIANTS = {"+splitname": split_name_header}
 
 
 def main(argv: list[str]) -> int:
-    name, suffix = argv
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("name", help="a corpus of the manifest")
+    parser.add_argument("suffix", choices=sorted(VARIANTS), help="the header variant")
+    parser.add_argument("--manifest", type=Path, help="corpora manifest (default: the project's)")
+    args = parser.parse_args(argv)
     import index_variant
 
     from reposearch.startup import load_settings_or_exit
@@ -50,8 +55,8 @@ def main(argv: list[str]) -> int:
     django.setup()
     from indexing.services import vectors
 
-    vectors.embedding_header = VARIANTS[suffix]  # type: ignore[assignment]
-    return index_variant.main([name, suffix])
+    vectors.embedding_header = VARIANTS[args.suffix]  # type: ignore[assignment]
+    return index_variant.main(argv)
 
 
 if __name__ == "__main__":

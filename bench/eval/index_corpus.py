@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "eval"))
 
-from fetch_corpus import ensure_fetched, find_corpus, manifest  # noqa: E402
+from fetch_corpus import MANIFEST, corpus_tree, ensure_fetched, find_corpus, manifest  # noqa: E402
 
 from search.evaluation.corpora import Corpus, ManifestError, select_corpora  # noqa: E402
 
@@ -47,7 +47,7 @@ def index_corpus(corpus: Corpus) -> Any:
     from indexing.services.stages import fetch_and_index
     from indexing.services.stages.embed import run_embed
 
-    path = corpus.directory(ROOT)
+    path = corpus_tree(corpus)
     if not (path / ".git").exists():
         ensure_fetched(corpus)
     head = _head(path)
@@ -89,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--name", action="append", default=[], help="a corpus name (repeatable)")
     parser.add_argument("--split", choices=("tune", "report", "all"), help="a split's corpora")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpora manifest")
     args = parser.parse_args(argv)
     try:
-        corpora = manifest()
+        corpora = manifest(args.manifest)
         if args.name or args.split:
             selected = select_corpora(corpora, split=args.split or "all", names=args.name)
         else:

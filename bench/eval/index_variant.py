@@ -13,6 +13,7 @@ vectors of unchanged chunks are reused by content hash, so only new chunks are e
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -25,24 +26,26 @@ sys.path.insert(0, str(ROOT / "bench" / "eval"))
 
 
 class _Renamed:
-    """A manifest corpus under another name and directory."""
+    """A manifest corpus under another name (so in another directory)."""
 
     def __init__(self, corpus: Any, name: str) -> None:
         self._corpus = corpus
         self.name = name
-
-    def directory(self, root: Path) -> Path:
-        return root / "bench" / "corpora" / self.name
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._corpus, attribute)
 
 
 def main(argv: list[str]) -> int:
-    name, suffix = argv
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("name", help="a corpus of the manifest")
+    parser.add_argument("suffix", help="appended to its name: the variant's repository")
+    parser.add_argument("--manifest", type=Path, help="corpora manifest (default: the project's)")
+    args = parser.parse_args(argv)
+    name, suffix = args.name, args.suffix
     os.chdir(ROOT)
     os.environ.setdefault("REPO_SEARCH_ALLOW_LOCAL_PATHS", "1")
-    from fetch_corpus import ensure_fetched, manifest
+    from fetch_corpus import MANIFEST, corpus_tree, ensure_fetched, manifest
 
     from reposearch.startup import load_settings_or_exit
 
@@ -52,12 +55,12 @@ def main(argv: list[str]) -> int:
     django.setup()
     from index_corpus import index_corpus
 
-    corpus = next(c for c in manifest() if c.name == name)
-    source = corpus.directory(ROOT)
+    corpus = next(c for c in manifest(args.manifest or MANIFEST) if c.name == name)
+    source = corpus_tree(corpus)
     if not (source / ".git").exists():
         ensure_fetched(corpus)
     variant = _Renamed(corpus, name + suffix)
-    target = variant.directory(ROOT)
+    target = corpus_tree(variant)
     if not target.exists():
         shutil.copytree(source, target)
     index_corpus(variant)

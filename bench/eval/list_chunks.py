@@ -10,6 +10,7 @@ name. Files the walker would skip (binary, too large) are left out.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "eval"))
 
-from fetch_corpus import find_corpus  # noqa: E402
+from fetch_corpus import MANIFEST, corpus_tree, find_corpus, manifest  # noqa: E402
 
 from indexing.chunking import chunk_file  # noqa: E402
 from indexing.languages import detect_language, is_doc_path, is_test_path  # noqa: E402
@@ -27,11 +28,16 @@ from indexing.languages import detect_language, is_doc_path, is_test_path  # noq
 def main(argv: list[str]) -> int:
     if not argv:
         raise SystemExit(__doc__)
-    tree = find_corpus(argv[0]).directory(ROOT)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("corpus", help="a corpus of the manifest (name, or package)")
+    parser.add_argument("files", nargs="*", help="only these files or folders")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpora manifest")
+    args = parser.parse_args(argv)
+    tree = corpus_tree(find_corpus(args.corpus, manifest(args.manifest)))
     files = subprocess.run(
         ["git", "-C", str(tree), "ls-files"], check=True, capture_output=True, text=True
     ).stdout.split()
-    wanted = argv[1:]
+    wanted = args.files
     for path in files:
         if wanted and not any(path == w or path.startswith(w.rstrip("/") + "/") for w in wanted):
             continue

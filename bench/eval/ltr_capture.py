@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--variant", default="", help="repository name suffix (+sections)")
     parser.add_argument("--out", required=True)
+    manifest_path = ROOT / "bench" / "eval" / "corpora.json"
+    parser.add_argument("--manifest", type=Path, default=manifest_path, help="corpora manifest")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     from reposearch.startup import load_settings_or_exit
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from search.evaluation.corpora import load_manifest
 
-    manifest = load_manifest(ROOT / "bench" / "eval" / "corpora.json")
+    manifest = load_manifest(args.manifest)
     corpora = [c for c in manifest if args.split == "all" or c.split == args.split]
     if args.corpus:
         corpora = [c for c in manifest if c.name in args.corpus]

@@ -8,7 +8,8 @@ Stores MPNet vectors for the named corpora's live chunks in their own embedding 
 head only), reusing ``granularity.py``'s vector cache, then runs the eval command with
 ``llm.get_embedder`` answering the MPNet embedder, so the query is embedded by the same
 model and the vector stage searches that space. Every argument after the model folder goes
-to ``manage.py eval``.
+to ``manage.py eval``, except ``--cache FILE`` (the vector cache, default
+``bench/results/granularity-cache/local_all-mpnet-base-v2_768.npz``).
 """
 
 from __future__ import annotations
@@ -44,10 +45,13 @@ def main() -> int:
     )
 
     model_dir, eval_args = Path(sys.argv[1]), sys.argv[2:]
+    cache_file = ROOT / "bench/results/granularity-cache/local_all-mpnet-base-v2_768.npz"
+    if "--cache" in eval_args:
+        at = eval_args.index("--cache")
+        cache_file = Path(eval_args[at + 1])
+        del eval_args[at : at + 2]
     mpnet = MPNetEmbedder(prepare(model_dir))
-    cache = CachedEmbedder(
-        mpnet, ROOT / "bench/results/granularity-cache/local_all-mpnet-base-v2_768.npz"
-    )
+    cache = CachedEmbedder(mpnet, cache_file)
     space = space_for(mpnet)
     names = [eval_args[i + 1] for i, a in enumerate(eval_args) if a == "--corpus"]
     for repository in (
