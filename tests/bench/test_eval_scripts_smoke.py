@@ -17,6 +17,7 @@ import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -386,3 +387,24 @@ def test_mpnet_scripts_and_compare_runs(corpora: TinyCorpora, tmp_path: Path) ->
     )  # fmt: skip
     assert compared.startswith(f"{before} -> {after}, k=10"), compared
     assert re.search(r"^\d+ questions moved \(reciprocal rank before -> after", compared, re.M)
+
+
+def test_ask_stream(corpora: TinyCorpora, model_server: Any, tmp_path: Path) -> None:
+    """bench/ask_stream.py (streamed ask through uvicorn) with the tests' Ollama-speaking model
+    server as the chat model, on an indexed tiny corpus."""
+    model_server.chat_handler = lambda messages: "It sleeps longer after each failure [1]."
+    report = tmp_path / "ask.json"
+    chat = {
+        "LLM_PROVIDER": "ollama", "LLM_EMBEDDING_PROVIDER": "local",
+        "LLM_BASE_URL": model_server.url, "LLM_CHAT_MODEL": "llama3.2",
+    }  # fmt: skip
+    output = run_script(
+        "ask_stream.py", "--repo", "retrykit-1.0", "--questions",
+        str(corpora.queries["retrykit-1.0"]), *("--count", "2", "--k", "3"),
+        "--json", str(report), env={**corpora.env, **chat},
+    )  # fmt: skip
+    answered = re.findall(r" ms sources +[\d.]+ ms first word +[\d.]+ ms done  json 200 ", output)
+    assert len(answered) == 2, output
+    summary = json.loads(report.read_text())["summary"]
+    assert summary["questions"] == summary["answered"] == 2
+    assert summary["median_first_word_ms"] is not None
