@@ -95,15 +95,37 @@ def _child_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    """Run a command (the test suite) with embedded services around it; return its exit code."""
+    """Run a command (the test suite) with embedded services around it; return its exit code.
+    A SIGTERM (a CI job cancelled, ``kill``) is passed on to the command, and the services stop
+    and their files go once it has ended, as after Ctrl-C: nothing is left running."""
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     root = Path(tempfile.mkdtemp(prefix="reposearch-stack-"))
     try:
         # The cluster is deleted when the command ends: durability would only slow the tests.
         with services(root, free_port(), free_port(), durable=False) as extra:
-            return subprocess.call(command, env=_child_env(extra))
+            return _run_passing_sigterm(command, _child_env(extra))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_passing_sigterm(command: list[str], env: dict[str, str]) -> int:
+    """``subprocess.call`` that hands a SIGTERM on to the command and waits for it to end; the
+    exit code is the command's, or 128 + the signal that ended it (as a shell reports it)."""
+    with subprocess.Popen(command, env=env) as child:
+
+        def _pass_on(signum: int, _frame: object) -> None:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
+
+        previous = signal.signal(signal.SIGTERM, _pass_on)
+        try:
+            code = child.wait()
+        except BaseException:  # Ctrl-C: as subprocess.call, the command does not outlive us
+            child.kill()
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    return 128 - code if code < 0 else code
 
 
 def _initial_admin_file(settings: Any) -> str:

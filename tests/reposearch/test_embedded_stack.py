@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -96,3 +98,42 @@ def test_stop_works_when_pg_ctl_can_no_longer_reach_the_data_directory(tmp_path:
     finally:
         private.chmod(0o755)
         postgres.stop()
+
+
+def test_a_sigterm_to_the_test_command_stops_its_services_and_leaves_nothing(
+    pg_home: Path,
+) -> None:
+    """``make test`` cancelled with SIGTERM (a CI job stopped, ``kill``): the command gets the
+    signal, then the PostgreSQL and Redis it ran beside stop and their files go."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["TMPDIR"] = str(pg_home)  # where `run` makes its throwaway data directory
+    shows = (
+        "import os, time; "
+        "print('running', os.getpid(), os.environ['DATABASE_URL'], os.environ['REDIS_URL'],"
+        " flush=True); "
+        "time.sleep(300)"
+    )
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "reposearch.embedded_stack", "run", "--", sys.executable, "-c", shows],
+        env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert stack.stdout is not None
+        line = ""
+        while not line.startswith("running "):  # after the stack's own "starting ..." lines
+            line = stack.stdout.readline()
+            assert line, "the command never ran"
+        _running, pid, database_url, redis_url = line.split()
+        ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for url in (database_url, redis_url)]
+        assert all(port_open(port) for port in ports)
+        assert [p.name for p in pg_home.iterdir() if p.name.startswith("reposearch-stack-")]
+
+        stack.send_signal(signal.SIGTERM)
+        assert stack.wait(60) == 128 + signal.SIGTERM  # the command's end, as a shell says it
+    finally:
+        if stack.poll() is None:
+            stack.kill()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)  # the command got the signal and ended
+    assert not any(port_open(port) for port in ports)  # PostgreSQL and Redis stopped
+    assert not [p for p in pg_home.iterdir() if p.name.startswith("reposearch-stack-")]
