@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from tests.bench.script_runs import run_script
+from tests.tiny_code import RETRY, SETTINGS, retry_test_source
 
 # An in-tree PEP 517 backend with no requirements: ``pip download`` prepares the sdist's
 # metadata without reaching an index for setuptools.
@@ -42,45 +43,6 @@ def prepare_metadata_for_build_wheel(directory, config_settings=None):
 """
 PYPROJECT = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
 
-RETRY = '''"""Retrying flaky calls."""
-
-import time
-
-
-def retry_with_backoff(call, attempts=5, base_delay=0.1):
-    """Call ``call`` until it succeeds, sleeping longer after each failure."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except ConnectionError:
-            time.sleep(base_delay * 2**attempt)
-    return call()
-'''
-SETTINGS = '''"""Application settings."""
-
-import os
-
-
-class Settings:
-    """Values read once at start-up."""
-
-    def __init__(self, database_url, pool_size):
-        self.database_url = database_url
-        self.pool_size = pool_size
-
-
-def load_settings_from_environment():
-    """Read the database URL and the connection pool size from environment variables."""
-    return Settings(os.environ["DATABASE_URL"], int(os.environ.get("POOL_SIZE", "5")))
-'''
-TEST_RETRY = """from retrykit.retry import retry_with_backoff
-
-
-def test_retry_with_backoff_gives_up():
-    calls = []
-    retry_with_backoff(lambda: calls.append(1), attempts=2)
-    assert calls
-"""
 SLUGS = '''"""Turning titles into URL slugs."""
 
 import re
@@ -106,7 +68,7 @@ PACKAGES = {
     "retrykit": {
         "src/retrykit/retry.py": RETRY,
         "src/retrykit/settings.py": SETTINGS,
-        "tests/test_retry.py": TEST_RETRY,
+        "tests/test_retry.py": retry_test_source("retrykit"),
         "README.md": "# retrykit\n\nRetry flaky calls with exponential backoff.\n",
     },
     "slugkit": {"src/slugkit/text.py": SLUGS, "README.md": SLUG_GUIDE},

@@ -14,50 +14,10 @@ from indexing.models import IndexJob, Repository
 from indexing.services.stages import fetch_and_index
 from indexing.services.stages.embed import run_embed
 from tests.indexing.git_server import commit_files, init_bare_repo
+from tests.tiny_code import RETRY, SETTINGS, retry_test_source
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RETRY = '''"""Retrying flaky calls."""
-
-import time
-
-
-def retry_with_backoff(call, attempts=5, base_delay=0.1):
-    """Call ``call`` until it succeeds, sleeping longer after each failure."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except ConnectionError:
-            time.sleep(base_delay * 2**attempt)
-    return call()
-'''
-
-SETTINGS = '''"""Application settings."""
-
-import os
-
-
-class Settings:
-    """Values read once at start-up."""
-
-    def __init__(self, database_url, pool_size):
-        self.database_url = database_url
-        self.pool_size = pool_size
-
-
-def load_settings_from_environment():
-    """Read the database URL and the connection pool size from environment variables."""
-    return Settings(os.environ["DATABASE_URL"], int(os.environ.get("POOL_SIZE", "5")))
-'''
-
-TEST_RETRY = """from app.retry import retry_with_backoff
-
-
-def test_retry_with_backoff_gives_up():
-    calls = []
-    retry_with_backoff(lambda: calls.append(1), attempts=2)
-    assert calls
-"""
 
 GUIDE = "# Guide\n\nInstall the app, then set DATABASE_URL and POOL_SIZE.\n"
 
@@ -117,7 +77,7 @@ def indexed_repository(tmp_path: Path, settings) -> Repository:
         {
             "src/app/retry.py": RETRY,
             "src/app/settings.py": SETTINGS,
-            "tests/test_retry.py": TEST_RETRY,
+            "tests/test_retry.py": retry_test_source("app"),
             "docs/guide.md": GUIDE,
         },
     )
