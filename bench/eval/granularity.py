@@ -14,7 +14,13 @@ vector side is measured here. Variants:
 - ``content``: the chunk text alone;
 - ``merged<=N``: consecutive chunks of one file merged while the merged range stays within
   N lines (small functions and methods together, each keeping its own line range inside),
-  with a header naming the path and every symbol merged.
+  with a header naming the path and every symbol merged;
+- ``header+doc`` / ``+class`` / ``+module`` / ``+title`` / ``+all``: the header with the
+  definition's doc comment, its class's, the module's, a page's title (``doc_comments.py``);
+- a second vector per documented definition (its header and doc comment's first paragraph
+  alone): ``maxsim-doc`` scores a unit by the better of its two similarities, ``doc-only`` by
+  the second alone (undocumented units never rank), ``rrf-doc`` fuses the two rankings as two
+  lists by reciprocal rank (k = 60), as the search fuses its lists.
 
 No database is needed (Django settings are loaded for the model layer only).
 """
@@ -154,6 +160,9 @@ def header(unit: Unit, extras: frozenset[str] = frozenset()) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Variants scored with a second vector per documented definition, and how the two combine.
+SECOND_VECTOR = {"maxsim-doc": "max", "doc-only": "second", "rrf-doc": "rrf"}
+
 HEADER_VARIANTS = {
     "header+doc": frozenset({"doc"}),
     "header+class": frozenset({"class"}),
@@ -170,9 +179,13 @@ def evaluate(
     query_vectors: np.ndarray,
     k: int,
     second: np.ndarray | None = None,
+    combine: str = "max",
 ) -> dict[str, Any]:
     """Metrics of exact cosine ranking; with ``second`` (one more vector per unit, zero where
-    a unit has none) a unit scores the better of its two similarities."""
+    a unit has none) a unit scores the better of its two similarities (``combine="max"``), is
+    ranked by the second alone (``"second"``: units without one never rank), or the two rankings
+    are fused as two lists by reciprocal rank, k = 60, as the search fuses its lists (``"rrf"``).
+    """
     from search.evaluation.metrics import QueryOutcome, ResultSlot, compute_metrics
     from search.executor import SearchRequest
     from search.retrieval.scope import resolve_scope
@@ -185,7 +198,16 @@ def evaluate(
         allowed = (~tests | scope.include_tests) & (~docs | scope.include_docs)
         similarity = vectors @ qvec
         if second is not None:
-            similarity = np.maximum(similarity, second @ qvec)
+            has_second = second.any(axis=1)
+            other = np.where(has_second, second @ qvec, -np.inf)
+            if combine == "max":
+                similarity = np.maximum(similarity, other)
+            elif combine == "second":
+                similarity = other
+            else:  # "rrf": each list ranks the units it holds that the scope allows
+                similarity = _rrf(
+                    np.where(allowed, similarity, -np.inf), np.where(allowed, other, -np.inf)
+                )
         scores = np.where(allowed, similarity, -np.inf)
         top = np.argsort(-scores)[:k]
         slots = []
@@ -204,6 +226,17 @@ def evaluate(
     metrics.pop("p50_ms")
     metrics.pop("p95_ms")
     return metrics
+
+
+def _rrf(*lists: np.ndarray, k: int = 60) -> np.ndarray:
+    """Reciprocal-rank fusion of score arrays over the same units (-inf: not in that list)."""
+    fused = np.zeros(len(lists[0]))
+    for scores in lists:
+        order = np.argsort(-scores, kind="stable")
+        ranks = np.empty(len(order), dtype=np.int64)
+        ranks[order] = np.arange(1, len(order) + 1)
+        fused += np.where(np.isfinite(scores), 1.0 / (k + ranks), 0.0)
+    return np.where(fused > 0, fused, -np.inf)
 
 
 class CachedEmbedder:
@@ -285,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
             units,
             [header(u, extras) + u.content for u in units],
         )
-    variants["maxsim-doc"] = variants["header+content"]  # scored with a second vector
+    # Scored with a second vector per documented definition (its header and doc comment alone):
+    # the better of the two, that one alone, or the two rankings fused as two lists.
+    for name in SECOND_VECTOR:
+        variants[name] = variants["header+content"]
     for budget in (int(b) for b in args.merge.split(",") if b.strip()):
         variants[f"merged<={budget}"] = lambda budget=budget: (
             merge_small(units, budget),
@@ -298,20 +334,20 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"k": args.k, "queries": len(query_set.queries), "variants": {}}
     for name in wanted:
         second = None
-        if name == "maxsim-doc":
-            variant_units, texts = variants["header+content"]()
-        else:
-            variant_units, texts = variants[name]()
+        variant_units, texts = variants[name]()
         started = time.monotonic()
         vectors = embedder.embed(texts)
-        if name == "maxsim-doc":
+        if name in SECOND_VECTOR:
             # A second vector per documented definition: its header and doc comment alone.
             second = np.zeros_like(vectors)
             documented = [i for i, u in enumerate(variant_units) if u.doc]
             if documented:
                 docs = [header(variant_units[i]) + variant_units[i].doc for i in documented]
                 second[documented] = embedder.embed(docs)
-        metrics = evaluate(variant_units, vectors, query_set, query_vectors, args.k, second)
+        metrics = evaluate(
+            variant_units, vectors, query_set, query_vectors, args.k, second,
+            combine=SECOND_VECTOR.get(name, "max"),
+        )  # fmt: skip
         metrics["units"] = len(variant_units)
         metrics["embed_s"] = round(time.monotonic() - started, 1)
         report["variants"][name] = metrics

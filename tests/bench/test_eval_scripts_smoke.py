@@ -273,6 +273,7 @@ def test_granularity(corpora: TinyCorpora, tmp_path: Path) -> None:
     )  # fmt: skip
     variants = json.loads(report.read_text())["variants"]
     assert {"header+content", "content", "header+doc", "maxsim-doc", "merged<=30"} <= set(variants)
+    assert {"doc-only", "rrf-doc"} <= set(variants)  # the second vector alone, and fused
     assert re.search(r"^header\+content +units +\d+  hit@1 \d\.\d{3}", output, re.M), output
     assert (tmp_path / "cache" / "local_all-MiniLM-L6-v2_384.npz").exists()
 
