@@ -32,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_db import CORPORA  # noqa: E402  (bench/corpora, or BENCH_CORPORA_DIR)
 
 from search.evaluation.corpora import (  # noqa: E402
     Corpus,
@@ -42,9 +45,6 @@ from search.evaluation.corpora import (  # noqa: E402
 from search.evaluation.queries import check_query_set, load_query_set  # noqa: E402
 
 MANIFEST = ROOT / "bench" / "eval" / "corpora.json"
-# Where the corpora's trees are built: ``bench/corpora``, or ``BENCH_CORPORA_DIR`` (as for the
-# benchmarks' caches, ``bench/bench_db.py``: the test suite's smoke runs build tiny corpora there).
-CORPORA = Path(os.environ.get("BENCH_CORPORA_DIR") or ROOT / "bench" / "corpora")
 COMMIT_ENV = {
     "GIT_AUTHOR_NAME": "reposearch eval",
     "GIT_AUTHOR_EMAIL": "eval@reposearch.invalid",
@@ -60,7 +60,9 @@ def manifest(path: Path = MANIFEST) -> tuple[Corpus, ...]:
 
 
 def corpus_tree(corpus: Corpus) -> Path:
-    """The corpus's git repository (``corpus.directory(ROOT)`` unless BENCH_CORPORA_DIR is set)."""
+    """The corpus's git repository: ``corpus.directory(ROOT)``, or under ``BENCH_CORPORA_DIR``
+    when it is set, as the benchmarks' caches (``bench_db.CORPORA``; the test suite's smoke runs
+    build tiny corpora there)."""
     return CORPORA / corpus.name
 
 

@@ -23,6 +23,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "eval"))
+
+from fetch_corpus import MANIFEST  # noqa: E402
 
 
 def _lists(lists: Any) -> list[dict[str, Any]]:
@@ -123,8 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--variant", default="", help="repository name suffix (+sections)")
     parser.add_argument("--out", required=True)
-    manifest_path = ROOT / "bench" / "eval" / "corpora.json"
-    parser.add_argument("--manifest", type=Path, default=manifest_path, help="corpora manifest")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpora manifest")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     from reposearch.startup import load_settings_or_exit
