@@ -261,6 +261,14 @@ def test_ltr_capture_and_train(corpora: TinyCorpora, tmp_path: Path) -> None:
     model = json.loads(weights.read_text())
     assert len(model["weights"]) == len(model["features"]) > 0
     assert model["meta"]["corpora"] == ["retrykit-1.0", "slugkit-1.0"]
+    # The same capture, replayed with a doc-summary vector list as a pool source and features.
+    doc = run_script(
+        "eval/doc_vector_ltr.py", str(captured), *("--depth", "20", "--lambdas", "0.01,1"),
+        *("--cache", str(tmp_path / "cache")), env=corpora.env,
+    )  # fmt: skip
+    assert re.search(r"'questions': 6, 'answer_added': \d+, 'answer_in_doc_top': \d+", doc), doc
+    assert re.search(r"^  lambda 1: \d\.\d{3} \| \d\.\d{3}  retrykit-1.0 ", doc, re.M), doc
+    assert re.search(r"^best lambdas: base [\d.]+ \(\d\.\d{3}\), doc ", doc, re.M), doc
 
 
 def test_granularity(corpora: TinyCorpora, tmp_path: Path) -> None:
