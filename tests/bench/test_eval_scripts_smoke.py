@@ -191,13 +191,19 @@ def test_list_chunks(corpora: TinyCorpora) -> None:
     assert "README.md" not in output  # only the files asked for
 
 
-def test_levers_and_centroid_intent(corpora: TinyCorpora) -> None:
+def test_levers_and_centroid_intent(corpora: TinyCorpora, tmp_path: Path) -> None:
     levers = run_script(
         "eval/levers.py", *corpora.corpus_args(), "--levers", "no intent,k1 1.5", env=corpora.env
     )
     assert "retrykit-1.0: 3 queries, MRR@10" in levers, levers[-3000:]
     assert re.search(r"^\| k1 1\.5 \| \d\.\d{3} \| [+-]\d\.\d{3} \[", levers, re.M)
     assert "pooled over 2 corpora (6 queries), MRR@10" in levers
+    vocab = run_script(
+        "eval/vocab_expansion.py", *corpora.corpus_args(), "--levers", "vocab 0.5,vocab only 0.5",
+        *("--cache", str(tmp_path / "cache")), env=corpora.env,
+    )  # fmt: skip
+    assert re.search(r"^\| vocab only 0\.5 \| \d\.\d{3} \| [+-]\d\.\d{3} \[", vocab, re.M), vocab
+    assert (tmp_path / "cache" / "local_all-MiniLM-L6-v2_384.npz").exists()  # words embedded
     centroid = run_script(
         "eval/centroid_intent.py", *corpora.corpus_args(), "--margins", "0,0.05", env=corpora.env
     )
