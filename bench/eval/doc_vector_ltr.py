@@ -37,7 +37,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "eval"))
 
 import ltr_train  # noqa: E402
-from ltr_train import LAMBDAS, Question, build_questions, cross_validate, rr  # noqa: E402
+from ltr_train import (  # noqa: E402
+    LAMBDAS,
+    Question,
+    build_questions,
+    chunk_facts,
+    cross_validate,
+    overlaps,
+    replay,
+    rr,
+)
 
 EXTRA = ("doc_rr10", "doc_rr60", "doc_cos", "doc_gap", "doc_only")
 
@@ -83,12 +92,8 @@ def augment(
     """(base questions, doc-augmented questions, counts) for one capture file."""
     import json
 
-    from search.ranking.fusion import FusedCandidate, RankedList, fuse_ranked_lists
-    from search.ranking.learned import QuestionShape, features
-    from search.ranking.left_out import place_left_out
-    from search.ranking.signals import ChunkFacts, apply_signals
-    from search.retrieval.query import normalise_symbol
-    from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
+    from search.ranking.fusion import FusedCandidate
+    from search.ranking.learned import features
 
     base = build_questions(capture, depth)
     by_key = {(q.corpus, q.id): q for q in base}
@@ -98,52 +103,14 @@ def augment(
     for corpus in data["corpora"]:
         repo = corpus["repository"]
         rows, ids, vectors = _doc_vectors(repo, embedder)
-        facts = {
-            cid: ChunkFacts(
-                f"{repo}/{r['path']}",
-                r["is_test"],
-                r["is_doc"],
-                normalise_symbol(r["symbol"]),
-                r["end_line"] - r["start_line"] + 1,
-                r["kind"],
-            )
-            for cid, r in rows.items()
-        }
+        facts = {cid: chunk_facts(repo, r) for cid, r in rows.items()}
         doc_tests = np.array([rows[c]["is_test"] for c in ids], dtype=bool)
         doc_docs = np.array([rows[c]["is_doc"] for c in ids], dtype=bool)
         qvecs = embedder.embed([q["query"] for q in corpus["questions"]])
         for q, qvec in zip(corpus["questions"], qvecs, strict=True):
             counts["questions"] += 1
-
-            def lists_of(raw: list[dict[str, Any]]) -> list[RankedList]:
-                return [
-                    RankedList(
-                        rl["method"],
-                        rl["query_index"],
-                        [(int(c), float(s)) for c, s in rl["ranked"][:depth]],
-                    )
-                    for rl in raw
-                ]
-
-            lists, left_out = lists_of(q["lists"]), lists_of(q["left_out"])
-            fused = fuse_ranked_lists(lists, top=None)
-            fused, _ = place_left_out(
-                fused, lists, left_out, **dict(q["place_kwargs"], depth=depth)
-            )
-            pool, _ = apply_signals(
-                fused, facts, **dict(q["signal_kwargs"]), top=max(len(fused), 1)
-            )
+            pool, lists, shape = replay(q, depth, facts)
             scope = q["scope"]
-            shape = QuestionShape(
-                q["query"],
-                prefer_tests=scope["prefer_tests"],
-                prefer_docs=scope["prefer_docs"],
-                tests_left_out=not scope["include_tests"]
-                and scope["tests_reason"] == LEFT_OUT_BY_DEFAULT,
-                docs_left_out=not scope["include_docs"]
-                and scope["docs_reason"] == LEFT_OUT_BY_DEFAULT,
-                usage=scope["docs_reason"].startswith("usage question"),
-            )
             # The doc list: documented chunks the scope allows, by cosine.
             allowed = (~doc_tests | scope["include_tests"]) & (~doc_docs | scope["include_docs"])
             sims = np.where(allowed, vectors @ qvec, -np.inf) if len(ids) else np.zeros(0)
@@ -153,7 +120,7 @@ def augment(
             in_pool = {c.chunk_id for c in pool}
             added = [FusedCandidate(ids[i], 0.0) for i in order[:add] if ids[i] not in in_pool]
             grown = [*pool, *added]
-            rows_x = features(grown, [*lists, *left_out], facts, shape)
+            rows_x = features(grown, lists, facts, shape)
             extra = []
             for c in grown:
                 found = doc_rank.get(c.chunk_id)
@@ -168,16 +135,7 @@ def augment(
                 )
             x = np.hstack([np.array(rows_x, dtype=float), np.array(extra, dtype=float)])
             relevant = np.array(
-                [
-                    any(
-                        rows[c.chunk_id]["path"] == p
-                        and rows[c.chunk_id]["start_line"] <= e
-                        and rows[c.chunk_id]["end_line"] >= s
-                        for p, s, e in q["expected"]
-                    )
-                    for c in grown
-                ],
-                dtype=bool,
+                [overlaps(rows[c.chunk_id], q["expected"]) for c in grown], dtype=bool
             )
             if relevant[len(pool) :].any() and not relevant[: len(pool)].any():
                 counts["answer_added"] += 1

@@ -59,71 +59,81 @@ def _setup() -> None:
     django.setup()
 
 
-def build_questions(path: Path, depth: int) -> list[Question]:
+def replay(
+    q: dict[str, Any], depth: int, facts: dict[int, Any]
+) -> tuple[list[Any], list[Any], Any]:
+    """The default pipeline replayed for one captured question: (pool in the default order,
+    every list -- scoped and left out, cut to ``depth`` --, the question's shape)."""
     from search.ranking.fusion import RankedList, fuse_ranked_lists
-    from search.ranking.learned import QuestionShape, features
+    from search.ranking.learned import QuestionShape
     from search.ranking.left_out import place_left_out
-    from search.ranking.signals import ChunkFacts, apply_signals
-    from search.retrieval.query import normalise_symbol
+    from search.ranking.signals import apply_signals
     from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
+
+    def lists_of(raw: Sequence[dict[str, Any]]) -> list[RankedList]:
+        return [
+            RankedList(
+                rl["method"],
+                rl["query_index"],
+                [(int(c), float(s)) for c, s in rl["ranked"][:depth]],
+            )
+            for rl in raw
+        ]
+
+    lists, left_out = lists_of(q["lists"]), lists_of(q["left_out"])
+    fused = fuse_ranked_lists(lists, top=None)
+    place = dict(q["place_kwargs"], depth=depth)
+    fused, _ = place_left_out(fused, lists, left_out, **place)
+    kwargs = dict(q["signal_kwargs"])
+    pool, _ = apply_signals(fused, facts, **kwargs, top=max(len(fused), 1))
+    scope = q["scope"]
+    shape = QuestionShape(
+        q["query"],
+        prefer_tests=scope["prefer_tests"],
+        prefer_docs=scope["prefer_docs"],
+        tests_left_out=not scope["include_tests"] and scope["tests_reason"] == LEFT_OUT_BY_DEFAULT,
+        docs_left_out=not scope["include_docs"] and scope["docs_reason"] == LEFT_OUT_BY_DEFAULT,
+        usage=scope["docs_reason"].startswith("usage question"),
+    )
+    return pool, [*lists, *left_out], shape
+
+
+def overlaps(row: dict[str, Any], expected: Sequence[Sequence[Any]]) -> bool:
+    """The harness's hit rule: the chunk overlaps an expected (path, start, end) range."""
+    return any(
+        row["path"] == p and row["start_line"] <= e and row["end_line"] >= s for p, s, e in expected
+    )
+
+
+def chunk_facts(repository: str, row: dict[str, Any]) -> Any:
+    """``ChunkFacts`` of a captured chunk row (path, lines, kind, test/doc, symbol)."""
+    from search.ranking.signals import ChunkFacts
+    from search.retrieval.query import normalise_symbol
+
+    return ChunkFacts(
+        f"{repository}/{row['path']}",
+        row["is_test"],
+        row["is_doc"],
+        normalise_symbol(row["symbol"]),
+        row["end_line"] - row["start_line"] + 1,
+        row["kind"],
+    )
+
+
+def build_questions(path: Path, depth: int) -> list[Question]:
+    from search.ranking.learned import features
 
     data = json.loads(path.read_text())
     out: list[Question] = []
     for corpus in data["corpora"]:
         repo = corpus["repository"]
         chunks = corpus["chunks"]
-        facts = {
-            int(cid): ChunkFacts(
-                f"{repo}/{c['path']}",
-                c["is_test"],
-                c["is_doc"],
-                normalise_symbol(c["symbol"]),
-                c["end_line"] - c["start_line"] + 1,
-                c["kind"],
-            )
-            for cid, c in chunks.items()
-        }
+        facts = {int(cid): chunk_facts(repo, c) for cid, c in chunks.items()}
         for q in corpus["questions"]:
-
-            def lists_of(raw: Sequence[dict[str, Any]]) -> list[RankedList]:
-                return [
-                    RankedList(
-                        rl["method"],
-                        rl["query_index"],
-                        [(int(c), float(s)) for c, s in rl["ranked"][:depth]],
-                    )
-                    for rl in raw
-                ]
-
-            lists, left_out = lists_of(q["lists"]), lists_of(q["left_out"])
-            fused = fuse_ranked_lists(lists, top=None)
-            place = dict(q["place_kwargs"], depth=depth)
-            fused, _ = place_left_out(fused, lists, left_out, **place)
-            kwargs = dict(q["signal_kwargs"])
-            pool, _ = apply_signals(fused, facts, **kwargs, top=max(len(fused), 1))
-            scope = q["scope"]
-            shape = QuestionShape(
-                q["query"],
-                prefer_tests=scope["prefer_tests"],
-                prefer_docs=scope["prefer_docs"],
-                tests_left_out=not scope["include_tests"]
-                and scope["tests_reason"] == LEFT_OUT_BY_DEFAULT,
-                docs_left_out=not scope["include_docs"]
-                and scope["docs_reason"] == LEFT_OUT_BY_DEFAULT,
-                usage=scope["docs_reason"].startswith("usage question"),
-            )
-            rows = features(pool, [*lists, *left_out], facts, shape)
+            pool, lists, shape = replay(q, depth, facts)
+            rows = features(pool, lists, facts, shape)
             relevant = np.array(
-                [
-                    any(
-                        chunks[str(c.chunk_id)]["path"] == p
-                        and chunks[str(c.chunk_id)]["start_line"] <= e
-                        and chunks[str(c.chunk_id)]["end_line"] >= s
-                        for p, s, e in q["expected"]
-                    )
-                    for c in pool
-                ],
-                dtype=bool,
+                [overlaps(chunks[str(c.chunk_id)], q["expected"]) for c in pool], dtype=bool
             )
             default_top = [c.chunk_id for c in pool[:K]]
             out.append(
