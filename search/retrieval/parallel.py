@@ -26,13 +26,19 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+_BUSY = 0  # tasks submitted and not finished, in this process
+
+
 def _with_fresh_connection(function: Callable[..., Any], *args: Any) -> Any:
+    global _BUSY
     connection.close_if_unusable_or_obsolete()
     try:
         return function(*args)
     finally:
         # Kept for the next search unless CONN_MAX_AGE says otherwise (0 in tests).
         connection.close_if_unusable_or_obsolete()
+        with _POOL_LOCK:
+            _BUSY -= 1
 
 
 def run_beside(function: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -41,4 +47,19 @@ def run_beside(function: Callable[..., Any], *args: Any) -> Future[Any]:
     Only for work that needs no uncommitted data of the caller's transaction: the thread's
     connection cannot see it.
     """
-    return _pool().submit(_with_fresh_connection, function, *args)
+    global _BUSY
+    pool = _pool()
+    with _POOL_LOCK:
+        _BUSY += 1
+    try:
+        return pool.submit(_with_fresh_connection, function, *args)
+    except BaseException:
+        with _POOL_LOCK:
+            _BUSY -= 1
+        raise
+
+
+def busy() -> int:
+    """Retrieval tasks of this process submitted and not finished (running or queued)."""
+    with _POOL_LOCK:
+        return _BUSY

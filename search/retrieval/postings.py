@@ -78,6 +78,26 @@ class TopK:
     depth: int = 0
 
 
+def merge_top_k(parts: list[TopK], wants: list[Want]) -> TopK:
+    """The top-k of the union of disjoint scopes from each one's own exact top-k (every
+    score uses the same statistics, so a chunk scores the same in its part as in the union):
+    per list of the pass, the parts' rankings merged by score desc, id asc, cut to its limit."""
+    ranked = [
+        sorted((pair for part in parts for pair in part.ranked[i]), key=lambda p: (-p[1], p[0]))[
+            : want.limit
+        ]
+        for i, want in enumerate(wants)
+    ]
+    return TopK(
+        ranked=ranked,
+        exact=[all(part.exact[i] for part in parts) for i in range(len(wants))],
+        rounds=max(part.rounds for part in parts),
+        postings_read=sum(part.postings_read for part in parts),
+        checked=sum(part.checked for part in parts),
+        depth=max(part.depth for part in parts),
+    )
+
+
 def want_of(scope: ScopeFilter, limit: int) -> Want:
     """The list ``scope``'s test/doc filters make (its other filters apply when read by id)."""
     return Want(
