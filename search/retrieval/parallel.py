@@ -31,12 +31,14 @@ _BUSY = 0  # tasks submitted and not finished, in this process
 
 def _with_fresh_connection(function: Callable[..., Any], *args: Any) -> Any:
     global _BUSY
-    connection.close_if_unusable_or_obsolete()
     try:
-        return function(*args)
-    finally:
-        # Kept for the next search unless CONN_MAX_AGE says otherwise (0 in tests).
         connection.close_if_unusable_or_obsolete()
+        try:
+            return function(*args)
+        finally:
+            # Kept for the next search unless CONN_MAX_AGE says otherwise (0 in tests).
+            connection.close_if_unusable_or_obsolete()
+    finally:
         with _POOL_LOCK:
             _BUSY -= 1
 
