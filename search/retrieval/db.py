@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
@@ -28,3 +29,16 @@ def search_cursor(timeout_ms: int = 5000, **settings: str | int) -> Iterator[Cur
         calls = ", ".join("set_config(%s, %s, true)" for _ in values)
         cursor.execute(f"SELECT {calls}", [p for item in values.items() for p in item])
         yield cursor
+
+
+@contextmanager
+def binary_cursor(cursor: CursorWrapper) -> Iterator[CursorWrapper]:
+    """A cursor on ``cursor``'s connection (the same transaction and ``SET LOCAL`` settings)
+    whose results come in PostgreSQL's binary format: a ``bytea`` arrives as its bytes, not as
+    hex text twice the size that the server must encode and the client decode (the postings
+    lists are read this way). Parameters are bound by the server, so give them casts where the
+    type matters. Django's wrapper is kept: statements are counted and logged as any other."""
+    raw = psycopg.Cursor(cursor.db.connection)
+    raw.format = psycopg.pq.Format.BINARY
+    with cursor.db._prepare_cursor(raw) as wrapped:
+        yield wrapped

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import zip_longest
+from typing import Any
 from uuid import UUID
 
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
-from search.retrieval.db import search_cursor
+from search.retrieval.db import binary_cursor, search_cursor
 from search.retrieval.postings_bounds import (
     CHECK_BATCH,
     Lists,
@@ -266,27 +267,29 @@ def _fetch(
     if plan is None:
         kinds = [f for f in range(4) if lists.in_scope(np.asarray([f], dtype=np.int64))[0]]
         # the long lists' heads, and the short lists (packed, read whole) of the same terms
-        cursor.execute(
+        sql = (
             "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
-            " substring(p.postings FROM 1 FOR %s)"
+            " substring(p.postings FROM 1 FOR %s::int)"
             f" FROM search_termpostings p {live}"
-            " WHERE p.repository_id = ANY(%s) AND p.term = ANY(%s) AND p.part & 3 = ANY(%s)"
+            " WHERE p.repository_id = ANY(%s::uuid[]) AND p.term = ANY(%s::text[])"
+            " AND p.part & 3 = ANY(%s::int[])"
             " UNION ALL"
             " SELECT b.repository_id, u.part, u.term, u.df, u.postings"
             " FROM search_termbucket b JOIN indexing_repository r"
             "   ON r.id = b.repository_id AND b.generation = r.active_generation"
             " CROSS JOIN LATERAL unnest(b.terms, b.parts, b.dfs, b.postings)"
             "   AS u(term, part, df, postings)"
-            " WHERE b.repository_id = ANY(%s) AND b.bucket = ANY(%s) AND u.term = ANY(%s)"
-            "   AND u.part & 3 = ANY(%s)",
-            [HEADER + depth * size, lists.repositories, lists.terms, kinds,
-             lists.repositories, buckets(lists.terms), lists.terms, kinds],
-        )  # fmt: skip
+            " WHERE b.repository_id = ANY(%s::uuid[]) AND b.bucket = ANY(%s::int[])"
+            "   AND u.term = ANY(%s::text[])"
+            "   AND u.part & 3 = ANY(%s::int[])"
+        )
+        params: list[Any] = [HEADER + depth * size, lists.repositories, lists.terms, kinds,
+                             lists.repositories, buckets(lists.terms), lists.terms, kinds]  # fmt: skip
     else:
         keys = list(plan)
         # Lists named by their source's and term's positions (each repository and term is
         # sent once, not once per list: a deep round names over a thousand lists).
-        cursor.execute(
+        sql = (
             "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
             " substring(p.postings FROM w.start FOR w.len)"
             " FROM unnest(%s::int[], %s::int[], %s::int[], %s::int[]) AS w(source, term, start, len)"
@@ -295,19 +298,22 @@ def _fetch(
             " JOIN unnest(%s::text[]) WITH ORDINALITY AS t(term, n) ON t.n = w.term"
             " JOIN search_termpostings p ON p.repository_id = s.repository_id"
             "   AND p.term = t.term AND p.part = s.part"
-            f" {live}",
-            [
-                [si + 1 for si, _tj in keys],
-                [tj + 1 for _si, tj in keys],
-                [HEADER + lists.read[key] * size + 1 for key in keys],
-                [plan[key] * size for key in keys],
-                [repository for repository, _part in lists.sources],
-                [part for _repository, part in lists.sources],
-                lists.terms,
-            ],
+            f" {live}"
         )
+        params = [
+            [si + 1 for si, _tj in keys],
+            [tj + 1 for _si, tj in keys],
+            [HEADER + lists.read[key] * size + 1 for key in keys],
+            [plan[key] * size for key in keys],
+            [repository for repository, _part in lists.sources],
+            [part for _repository, part in lists.sources],
+            lists.terms,
+        ]
+    # (bytea in binary: the lists' records as they are stored, no hex to encode and decode)
+    with binary_cursor(cursor) as binary:
+        binary.execute(sql, params)
+        rows = binary.fetchall()
     tindex = {t: j for j, t in enumerate(lists.terms)}
-    rows = cursor.fetchall()
     keys = [(lists.source(repository, part), tindex[term]) for repository, part, term, *_ in rows]
     chunks = [bytes(row[4]) for row in rows]
     if plan is None:  # the first read of each list: its header first
