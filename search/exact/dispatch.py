@@ -42,12 +42,18 @@ from search.exact.patterns import LineMatcher, compile_term, regex_required_lite
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.exact.repositories import check_visible, ready_repositories, resolve_repositories
 from search.executor import SearchExecutor, SearchRequest, SearchResult
+from search.retrieval import parallel
 from search.retrieval.globs import InvalidGlob, paths_regex
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex", "symbol", "file"]
 MODES = ("auto", "semantic", "exact", "regex")
+
+
+# A hybrid answer's count of exact matches: counted beside the search, within this budget (it
+# must not slow the answer much).
+COUNT_BUDGET_MS = 150
 
 
 @dataclass
@@ -235,8 +241,8 @@ def count_exact_matches(
             scope=CandidateScope(repo_ids=repo_ids, branches=entries),
             fingerprint="count",
             limit=1,
-            budget_ms=150,  # a count beside the hybrid answer must not slow it much
-            count_budget_ms=150,
+            budget_ms=COUNT_BUDGET_MS,
+            count_budget_ms=COUNT_BUDGET_MS,
             count_max_files=500,
         )
     )
@@ -256,6 +262,14 @@ def run_search(call: SearchCall) -> SearchOutcome:
     check_visible(call.request.repo_ids, call.request.viewer)
     if ran == "hybrid":
         request = hybrid_request(parsed, call.request)
+        counted = None
+        if call.count_exact_matches and identifier_query(request.query) and request.query.isascii():
+            # counted while the hybrid search runs, on a connection of its own when it can be
+            stripped = request.query.strip().strip("`").removesuffix("()")
+            branches = list(request.branches or []) or None
+            counted = parallel.soon(
+                count_exact_matches, stripped, request.repo_ids, request.viewer, branches
+            )
         page = run_hybrid_page(call.executor or SearchExecutor(), request, call.cursor)
         outcome = SearchOutcome(
             "hybrid",
@@ -265,12 +279,8 @@ def run_search(call: SearchCall) -> SearchOutcome:
             hybrid_page=page,
             viewer=call.request.viewer,
         )
-        identifier = identifier_query(request.query)
-        if call.count_exact_matches and identifier and request.query.isascii():
-            stripped = request.query.strip().strip("`").removesuffix("()")
-            outcome.exact_matches, outcome.exact_matches_is_lower_bound = count_exact_matches(
-                stripped, request.repo_ids, request.viewer, list(request.branches or []) or None
-            )
+        if counted is not None:
+            outcome.exact_matches, outcome.exact_matches_is_lower_bound = counted()
         return outcome
     if ran == "symbol":
         scope = exact_request(parsed, terms, call).scope

@@ -6,13 +6,15 @@ The threads live as long as the process, so each keeps its database connection b
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 
+T = TypeVar("T")
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 WORKERS = 4
@@ -65,3 +67,12 @@ def busy() -> int:
     """Retrieval tasks of this process submitted and not finished (running or queued)."""
     with _POOL_LOCK:
         return _BUSY
+
+
+def soon(function: Callable[..., T], *args: Any) -> Callable[[], T]:
+    """``function(*args)`` started now in a retrieval thread, when that thread's connection
+    sees what this one does (no open transaction) and a thread is free; else run here, when
+    its result is asked for. Returns the call that gives the result (or raises its error)."""
+    if connection.in_atomic_block or busy() >= WORKERS:
+        return functools.partial(function, *args)
+    return run_beside(function, *args).result

@@ -150,3 +150,32 @@ def test_merge_top_k_orders_by_score_then_id_and_is_exact_only_if_every_part_is(
     assert merged.ranked == [[(4, 2.0), (5, 2.0), (9, 1.0)], [(7, 0.9), (5, 0.5)]]
     assert merged.exact == [True, False]
     assert merged.rounds == 2
+
+
+# A hybrid answer's count of exact matches runs beside the search (search.exact.dispatch).
+
+
+def test_an_identifiers_exact_matches_are_counted_beside_the_search(indexed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    import search.exact.dispatch as dispatch
+
+    threads: list[str] = []
+    count = dispatch.count_exact_matches
+
+    def counting(*args):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return count(*args)
+
+    monkeypatch.setattr(dispatch, "count_exact_matches", counting)
+    call = dispatch.SearchCall(SearchRequest(query="parse_http_header", limit=4))
+    beside = dispatch.run_search(call)
+    with transaction.atomic():  # another connection could not see this transaction's rows
+        inline = dispatch.run_search(call)
+    assert threads[0].startswith("retrieval") and threads[1] == threading.current_thread().name
+    assert beside.exact_matches == inline.exact_matches == 1
+    assert beside.exact_matches_is_lower_bound is inline.exact_matches_is_lower_bound is False
+    assert [h.chunk_id for h in beside.hybrid.hits] == [h.chunk_id for h in inline.hybrid.hits]
+    assert beside.hybrid.hits[0].symbol == "f0"
+    absent = dispatch.run_search(dispatch.SearchCall(SearchRequest(query="frobnicate_widget")))
+    assert absent.exact_matches == 0  # counted beside too: nothing holds it
