@@ -34,7 +34,7 @@ from uuid import UUID
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
-from search.retrieval.db import binary_cursor, search_cursor
+from search.retrieval.db import array_literal, binary_cursor, search_cursor
 from search.retrieval.postings_bounds import (
     CHECK_BATCH,
     Lists,
@@ -267,14 +267,17 @@ def _fetch(
     if plan is None:
         kinds = [f for f in range(4) if lists.in_scope(np.asarray([f], dtype=np.int64))[0]]
         # the long lists' heads, and the short lists (packed, read whole) of the same terms
+        # (each list named by its repository's and term's positions in the arrays sent)
         sql = (
-            "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
+            "SELECT array_position(%s::uuid[], p.repository_id), p.part,"  # noqa: S608
+            " array_position(%s::text[], p.term), p.df,"
             " substring(p.postings FROM 1 FOR %s::int)"
             f" FROM search_termpostings p {live}"
             " WHERE p.repository_id = ANY(%s::uuid[]) AND p.term = ANY(%s::text[])"
             " AND p.part & 3 = ANY(%s::int[])"
             " UNION ALL"
-            " SELECT b.repository_id, u.part, u.term, u.df, u.postings"
+            " SELECT array_position(%s::uuid[], b.repository_id), u.part,"
+            " array_position(%s::text[], u.term), u.df, u.postings"
             " FROM search_termbucket b JOIN indexing_repository r"
             "   ON r.id = b.repository_id AND b.generation = r.active_generation"
             " CROSS JOIN LATERAL unnest(b.terms, b.parts, b.dfs, b.postings)"
@@ -283,14 +286,18 @@ def _fetch(
             "   AND u.term = ANY(%s::text[])"
             "   AND u.part & 3 = ANY(%s::int[])"
         )
-        params: list[Any] = [HEADER + depth * size, lists.repositories, lists.terms, kinds,
-                             lists.repositories, buckets(lists.terms), lists.terms, kinds]  # fmt: skip
+        repositories, kinds_sql = array_literal(lists.repositories), array_literal(kinds)
+        params: list[Any] = [
+            repositories, lists.terms, HEADER + depth * size, repositories, lists.terms, kinds_sql,
+            repositories, lists.terms, repositories, array_literal(buckets(lists.terms)),
+            lists.terms, kinds_sql,
+        ]  # fmt: skip
     else:
         keys = list(plan)
         # Lists named by their source's and term's positions (each repository and term is
         # sent once, not once per list: a deep round names over a thousand lists).
         sql = (
-            "SELECT p.repository_id, p.part, p.term, p.df,"  # noqa: S608
+            "SELECT w.source, p.part, w.term, p.df,"  # noqa: S608
             " substring(p.postings FROM w.start FOR w.len)"
             " FROM unnest(%s::int[], %s::int[], %s::int[], %s::int[]) AS w(source, term, start, len)"
             " JOIN unnest(%s::uuid[], %s::int[]) WITH ORDINALITY AS s(repository_id, part, n)"
@@ -301,20 +308,22 @@ def _fetch(
             f" {live}"
         )
         params = [
-            [si + 1 for si, _tj in keys],
-            [tj + 1 for _si, tj in keys],
-            [HEADER + lists.read[key] * size + 1 for key in keys],
-            [plan[key] * size for key in keys],
-            [repository for repository, _part in lists.sources],
-            [part for _repository, part in lists.sources],
+            array_literal(si + 1 for si, _tj in keys),
+            array_literal(tj + 1 for _si, tj in keys),
+            array_literal(HEADER + lists.read[key] * size + 1 for key in keys),
+            array_literal(plan[key] * size for key in keys),
+            array_literal(repository for repository, _part in lists.sources),
+            array_literal(part for _repository, part in lists.sources),
             lists.terms,
         ]
     # (bytea in binary: the lists' records as they are stored, no hex to encode and decode)
     with binary_cursor(cursor) as binary:
         binary.execute(sql, params)
         rows = binary.fetchall()
-    tindex = {t: j for j, t in enumerate(lists.terms)}
-    keys = [(lists.source(repository, part), tindex[term]) for repository, part, term, *_ in rows]
+    if plan is None:  # (positions count from 1)
+        keys = [(lists.source(at - 1, part), term - 1) for at, part, term, *_ in rows]
+    else:
+        keys = [(source - 1, term - 1) for source, _part, term, *_ in rows]
     chunks = [bytes(row[4]) for row in rows]
     if plan is None:  # the first read of each list: its header first
         for key, value in zip(keys, chunks, strict=True):
@@ -336,7 +345,8 @@ def _fetch(
     lists.add(ids[keep], contribution, 1 << term_of[keep], source_of[keep], flags[keep])
     # Where each list now stops: the stored order's impact (the repository's own average).
     last = np.cumsum(counts) - 1
-    own = np.asarray([averages[lists.sources[si][0]] for si, _tj in keys])
+    source_average = np.asarray([averages[repository] for repository, _part in lists.sources])
+    own = source_average[np.asarray([si for si, _tj in keys], dtype=np.int64)]
     impact = saturation(tf2[last[counts > 0]], length[last[counts > 0]], own[counts > 0])
     for key, value in zip([k for k, n in zip(keys, counts, strict=True) if n], impact, strict=True):
         lists.cut[key] = float(value)
@@ -347,8 +357,8 @@ def _cut_matrix(lists: Lists, idf: np.ndarray, slack: dict[UUID, float]) -> np.n
     lists read to the end and for the parts no open list of the pass admits)."""
     cut = np.zeros((len(lists.sources), len(lists.terms)), dtype=np.float64)
     admitted = lists.in_scope(np.asarray([part & 3 for _r, part in lists.sources], dtype=np.int64))
+    source_slack = [slack[repository] for repository, _part in lists.sources]
     for (si, tj), df in lists.df.items():
         if df > lists.read[(si, tj)] and admitted[si]:
-            repository = lists.sources[si][0]
-            cut[si, tj] = idf[tj] * (K1 + 1) * lists.cut[(si, tj)] * slack[repository]
+            cut[si, tj] = idf[tj] * (K1 + 1) * lists.cut[(si, tj)] * source_slack[si]
     return cut

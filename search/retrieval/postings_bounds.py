@@ -41,7 +41,7 @@ class Lists:
     terms: list[str]
     # the lists' sources: one per (repository, part) read; a list is (source, term)
     sources: list[tuple[UUID, int]] = field(default_factory=list)
-    source_index: dict[tuple[UUID, int], int] = field(default_factory=dict)
+    source_index: dict[tuple[int, int], int] = field(default_factory=dict)  # by position
     df: dict[tuple[int, int], int] = field(default_factory=dict)
     read: dict[tuple[int, int], int] = field(default_factory=dict)
     cut: dict[tuple[int, int], float] = field(default_factory=dict)  # stored-order impact
@@ -57,12 +57,13 @@ class Lists:
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     wants: list[Want] = field(default_factory=list)  # the lists still being decided
 
-    def source(self, repository: UUID, part: int) -> int:
-        key = (repository, part)
+    def source(self, position: int, part: int) -> int:
+        """The source of the ``position``-th repository's ``part`` (numbered as first read)."""
+        key = (position, part)
         found = self.source_index.get(key)
         if found is None:
             found = self.source_index[key] = len(self.sources)
-            self.sources.append(key)
+            self.sources.append((self.repositories[position], part))
         return found
 
     @property

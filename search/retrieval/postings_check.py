@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
+from search.retrieval.db import array_literal
 from search.retrieval.postings_format import K1, RANK_WEIGHTS, saturation
 from search.retrieval.query import lexeme
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
@@ -63,14 +64,18 @@ def check_chunks(
     columns = ", ".join(
         "round(ts_rank_cd(%s::float4[], c.search_vector, %s::tsquery, 0) * 6)::int" for _ in terms
     )
-    which, value = ("c.id = ANY(%s)", ids) if seed is None else ("c.search_vector @@ %s", seed)
+    which, value = (
+        ("c.id = ANY(%s::bigint[])", array_literal(ids))
+        if seed is None
+        else ("c.search_vector @@ %s", seed)
+    )
     cursor.execute(
         f"SELECT c.id, c.token_count, c.is_test::int + 2 * c.is_doc::int, {columns}"  # noqa: S608
         f" FROM indexing_chunk c {LIVE_CHUNKS_SQL}"
-        f" WHERE {which} AND r.id = ANY(%s) AND {scope.sql}"
+        f" WHERE {which} AND r.id = ANY(%s::uuid[]) AND {scope.sql}"
         + (f" LIMIT {SEED_ROWS:d}" if seed is not None else ""),
         [*(p for t in terms for p in (RANK_WEIGHTS, lexeme(t))),
-         value, scope.repository_ids, *scope.params],
+         value, array_literal(scope.repository_ids), *scope.params],
     )  # fmt: skip
     wanted = [j for j, t in enumerate(terms) if t in set(informative)]
     rows = cursor.fetchall()
