@@ -164,8 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     from llm import get_embedder
     from search.evaluation.bootstrap import paired_bootstrap
 
-    inner = get_embedder()
-    embedder = CachedEmbedder(inner, args.cache / (inner.space_key.replace("/", "_") + ".npz"))
+    embedder = CachedEmbedder.in_folder(get_embedder(), args.cache)
     base: list[Question] = []
     doc: list[Question] = []
     for path in args.captures:

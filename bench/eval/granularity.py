@@ -250,6 +250,11 @@ class CachedEmbedder:
             with np.load(path) as data:
                 self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
 
+    @classmethod
+    def in_folder(cls, embedder: Any, folder: Path) -> CachedEmbedder:
+        """``embedder`` cached in ``folder``, one file per embedding space."""
+        return cls(embedder, folder / (embedder.space_key.replace("/", "_") + ".npz"))
+
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -305,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         from mpnet_runtime import MPNetEmbedder, prepare
 
         base = MPNetEmbedder(prepare(args.mpnet))
-    embedder = CachedEmbedder(base, args.cache / (base.space_key.replace("/", "_") + ".npz"))
+    embedder = CachedEmbedder.in_folder(base, args.cache)
     query_set = load_query_set(args.queries)
     units = corpus_units(args.corpus or corpus_dir("flask"), doc_sections=args.doc_sections)
     query_vectors = embedder.embed([q.query for q in query_set.queries])

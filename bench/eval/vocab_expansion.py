@@ -47,8 +47,7 @@ def _cached_embedder() -> Any:
 
         from llm import get_embedder
 
-        inner = get_embedder()
-        _embedder = CachedEmbedder(inner, CACHE / (inner.space_key.replace("/", "_") + ".npz"))
+        _embedder = CachedEmbedder.in_folder(get_embedder(), CACHE)
     return _embedder
 
 

@@ -38,7 +38,6 @@ from django.db import connection
 from search.retrieval import parallel
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
-from search.retrieval.parallel import run_beside
 from search.retrieval.postings import exact_top_k, merge_top_k, want_of
 from search.retrieval.query import (
     ParsedQuery,
@@ -222,7 +221,7 @@ def fulltext_search(
         if len(groups) == 1:
             top = top_k(groups[0])
         else:
-            beside = [run_beside(top_k, group) for group in groups[1:]]
+            beside = [parallel.run_beside(top_k, group) for group in groups[1:]]
             top = merge_top_k([top_k(groups[0]), *(f.result() for f in beside)], wants)
             result.detail["parallel_groups"] = len(groups)
         result.ranked = top.ranked[0]
