@@ -36,6 +36,9 @@ class CorpusStats:
     computed_on_the_fly: list[UUID] = field(default_factory=list)
     # Average chunk length of each repository with statistics (the postings' impact order).
     repository_average: dict[UUID, float] = field(default_factory=dict)
+    # Which build of each repository's statistics these are (``xmin`` of its facet rows: a new
+    # transaction each rebuild): what the lists kept in memory are keyed by.
+    repository_build: dict[UUID, int] = field(default_factory=dict)
 
     @property
     def average_length(self) -> float:
@@ -106,16 +109,17 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
         cursor.execute(
             """
             WITH f AS (
-                SELECT r.id, sum(f.chunks) AS chunks, sum(f.total_length) AS total_length
+                SELECT r.id, sum(f.chunks) AS chunks, sum(f.total_length) AS total_length,
+                       max(f.xmin::text::bigint) AS built
                 FROM indexing_repository r
                 JOIN search_chunkfacetstat f
                   ON f.repository_id = r.id AND f.generation = r.active_generation
                 WHERE r.id = ANY(%s)
                 GROUP BY r.id
             )
-            SELECT f.id, NULL::text, f.chunks, f.total_length FROM f
+            SELECT f.id, NULL::text, f.chunks, f.total_length, f.built FROM f
             UNION ALL
-            SELECT NULL, t.term, sum(t.df), NULL
+            SELECT NULL, t.term, sum(t.df), NULL, NULL
             FROM search_termpostings t
             JOIN indexing_repository r
               ON r.id = t.repository_id AND t.generation = r.active_generation
@@ -123,7 +127,7 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
               AND t.term = ANY(%s)
             GROUP BY t.term
             UNION ALL
-            SELECT NULL, u.term, sum(u.df), NULL
+            SELECT NULL, u.term, sum(u.df), NULL, NULL
             FROM search_termbucket b
             JOIN indexing_repository r
               ON r.id = b.repository_id AND b.generation = r.active_generation
@@ -136,7 +140,7 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
             [ids, ids, list(terms), ids, buckets(terms), list(terms)],
         )
         covered = set()
-        for repository_id, term, count, total_length in cursor.fetchall():
+        for repository_id, term, count, total_length, built in cursor.fetchall():
             if term is not None:
                 stats.df[term] += int(count)
                 continue
@@ -146,6 +150,7 @@ def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> Corpus
             # as ``build_postings`` ordered the lists (1.0 when every chunk is empty)
             average = int(total_length or 0) / int(count or 1)
             stats.repository_average[repository_id] = average or 1.0
+            stats.repository_build[repository_id] = int(built)
         missing = [rid for rid in repository_ids if rid not in covered]
         if missing:
             _count_on_the_fly(cursor, missing, terms, stats)

@@ -39,6 +39,7 @@ from search.retrieval import parallel
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
 from search.retrieval.postings import exact_top_k, merge_top_k, want_of
+from search.retrieval.postings_memory import memory_top_k
 from search.retrieval.query import (
     ParsedQuery,
     lexeme,
@@ -199,12 +200,13 @@ def fulltext_search(
     postings = use_postings and scope.default_branches
     if postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
         terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
+        idfs = [idf(stats.documents, stats.df[t]) for t in terms]
         scopes = [scope] if left_out is None else [scope, left_out]
         wants = [want_of(s, min(limit, cap)) for s in scopes]
         top_k = functools.partial(
             exact_top_k,
             terms,
-            [idf(stats.documents, stats.df[t]) for t in terms],
+            idfs,
             informative,
             averages=stats.repository_average,
             average=stats.average_length or 1.0,
@@ -215,6 +217,35 @@ def fulltext_search(
             # every match fits under the cap: read the lists whole, in one round
             first_depth=0 if plan.capped else cap,
         )
+        in_memory = memory_top_k(
+            terms,
+            idfs,
+            informative,
+            [(r.id, r.generation, stats.repository_build[r.id]) for r in scope.repositories
+             if r.id in stats.repository_average],
+            scopes,
+            wants,
+            average=stats.average_length or 1.0,
+            all_terms_boost=all_terms_boost,
+            timeout_ms=timeout_ms,
+        )  # fmt: skip
+        if in_memory is not None:
+            result.ranked = in_memory.ranked[0]
+            result.detail.update(
+                scored_terms=terms,
+                capped=result.detail["matches_at_most"] > cap,
+                exact=True,
+                in_memory=True,
+                rounds=1,
+                postings_read=in_memory.postings_read,
+                chunks_checked=in_memory.checked,
+                lists_loaded=in_memory.lists_loaded,
+            )
+            if result.left_out is not None:
+                result.left_out.ranked = in_memory.ranked[1]
+                result.left_out.detail = {"exact": True, "same_pass": True}
+                result.detail["left_out_exact"] = True
+            return result
         groups = split_groups(
             scope if left_out is None else either(scope, left_out), len(parsed.text.split())
         )

@@ -18,6 +18,14 @@ from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repo
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True, params=["in-memory", "rounds"])
+def engine(request: pytest.FixtureRequest, settings: Any) -> str:
+    """Every test twice: with the lists kept in memory (``postings_memory``, the default) and
+    with the rounds that read the lists' heads from the database (``postings``)."""
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64 if request.param == "in-memory" else 0
+    return str(request.param)
+
+
 def search(query: str, **options: object) -> SearchResult:
     request = SearchRequest(query=query, use_vector=False, **options)  # type: ignore[arg-type]
     return SearchExecutor(chat=no_chat()).run(request)

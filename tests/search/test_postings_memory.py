@@ -1,0 +1,147 @@
+"""Term postings kept in memory between searches (``search.retrieval.postings_memory``): the same
+ranking as the rounds and as ranking every match, no list read twice, nothing served stale after
+a rebuild, scope filters that drop the best chunks, and lists too large to keep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from accounts.visibility import Viewer
+from search.executor import SearchRequest
+from search.retrieval import postings_memory
+from search.retrieval.fulltext import FulltextList, fulltext_search
+from search.retrieval.postings_memory import ListCache, TermList
+from search.retrieval.query import parse_query
+from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from tests.search.corpus import Piece, SourceDoc, indexed_repository
+
+pytestmark = pytest.mark.django_db
+
+
+def chunk(path: str, symbol: str, body: str, **flags: bool) -> SourceDoc:
+    return SourceDoc(path, [Piece(f"def {symbol}():\n    {body}\n", symbol)], **flags)  # type: ignore[arg-type]
+
+
+def fulltext(query: str, *, limit: int = 6, use_postings: bool = True, **scope: Any) -> FulltextList:
+    request = SearchRequest(query=query, **scope)
+    found = build_scope_filter(resolve_scope(request), scope_repositories(None, Viewer.everything()))
+    return fulltext_search(parse_query(query), found, limit=limit, cap=10**6,
+                           use_postings=use_postings)  # fmt: skip
+
+
+def same_ranking(one: FulltextList, other: FulltextList, rel: float = 1e-9) -> None:
+    """Same chunks in the same order, with the same scores (``ts_rank_cd``, which the path that
+    ranks every match uses, computes in float4: ``rel=1e-5`` for it)."""
+    assert [cid for cid, _ in one.ranked] == [cid for cid, _ in other.ranked]
+    assert [s for _, s in one.ranked] == pytest.approx([s for _, s in other.ranked], rel=rel)
+
+
+def corpus() -> None:
+    bodies = [
+        "session = open_session(user) or refresh(session)",
+        "if session.expired: return refresh(session, user)",
+        "user = session.user; token = session.token",
+        "return token",
+        "session session session",
+        "refresh_token(user, token, expires)",
+    ]
+    docs = [chunk(f"auth/m{i}.py", f"fn_{i}", body) for i, body in enumerate(bodies)]
+    docs.append(chunk("tests/test_auth.py", "test_refresh", "session refresh", is_test=True))
+    indexed_repository("memory-a", docs)
+    indexed_repository("memory-b", [*docs[2:], chunk("b.py", "only_b", "refresh session token")])
+
+
+def test_a_second_search_reads_no_list_and_ranks_as_the_rounds_and_every_match(settings) -> None:  # type: ignore[no-untyped-def]
+    corpus()
+    for query in ("session refresh", "user token", "refresh token expires"):
+        settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+        first, second = fulltext(query), fulltext(query)
+        assert first.detail["in_memory"] and first.detail["lists_loaded"] > 0, query
+        assert second.detail["in_memory"] and second.detail["lists_loaded"] == 0, query
+        assert first.ranked == second.ranked and first.ranked
+        settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0
+        rounds = fulltext(query)
+        assert "in_memory" not in rounds.detail
+        same_ranking(second, rounds)
+        same_ranking(second, fulltext(query, use_postings=False), rel=1e-5)  # every match
+
+
+def test_a_search_from_memory_runs_fewer_statements(settings) -> None:  # type: ignore[no-untyped-def]
+    from django.test.utils import CaptureQueriesContext
+
+    corpus()
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    fulltext("session refresh token")
+    with CaptureQueriesContext(connection) as warm:
+        fulltext("session refresh token")
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0
+    with CaptureQueriesContext(connection) as rounds:
+        fulltext("session refresh token")
+    reads_lists = ["p.postings" in q["sql"] for q in warm.captured_queries]
+    assert not any(reads_lists) and any("p.postings" in q["sql"] for q in rounds.captured_queries)
+    assert len(warm.captured_queries) < len(rounds.captured_queries)
+
+
+def test_statistics_rebuilt_for_the_same_generation_are_not_served_stale(settings) -> None:  # type: ignore[no-untyped-def]
+    from indexing.models import Chunk
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    repository = indexed_repository(
+        "rebuilt", [chunk("a.py", "first", "lantern"), chunk("b.py", "second", "candle")]
+    )
+    assert [cid for cid, _ in fulltext("lantern").ranked] == [
+        Chunk.objects.get(repository=repository, symbol="first").pk
+    ]
+    second = Chunk.objects.get(repository=repository, symbol="second")
+    with connection.cursor() as cursor:  # the same generation's text changes, and is rebuilt
+        cursor.execute(
+            "UPDATE indexing_chunk SET search_vector = to_tsvector('simple', 'lantern lantern')"
+            " WHERE id = %s",
+            [second.pk],
+        )
+    refresh_search_stats(repository.pk)
+    found = fulltext("lantern")
+    assert found.detail["lists_loaded"] > 0  # a new build: its lists read again
+    assert found.ranked[0][0] == second.pk
+
+
+def test_a_path_filter_that_drops_the_best_chunks_still_gives_its_top_k(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    docs = [chunk(f"vendor/v{i}.py", f"vendored_{i}", "parse parse parse header") for i in range(40)]
+    docs += [chunk(f"src/s{i}.py", f"own_{i}", "parse " + "x " * i + "header") for i in range(3)]
+    indexed_repository("filtered", docs)
+    found = fulltext("parse header", limit=2, path_globs=["src/**"])
+    assert found.detail["in_memory"] and found.detail["chunks_checked"] > 2  # looked deeper
+    every = fulltext("parse header", limit=2, path_globs=["src/**"], use_postings=False)
+    same_ranking(found, every, rel=1e-5)
+    assert len(found.ranked) == 2
+
+
+def test_lists_larger_than_half_the_memory_are_ranked_by_the_rounds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    corpus()
+    small = ListCache(budget=2 * postings_memory.ENTRY_OVERHEAD)
+    monkeypatch.setattr(postings_memory, "cache", lambda: small)
+    found = fulltext("session refresh")
+    assert "in_memory" not in found.detail and found.detail["exact"] is True
+    assert found.ranked and len(small) == 0  # nothing kept that would not fit
+
+
+def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None:
+    def term_list(records: int) -> TermList:
+        return TermList(np.zeros(records, np.uint32), np.zeros(records, np.uint32), 1, records)
+
+    size = term_list(100).nbytes
+    store = ListCache(budget=3 * size)
+    keys = [(None, 1, 1, f"t{i}") for i in range(4)]
+    store.put({keys[0]: term_list(100), keys[1]: term_list(100), keys[2]: term_list(100)})
+    assert store.get([keys[0]])  # used: now the most recent
+    store.put({keys[3]: term_list(100)})
+    assert set(store.get(keys)) == {keys[0], keys[2], keys[3]}  # keys[1] was the oldest
+    assert store.used == 3 * size
+    store.put({keys[0]: term_list(100)})  # replaced, not counted twice
+    assert store.used == 3 * size and len(store) == 3
