@@ -21,6 +21,7 @@ from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
 from search.retrieval.postings_format import buckets, build_postings
+from search.retrieval.postings_memory import KeptLists, kept_lists
 
 logger = logging.getLogger(__name__)
 BUILD_WORK_MEM = "256MB"
@@ -36,9 +37,10 @@ class CorpusStats:
     computed_on_the_fly: list[UUID] = field(default_factory=list)
     # Average chunk length of each repository with statistics (the postings' impact order).
     repository_average: dict[UUID, float] = field(default_factory=dict)
-    # Which build of each repository's statistics these are (``xmin`` of its facet rows: a new
-    # transaction each rebuild): what the lists kept in memory are keyed by.
-    repository_build: dict[UUID, int] = field(default_factory=dict)
+    # The terms' whole lists from this process's memory (``corpus_stats(keep_lists=True)``),
+    # keyed by what they were built from: repository, generation, and ``xmin`` of its facet
+    # rows (a new transaction with every rebuild of its statistics).
+    kept: KeptLists | None = None
 
     @property
     def average_length(self) -> float:
@@ -96,65 +98,77 @@ def refresh_all_search_stats() -> int:
     return len(ids)
 
 
-def corpus_stats(repository_ids: Sequence[UUID], terms: Sequence[str]) -> CorpusStats:
-    """Summed N, total length and per-term document frequency over the live generations."""
+def corpus_stats(
+    repository_ids: Sequence[UUID], terms: Sequence[str], *, keep_lists: bool = False
+) -> CorpusStats:
+    """Summed N, total length and per-term document frequency over the live generations.
+
+    ``keep_lists``: the terms' whole posting lists are taken from the memory of this process
+    (``search.retrieval.postings_memory``, read once when they are not there) and the document
+    frequencies counted from them (``stats.kept``); else, or when they cannot be kept, summed
+    from the lists' rows in the database."""
     stats = CorpusStats(df=dict.fromkeys(terms, 0))
     if not repository_ids:
         return stats
     ids = list(repository_ids)
     with connection.cursor() as cursor:
-        # One statement: each repository's facet sums, then the terms' document frequencies
-        # summed over the repositories that have statistics (over every part of their lists,
-        # long and packed).
         cursor.execute(
             """
-            WITH f AS (
-                SELECT r.id, sum(f.chunks) AS chunks, sum(f.total_length) AS total_length,
-                       max(f.xmin::text::bigint) AS built
-                FROM indexing_repository r
-                JOIN search_chunkfacetstat f
-                  ON f.repository_id = r.id AND f.generation = r.active_generation
-                WHERE r.id = ANY(%s)
-                GROUP BY r.id
-            )
-            SELECT f.id, NULL::text, f.chunks, f.total_length, f.built FROM f
-            UNION ALL
-            SELECT NULL, t.term, sum(t.df), NULL, NULL
-            FROM search_termpostings t
-            JOIN indexing_repository r
-              ON r.id = t.repository_id AND t.generation = r.active_generation
-            WHERE t.repository_id = ANY(%s) AND t.repository_id IN (SELECT f.id FROM f)
-              AND t.term = ANY(%s)
-            GROUP BY t.term
-            UNION ALL
-            SELECT NULL, u.term, sum(u.df), NULL, NULL
-            FROM search_termbucket b
-            JOIN indexing_repository r
-              ON r.id = b.repository_id AND b.generation = r.active_generation
-            CROSS JOIN LATERAL unnest(b.terms, b.dfs) AS u(term, df)
-            WHERE b.repository_id = ANY(%s) AND b.repository_id IN (SELECT f.id FROM f)
-              AND b.bucket = ANY(%s) AND u.term = ANY(%s)
-            GROUP BY u.term
+            SELECT r.id, r.active_generation, sum(f.chunks), sum(f.total_length),
+                   max(f.xmin::text::bigint)
+            FROM indexing_repository r
+            JOIN search_chunkfacetstat f
+              ON f.repository_id = r.id AND f.generation = r.active_generation
+            WHERE r.id = ANY(%s)
+            GROUP BY r.id
             """,
-            # (the ids again for each index lookup: the semi-join alone is a skip scan)
-            [ids, ids, list(terms), ids, buckets(terms), list(terms)],
+            [ids],
         )
-        covered = set()
-        for repository_id, term, count, total_length, built in cursor.fetchall():
-            if term is not None:
-                stats.df[term] += int(count)
-                continue
-            covered.add(repository_id)
+        covered = []
+        for repository_id, generation, count, total_length, built in cursor.fetchall():
+            covered.append((repository_id, int(generation), int(built)))
             stats.documents += int(count)
             stats.total_length += int(total_length or 0)
             # as ``build_postings`` ordered the lists (1.0 when every chunk is empty)
             average = int(total_length or 0) / int(count or 1)
             stats.repository_average[repository_id] = average or 1.0
-            stats.repository_build[repository_id] = int(built)
-        missing = [rid for rid in repository_ids if rid not in covered]
+        if covered and terms:
+            stats.kept = kept_lists(covered, list(terms)) if keep_lists else None
+            if stats.kept is not None:
+                stats.df.update(stats.kept.document_frequencies())
+            else:
+                _sum_document_frequencies(cursor, [r for r, _g, _b in covered], terms, stats)
+        missing = [rid for rid in repository_ids if rid not in stats.repository_average]
         if missing:
             _count_on_the_fly(cursor, missing, terms, stats)
     return stats
+
+
+def _sum_document_frequencies(
+    cursor: CursorWrapper, repository_ids: list[UUID], terms: Sequence[str], stats: CorpusStats
+) -> None:
+    """The terms' document frequencies summed over the repositories' lists, long and packed."""
+    cursor.execute(
+        """
+        SELECT t.term, sum(t.df)
+        FROM search_termpostings t
+        JOIN indexing_repository r
+          ON r.id = t.repository_id AND t.generation = r.active_generation
+        WHERE t.repository_id = ANY(%s) AND t.term = ANY(%s)
+        GROUP BY t.term
+        UNION ALL
+        SELECT u.term, sum(u.df)
+        FROM search_termbucket b
+        JOIN indexing_repository r
+          ON r.id = b.repository_id AND b.generation = r.active_generation
+        CROSS JOIN LATERAL unnest(b.terms, b.dfs) AS u(term, df)
+        WHERE b.repository_id = ANY(%s) AND b.bucket = ANY(%s) AND u.term = ANY(%s)
+        GROUP BY u.term
+        """,
+        [repository_ids, list(terms), repository_ids, buckets(terms), list(terms)],
+    )
+    for term, count in cursor.fetchall():
+        stats.df[term] += int(count)
 
 
 def _count_on_the_fly(

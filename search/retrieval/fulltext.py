@@ -179,7 +179,11 @@ def fulltext_search(
     if parsed.is_empty or not scope.repositories:
         result.detail["reason"] = "no searchable terms" if parsed.is_empty else "no repositories"
         return result
-    stats = corpus_stats(scope.repository_ids, parsed.terms)
+    required = required_tsquery(parsed)
+    # The term postings are the default branches' lists: another branch is ranked over its
+    # chunks below (with the default branch's statistics, which it mostly shares).
+    postings = use_postings and scope.default_branches and ranking == "bm25" and not required
+    stats = corpus_stats(scope.repository_ids, parsed.terms, keep_lists=postings)
     plan = plan_candidates(parsed, stats, cap, ranking)
     present, informative = plan.scored, plan.informative
     result.detail.update(
@@ -194,15 +198,39 @@ def fulltext_search(
     if not present:
         return result
 
-    required = required_tsquery(parsed)
-    # The term postings are the default branches' lists: another branch is ranked over its
-    # chunks below (with the default branch's statistics, which it mostly shares).
-    postings = use_postings and scope.default_branches
-    if postings and ranking == "bm25" and not required and not stats.computed_on_the_fly:
+    if postings and not stats.computed_on_the_fly:
         terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
         idfs = [idf(stats.documents, stats.df[t]) for t in terms]
         scopes = [scope] if left_out is None else [scope, left_out]
         wants = [want_of(s, min(limit, cap)) for s in scopes]
+        if stats.kept is not None:
+            in_memory = memory_top_k(
+                stats.kept,
+                terms,
+                idfs,
+                informative,
+                scopes,
+                wants,
+                average=stats.average_length or 1.0,
+                all_terms_boost=all_terms_boost,
+                timeout_ms=timeout_ms,
+            )
+            result.ranked = in_memory.ranked[0]
+            result.detail.update(
+                scored_terms=terms,
+                capped=result.detail["matches_at_most"] > cap,
+                exact=True,
+                in_memory=True,
+                rounds=1,
+                postings_read=in_memory.postings_read,
+                chunks_checked=in_memory.checked,
+                lists_loaded=stats.kept.loaded,
+            )
+            if result.left_out is not None:
+                result.left_out.ranked = in_memory.ranked[1]
+                result.left_out.detail = {"exact": True, "same_pass": True}
+                result.detail["left_out_exact"] = True
+            return result
         top_k = functools.partial(
             exact_top_k,
             terms,
@@ -217,35 +245,6 @@ def fulltext_search(
             # every match fits under the cap: read the lists whole, in one round
             first_depth=0 if plan.capped else cap,
         )
-        in_memory = memory_top_k(
-            terms,
-            idfs,
-            informative,
-            [(r.id, r.generation, stats.repository_build[r.id]) for r in scope.repositories
-             if r.id in stats.repository_average],
-            scopes,
-            wants,
-            average=stats.average_length or 1.0,
-            all_terms_boost=all_terms_boost,
-            timeout_ms=timeout_ms,
-        )  # fmt: skip
-        if in_memory is not None:
-            result.ranked = in_memory.ranked[0]
-            result.detail.update(
-                scored_terms=terms,
-                capped=result.detail["matches_at_most"] > cap,
-                exact=True,
-                in_memory=True,
-                rounds=1,
-                postings_read=in_memory.postings_read,
-                chunks_checked=in_memory.checked,
-                lists_loaded=in_memory.lists_loaded,
-            )
-            if result.left_out is not None:
-                result.left_out.ranked = in_memory.ranked[1]
-                result.left_out.detail = {"exact": True, "same_pass": True}
-                result.detail["left_out_exact"] = True
-            return result
         groups = split_groups(
             scope if left_out is None else either(scope, left_out), len(parsed.text.split())
         )

@@ -7,13 +7,13 @@ from -- repository, generation, and the transaction that built its statistics (`
 facet rows, new with every rebuild) -- and a search whose lists are all there reads none of them
 from the database.
 
-Ranking then reads every record of the query's lists in one compiled pass (``_accumulate``: a
-score and the lists seen in per chunk, in dense arrays indexed by chunk id, one span per
-repository) and keeps the best ``limit`` of each list of the pass (``_select``), so the top-k is
-exact by construction: no bounds, no rounds, no chunk read by id to learn its score. The only
-statement left is the one that applies the scope and permission filters to the chunks ranked
-(languages and paths are not in the postings; tests and docs are), which also drops chunks of
-a generation retired in the meantime.
+Ranking then reads every record of the query's lists in one compiled pass, a repository at a
+time: its lists add up each chunk's score and the lists it was seen in (``_accumulate``, in a
+buffer as long as one repository's span of chunk ids), and its chunks are offered to a heap of
+the best ``limit`` per list of the pass (``_offer``). The top-k is exact by construction: no
+bounds, no rounds, no chunk read by id to learn its score. The only statement left is the one
+that applies the scope and permission filters to the chunks ranked (languages and paths are not
+in the postings; tests and docs are), which also drops chunks of a generation retired since.
 
 Scores are computed as ``postings_check.check_chunks`` computes them (the same operations in the
 same order), so a chunk scores the same here as read by id. A search this cannot serve (lists
@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -35,7 +36,7 @@ from numba import njit
 
 from search.retrieval.db import array_literal, binary_cursor, search_cursor
 from search.retrieval.postings_bounds import Want
-from search.retrieval.postings_format import B, HEADER, K1, RECORD, buckets, list_base
+from search.retrieval.postings_format import HEADER, K1, MAX_LEN, RECORD, B, buckets, list_base
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
@@ -50,14 +51,18 @@ class TermList:
     words: np.ndarray  # uint32
     base: int  # the generation's first chunk id (the lists' header)
     span: int  # largest offset + 1 (0: the term is not in this generation)
+    nbytes: int = 0  # what keeping it costs
 
-    @property
-    def nbytes(self) -> int:
-        return self.offsets.nbytes + self.words.nbytes + ENTRY_OVERHEAD
+    @classmethod
+    def of(cls, offsets: np.ndarray, words: np.ndarray, base: int) -> TermList:
+        span = int(offsets.max()) + 1 if len(offsets) else 0
+        size = offsets.nbytes + words.nbytes + ENTRY_OVERHEAD
+        return cls(offsets, words, base, span, size)
 
 
-EMPTY = TermList(np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0, 0)
-Key = tuple[UUID, int, int, str]  # repository, generation, statistics' build, term
+EMPTY = TermList.of(np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0)
+# repository (its UUID as an int: hashed in C), generation, statistics' build, term
+Key = tuple[int, int, int, str]
 
 
 class ListCache:
@@ -115,145 +120,194 @@ def cache() -> ListCache:
 
 
 @dataclass
-class MemoryTopK:
-    ranked: list[list[tuple[int, float]]]  # per list of the pass, (chunk id, score) best first
-    postings_read: int  # records ranked
-    checked: int  # chunks whose scope was checked in the database
-    lists_loaded: int  # lists read from the database (not in the cache)
+class KeptLists:
+    """The whole lists of some terms in some repositories, from this process's memory."""
+
+    repositories: list[tuple[UUID, int, int]]  # (id, generation, statistics' build)
+    terms: list[str]
+    lists: list[list[TermList]]  # per repository, per term
+    loaded: int  # lists read from the database for this search (not in memory yet)
+
+    def document_frequencies(self) -> dict[str, int]:
+        return {
+            term: sum(len(row[j].offsets) for row in self.lists)
+            for j, term in enumerate(self.terms)
+        }
 
 
 class Unsupported(Exception):
     """Lists this path cannot rank (the rounds can)."""
 
 
+def kept_lists(
+    repositories: list[tuple[UUID, int, int]], terms: list[str], timeout_ms: int = 5000
+) -> KeptLists | None:
+    """The whole lists of ``terms`` in ``repositories`` ((id, generation, statistics' build)),
+    those not in memory read in one statement and kept; None when the cache is off or cannot
+    hold them (more than half of it), or ids of a generation span 2^32 or more."""
+    store = cache()
+    if not store.budget:
+        return None
+    keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
+    found = store.get(keys)
+    missing = [key for key in keys if key not in found]
+    if missing:
+        with search_cursor(timeout_ms) as cursor:
+            try:
+                loaded = _load(cursor, missing)
+            except Unsupported:
+                return None
+        found.update(loaded)
+        if sum(v.nbytes for v in found.values()) > store.budget // 2:
+            return None  # would push out everything else, and not stay
+        store.put(loaded)
+    elif sum(v.nbytes for v in found.values()) > store.budget // 2:
+        return None
+    lists = [[found[(r.int, g, b, term)] for term in terms] for r, g, b in repositories]
+    return KeptLists(list(repositories), list(terms), lists, len(missing))
+
+
+@dataclass
+class MemoryTopK:
+    ranked: list[list[tuple[int, float]]]  # per list of the pass, (chunk id, score) best first
+    postings_read: int  # records ranked
+    checked: int  # chunks whose scope was checked in the database
+
+
 def memory_top_k(
+    kept: KeptLists,
     terms: list[str],
     idfs: list[float],
     informative: list[str],
-    repositories: list[tuple[UUID, int, int]],
     scopes: list[ScopeFilter],
     wants: list[Want],
     *,
     average: float,
     all_terms_boost: float,
     timeout_ms: int,
-) -> MemoryTopK | None:
+) -> MemoryTopK:
     """For each of ``wants`` (and its scope in ``scopes``), its ``limit`` best chunks by BM25
-    (score desc, id asc) over ``repositories`` ((id, generation, statistics' build) of each
-    repository in scope with statistics), or None when these lists cannot be ranked here."""
-    store = cache()
-    if not store.budget or not terms:
-        return None
-    keys = [(r, generation, built, term) for r, generation, built in repositories for term in terms]
-    found = store.get(keys)
-    missing = [key for key in keys if key not in found]
+    (score desc, id asc) over the kept lists of ``terms`` (some of ``kept.terms``).
+
+    The best of each list are checked against its scope in the database; while its filters
+    (languages, paths) leave fewer than ``limit``, the pass runs again for that list, 8x deeper,
+    without the chunks they left out."""
+    ranking = _Pass(kept, terms, idfs, informative, wants, average, all_terms_boost)
+    found = ranking.run(list(range(len(wants))), [w.limit for w in wants], [])
+    ranked, checked = [], 0
     with search_cursor(timeout_ms) as cursor:
-        if missing:
-            try:
-                loaded = _load(cursor, missing)
-            except Unsupported:
-                return None
-            if sum(v.nbytes for v in loaded.values()) > store.budget // 2:
-                return None  # would push out everything else, and not stay
-            store.put(loaded)
-            found.update(loaded)
-        lists = [[found[(r, g, b, term)] for term in terms] for r, g, b in repositories]
-        if sum(v.nbytes for row in lists for v in row) > store.budget // 2:
-            return None
-        informative_mask = sum(1 << terms.index(w) for w in informative if w in terms)
-        boost = 1.0 + all_terms_boost if informative_mask else 1.0
+        # every list's best in one statement, then deeper for a list whose filters left out
+        # too many of them
+        unknown = sorted({i for ids, _scores in found for i in ids})
+        kept_ids = _in_scope(cursor, unknown, scopes) if unknown else [set() for _ in scopes]
+        checked += len(unknown)
+        for w, want in enumerate(wants):
+            accepted = kept_ids[w]
+            rejected: list[int] = []
+            depth = want.limit
+            ids, scores = found[w]
+            while True:
+                rejected += [i for i in ids if i not in accepted]
+                best = [(i, s) for i, s in zip(ids, scores, strict=True) if i in accepted]
+                if len(best) >= want.limit or len(ids) < depth:
+                    ranked.append(best[: want.limit])
+                    break
+                depth *= 8
+                ids, scores = ranking.run([w], [depth], rejected)[0]
+                more = [i for i in ids if i not in accepted]
+                checked += len(more)
+                if more:
+                    accepted |= _in_scope(cursor, more, [scopes[w]])[0]
+    return MemoryTopK(ranked=ranked, postings_read=ranking.read, checked=checked)
+
+
+class _Pass:
+    """The query's lists, and what ranking them needs, to rank them once or again."""
+
+    def __init__(
+        self,
+        kept: KeptLists,
+        terms: list[str],
+        idfs: list[float],
+        informative: list[str],
+        wants: list[Want],
+        average: float,
+        all_terms_boost: float,
+    ) -> None:
+        columns = [kept.terms.index(term) for term in terms]
+        self.lists = [[row[j] for j in columns] for row in kept.lists]
+        self.spans = [max((v.span for v in row), default=0) for row in self.lists]
+        self.bases = [next((v.base for v in row if v.span), 0) for row in self.lists]
+        self.wants = wants
+        self.informative = sum(1 << terms.index(w) for w in informative if w in terms)
+        self.boost = 1.0 + all_terms_boost if self.informative else 1.0
+        self.coefficients = [idf * (K1 + 1) for idf in idfs]
+        # BM25's length normalisation by token count, as ``postings_format.saturation`` has it
+        length = np.maximum(np.arange(MAX_LEN + 1), 1).astype(np.float64)
+        self.norm = K1 * (1 - B + B * length / average)
+        self.read = 0
+
+    def run(
+        self, which: list[int], limits: list[int], dead: list[int]
+    ) -> list[tuple[list[int], list[float]]]:
+        """The best ``limits[i]`` chunks of the list ``wants[which[i]]``, none of ``dead``:
+        (ids, scores), best first. A repository at a time: its terms' lists in order (each
+        chunk's sum made in the order of the terms, as when read by id), then its chunks
+        offered to each list's heap, in a buffer as long as one repository's span."""
+        wants = [self.wants[w] for w in which]
         admitted = np.zeros(4, dtype=np.bool_)
         for kind in range(4):
-            admitted[kind] = any(
-                bool(w.admits(np.asarray([kind], dtype=np.int64))[0]) for w in wants
-            )
-        pool = _Pool.of(lists)
-        read = 0
-        for j, idf in enumerate(idfs):  # term by term: each chunk's sum in the order of terms
-            coefficient = idf * (K1 + 1)
-            for r, row in enumerate(lists):
-                if row[j].span:
-                    read += _accumulate(
-                        pool.scores, pool.masks, pool.kinds, row[j].offsets, row[j].words,
-                        int(pool.starts[r]), coefficient, average, 1 << j, admitted,
+            flags = np.asarray([kind], dtype=np.int64)
+            admitted[kind] = any(bool(w.admits(flags)[0]) for w in wants)
+        size = max(self.spans, default=0)
+        scores = np.zeros(size, dtype=np.float64)
+        masks = np.zeros(size, dtype=np.int32)
+        kinds = np.zeros(size, dtype=np.int8)
+        width = max(limits)
+        heap_score = np.empty((len(wants), width), dtype=np.float64)
+        heap_id = np.empty((len(wants), width), dtype=np.int64)
+        sizes = np.zeros(len(wants), dtype=np.int64)
+        excluded = np.asarray([w.excluded_flags for w in wants], dtype=np.int64)
+        wanted = np.asarray([w.wanted_flags for w in wants], dtype=np.int64)
+        limit = np.asarray(limits, dtype=np.int64)
+        dead_ids = np.asarray(sorted(dead), dtype=np.int64)
+        for r, row in enumerate(self.lists):
+            if not self.spans[r]:
+                continue
+            for j, found in enumerate(row):
+                if found.span:
+                    self.read += _accumulate(
+                        scores, masks, kinds, found.offsets, found.words, self.coefficients[j],
+                        self.norm, 1 << j, admitted,
                     )  # fmt: skip
-        ranked, checked = [], 0
-        for want, scope in zip(wants, scopes, strict=True):
-            best, count = _best_in_scope(cursor, pool, want, scope, informative_mask, boost)
-            ranked.append(best)
-            checked += count
-    return MemoryTopK(ranked=ranked, postings_read=read, checked=checked, lists_loaded=len(missing))
+            _offer(
+                scores, masks, kinds, self.spans[r], self.bases[r], dead_ids, self.informative,
+                self.boost, excluded, wanted, limit, heap_score, heap_id, sizes,
+            )  # fmt: skip
+        found_lists = []
+        for i in range(len(wants)):
+            ids, values = heap_id[i, : sizes[i]], heap_score[i, : sizes[i]]
+            order = np.lexsort((ids, -values))
+            found_lists.append((ids[order].tolist(), values[order].tolist()))
+        return found_lists
 
 
-@dataclass
-class _Pool:
-    """Per chunk of the repositories' spans: score so far, lists seen in, kind."""
-
-    scores: np.ndarray
-    masks: np.ndarray
-    kinds: np.ndarray
-    starts: np.ndarray  # where each repository's span starts (and the end, last)
-    bases: np.ndarray  # each repository's first chunk id
-
-    @classmethod
-    def of(cls, lists: list[list[TermList]]) -> _Pool:
-        spans = [max((v.span for v in row), default=0) for row in lists]
-        bases = [next((v.base for v in row if v.span), 0) for row in lists]
-        starts = np.zeros(len(lists) + 1, dtype=np.int64)
-        np.cumsum(spans, out=starts[1:])
-        size = int(starts[-1])
-        return cls(
-            scores=np.zeros(size, dtype=np.float64),
-            masks=np.zeros(size, dtype=np.int32),
-            kinds=np.zeros(size, dtype=np.int8),
-            starts=starts,
-            bases=np.asarray(bases, dtype=np.int64),
-        )
-
-
-def _best_in_scope(
-    cursor: CursorWrapper,
-    pool: _Pool,
-    want: Want,
-    scope: ScopeFilter,
-    informative_mask: int,
-    boost: float,
-) -> tuple[list[tuple[int, float]], int]:
-    """The best ``want.limit`` chunks of ``want``'s kinds that ``scope``'s filters keep: the
-    best ones are checked in the database, more of them (8x) while too many were filtered out."""
-    dead = np.zeros(len(pool.scores), dtype=np.bool_)
-    accepted: set[int] = set()
-    checked = 0
-    depth = want.limit
-    while True:
-        ids, scores, slots = _select(
-            pool.scores, pool.masks, pool.kinds, pool.starts, pool.bases, dead,
-            informative_mask, boost, want.excluded_flags, want.wanted_flags, depth,
-        )  # fmt: skip
-        order = np.lexsort((ids, -scores))
-        ids, scores, slots = ids[order], scores[order], slots[order]
-        unknown = [int(i) for i in ids if int(i) not in accepted]
-        if unknown:
-            checked += len(unknown)
-            kept = _in_scope(cursor, unknown, scope)
-            accepted |= kept
-            for chunk_id, slot in zip(ids.tolist(), slots.tolist(), strict=True):
-                if chunk_id not in accepted:
-                    dead[slot] = True
-        best = [(i, s) for i, s in zip(ids.tolist(), scores.tolist(), strict=True) if i in accepted]
-        if len(best) >= want.limit or len(ids) < depth:
-            return best[: want.limit], checked
-        depth *= 8
-
-
-def _in_scope(cursor: CursorWrapper, ids: list[int], scope: ScopeFilter) -> set[int]:
-    """``ids`` that are live chunks of the repositories in scope, through its filters."""
+def _in_scope(cursor: CursorWrapper, ids: list[int], scopes: list[ScopeFilter]) -> list[set[int]]:
+    """Per scope, those of ``ids`` that are live chunks of its repositories, through its
+    filters (one statement for all)."""
+    columns = ", ".join(f"(r.id = ANY(%s::uuid[]) AND {scope.sql})" for scope in scopes)
     cursor.execute(
-        f"SELECT c.id FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
-        f" WHERE c.id = ANY(%s::bigint[]) AND r.id = ANY(%s::uuid[]) AND {scope.sql}",
-        [array_literal(ids), array_literal(scope.repository_ids), *scope.params],
-    )
-    return {int(row[0]) for row in cursor.fetchall()}
+        f"SELECT c.id, {columns} FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
+        " WHERE c.id = ANY(%s::bigint[]) AND r.id = ANY(%s::uuid[])",
+        [*(p for scope in scopes for p in (array_literal(scope.repository_ids), *scope.params)),
+         array_literal(ids), array_literal({r for scope in scopes for r in scope.repository_ids})],
+    )  # fmt: skip
+    found: list[set[int]] = [set() for _ in scopes]
+    for row in cursor.fetchall():
+        for w, inside in enumerate(row[1:]):
+            if inside:
+                found[w].add(int(row[0]))
+    return found
 
 
 def _load(cursor: CursorWrapper, keys: list[Key]) -> dict[Key, TermList]:
@@ -262,9 +316,9 @@ def _load(cursor: CursorWrapper, keys: list[Key]) -> dict[Key, TermList]:
     generations = {(r, g): b for r, g, b, _t in keys}
     pairs = list(generations)
     terms = sorted({t for *_rest, t in keys})
-    repositories = array_literal(r for r, _g in pairs)
+    repositories = array_literal(UUID(int=r) for r, _g in pairs)
     sql = (
-        "WITH g AS (SELECT * FROM unnest(%s::uuid[], %s::int[]) WITH ORDINALITY"  # noqa: S608
+        "WITH g AS (SELECT * FROM unnest(%s::uuid[], %s::int[]) WITH ORDINALITY"
         "           AS g(repository_id, generation, n))"
         " SELECT g.n, p.term, p.part, p.postings"
         " FROM search_termpostings p JOIN g"
@@ -278,7 +332,7 @@ def _load(cursor: CursorWrapper, keys: list[Key]) -> dict[Key, TermList]:
         " WHERE b.repository_id = ANY(%s::uuid[]) AND b.bucket = ANY(%s::int[])"
         "   AND u.term = ANY(%s::text[])"
     )
-    params = [
+    params: list[Any] = [
         repositories, array_literal(g for _r, g in pairs), repositories, terms, repositories,
         array_literal(buckets(terms)), terms,
     ]  # fmt: skip
@@ -306,29 +360,25 @@ def _decoded(values: list[tuple[int, bytes]]) -> TermList:
         raise Unsupported("lists of one generation with different bases")
     records = np.concatenate([np.frombuffer(value, dtype=RECORD, offset=HEADER)
                               for _part, value in sorted(values)])  # fmt: skip
-    offsets = records["id"].astype(np.uint32)
-    span = int(offsets.max()) + 1 if len(offsets) else 0
-    return TermList(offsets, records["word"].astype(np.uint32), bases.pop(), span)
+    return TermList.of(records["id"].astype(np.uint32), records["word"].astype(np.uint32),
+                       bases.pop())  # fmt: skip
 
 
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
 def _accumulate(
     scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, offsets: np.ndarray,
-    words: np.ndarray, start: int, coefficient: float, average: float, bit: int,
-    admitted: np.ndarray,
+    words: np.ndarray, coefficient: float, norm: np.ndarray, bit: int, admitted: np.ndarray,
 ) -> int:  # fmt: skip
     """Add one list's contributions (``postings_format.saturation`` times ``coefficient``, in
-    the same operations) to its chunks' scores; returns the records read."""
+    the same operations; ``norm`` by token count) to its chunks' scores; the records read."""
     for i in range(offsets.shape[0]):
         word = np.int64(words[i])
         kind = (word >> 14) & 3
         if not admitted[kind]:
             continue
-        slot = start + np.int64(offsets[i])
+        slot = np.int64(offsets[i])
         tf = np.float64(word & 0x3FFF) / 2.0
-        length = max(word >> 16, 1)
-        norm = K1 * (1 - B + B * np.float64(length) / average)
-        scores[slot] += coefficient * (tf / (tf + norm))
+        scores[slot] += coefficient * (tf / (tf + norm[word >> 16]))
         masks[slot] |= bit
         kinds[slot] = kind
     return offsets.shape[0]
@@ -340,55 +390,88 @@ def _worse(score: float, chunk: int, other_score: float, other_chunk: int) -> bo
 
 
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
-def _select(
-    scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, starts: np.ndarray,
-    bases: np.ndarray, dead: np.ndarray, informative: int, boost: float, excluded: int,
-    wanted: int, limit: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-    """The ``limit`` best chunks (score desc, id asc; any order) seen in some list, of the kinds
-    admitted and not ``dead``: their ids, scores (with the all-words boost) and slots. A heap
-    whose root is the worst kept."""
-    heap_score = np.empty(limit, dtype=np.float64)
-    heap_id = np.empty(limit, dtype=np.int64)
-    heap_slot = np.empty(limit, dtype=np.int64)
-    size = 0
-    for r in range(bases.shape[0]):
-        for slot in range(starts[r], starts[r + 1]):
-            mask = masks[slot]
-            if mask == 0 or dead[slot]:
+def _offer(
+    scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, span: int, base: int,
+    dead: np.ndarray, informative: int, boost: float, excluded: np.ndarray, wanted: np.ndarray,
+    limits: np.ndarray, heap_score: np.ndarray, heap_id: np.ndarray, sizes: np.ndarray,
+) -> None:  # fmt: skip
+    """Offer one repository's chunks (slots ``0..span``, chunk id ``base + slot``) to each
+    list's heap (its root the worst kept: score asc, then id desc), and clear the buffer."""
+    worst = np.zeros(4, dtype=np.float64)
+    _worst_kept(heap_score, sizes, limits, excluded, wanted, worst)
+    for slot in range(span):
+        score = scores[slot]
+        # (no branch for the chunks no list read -- score 0 -- nor, mostly, for those no heap
+        # would keep: below the worst kept of every list that admits their kind)
+        if score * boost < worst[kinds[slot]] or score == 0.0:
+            continue
+        mask = masks[slot]
+        if informative and (mask & informative) == informative:
+            score = score * boost
+        chunk = base + slot
+        if dead.shape[0]:
+            at = np.searchsorted(dead, chunk)
+            if at < dead.shape[0] and dead[at] == chunk:
                 continue
-            kind = kinds[slot]
-            if kind & excluded or (wanted and not kind & wanted):
+        kind = kinds[slot]
+        for w in range(limits.shape[0]):
+            if kind & excluded[w] or (wanted[w] and not kind & wanted[w]):
                 continue
-            score = scores[slot]
-            if informative and (mask & informative) == informative:
-                score = score * boost
-            chunk = bases[r] + slot - starts[r]
-            if size < limit:
-                at = size
-                size += 1
-                while at > 0:  # up while worse than the parent
-                    parent = (at - 1) // 2
-                    if not _worse(score, chunk, heap_score[parent], heap_id[parent]):
-                        break
-                    heap_score[at], heap_id[at], heap_slot[at] = (
-                        heap_score[parent], heap_id[parent], heap_slot[parent])
-                    at = parent
-            elif _worse(heap_score[0], heap_id[0], score, chunk):
-                at = 0
-                while True:  # down while a child is worse
-                    child = 2 * at + 1
-                    if child >= size:
-                        break
-                    if child + 1 < size and _worse(heap_score[child + 1], heap_id[child + 1],
-                                                   heap_score[child], heap_id[child]):
-                        child += 1
-                    if not _worse(heap_score[child], heap_id[child], score, chunk):
-                        break
-                    heap_score[at], heap_id[at], heap_slot[at] = (
-                        heap_score[child], heap_id[child], heap_slot[child])
-                    at = child
-            else:
+            if sizes[w] == limits[w] and not (
+                score > heap_score[w, 0] or (score == heap_score[w, 0] and chunk < heap_id[w, 0])
+            ):
                 continue
-            heap_score[at], heap_id[at], heap_slot[at] = score, chunk, slot
-    return heap_id[:size], heap_score[:size], heap_slot[:size]
+            _push(heap_score[w], heap_id[w], sizes, w, limits[w], score, chunk)
+            _worst_kept(heap_score, sizes, limits, excluded, wanted, worst)
+    scores[:span] = 0.0
+    masks[:span] = 0
+
+
+@njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
+def _worst_kept(
+    heap_score: np.ndarray, sizes: np.ndarray, limits: np.ndarray, excluded: np.ndarray,
+    wanted: np.ndarray, worst: np.ndarray,
+) -> None:  # fmt: skip
+    """Per kind of chunk, the lowest score a list admitting it could still take (0 while one of
+    them is not full; infinite when none admits it)."""
+    for kind in range(4):
+        low = np.inf
+        for w in range(limits.shape[0]):
+            if kind & excluded[w] or (wanted[w] and not kind & wanted[w]) or limits[w] == 0:
+                continue
+            low = min(low, heap_score[w, 0] if sizes[w] == limits[w] else 0.0)
+        worst[kind] = low
+
+
+@njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
+def _push(
+    heap_score: np.ndarray, heap_id: np.ndarray, sizes: np.ndarray, w: int, limit: int,
+    score: float, chunk: int,
+) -> None:  # fmt: skip
+    size = sizes[w]
+    if size < limit:
+        at = size
+        sizes[w] = size + 1
+        while at > 0:  # up while worse than the parent
+            parent = (at - 1) // 2
+            if not _worse(score, chunk, heap_score[parent], heap_id[parent]):
+                break
+            heap_score[at], heap_id[at] = heap_score[parent], heap_id[parent]
+            at = parent
+    elif _worse(heap_score[0], heap_id[0], score, chunk):
+        at = 0
+        while True:  # down while a child is worse
+            child = 2 * at + 1
+            if child >= size:
+                break
+            if child + 1 < size and _worse(
+                heap_score[child + 1], heap_id[child + 1], heap_score[child], heap_id[child]
+            ):
+                child += 1
+            if not _worse(heap_score[child], heap_id[child], score, chunk):
+                break
+            heap_score[at], heap_id[at] = heap_score[child], heap_id[child]
+            at = child
+    else:
+        return
+    heap_score[at], heap_id[at] = score, chunk

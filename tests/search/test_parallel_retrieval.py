@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.db import transaction
 
 import llm
@@ -79,6 +80,8 @@ def fulltext_run(repositories, query, minimum, monkeypatch):  # type: ignore[no-
     import search.retrieval.fulltext as fulltext
 
     monkeypatch.setattr(fulltext, "SPLIT_MIN_CHUNKS", minimum)
+    # (the split is the rounds' way: lists kept in memory are ranked in one pass)
+    monkeypatch.setattr(settings, "REPO_SEARCH_POSTINGS_MEMORY_MB", 0)
     result = SearchExecutor().run(
         SearchRequest(query=query, use_vector=False, limit=8, repo_ids=[r.pk for r in repositories])
     )

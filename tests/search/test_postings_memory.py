@@ -26,9 +26,13 @@ def chunk(path: str, symbol: str, body: str, **flags: bool) -> SourceDoc:
     return SourceDoc(path, [Piece(f"def {symbol}():\n    {body}\n", symbol)], **flags)  # type: ignore[arg-type]
 
 
-def fulltext(query: str, *, limit: int = 6, use_postings: bool = True, **scope: Any) -> FulltextList:
+def fulltext(
+    query: str, *, limit: int = 6, use_postings: bool = True, **scope: Any
+) -> FulltextList:
     request = SearchRequest(query=query, **scope)
-    found = build_scope_filter(resolve_scope(request), scope_repositories(None, Viewer.everything()))
+    found = build_scope_filter(
+        resolve_scope(request), scope_repositories(None, Viewer.everything())
+    )
     return fulltext_search(parse_query(query), found, limit=limit, cap=10**6,
                            use_postings=use_postings)  # fmt: skip
 
@@ -112,7 +116,9 @@ def test_statistics_rebuilt_for_the_same_generation_are_not_served_stale(setting
 
 def test_a_path_filter_that_drops_the_best_chunks_still_gives_its_top_k(settings) -> None:  # type: ignore[no-untyped-def]
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
-    docs = [chunk(f"vendor/v{i}.py", f"vendored_{i}", "parse parse parse header") for i in range(40)]
+    docs = [
+        chunk(f"vendor/v{i}.py", f"vendored_{i}", "parse parse parse header") for i in range(40)
+    ]
     docs += [chunk(f"src/s{i}.py", f"own_{i}", "parse " + "x " * i + "header") for i in range(3)]
     indexed_repository("filtered", docs)
     found = fulltext("parse header", limit=2, path_globs=["src/**"])
@@ -133,7 +139,7 @@ def test_lists_larger_than_half_the_memory_are_ranked_by_the_rounds(monkeypatch)
 
 def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None:
     def term_list(records: int) -> TermList:
-        return TermList(np.zeros(records, np.uint32), np.zeros(records, np.uint32), 1, records)
+        return TermList.of(np.arange(records, dtype=np.uint32), np.zeros(records, np.uint32), 1)
 
     size = term_list(100).nbytes
     store = ListCache(budget=3 * size)
