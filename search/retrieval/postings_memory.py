@@ -23,6 +23,7 @@ returns None and is ranked by the rounds of ``search.retrieval.postings``.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_format import HEADER, K1, MAX_LEN, RECORD, B, buckets, list_base
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
+TOO_LARGE_REMEMBERED = 10_000  # searches remembered as too large to keep (then forgotten)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
 
 
@@ -73,6 +75,9 @@ class ListCache:
         self.used = 0
         self._lists: OrderedDict[Key, TermList] = OrderedDict()
         self._lock = threading.Lock()
+        # Searches found too large to keep (their repositories' builds and terms), so that
+        # the next one goes to the database at once instead of reading the lists whole again.
+        self.too_large: set[tuple[int, frozenset[str]]] = set()
 
     def get(self, keys: list[Key]) -> dict[Key, TermList]:
         found = {}
@@ -99,7 +104,14 @@ class ListCache:
     def clear(self) -> None:
         with self._lock:
             self._lists.clear()
+            self.too_large.clear()
             self.used = 0
+
+    def mark_too_large(self, key: tuple[int, frozenset[str]]) -> None:
+        with self._lock:
+            if len(self.too_large) >= TOO_LARGE_REMEMBERED:
+                self.too_large.clear()
+            self.too_large.add(key)
 
     def __len__(self) -> int:
         return len(self._lists)
@@ -148,21 +160,25 @@ def kept_lists(
     store = cache()
     if not store.budget:
         return None
+    signature = (hash(tuple(repositories)), frozenset(terms))
+    if signature in store.too_large:
+        return None
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
     found = store.get(keys)
     missing = [key for key in keys if key not in found]
+    loaded: dict[Key, TermList] = {}
     if missing:
         with search_cursor(timeout_ms) as cursor:
             try:
                 loaded = _load(cursor, missing)
             except Unsupported:
+                store.mark_too_large(signature)
                 return None
         found.update(loaded)
-        if sum(v.nbytes for v in found.values()) > store.budget // 2:
-            return None  # would push out everything else, and not stay
-        store.put(loaded)
-    elif sum(v.nbytes for v in found.values()) > store.budget // 2:
+    if sum(v.nbytes for v in found.values()) > store.budget // 2:
+        store.mark_too_large(signature)  # it would push out everything else, and not stay
         return None
+    store.put(loaded)
     lists = [[found[(r.int, g, b, term)] for term in terms] for r, g, b in repositories]
     return KeptLists(list(repositories), list(terms), lists, len(missing))
 
@@ -221,6 +237,15 @@ def memory_top_k(
     return MemoryTopK(ranked=ranked, postings_read=ranking.read, checked=checked)
 
 
+@functools.lru_cache(maxsize=64)
+def _length_norm(average: float) -> np.ndarray:
+    """BM25's length normalisation by token count, as ``postings_format.saturation`` has it."""
+    length = np.maximum(np.arange(MAX_LEN + 1), 1).astype(np.float64)
+    norm = K1 * (1 - B + B * length / average)
+    norm.flags.writeable = False
+    return norm
+
+
 class _Pass:
     """The query's lists, and what ranking them needs, to rank them once or again."""
 
@@ -242,9 +267,7 @@ class _Pass:
         self.informative = sum(1 << terms.index(w) for w in informative if w in terms)
         self.boost = 1.0 + all_terms_boost if self.informative else 1.0
         self.coefficients = [idf * (K1 + 1) for idf in idfs]
-        # BM25's length normalisation by token count, as ``postings_format.saturation`` has it
-        length = np.maximum(np.arange(MAX_LEN + 1), 1).astype(np.float64)
-        self.norm = K1 * (1 - B + B * length / average)
+        self.norm = _length_norm(average)
         self.read = 0
 
     def run(

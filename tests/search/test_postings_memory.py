@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.visibility import Viewer
 from search.executor import SearchRequest
@@ -75,8 +76,6 @@ def test_a_second_search_reads_no_list_and_ranks_as_the_rounds_and_every_match(s
 
 
 def test_a_search_from_memory_runs_fewer_statements(settings) -> None:  # type: ignore[no-untyped-def]
-    from django.test.utils import CaptureQueriesContext
-
     corpus()
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
     fulltext("session refresh token")
@@ -135,6 +134,10 @@ def test_lists_larger_than_half_the_memory_are_ranked_by_the_rounds(monkeypatch)
     found = fulltext("session refresh")
     assert "in_memory" not in found.detail and found.detail["exact"] is True
     assert found.ranked and len(small) == 0  # nothing kept that would not fit
+    with CaptureQueriesContext(connection) as again:
+        assert fulltext("session refresh").ranked == found.ranked
+    # remembered as too large: the whole lists are not read a second time
+    assert not any("AS g(repository_id, generation, n)" in q["sql"] for q in again.captured_queries)
 
 
 def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None:
