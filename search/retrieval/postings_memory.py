@@ -286,6 +286,7 @@ class _Pass:
         scores = np.zeros(size, dtype=np.float64)
         masks = np.zeros(size, dtype=np.int32)
         kinds = np.zeros(size, dtype=np.int8)
+        touched = np.zeros(size + 1, dtype=np.int64)  # the slots some list read, in any order
         width = max(limits)
         heap_score = np.empty((len(wants), width), dtype=np.float64)
         heap_id = np.empty((len(wants), width), dtype=np.int64)
@@ -297,14 +298,16 @@ class _Pass:
         for r, row in enumerate(self.lists):
             if not self.spans[r]:
                 continue
+            count = 0
             for j, found in enumerate(row):
                 if found.span:
-                    self.read += _accumulate(
-                        scores, masks, kinds, found.offsets, found.words, self.coefficients[j],
-                        self.norm, 1 << j, admitted,
+                    count = _accumulate(
+                        scores, masks, kinds, touched, count, found.offsets, found.words,
+                        self.coefficients[j], self.norm, 1 << j, admitted,
                     )  # fmt: skip
+                    self.read += len(found.offsets)
             _offer(
-                scores, masks, kinds, self.spans[r], self.bases[r], dead_ids, self.informative,
+                scores, masks, kinds, touched, count, self.bases[r], dead_ids, self.informative,
                 self.boost, excluded, wanted, limit, heap_score, heap_id, sizes,
             )  # fmt: skip
         found_lists = []
@@ -389,11 +392,13 @@ def _decoded(values: list[tuple[int, bytes]]) -> TermList:
 
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
 def _accumulate(
-    scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, offsets: np.ndarray,
-    words: np.ndarray, coefficient: float, norm: np.ndarray, bit: int, admitted: np.ndarray,
+    scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, touched: np.ndarray, count: int,
+    offsets: np.ndarray, words: np.ndarray, coefficient: float, norm: np.ndarray, bit: int,
+    admitted: np.ndarray,
 ) -> int:  # fmt: skip
     """Add one list's contributions (``postings_format.saturation`` times ``coefficient``, in
-    the same operations; ``norm`` by token count) to its chunks' scores; the records read."""
+    the same operations; ``norm`` by token count) to its chunks' scores, and the slots seen for
+    the first time to ``touched`` (``count`` of them so far); the new count."""
     for i in range(offsets.shape[0]):
         word = np.int64(words[i])
         kind = (word >> 14) & 3
@@ -402,9 +407,12 @@ def _accumulate(
         slot = np.int64(offsets[i])
         tf = np.float64(word & 0x3FFF) / 2.0
         scores[slot] += coefficient * (tf / (tf + norm[word >> 16]))
-        masks[slot] |= bit
+        mask = masks[slot]
+        touched[count] = slot
+        count += mask == 0  # (no branch: kept only when new)
+        masks[slot] = mask | bit
         kinds[slot] = kind
-    return offsets.shape[0]
+    return count
 
 
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
@@ -414,21 +422,24 @@ def _worse(score: float, chunk: int, other_score: float, other_chunk: int) -> bo
 
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
 def _offer(
-    scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, span: int, base: int,
-    dead: np.ndarray, informative: int, boost: float, excluded: np.ndarray, wanted: np.ndarray,
-    limits: np.ndarray, heap_score: np.ndarray, heap_id: np.ndarray, sizes: np.ndarray,
+    scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, touched: np.ndarray, count: int,
+    base: int, dead: np.ndarray, informative: int, boost: float, excluded: np.ndarray,
+    wanted: np.ndarray, limits: np.ndarray, heap_score: np.ndarray, heap_id: np.ndarray,
+    sizes: np.ndarray,
 ) -> None:  # fmt: skip
-    """Offer one repository's chunks (slots ``0..span``, chunk id ``base + slot``) to each
-    list's heap (its root the worst kept: score asc, then id desc), and clear the buffer."""
+    """Offer one repository's chunks that some list read (``touched[:count]``: slots, chunk id
+    ``base + slot``) to each list's heap (its root the worst kept: score asc, then id desc),
+    and clear their slots in the buffer."""
     worst = np.zeros(4, dtype=np.float64)
     _worst_kept(heap_score, sizes, limits, excluded, wanted, worst)
-    for slot in range(span):
-        score = scores[slot]
-        # (no branch for the chunks no list read -- score 0 -- nor, mostly, for those no heap
-        # would keep: below the worst kept of every list that admits their kind)
-        if score * boost < worst[kinds[slot]] or score == 0.0:
+    for i in range(count):
+        slot = touched[i]
+        score, mask, kind = scores[slot], masks[slot], kinds[slot]
+        scores[slot] = 0.0
+        masks[slot] = 0
+        # (mostly no heap would keep it: below the worst kept of every list admitting its kind)
+        if score * boost < worst[kind]:
             continue
-        mask = masks[slot]
         if informative and (mask & informative) == informative:
             score = score * boost
         chunk = base + slot
@@ -436,7 +447,6 @@ def _offer(
             at = np.searchsorted(dead, chunk)
             if at < dead.shape[0] and dead[at] == chunk:
                 continue
-        kind = kinds[slot]
         for w in range(limits.shape[0]):
             if kind & excluded[w] or (wanted[w] and not kind & wanted[w]):
                 continue
@@ -446,8 +456,6 @@ def _offer(
                 continue
             _push(heap_score[w], heap_id[w], sizes, w, limits[w], score, chunk)
             _worst_kept(heap_score, sizes, limits, excluded, wanted, worst)
-    scores[:span] = 0.0
-    masks[:span] = 0
 
 
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
