@@ -214,10 +214,11 @@ def features(
     return rows
 
 
-def _split(symbol: str) -> list[str]:
+@lru_cache(maxsize=65536)  # the same symbols come back in every search (and copy)
+def _split(symbol: str) -> tuple[str, ...]:
     from indexing.identifiers import split_identifier
 
-    return split_identifier(symbol)
+    return tuple(split_identifier(symbol))
 
 
 def learned_order(

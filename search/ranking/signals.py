@@ -32,6 +32,7 @@ Every signal is off when its weight is 0; the order is then exactly fusion's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -193,12 +194,16 @@ def _path_words(path: str) -> set[str]:
     """The words of a file's name (``test_sessions.py`` -> test, session), singular; with
     ``PATH_DIRECTORIES`` those of its directories too. ``path`` is ``repo-id/path``."""
     parts = path.split("/")[1:]
-    named = parts if PATH_DIRECTORIES else parts[-1:]
+    return set(_words_named(tuple(parts if PATH_DIRECTORIES else parts[-1:])))
+
+
+@functools.lru_cache(maxsize=65536)  # the same names come back in every search (and copy)
+def _words_named(named: tuple[str, ...]) -> frozenset[str]:
     words: set[str] = set()
     for part in named:
         stem = part.split(".", 1)[0] or part
         words.update(_singular(w) for w in split_identifier(stem) if len(w) >= 3)
-    return words
+    return frozenset(words)
 
 
 def content_words(query: str) -> list[str]:
@@ -233,6 +238,7 @@ def widened_scope(scope: ScopeApplied, demote: dict[str, float]) -> ScopeApplied
     )
 
 
+@functools.lru_cache(maxsize=65536)
 def same_word(a: str, b: str) -> bool:
     """Two words that differ by an ending only (``registered`` / ``register``, ``blueprints``
     / ``blueprint``, ``signed`` / ``sign``): they share all but two letters of the shorter one,
