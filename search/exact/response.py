@@ -18,6 +18,9 @@ from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.exact.file_names import TIERS
+from search.types import SearchHit
+
+HIT_FIELDS = dataclasses.fields(SearchHit)
 
 
 def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
@@ -67,7 +70,9 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
     )
     body = []
     for hit in hits:
-        row = dataclasses.asdict(hit)
+        # (its fields as they are: ``asdict`` deep-copies every value, a cost per hit)
+        row = {f.name: getattr(hit, f.name) for f in HIT_FIELDS}
+        row["branches"] = list(hit.branches)
         row["semantic"] = hit.bm25_score is None and hit.vector_score is not None
         row["url"] = links.blob(
             hit.repo_id, hit.commit, hit.file_path, hit.start_line, hit.end_line

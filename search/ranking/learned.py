@@ -28,6 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from search.ranking.fusion import FusedCandidate, RankedList
 from search.ranking.signals import ChunkFacts, _path_words, content_words, same_word
 from search.retrieval.query import identifier_query
@@ -98,6 +100,18 @@ class Model:
             w * (x - m) / s
             for w, x, m, s in zip(self.weights, row, self.means, self.stds, strict=True)
         )
+
+    def scores(self, rows: Sequence[Sequence[float]]) -> list[float]:
+        """``score`` of each row: the same operations in the same order (each row's terms
+        summed from the first), a feature at a time over every row."""
+        if not rows:
+            return []
+        table = np.asarray(rows, dtype=np.float64)
+        terms = np.asarray(self.weights) * (table - np.asarray(self.means)) / np.asarray(self.stds)
+        total = np.zeros(len(rows), dtype=np.float64)
+        for column in terms.T:
+            total += column
+        return [float(value) for value in total]
 
 
 def load_model(path: Path = WEIGHTS_PATH) -> Model:
@@ -236,7 +250,7 @@ def learned_order(
     if not pool:
         return []
     chosen = model or default_model()
-    scores = [chosen.score(row) for row in features(pool, lists, facts, shape)]
+    scores = chosen.scores(features(pool, lists, facts, shape))
     peak = max(scores)
     order = sorted(range(len(pool)), key=lambda i: (-scores[i], i))
     ordered = []

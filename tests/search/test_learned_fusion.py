@@ -162,3 +162,15 @@ def test_search_with_learned_fusion_on_answers_and_says_so(  # type: ignore[no-u
     off = SearchExecutor().run(SearchRequest(query=query, use_vector=False, learned_fusion=False))
     assert [(h.file_path, h.start_line) for h in off.hits] == _where(rules)
     assert default_model().weights  # the committed model was the one used
+
+
+def test_rows_scored_together_score_as_each_alone() -> None:
+    import random
+
+    model = default_model()
+    rng = random.Random(3)
+    rows = [[rng.uniform(-3, 3) for _ in FEATURES] for _ in range(300)]
+    rows += [rows[0]] * 3  # ties stay ties
+    # bit for bit: the order of candidates whose scores differ in the last place is the same
+    assert model.scores(rows) == [model.score(row) for row in rows]
+    assert model.scores([]) == []
