@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
+from search.retrieval.db import array_literal
 from search.retrieval.postings_format import buckets, build_postings
 from search.retrieval.postings_memory import KeptLists, kept_lists
 
@@ -119,10 +120,10 @@ def corpus_stats(
             FROM indexing_repository r
             JOIN search_chunkfacetstat f
               ON f.repository_id = r.id AND f.generation = r.active_generation
-            WHERE r.id = ANY(%s)
+            WHERE r.id = ANY(%s::uuid[])
             GROUP BY r.id
             """,
-            [ids],
+            [array_literal(ids)],
         )
         covered = []
         for repository_id, generation, count, total_length, built in cursor.fetchall():

@@ -40,7 +40,7 @@ from django.db import connection, transaction
 
 from indexing.models import EmbeddingSpace
 from search.models import ChunkFacetStat
-from search.retrieval.db import search_cursor
+from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.scope import ScopeFilter
 
 Strategy = Literal["exact", "hnsw"]
@@ -141,7 +141,7 @@ def _scoped_chunks(scope: ScopeFilter, join: str = "") -> str:
         FROM indexing_chunkembedding e {join}
         JOIN indexing_chunk c ON c.id = e.chunk_id
         {scope.live_sql}
-        WHERE e.space_id = %s AND r.id = ANY(%s) AND {scope.sql}"""
+        WHERE e.space_id = %s AND r.id = ANY(%s::uuid[]) AND {scope.sql}"""
 
 
 def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
@@ -151,7 +151,7 @@ def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
         return f"""
             SELECT c.id, {distance} AS distance, c.is_test, c.is_doc
             {_scoped_chunks(scope, "JOIN indexing_embeddingvector v ON v.id = e.embedding_vector_id")}
-            AND e.repository_id = ANY(%s)
+            AND e.repository_id = ANY(%s::uuid[])
             ORDER BY {distance} + 0, c.id
             LIMIT %s
         """
@@ -173,7 +173,7 @@ def _sql(dim: int, strategy: Strategy, scope: ScopeFilter) -> str:
         JOIN indexing_chunkembedding e ON e.embedding_vector_id = n.id
         JOIN indexing_chunk c ON c.id = e.chunk_id
         {scope.live_sql}
-        WHERE e.space_id = %s AND r.id = ANY(%s) AND {scope.sql}
+        WHERE e.space_id = %s AND r.id = ANY(%s::uuid[]) AND {scope.sql}
         ORDER BY n.distance, c.id
         LIMIT %s
     """  # noqa: S608
@@ -183,9 +183,11 @@ def _params(
     literal: str, space_id: int, scope: ScopeFilter, strategy: Strategy, limit: int
 ) -> list[Any]:
     """The placeholders of ``_sql`` in text order."""
-    chunks = [space_id, scope.repository_ids, *scope.params]
+    # (the ids as one array literal: psycopg adapts a list one element at a time)
+    repositories = array_literal(scope.repository_ids)
+    chunks = [space_id, repositories, *scope.params]
     if strategy == "exact":
-        return [literal, *chunks, scope.repository_ids, literal, limit]
+        return [literal, *chunks, repositories, literal, limit]
     return [literal, space_id, *chunks, literal, limit, *chunks, limit]
 
 
