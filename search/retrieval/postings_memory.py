@@ -24,6 +24,7 @@ returns None and is ranked by the rounds of ``search.retrieval.postings``.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from uuid import UUID
 
 import numpy as np
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.backends.utils import CursorWrapper
 from numba import njit
 
@@ -40,6 +42,7 @@ from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_format import HEADER, K1, MAX_LEN, RECORD, B, buckets, list_base
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
+logger = logging.getLogger(__name__)
 TOO_LARGE_REMEMBERED = 10_000  # searches remembered as too large to keep (then forgotten)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
 
@@ -168,12 +171,15 @@ def kept_lists(
     missing = [key for key in keys if key not in found]
     loaded: dict[Key, TermList] = {}
     if missing:
-        with search_cursor(timeout_ms) as cursor:
-            try:
+        try:
+            with search_cursor(timeout_ms) as cursor:
                 loaded = _load(cursor, missing)
-            except Unsupported:
-                store.mark_too_large(signature)
-                return None
+        except Unsupported:
+            store.mark_too_large(signature)
+            return None
+        except DatabaseError:  # e.g. the statement timed out: the rounds read only the heads
+            logger.warning("posting lists not read whole", exc_info=True)
+            return None
         found.update(loaded)
     if sum(v.nbytes for v in found.values()) > store.budget // 2:
         store.mark_too_large(signature)  # it would push out everything else, and not stay

@@ -154,3 +154,21 @@ def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None
     assert store.used == 3 * size
     store.put({keys[0]: term_list(100)})  # replaced, not counted twice
     assert store.used == 3 * size and len(store) == 3
+
+
+def test_lists_that_cannot_be_read_whole_are_ranked_by_the_rounds(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from django.db import OperationalError
+
+    corpus()
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+
+    def timed_out(*_args):  # type: ignore[no-untyped-def]
+        raise OperationalError("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(postings_memory, "_load", timed_out)
+    found = fulltext("session refresh")
+    assert "in_memory" not in found.detail and found.detail["exact"] is True
+    monkeypatch.undo()
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    kept = fulltext("session refresh")  # the next search reads them (a timeout is not remembered)
+    assert kept.detail["in_memory"] and kept.ranked == found.ranked
