@@ -100,14 +100,19 @@ def refresh_all_search_stats() -> int:
 
 
 def corpus_stats(
-    repository_ids: Sequence[UUID], terms: Sequence[str], *, keep_lists: bool = False
+    repository_ids: Sequence[UUID],
+    terms: Sequence[str],
+    *,
+    keep_lists: bool = False,
+    timeout_ms: int = 5000,
 ) -> CorpusStats:
     """Summed N, total length and per-term document frequency over the live generations.
 
     ``keep_lists``: the terms' whole posting lists are taken from the memory of this process
     (``search.retrieval.postings_memory``, read once when they are not there) and the document
-    frequencies counted from them (``stats.kept``); else, or when they cannot be kept, summed
-    from the lists' rows in the database."""
+    frequencies counted from them (``stats.kept``; ``timeout_ms`` for the statement that reads
+    those not kept yet); else, or when they cannot be kept, summed from the lists' rows in the
+    database."""
     stats = CorpusStats(df=dict.fromkeys(terms, 0))
     if not repository_ids:
         return stats
@@ -134,7 +139,7 @@ def corpus_stats(
             average = int(total_length or 0) / int(count or 1)
             stats.repository_average[repository_id] = average or 1.0
         if covered and terms:
-            stats.kept = kept_lists(covered, list(terms)) if keep_lists else None
+            stats.kept = kept_lists(covered, list(terms), timeout_ms) if keep_lists else None
             if stats.kept is not None:
                 stats.df.update(stats.kept.document_frequencies())
             else:

@@ -183,7 +183,9 @@ def fulltext_search(
     # The term postings are the default branches' lists: another branch is ranked over its
     # chunks below (with the default branch's statistics, which it mostly shares).
     postings = use_postings and scope.default_branches and ranking == "bm25" and not required
-    stats = corpus_stats(scope.repository_ids, parsed.terms, keep_lists=postings)
+    stats = corpus_stats(
+        scope.repository_ids, parsed.terms, keep_lists=postings, timeout_ms=timeout_ms
+    )
     plan = plan_candidates(parsed, stats, cap, ranking)
     present, informative = plan.scored, plan.informative
     result.detail.update(
