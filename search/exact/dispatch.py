@@ -21,16 +21,10 @@ exact engine, symbol search and the exact-match count are given only visible ids
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-from uuid import UUID
-
-from django.db import connection
 
 from accounts.visibility import Viewer
-from indexing.models import Repository
 from search.exact.candidates import CandidateScope, PatternCondition, branch_entries
 from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
@@ -43,6 +37,7 @@ from search.exact.file_names import (
     split_terms,
 )
 from search.exact.hybrid_pages import HybridPage, run_hybrid_page
+from search.exact.match_count import count_exact_matches
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.exact.repositories import check_visible, ready_repositories, resolve_repositories
@@ -54,11 +49,6 @@ from search.symbols.lookup import DefinitionHit, find_definitions
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex", "symbol", "file"]
 MODES = ("auto", "semantic", "exact", "regex")
-
-
-# A hybrid answer's count of exact matches: counted beside the search, within this budget (it
-# must not slow the answer much).
-COUNT_BUDGET_MS = 150
 
 
 @dataclass
@@ -225,80 +215,6 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         cursor=call.cursor,
         context_lines=call.context_lines,
     )
-
-
-def count_exact_matches(
-    text: str, repo_ids: list[UUID] | None, viewer: Viewer, branches: list[str] | None = None
-) -> tuple[int, bool]:
-    """How many files ``viewer`` may see hold ``text`` exactly (case-insensitive), with a short
-    budget, on ``branches`` (None: the default ones). ``repo_ids`` and ``branches`` were
-    checked already (the hybrid search ran on them).
-
-    On the default branches the count is kept (``COUNTS``) for the generations it was made on:
-    an identifier searched again costs one lookup until one of its repositories is indexed anew
-    (the count reads up to ``count_max_files`` files, ~100 ms of CPU at 1 M chunks)."""
-    if repo_ids is None:
-        repo_ids = [pk for pk, _, _ in ready_repositories(viewer)]
-    key = None
-    if not branches:
-        generations = Repository.objects.filter(pk__in=repo_ids).values_list(
-            "pk", "active_generation", "last_indexed_at"
-        )
-        key = (text, tuple(sorted((str(pk), g, str(at)) for pk, g, at in generations)))
-        kept = COUNTS.get(key)
-        if kept is not None:
-            return kept
-    entries = None
-    if branches:
-        repo_ids, entries = branch_entries(branches, repo_ids, viewer)
-    term = Term("literal", text, 0)
-    result = run_exact(
-        ExactRequest(
-            matchers=[compile_term(term, False)],
-            conditions=[PatternCondition([text])],
-            scope=CandidateScope(repo_ids=repo_ids, branches=entries),
-            fingerprint="count",
-            limit=1,
-            budget_ms=COUNT_BUDGET_MS,
-            count_budget_ms=COUNT_BUDGET_MS,
-            count_max_files=500,
-        )
-    )
-    counted = (result.match_total, result.total_is_lower_bound)
-    if key is not None and not connection.in_atomic_block:  # (nothing uncommitted is kept)
-        COUNTS.put(key, counted)
-    return counted
-
-
-class _Counts:
-    """Counts of exact matches by (text, repositories and their live generations), the least
-    recently used forgotten past ``size``."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._kept: OrderedDict[Any, tuple[int, bool]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> tuple[int, bool] | None:
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-            return found
-
-    def put(self, key: Any, value: tuple[int, bool]) -> None:
-        with self._lock:
-            self._kept[key] = value
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-
-
-COUNTS = _Counts(4096)
 
 
 def run_search(call: SearchCall) -> SearchOutcome:

@@ -4,6 +4,7 @@ for every search mode (``search.exact.dispatch``); invisible and missing look th
 from __future__ import annotations
 
 import fnmatch
+from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer, visible_repositories
@@ -13,13 +14,14 @@ from search.exact.query_language import SearchQuery
 from search.retrieval.scope import UnknownRepositories
 
 
-def ready_repositories(viewer: Viewer) -> list[tuple[UUID, str, str]]:
-    """(id, name, branch) of the searchable repositories ``viewer`` may see, by name."""
+def ready_repositories(viewer: Viewer, *fields: str) -> list[tuple[Any, ...]]:
+    """(id, name, branch) of the searchable repositories ``viewer`` may see, by name (or (id,
+    *``fields``))."""
     return list(
         visible_repositories(viewer)
         .filter(status=RepositoryStatus.READY, active_generation__gt=0)
         .order_by("name")
-        .values_list("pk", "name", "branch")
+        .values_list("pk", *(fields or ("name", "branch")))
     )
 
 

@@ -21,8 +21,8 @@ from django.db.backends.utils import CursorWrapper
 
 from indexing.models import Repository
 from search.retrieval.db import array_literal
+from search.retrieval.postings_cache import KeptLists, kept_lists
 from search.retrieval.postings_format import buckets, build_postings
-from search.retrieval.postings_memory import KeptLists, kept_lists
 
 logger = logging.getLogger(__name__)
 BUILD_WORK_MEM = "256MB"

@@ -1,4 +1,4 @@
-"""Term postings kept in memory between searches (``search.retrieval.postings_memory``): the same
+"""Term postings kept in memory between searches (``search.retrieval.postings_cache`` and ``postings_memory``): the same
 ranking as the rounds and as ranking every match, no list read twice, nothing served stale after
 a rebuild, scope filters that drop the best chunks, and lists too large to keep."""
 
@@ -13,9 +13,9 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.visibility import Viewer
 from search.executor import SearchRequest
-from search.retrieval import postings_memory
+from search.retrieval import postings_cache
 from search.retrieval.fulltext import FulltextList, fulltext_search
-from search.retrieval.postings_memory import ListCache, TermList
+from search.retrieval.postings_cache import ListCache, TermList
 from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
@@ -129,8 +129,8 @@ def test_a_path_filter_that_drops_the_best_chunks_still_gives_its_top_k(settings
 
 def test_lists_larger_than_half_the_memory_are_ranked_by_the_rounds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     corpus()
-    small = ListCache(budget=2 * postings_memory.ENTRY_OVERHEAD)
-    monkeypatch.setattr(postings_memory, "cache", lambda: small)
+    small = ListCache(budget=2 * postings_cache.ENTRY_OVERHEAD)
+    monkeypatch.setattr(postings_cache, "cache", lambda: small)
     found = fulltext("session refresh")
     assert "in_memory" not in found.detail and found.detail["exact"] is True
     assert found.ranked and len(small) == 0  # nothing kept that would not fit
@@ -146,13 +146,13 @@ def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None
 
     size = term_list(100).nbytes
     store = ListCache(budget=3 * size)
-    keys = [(None, 1, 1, f"t{i}") for i in range(4)]
-    store.put({keys[0]: term_list(100), keys[1]: term_list(100), keys[2]: term_list(100)})
-    assert store.get([keys[0]])  # used: now the most recent
-    store.put({keys[3]: term_list(100)})
-    assert set(store.get(keys)) == {keys[0], keys[2], keys[3]}  # keys[1] was the oldest
+    keys = [(0, 1, 1, f"t{i}") for i in range(4)]
+    store.put_many({keys[0]: term_list(100), keys[1]: term_list(100), keys[2]: term_list(100)})
+    assert store.get(keys[0])  # used: now the most recent
+    store.put(keys[3], term_list(100))
+    assert set(store.get_many(keys)) == {keys[0], keys[2], keys[3]}  # keys[1] was the oldest
     assert store.used == 3 * size
-    store.put({keys[0]: term_list(100)})  # replaced, not counted twice
+    store.put(keys[0], term_list(100))  # replaced, not counted twice
     assert store.used == 3 * size and len(store) == 3
 
 
@@ -165,7 +165,7 @@ def test_lists_that_cannot_be_read_whole_are_ranked_by_the_rounds(settings, monk
     def timed_out(*_args):  # type: ignore[no-untyped-def]
         raise OperationalError("canceling statement due to statement timeout")
 
-    monkeypatch.setattr(postings_memory, "_load", timed_out)
+    monkeypatch.setattr(postings_cache, "_load", timed_out)
     found = fulltext("session refresh")
     assert "in_memory" not in found.detail and found.detail["exact"] is True
     monkeypatch.undo()
