@@ -6,10 +6,12 @@
 Base: Django's own source (the copy installed in the venv), walked and chunked with
 ``indexing.chunking.chunk_file`` and stored with the real ``store_files`` (so every tsvector is
 built exactly as the indexer builds it) in repository ``synthetic-000``; every base chunk gets
-a vector: real MiniLM vectors (header + content, as the embed stage does; cached in
-``bench/corpora/``) for ``--real-vectors`` sampled chunks (4096: embedding all ~12 k base chunks
-took over 15 minutes on the shared 2 cores), and for each other base chunk the vector of the
-nearest sampled chunk of the same file plus noise. Copies: fake repositories ``synthetic-001`` ...,
+a vector: by default its real MiniLM vector (header + content, as the embed stage does; ~12 k
+base chunks, ~7 minutes here, cached in ``bench/corpora/``). ``--real-vectors N`` embeds only a
+sample of N chunks and gives each other base chunk the vector of the nearest sampled chunk of
+the same file plus noise: quicker, but that corpus is ~N tight blobs of near-equal vectors, which
+no install stores (an index of real code has a distinct vector per distinct text), and its
+vector recall measures how well an index finds the nearest point in Gaussian noise. Copies: fake repositories ``synthetic-001`` ...,
 each keeping a deterministic ~90 % of the base chunks, each chunk's tsvector extended with its
 repository's marker token: forks and versions of one codebase. As in a real install, a copy's
 chunk whose embedded text (header + content) is the base's shares the base's vector (the embed
@@ -294,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=1_000_000)
     parser.add_argument("--hnsw-m", type=int, default=16)
     parser.add_argument("--hnsw-ef-construction", type=int, default=200)
-    parser.add_argument("--real-vectors", type=int, default=4096, help="base chunks embedded")
+    parser.add_argument(
+        "--real-vectors", type=int, default=0, help="base chunks embedded (0: every one)"
+    )
     parser.add_argument(
         "--edited-per-1024",
         type=int,

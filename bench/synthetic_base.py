@@ -1,8 +1,8 @@
 """The real part of the synthetic latency corpus: Django's source chunked, and its vectors.
 
 Used by ``build_synthetic_corpus.py``: ``base_files()`` walks and chunks Django's source the
-way the indexer does; ``base_vectors()`` gives each base chunk a vector, real MiniLM vectors for
-a sample (cached in ``bench/corpora/``) and borrowed-plus-noise vectors for the rest.
+way the indexer does; ``base_vectors()`` gives each base chunk its real MiniLM vector (cached in
+``bench/corpora/``), or real vectors for a sample and borrowed-plus-noise vectors for the rest.
 """
 
 from __future__ import annotations
@@ -88,12 +88,16 @@ def embed_texts_cached(texts: list[str]) -> np.ndarray:
 
 
 def base_vectors(paths: list[str], texts: list[str], real: int, rng: Any) -> np.ndarray:
-    """A vector per base chunk: real MiniLM vectors for a sample of ``real`` chunks; each other
+    """A vector per base chunk: its real MiniLM vector (``real`` 0 or at least the chunks), or real
+    vectors for a sample of ``real`` chunks only; each other
     chunk borrows the vector of the nearest sampled chunk of its file (else of its directory,
     else any) plus noise -- neighbouring code of one file is about the same thing."""
     count = len(texts)
-    sample = np.sort(rng.choice(count, size=min(real, count), replace=False))
+    size = count if real <= 0 else min(real, count)
+    sample = np.sort(rng.choice(count, size=size, replace=False))
     real_vectors = embed_texts_cached([texts[i] for i in sample])
+    if size == count:  # every chunk its own real vector (the sample is every row, in order)
+        return real_vectors
     vectors = np.zeros((count, real_vectors.shape[1]), dtype=np.float32)
     by_file: dict[str, list[int]] = {}
     by_dir: dict[str, list[int]] = {}
