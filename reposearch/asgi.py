@@ -8,6 +8,7 @@ lifespan (which starts the MCP session manager) go to the MCP app.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -43,4 +44,13 @@ def build_application(django_threads: int = 8) -> ASGIApp:
     return application
 
 
+def _warm_up_search() -> None:
+    """Build the full-text ranking's compiled loops beside the first requests (they release the
+    GIL), not inside the first search."""
+    from search.retrieval.postings_memory import warm_up
+
+    threading.Thread(target=warm_up, name="warm-up-search", daemon=True).start()
+
+
 application = build_application()
+_warm_up_search()

@@ -26,7 +26,7 @@ from django.db.backends.utils import CursorWrapper
 
 from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.postings_bounds import Want
-from search.retrieval.postings_cache import KeptLists
+from search.retrieval.postings_cache import KeptLists, TermList
 from search.retrieval.postings_format import K1, MAX_LEN, B
 from search.retrieval.postings_kernels import accumulate, offer
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
@@ -165,6 +165,17 @@ class _Pass:
             order = np.lexsort((ids, -values))
             found_lists.append((ids[order].tolist(), values[order].tolist()))
         return found_lists
+
+
+def warm_up() -> list[tuple[list[int], list[float]]]:
+    """Rank a tiny made-up pass, so that the compiled loops are built (or loaded from numba's
+    cache on disk) with the very types a search passes: ~2 s the first time on a machine, which
+    the server pays at start instead of its first search. The ranked lists, for tests."""
+    words = np.asarray([(4 << 16) | 2, (9 << 16) | 6, (7 << 16) | (1 << 14) | 4], np.uint32)
+    found = TermList.of(np.asarray([0, 3, 5], np.uint32), words, base=1)
+    kept = KeptLists(repositories=[], terms=["warm"], lists=[[found]], loaded=0)
+    wants = [Want(limit=2, excluded_flags=1), Want(limit=2, wanted_flags=1)]
+    return _Pass(kept, ["warm"], [1.5], ["warm"], wants, 6.0, 0.5).run([0, 1], [2, 2], [4])
 
 
 def _in_scope(cursor: CursorWrapper, ids: list[int], scopes: list[ScopeFilter]) -> list[set[int]]:

@@ -172,3 +172,34 @@ def test_lists_that_cannot_be_read_whole_are_ranked_by_the_rounds(settings, monk
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
     kept = fulltext("session refresh")  # the next search reads them (a timeout is not remembered)
     assert kept.detail["in_memory"] and kept.ranked == found.ranked
+
+
+def test_the_warm_up_builds_the_loops_a_search_runs():
+    """The server ranks a made-up pass at start (in a process of its own here, so nothing else
+    compiled before it); a search must run loops of the very types the warm-up built, or the
+    first search would still wait ~2 s for a new specialisation."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from search.retrieval.postings_kernels import accumulate, offer
+
+    script = (
+        "import django, json; django.setup()\n"
+        "from search.retrieval.postings_memory import warm_up\n"
+        "from search.retrieval.postings_kernels import accumulate, offer\n"
+        "ranked = warm_up()\n"
+        "print(json.dumps([[ids for ids, _s in ranked],"
+        " [str(s) for s in accumulate.signatures], [str(s) for s in offer.signatures]]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=os.environ.copy(), check=True, timeout=300)  # fmt: skip
+    ranked, warm_accumulate, warm_offer = json.loads(out.stdout.strip().splitlines()[-1])
+    # the made-up list: chunks 1 and 4 (not tests), 6 (a test); 4 is dead
+    assert ranked == [[1], [6]]
+    corpus()
+    found = fulltext("session refresh")
+    assert found.detail.get("in_memory") and found.ranked
+    assert {str(s) for s in accumulate.signatures} <= set(warm_accumulate)
+    assert {str(s) for s in offer.signatures} <= set(warm_offer)
