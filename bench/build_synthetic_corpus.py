@@ -1,7 +1,7 @@
 """Build a >= 1,000,000-chunk search corpus from real code, for the latency benchmark.
 
     .venv/bin/python bench/build_synthetic_corpus.py [--chunks 1000000] [--rebuild]
-        [--hnsw-m 16] [--hnsw-ef-construction 200] [--edited-per-1024 256]
+        [--hnsw-m 32] [--hnsw-ef-construction 200] [--edited-per-1024 256]
 
 Base: Django's own source (the copy installed in the venv), walked and chunked with
 ``indexing.chunking.chunk_file`` and stored with the real ``store_files`` (so every tsvector is
@@ -294,7 +294,7 @@ def rebuild_hnsw(args: argparse.Namespace, manifest: dict[str, Any]) -> dict[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
-    parser.add_argument("--hnsw-m", type=int, default=16)
+    parser.add_argument("--hnsw-m", type=int, default=32)
     parser.add_argument("--hnsw-ef-construction", type=int, default=200)
     parser.add_argument(
         "--real-vectors", type=int, default=0, help="base chunks embedded (0: every one)"

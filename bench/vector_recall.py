@@ -1,13 +1,14 @@
 """Vector recall@10 of the search's vector list against an exact scan, per ``hnsw.ef_search``.
 
     .venv/bin/python bench/vector_recall.py [--ef-search 40,100,200] [--extra-queries 60]
-        [--scopes all,one,three] [--corpora flask,marshmallow,...] [--packages kombu,...]
+        [--seed 11] [--scopes all,one,three] [--corpora flask,marshmallow,...] [--packages kombu,...]
         [--json bench/results/vector-recall.json]
 
 Runs on whatever the benchmark database holds (the synthetic corpus of
 ``build_synthetic_corpus.py``, or the evaluation corpora indexed by ``bench/eval``). Queries: the
 latency benchmark's 26 plus ``--extra-queries`` taken from the corpus itself (a symbol name and
-the first words of a random chunk's body, as a person would half-remember them). Scopes: every
+the first words of a random chunk's body, as a person would half-remember them; ``--seed``
+draws another set, to report on queries no setting was chosen on). Scopes: every
 repository; one repository; three repositories (large enough for the HNSW path). With
 ``--corpora``, those evaluation corpora (distinct real code; indexed and embedded on first use,
 ``bench/eval/index_corpus.py``) are one more scope, measured with the automatic strategy and
@@ -162,8 +163,9 @@ def measure(
             "ms_p95": round(times[min(len(times) - 1, int(len(times) * 0.95))], 1),
             "strategies": strategies,
         }
-        result[f"ef_search={ef}"] = row
         print(f"    ef_search={ef:4d}: {row}", flush=True)
+        row["per_query"] = [round(r, 2) for r in recalls]  # in the JSON: to compare two runs
+        result[f"ef_search={ef}"] = row
     return result
 
 
@@ -171,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ef-search", default="40,100,200")
     parser.add_argument("--extra-queries", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=11, help="which corpus queries are drawn")
     parser.add_argument("--scopes", default="all,one,three")
     parser.add_argument("--corpora", default="", help="evaluation corpora as one more scope")
     parser.add_argument("--packages", default="", help="installed packages as one more scope")
@@ -183,12 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         from indexing.models import Chunk, EmbeddingVector, Repository
 
         queries = [q for group in QUERIES.values() for q in group]
-        queries += corpus_queries(args.extra_queries)
+        queries += corpus_queries(args.extra_queries, args.seed)
         report: dict[str, Any] = {
             "chunks": Chunk.objects.count(),
             "distinct_vectors": EmbeddingVector.objects.count(),
             "repositories": Repository.objects.count(),
             "queries": len(queries),
+            "seed": args.seed,
         }
         print(
             f"{report['chunks']} chunks, {report['distinct_vectors']} distinct vectors,"
