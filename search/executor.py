@@ -33,16 +33,17 @@ from search.ranking.learned import learned_order, question_shape
 from search.ranking.left_out import QueryMemoEmbedder, place_left_out
 from search.ranking.signals import (
     apply_signals,
-    chunk_facts,
     content_words,
     soft_scope_demotion,
     widened_scope,
 )
+from search.retrieval.facts import ChunkFacts, chunk_facts
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import hydrate_hits
 from search.retrieval.parallel import run_beside
 from search.retrieval.query import identifier_query, parse_query
 from search.retrieval.scope import (
+    LIVE_CHUNKS_SQL,
     ScopeFilter,
     build_left_out_filter,
     build_scope_filter,
@@ -143,9 +144,11 @@ class SearchExecutor:
                 request.exclude_languages,
             )
         left_out_lists: list[RankedList] = []
+        known: dict[int, ChunkFacts] = {}  # facts the full-text lists read on the way
         self._retrieve(
-            request, queries, scope, scope_filter, lists, trace, left_out_filter, left_out_lists
-        )
+            request, queries, scope, scope_filter, lists, trace, left_out_filter, left_out_lists,
+            known,
+        )  # fmt: skip
         for method in totals:
             totals[method] = len(
                 {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
@@ -173,7 +176,7 @@ class SearchExecutor:
                 original_weight=request.original_weight,
                 first_rank_bonus=request.first_rank_bonus,
             )
-            facts = chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql)
+            facts = chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql, known)
             learned = learned_fusion_enabled(request.learned_fusion)
             candidates, touched = apply_signals(
                 fused,
@@ -253,6 +256,7 @@ class SearchExecutor:
         trace: list[StageTrace],
         left_out_filter: ScopeFilter | None = None,
         left_out_lists: list[RankedList] | None = None,
+        known: dict[int, ChunkFacts] | None = None,
     ) -> None:
         """Full-text and vector lists; the vector lists are built on a second database connection
         at the same time when that can see the same data (no open transaction here). With a
@@ -278,7 +282,7 @@ class SearchExecutor:
         vectors = [scoped_vector] + ([left_out_vector] if left_out_filter is not None else [])
         beside = [run_beside(f) for f in vectors] if concurrent else []
         self._fulltext(request, queries, scope_filter, lists, trace, left_out_filter,
-                       extra_fulltext)  # fmt: skip
+                       extra_fulltext, known)  # fmt: skip
         for future in beside:
             future.result()
         if not concurrent:
@@ -300,6 +304,7 @@ class SearchExecutor:
         trace: list[StageTrace],
         left_out_filter: ScopeFilter | None = None,
         left_out_lists: list[RankedList] | None = None,
+        known: dict[int, ChunkFacts] | None = None,
     ) -> None:
         with record_stage(trace, "fulltext") as stage:
             if not request.use_bm25:
@@ -318,6 +323,8 @@ class SearchExecutor:
                     left_out=left_out_filter,
                 )
                 lists.append(RankedList("fulltext", index, found.ranked))
+                if known is not None and scope_filter.live_sql == LIVE_CHUNKS_SQL:
+                    known.update(found.facts)  # read under the same live-chunks join
                 if found.left_out is not None and left_out_lists is not None:
                     left_out_lists.append(RankedList("fulltext", index, found.left_out.ranked))
                 per_query.append({"query": query, "hits": len(found.ranked), **found.detail})

@@ -34,52 +34,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-from django.db import connection
 
 from indexing.identifiers import identifier_words, split_identifier
 from search.ranking.fusion import FusedCandidate
-from search.retrieval.query import STOPWORDS, identifier_query, normalise_symbol
-from search.retrieval.scope import LEFT_OUT_BY_DEFAULT, LIVE_CHUNKS_SQL
+from search.retrieval.facts import ChunkFacts
+from search.retrieval.query import STOPWORDS, identifier_query
+from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
 from search.types import ScopeApplied
 
 FILE_EVIDENCE_CHUNKS = 3
 PATH_DIRECTORIES = False  # path_boost: also the directory names, not only the file's stem
 NAME_DOCS_ONLY = False  # name_boost: only documentation chunks (their symbol is the heading)
-
-
-@dataclass(frozen=True)
-class ChunkFacts:
-    path: str
-    is_test: bool
-    is_doc: bool
-    symbol: str = ""  # normalised (search.retrieval.query.normalise_symbol)
-    lines: int = 0  # end_line - start_line + 1 (learned fusion's chunk length)
-    kind: str = ""  # function, method, class, module, window, section ...
-
-
-_FACTS_SQL = """
-    SELECT c.id, c.repository_id::text || '/' || c.path, c.is_test, c.is_doc, c.symbol,
-           c.end_line - c.start_line + 1, c.kind
-    FROM indexing_chunk c {live}
-    WHERE c.id = ANY(%s)
-"""
-
-
-def chunk_facts(chunk_ids: Sequence[int], live: str = LIVE_CHUNKS_SQL) -> dict[int, ChunkFacts]:
-    """Path (per repository) and test/doc flags of live chunks, by id (``live``: the scope's
-    live-chunks join, ``search.retrieval.scope.live_chunks_sql``)."""
-    if not chunk_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(_FACTS_SQL.format(live=live), [list(chunk_ids)])
-        return {
-            int(cid): ChunkFacts(
-                path, is_test, is_doc, normalise_symbol(symbol or ""), int(lines), kind or ""
-            )
-            for cid, path, is_test, is_doc, symbol, lines, kind in cursor.fetchall()
-        }
 
 
 def apply_signals(

@@ -38,6 +38,7 @@ from django.db import connection
 from search.retrieval import parallel
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
+from search.retrieval.facts import ChunkFacts
 from search.retrieval.postings import exact_top_k, merge_top_k, want_of
 from search.retrieval.postings_memory import memory_top_k
 from search.retrieval.query import (
@@ -67,6 +68,8 @@ class FulltextList:
     ranked: list[tuple[int, float]]  # (chunk id, score), best first
     detail: dict[str, Any] = field(default_factory=dict)
     left_out: FulltextList | None = None  # with ``left_out=``: that scope's list
+    # what the ranking signals need of the chunks it read live on the way (``LIVE_CHUNKS_SQL``)
+    facts: dict[int, ChunkFacts] = field(default_factory=dict)
 
 
 def idf(documents: int, df: int) -> float:
@@ -218,6 +221,7 @@ def fulltext_search(
                 timeout_ms=timeout_ms,
             )
             result.ranked = in_memory.ranked[0]
+            result.facts = in_memory.facts
             result.detail.update(
                 scored_terms=terms,
                 capped=result.detail["matches_at_most"] > cap,

@@ -25,6 +25,7 @@ import numpy as np
 from django.db.backends.utils import CursorWrapper
 
 from search.retrieval.db import array_literal, search_cursor
+from search.retrieval.facts import FACTS_COLUMNS, ChunkFacts, facts_of
 from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_cache import KeptLists, TermList
 from search.retrieval.postings_format import K1, MAX_LEN, B
@@ -37,6 +38,7 @@ class MemoryTopK:
     ranked: list[list[tuple[int, float]]]  # per list of the pass, (chunk id, score) best first
     postings_read: int  # records ranked
     checked: int  # chunks whose scope was checked in the database
+    facts: dict[int, ChunkFacts]  # of the live chunks among them, read by the same statements
 
 
 def memory_top_k(
@@ -60,11 +62,12 @@ def memory_top_k(
     ranking = _Pass(kept, terms, idfs, informative, wants, average, all_terms_boost)
     found = ranking.run(list(range(len(wants))), [w.limit for w in wants], [])
     ranked, checked = [], 0
+    facts: dict[int, ChunkFacts] = {}
     with search_cursor(timeout_ms) as cursor:
         # every list's best in one statement, then deeper for a list whose filters left out
         # too many of them
         unknown = sorted({i for ids, _scores in found for i in ids})
-        kept_ids = _in_scope(cursor, unknown, scopes) if unknown else [set() for _ in scopes]
+        kept_ids = _in_scope(cursor, unknown, scopes, facts) if unknown else [set() for _ in scopes]
         checked += len(unknown)
         for w, want in enumerate(wants):
             accepted = kept_ids[w]
@@ -82,8 +85,8 @@ def memory_top_k(
                 more = [i for i in ids if i not in accepted]
                 checked += len(more)
                 if more:
-                    accepted |= _in_scope(cursor, more, [scopes[w]])[0]
-    return MemoryTopK(ranked=ranked, postings_read=ranking.read, checked=checked)
+                    accepted |= _in_scope(cursor, more, [scopes[w]], facts)[0]
+    return MemoryTopK(ranked=ranked, postings_read=ranking.read, checked=checked, facts=facts)
 
 
 @functools.lru_cache(maxsize=64)
@@ -178,19 +181,23 @@ def warm_up() -> list[tuple[list[int], list[float]]]:
     return _Pass(kept, ["warm"], [1.5], ["warm"], wants, 6.0, 0.5).run([0, 1], [2, 2], [4])
 
 
-def _in_scope(cursor: CursorWrapper, ids: list[int], scopes: list[ScopeFilter]) -> list[set[int]]:
+def _in_scope(
+    cursor: CursorWrapper, ids: list[int], scopes: list[ScopeFilter], facts: dict[int, ChunkFacts]
+) -> list[set[int]]:
     """Per scope, those of ``ids`` that are live chunks of its repositories, through its
-    filters (one statement for all)."""
+    filters (one statement for all); the facts of the live ones go into ``facts``."""
     columns = ", ".join(f"(r.id = ANY(%s::uuid[]) AND {scope.sql})" for scope in scopes)
     cursor.execute(
-        f"SELECT c.id, {columns} FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
+        f"SELECT c.id, {FACTS_COLUMNS}, {columns} FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
         " WHERE c.id = ANY(%s::bigint[]) AND r.id = ANY(%s::uuid[])",
         [*(p for scope in scopes for p in (array_literal(scope.repository_ids), *scope.params)),
          array_literal(ids), array_literal({r for scope in scopes for r in scope.repository_ids})],
     )  # fmt: skip
     found: list[set[int]] = [set() for _ in scopes]
     for row in cursor.fetchall():
-        for w, inside in enumerate(row[1:]):
+        chunk = int(row[0])
+        facts[chunk] = facts_of(row[1:7])
+        for w, inside in enumerate(row[7:]):
             if inside:
-                found[w].add(int(row[0]))
+                found[w].add(chunk)
     return found

@@ -66,3 +66,37 @@ def test_statements_per_search_do_not_grow_with_repositories(mode: str) -> None:
     eight, hits_eight = _statements(mode)
     assert hits_one and hits_eight > hits_one  # the other repositories were really searched
     assert eight == one, f"{mode}: {one} statements with 1 repository, {eight} with 8"
+
+
+def test_full_text_reads_the_candidates_facts_once_and_ranks_as_when_read_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The full-text pass reads what the ranking signals need of its chunks in the statement
+    that checks them against the scope, so fusion reads no facts of its own; the hits are the
+    same as when fusion reads them."""
+    from search.retrieval import fulltext
+
+    _add_embedded_repositories(0, 3)
+    request = SearchRequest(query="connection pool acquire", limit=5, **MODES["full-text"])
+    executor = SearchExecutor()
+    executor.run(request)
+    with CaptureQueriesContext(connection) as captured:
+        together = executor.run(request)
+    reads = [q["sql"] for q in captured.captured_queries if "c.end_line - c.start_line" in q["sql"]]
+    assert len(reads) == 1  # the scope check of the full-text pass, nothing in fusion
+
+    original = fulltext.fulltext_search
+
+    def without_facts(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = original(*args, **kwargs)
+        found.facts = {}
+        return found
+
+    monkeypatch.setattr("search.executor.fulltext_search", without_facts)
+    with CaptureQueriesContext(connection) as captured:
+        apart = executor.run(request)
+    reads_apart = [q for q in captured.captured_queries if "c.end_line - c.start_line" in q["sql"]]
+    assert len(reads_apart) == 2  # the scope check, then fusion's own
+    assert together.hits and [(h.chunk_id, h.combined_score) for h in together.hits] == [
+        (h.chunk_id, h.combined_score) for h in apart.hits
+    ]
