@@ -11,6 +11,7 @@ Path globs become anchored PostgreSQL regexes in ``search.retrieval.globs``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 from uuid import UUID
+
+from django.core.exceptions import EmptyResultSet
+from django.db import connection
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.identifiers import identifier_words
@@ -189,21 +193,12 @@ def scope_repositories(
     ``branches`` (names or globs; ``*``: every indexed branch) chooses branches other than
     the default; None searches each repository's default branch. Raises UnknownBranch when
     no repository in scope has such a branch indexed."""
-    rows = visible_repositories(viewer)
-    if repo_ids:
-        rows = rows.filter(pk__in=list(repo_ids))
-    found = list(
-        rows.values_list(
-            "pk",
-            "name",
-            "last_indexed_commit",
-            "active_generation",
-            "chunk_count",
-            "status",
-            "branch",
-            "last_indexed_at",
-        )
-    )
+    sql, params = _repositories_sql(viewer, tuple(repo_ids) if repo_ids else None)
+    found: list[tuple[Any, ...]] = []
+    if sql:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            found = cursor.fetchall()
     if repo_ids:
         known = {row[0] for row in found}
         unknown = [rid for rid in dict.fromkeys(repo_ids) if rid not in known]
@@ -225,6 +220,26 @@ def scope_repositories(
     if not branches:
         return defaults
     return _on_branches(defaults, list(branches))
+
+
+@functools.lru_cache(maxsize=512)
+def _repositories_sql(
+    viewer: Viewer, repo_ids: tuple[UUID, ...] | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement of the repositories ``viewer`` may see (of ``repo_ids``), built by the
+    ORM once per viewer and ids (building it cost more than running it on every search). Its
+    columns need no conversion from the database's (UUIDs, text, integers, timestamps)."""
+    rows = visible_repositories(viewer)
+    if repo_ids:
+        rows = rows.filter(pk__in=list(repo_ids))
+    try:
+        return rows.values_list(*SCOPE_COLUMNS).query.sql_with_params()
+    except EmptyResultSet:  # a filter no row can pass: no statement at all
+        return "", ()
+
+
+SCOPE_COLUMNS = ("pk", "name", "last_indexed_commit", "active_generation", "chunk_count", "status",
+                 "branch", "last_indexed_at")  # fmt: skip
 
 
 def _named(name: str, patterns: list[str]) -> bool:

@@ -271,3 +271,28 @@ def test_mcp_tools_answer_an_outsider_as_if_the_repository_did_not_exist(corpus:
     member = corpus.as_member
     assert SECRET in tools.get_file("acme/vault", "src/vault.py", viewer=member)["content"]
     assert len(tools.list_repositories(viewer=member)["repositories"]) == 2
+
+
+def test_a_change_of_groups_counts_from_the_next_search(corpus: Corpus) -> None:
+    """Each viewer's repository statement is built once and kept (``search.retrieval.scope``);
+    what it answers must not be: a repository restricted, opened or a group joined after a
+    viewer's first search shows in that viewer's next one."""
+    from django.contrib.auth.models import Group
+
+    from search.retrieval.scope import scope_repositories
+
+    def names(viewer: Viewer, ids: list[Any] | None = None) -> set[str]:
+        return {r.name for r in scope_repositories(ids, viewer)}
+
+    outsider, member = corpus.as_outsider, corpus.as_member
+    assert names(outsider) == {"acme/shop"} and names(member) == {"acme/shop", "acme/vault"}
+    corpus.vault.visible_to_groups.clear()  # opened to every account
+    assert names(outsider) == {"acme/shop", "acme/vault"} == names(Viewer())
+    team = Group.objects.get(name="team-a")
+    corpus.shop.visible_to_groups.set([team])  # restricted now
+    corpus.vault.visible_to_groups.set([team])
+    assert names(outsider) == set() and names(member) == {"acme/shop", "acme/vault"}
+    with pytest.raises(UnknownRepositories):
+        names(outsider, [corpus.vault.pk])
+    corpus.outsider.groups.add(team)  # joined: a new viewer (its groups), the same statement shape
+    assert names(corpus.as_outsider, [corpus.vault.pk]) == {"acme/vault"}
