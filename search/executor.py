@@ -210,7 +210,7 @@ class SearchExecutor:
                 stage.set("ran", left_out={"lists": len(left_out_lists), "added": left_out_added})
             if not lists:
                 stage.set("skipped", "no retrieval list to fuse")
-        hits = hydrate_hits(candidates, scope_filter)
+        hits = self._hydrate(request, candidates, scope_filter)
         candidates = [c for c in candidates if c.chunk_id in hits]
         rerank_scores = rerank_stage(self._get_chat, request, candidates, hits, trace)
         with record_stage(trace, "blend") as stage:
@@ -245,6 +245,23 @@ class SearchExecutor:
             scope=scope,
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
+
+    @staticmethod
+    def _hydrate(
+        request: SearchRequest, candidates: list[FusedCandidate], scope_filter: ScopeFilter
+    ) -> dict[int, SearchHit]:
+        """The hits of the candidates the answer can show: every one when the rerank reads
+        them; otherwise the first ``limit`` still live (one statement, more only when some of
+        them were swapped out meanwhile)."""
+        if request.use_rerank:
+            return hydrate_hits(candidates, scope_filter)
+        hits: dict[int, SearchHit] = {}
+        read = 0
+        while read < len(candidates) and len(hits) < request.limit:
+            batch = candidates[read : read + request.limit - len(hits)]
+            read += len(batch)
+            hits.update(hydrate_hits(batch, scope_filter))
+        return hits
 
     def _retrieve(
         self,

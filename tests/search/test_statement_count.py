@@ -100,3 +100,25 @@ def test_full_text_reads_the_candidates_facts_once_and_ranks_as_when_read_apart(
     assert together.hits and [(h.chunk_id, h.combined_score) for h in together.hits] == [
         (h.chunk_id, h.combined_score) for h in apart.hits
     ]
+
+
+def test_hits_are_read_for_the_first_limit_live_candidates_and_a_gone_one_is_filled_in() -> None:
+    from accounts.visibility import Viewer
+    from indexing.models import Chunk
+    from search.ranking.fusion import FusedCandidate
+    from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+
+    _add_embedded_repositories(0, 2)
+    live = list(Chunk.objects.order_by("id").values_list("id", flat=True))
+    gone = max(live) + 1000  # no such chunk any more (a swapped-out generation's, say)
+    candidates = [FusedCandidate(cid, 1.0 / (i + 1)) for i, cid in enumerate([gone, *live])]
+    request = SearchRequest(query="pool", limit=2)
+    scope = build_scope_filter(resolve_scope(request), scope_repositories(None, Viewer()))
+    with CaptureQueriesContext(connection) as captured:
+        hits = SearchExecutor._hydrate(request, candidates, scope)
+    assert sorted(hits) == live[:2]  # the gone one's place taken by the next
+    assert len(captured.captured_queries) == 2  # the first two, then one more for the gap
+    reranked = SearchExecutor._hydrate(
+        SearchRequest(query="pool", limit=2, use_rerank=True), candidates, scope
+    )
+    assert sorted(reranked) == sorted(live)  # the rerank reads every candidate
