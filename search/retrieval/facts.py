@@ -29,15 +29,16 @@ class ChunkFacts:
     kind: str = ""  # function, method, class, module, window, section ...
 
 
-# (path per repository, test, doc, symbol, lines, kind): six columns, read by ``facts_of``
+# (path per repository, test, doc, symbol, lines, kind), read by ``facts_of``
 FACTS_COLUMNS = (
     "c.repository_id::text || '/' || c.path, c.is_test, c.is_doc, c.symbol,"
     " c.end_line - c.start_line + 1, c.kind"
 )
+FACTS_WIDTH = 6  # how many columns that is
 
 
 def facts_of(row: Sequence[Any]) -> ChunkFacts:
-    """The facts in the six ``FACTS_COLUMNS`` of ``row``."""
+    """The facts of ``row``: the ``FACTS_WIDTH`` columns of ``FACTS_COLUMNS``."""
     path, is_test, is_doc, symbol, lines, kind = row
     return ChunkFacts(path, is_test, is_doc, normalise_symbol(symbol or ""), int(lines), kind or "")
 

@@ -25,7 +25,7 @@ import numpy as np
 from django.db.backends.utils import CursorWrapper
 
 from search.retrieval.db import array_literal, search_cursor
-from search.retrieval.facts import FACTS_COLUMNS, ChunkFacts, facts_of
+from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
 from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_cache import KeptLists, TermList
 from search.retrieval.postings_format import K1, MAX_LEN, B
@@ -195,9 +195,9 @@ def _in_scope(
     )  # fmt: skip
     found: list[set[int]] = [set() for _ in scopes]
     for row in cursor.fetchall():
-        chunk = int(row[0])
-        facts[chunk] = facts_of(row[1:7])
-        for w, inside in enumerate(row[7:]):
+        chunk, end = int(row[0]), 1 + FACTS_WIDTH
+        facts[chunk] = facts_of(row[1:end])
+        for w, inside in enumerate(row[end:]):
             if inside:
                 found[w].add(chunk)
     return found
