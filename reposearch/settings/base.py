@@ -158,6 +158,12 @@ REPO_SEARCH_WORKER_CONCURRENCY = env.positive_int("REPO_SEARCH_WORKER_CONCURRENC
 # A pool child whose peak memory passed this is replaced after its task: the embedding model
 # (and a big repository's chunks) are held only while a task needs them, not while idle.
 REPO_SEARCH_WORKER_MAX_MEMORY_MB = env.positive_int("REPO_SEARCH_WORKER_MAX_MEMORY_MB", 200)
+# `make up` runs the embed queue in a worker of its own, so a new repository is cloned and
+# searchable by full text while others embed; this many processes embed at once.
+REPO_SEARCH_EMBED_CONCURRENCY = env.positive_int("REPO_SEARCH_EMBED_CONCURRENCY", 1)
+# An embed task works this long, then queues itself again behind the other repositories'
+# embedding: the embed worker's time is shared between repositories, not taken by the first.
+REPO_SEARCH_EMBED_SLICE_SECS = env.positive_float("REPO_SEARCH_EMBED_SLICE_SECS", 60.0)
 
 # --- Database and broker -----------------------------------------------------------------------
 # Both default to the embedded servers of `make up` (REPO_SEARCH_PG_PORT / REPO_SEARCH_REDIS_PORT),
