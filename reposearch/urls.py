@@ -40,7 +40,7 @@ urlpatterns = [
     path("api/", include("indexing.urls")),
     path("api/", include("search.urls")),
     path("api/", include("search.ask.urls")),
-    path("oidc/", include("accounts.identity.urls")),  # OpenID Connect sign-in (docs/sign-in.md)
+    path("oidc/", include("accounts.identity.urls")),  # docs/operators/tls-and-sign-in.md
     path("", include("frontend.urls")),
 ]
 

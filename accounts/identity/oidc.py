@@ -138,7 +138,7 @@ class GroupSyncingOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
             raise IdentityRefused(
                 f"an account named {user.get_username()!r} already exists here and signs in with"
                 " a password; an administrator can let it sign in through the identity provider"
-                " instead (docs/sign-in.md)"
+                " instead (docs/operators/tls-and-sign-in.md)"
             )
         email = _email(claims)
         if email and email != user.email:

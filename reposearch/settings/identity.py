@@ -1,6 +1,6 @@
 """Settings for signing in through the team's identity provider: a trusted reverse proxy's user
-header, or OpenID Connect (``accounts.identity``, docs/sign-in.md). Part of ``base.py``, which
-imports every name here; values come from ``env.py`` and are checked at start.
+header, or OpenID Connect (``accounts.identity``, docs/operators/tls-and-sign-in.md). Part of
+``base.py``, which imports every name here; values come from ``env.py`` and are checked at start.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .env import ConfigError, reader
 
 env = reader()
 
-# --- Sign-in from the team's identity provider (accounts.identity, docs/sign-in.md) -----------
+# --- Sign-in from the team's identity provider (docs/operators/tls-and-sign-in.md) ---------
 # Reverse proxies whose X-Forwarded-* and user header are believed (IPs/CIDRs; empty: none).
 REPO_SEARCH_TRUSTED_PROXIES = env.csv("REPO_SEARCH_TRUSTED_PROXIES", "")
 try:
