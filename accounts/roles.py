@@ -1,8 +1,16 @@
 """Roles: what an account may do. ``read`` < ``write`` < ``admin``.
 
-A role is membership of a Django group (``ROLE_GROUPS``), so the admin, the reverse-proxy header
-and OpenID Connect group claims all grant roles the same way; superusers are administrators.
-Any other signed-in account can read. A token's scope narrows its user's role, never widens it.
+A role is membership of a Django group (``ROLE_GROUPS``), so the People page, ``manage.py role``,
+the admin, the reverse-proxy header and OpenID Connect group claims all grant roles the same way;
+superusers are administrators. The role groups exist from migration ``accounts.0003`` (and are
+made again when a role is granted, should someone delete one). A token's scope narrows its
+user's role, never widens it.
+
+There is no ``reposearch-read`` group, on purpose: every active account reads, so a read group
+would be one every account must join (accounts made at sign-in by a proxy or an identity
+provider included) and whose absence would mean nothing. "Revoking" a role is leaving the role
+groups, which is being a reader. Deactivating an account (``is_active``) is how one stops it
+reading. Every other group is a repository visibility group (``accounts.visibility``).
 """
 
 from __future__ import annotations
@@ -34,6 +42,18 @@ ROLE_GROUPS = {"reposearch-write": Role.WRITE, "reposearch-admin": Role.ADMIN}
 GROUP_OF_ROLE = {role: name for name, role in ROLE_GROUPS.items()}
 
 
+def is_role_group(name: str) -> bool:
+    """Whether the group ``name`` grants a role (rather than restricting repositories)."""
+    return name in ROLE_GROUPS
+
+
+def role_from_group_names(names: set[str] | frozenset[str], is_superuser: bool = False) -> Role:
+    """The role of an active account in the groups ``names`` (for lists read in one query)."""
+    if is_superuser:
+        return Role.ADMIN
+    return max((ROLE_GROUPS[name] for name in names if name in ROLE_GROUPS), default=Role.READ)
+
+
 def role_of(user: Any) -> Role | None:
     """The role of a Django user; ``None`` for anonymous or inactive users."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
@@ -44,7 +64,7 @@ def role_of(user: Any) -> Role | None:
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     names = set(user.groups.filter(name__in=list(ROLE_GROUPS)).values_list("name", flat=True))
-    role = max((ROLE_GROUPS[name] for name in names), default=Role.READ)
+    role = role_from_group_names(names)
     user._reposearch_role = role
     return role
 

@@ -163,7 +163,9 @@ def test_createtoken_prints_the_secret_once_and_records_it() -> None:
     secret = out.getvalue().strip()
     assert _with(secret).post("/api/repos/nope/reindex").status_code == 404  # write: allowed
     entry = AuditEntry.objects.get(action="token.create")
-    assert entry.actor == "deploy" and entry.details["name"] == "ci"
+    # Made by whoever ran the command, not by the account: no actor, the owner named.
+    assert entry.actor == "" and entry.details["owner"] == "deploy"
+    assert entry.details["name"] == "ci" and entry.details["via"] == "manage.py createtoken"
     assert not _database_holds(secret)
 
 
@@ -171,7 +173,7 @@ def test_createtoken_prints_the_secret_once_and_records_it() -> None:
     ("args", "message"),
     [
         (["nobody", "ci"], "no account named 'nobody'"),
-        (["reader", "ci", "--scope", "admin"], "above your role"),
+        (["reader", "ci", "--scope", "admin"], r"admin is above reader's role \(read\)"),
         (["reader", "ci", "--expires-in-days", "0"], "between 1 and"),
     ],
 )

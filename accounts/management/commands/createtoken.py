@@ -1,15 +1,20 @@
-"""``manage.py createtoken USER NAME [--scope read|write|admin] [--expires-in-days N]``."""
+"""``manage.py createtoken USER NAME [--scope read|write|admin] [--expires-in-days N]``.
+
+Prints the secret (shown only this once). The scope may not exceed USER's role. Audited as
+``token.create`` with USER as the owner and this command as the actor.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.audit import record
+from accounts.actors import Actor
+from accounts.errors import PeopleRefused
 from accounts.roles import ROLE_NAMES
-from accounts.tokens import TokenRefused, create_token
+from accounts.services.account_tokens import create_token_for
+from accounts.services.roles import find_account
 
 
 class Command(BaseCommand):
@@ -22,17 +27,15 @@ class Command(BaseCommand):
         parser.add_argument("--expires-in-days", type=int, default=None)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user = get_user_model().objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no account named {options['username']!r}")
         try:
-            made = create_token(user, options["name"], options["scope"], options["expires_in_days"])
-        except TokenRefused as error:
-            raise CommandError(str(error)) from None
-        record(
-            "token.create",
-            user=user,
-            target=str(made.token.pk),
-            details={"name": made.token.name, "scope": made.token.scope, "via": "createtoken"},
-        )
+            user = find_account(options["username"])
+            made = create_token_for(
+                Actor.operator("createtoken"),
+                user,
+                options["name"],
+                options["scope"],
+                options["expires_in_days"],
+            )
+        except PeopleRefused as error:
+            raise CommandError(error.message) from None
         self.stdout.write(made.secret)

@@ -1,0 +1,104 @@
+"""Granting and revoking roles: ``set_role`` (and finding the account by name).
+
+A role is membership of one role group (``accounts.roles``); revoking is going back to ``read``.
+Refused: lowering a superuser (they are administrators whatever their groups), lowering one's own
+role, and leaving the server without an active administrator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.db.models import Q
+
+from accounts.actors import Actor
+from accounts.errors import PeopleRefused, UnknownAccount
+from accounts.roles import GROUP_OF_ROLE, Role, grant_role, role_from_group_names
+
+
+def find_account(username: str) -> Any:
+    """The account called ``username``, or ``UnknownAccount``."""
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise UnknownAccount(f"no account named {username!r}", details={"username": username})
+    return user
+
+
+def parse_role(value: str) -> Role:
+    try:
+        return Role.parse(str(value))
+    except ValueError as error:
+        raise PeopleRefused(str(error), code="invalid_role") from None
+
+
+def other_active_administrators(user: Any) -> bool:
+    """Whether an active administrator other than ``user`` exists."""
+    return (
+        get_user_model()
+        .objects.filter(is_active=True)
+        .filter(Q(is_superuser=True) | Q(groups__name=GROUP_OF_ROLE[Role.ADMIN]))
+        .exclude(pk=user.pk)
+        .exists()
+    )
+
+
+def held_role(user: Any) -> Role:
+    """The role of ``user`` read from the database now, active or not (an inactive account
+    keeps its role for when it is active again; ``role_of`` says it has none meanwhile)."""
+    names = set(user.groups.values_list("name", flat=True))
+    return role_from_group_names(names, is_superuser=user.is_superuser)
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    username: str
+    before: Role
+    after: Role
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def check_role_change(actor: Actor, user: Any, wanted: Role) -> RoleChange:
+    """What giving ``user`` the role ``wanted`` would change, or the refusal (nothing written)."""
+    actor.ensure_admin("changing a role")
+    before = held_role(user)
+    name = user.get_username()
+    if user.is_superuser and wanted < Role.ADMIN:
+        raise PeopleRefused(
+            f"{name} is a superuser, an administrator whatever their role; clear "
+            "'Superuser status' in the admin (/admin/) first to give them a smaller role",
+            code="superuser",
+        )
+    if wanted < Role.ADMIN and before == Role.ADMIN:
+        if actor.user is not None and actor.user.pk == user.pk:
+            raise PeopleRefused(
+                "you cannot lower your own role; another administrator can", code="own_role"
+            )
+        if user.is_active and not other_active_administrators(user):
+            raise PeopleRefused(
+                f"{name} is the last active administrator; make another account an "
+                "administrator first",
+                code="last_admin",
+            )
+    return RoleChange(name, before, wanted)
+
+
+@transaction.atomic
+def set_role(actor: Actor, user: Any, role: Role | str) -> RoleChange:
+    """Make ``user`` hold exactly ``role``; audited as ``account.role`` when it changes."""
+    wanted = role if isinstance(role, Role) else parse_role(role)
+    # Serialise role changes so two administrators cannot demote each other at once.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:roles'))")
+    change = check_role_change(actor, user, wanted)
+    if change.changed:
+        grant_role(user, wanted)
+        actor.record(
+            "account.role", change.username, {"from": change.before.label, "to": change.after.label}
+        )
+    return change
