@@ -37,3 +37,7 @@ class RepositoryLimitReached(RepositoryRefused):
 
 class RepositoryCheckUnavailable(RepositoryRefused):
     """The URL could not be checked right now (a temporary DNS failure); worth retrying."""
+
+
+class VisibilityChangeRefused(RepositoryRefused):
+    """Who may see a repository is an administrator's decision; the actor is not one."""

@@ -24,6 +24,7 @@ from indexing.exceptions import (
     RepositoryCheckUnavailable,
     RepositoryLimitReached,
     RepositoryRefused,
+    VisibilityChangeRefused,
 )
 from indexing.repository_refs import AmbiguousRepository, RepositoryNotFound
 from indexing.webhooks.providers import BadSignature, WebhookRejected
@@ -75,6 +76,7 @@ DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
     DuplicateRepository: DomainError(status.HTTP_409_CONFLICT),
     RepositoryLimitReached: DomainError(status.HTTP_409_CONFLICT),
     RepositoryCheckUnavailable: DomainError(status.HTTP_503_SERVICE_UNAVAILABLE),
+    VisibilityChangeRefused: DomainError(status.HTTP_403_FORBIDDEN),
     WebhookRejected: DomainError(status.HTTP_400_BAD_REQUEST),
     RepositoryNotFound: DomainError(status.HTTP_404_NOT_FOUND),
     AmbiguousRepository: DomainError(status.HTTP_400_BAD_REQUEST),

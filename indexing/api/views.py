@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.actors import Actor
 from accounts.audit import AuditedWrites
 from accounts.visibility import Viewer, viewer_for, visible_repositories
 from indexing.api.serializers import (
@@ -37,6 +38,7 @@ from indexing.services.repositories import (
     reindex_repository,
     update_repository,
 )
+from indexing.services.visibility import change_visibility, check_visibility_change
 from reposearch.api_errors import ApiError
 from reposearch.api_schema import error_responses
 
@@ -119,6 +121,10 @@ class RepositoryListView(AuditedWrites, APIView):
         serializer = RepositoryCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         job = add_repository(**serializer.validated_data, viewer=viewer_of(request))
+        if serializer.validated_data.get("visibility_groups"):
+            request.audit_details = {  # type: ignore[attr-defined]
+                "visibility_groups": sorted(serializer.validated_data["visibility_groups"])
+            }
         # The writer just chose its visibility: answer with it even if they are not in a group.
         body = _serialised(job.repository_id)
         body["job"] = IndexJobSerializer(job).data
@@ -135,17 +141,34 @@ class RepositoryDetailView(AuditedWrites, APIView):
 
     @extend_schema(
         request=RepositoryUpdateSerializer,
-        responses={200: RepositorySerializer, **error_responses(400, 404, 413)},
+        responses={
+            200: RepositorySerializer,
+            **error_responses(
+                400,
+                403,
+                404,
+                413,
+                s403="Changing `visibility_groups` needs the admin role.",
+            ),
+        },
     )
     def patch(self, request: Request, repository_id: str) -> Response:
         """Rename, opt in to contextual summaries (the response shows their cost in calls), or
-        set who may see it (``visibility_groups``)."""
+        set who may see it (``visibility_groups``: administrators only, else 403)."""
         repository = _get_repository(request, repository_id)
         if not isinstance(request.data, dict):
             raise ApiError("the body must be a JSON object", code="invalid")
         serializer = RepositoryUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        update_repository(repository, **serializer.validated_data)
+        changes = dict(serializer.validated_data)
+        groups = changes.pop("visibility_groups", None)
+        actor = Actor.of_request(request, via="api")
+        # Only administrators change visibility: refused before any other field is written.
+        if groups is not None:
+            check_visibility_change(actor, repository, groups)
+        update_repository(repository, **changes)
+        if groups is not None:
+            change_visibility(actor, repository, groups)
         # Answered with the change made, even when the writer restricted it away from themselves.
         return Response(_serialised(repository.pk))
 

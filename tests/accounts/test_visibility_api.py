@@ -183,13 +183,28 @@ def test_visibility_groups_are_set_checked_and_cleared_through_the_api(
     # The same URL again, by someone who may not see the copy: refused without naming it.
     again = writer.post("/api/repos", {"url": url}, format="json")
     assert again.status_code == 409 and not leaks(again.json(), Repository.objects.get(pk=ledger))
+    # Once it exists, who sees it is an administrator's decision (issue 33): a writer who can
+    # see it may neither open it to everyone nor narrow it, nor learn which groups exist.
     member_writer = api(make_account("write", groups=[GROUP]))
-    opened = member_writer.patch(f"/api/repos/{ledger}", {"visibility_groups": []}, format="json")
+    for groups in ([], [GROUP], ["nope"]):
+        refused = member_writer.patch(
+            f"/api/repos/{ledger}", {"visibility_groups": groups, "name": "renamed"}, format="json"
+        )
+        assert refused.status_code == 403, groups
+        assert refused.json()["error"]["code"] == "visibility_admin_only"
+        assert "only administrators" in refused.json()["error"]["message"]
+    assert api(corpus.outsider).get(f"/api/repos/{ledger}").status_code == 404
+    assert Repository.objects.get(pk=ledger).name != "renamed"  # nothing of a refused change
+    # Sending back the groups it has is no change, and allowed.
+    same = member_writer.patch(
+        f"/api/repos/{ledger}", {"visibility_groups": ["team-b", GROUP]}, format="json"
+    )
+    assert same.status_code == 200
+    admin = api(make_account("admin"))
+    opened = admin.patch(f"/api/repos/{ledger}", {"visibility_groups": []}, format="json")
     assert opened.status_code == 200 and opened.json()["visibility_groups"] == []
     assert api(corpus.outsider).get(f"/api/repos/{ledger}").status_code == 200
-    bad = member_writer.patch(
-        f"/api/repos/{ledger}", {"visibility_groups": ["nope"]}, format="json"
-    )
+    bad = admin.patch(f"/api/repos/{ledger}", {"visibility_groups": ["nope"]}, format="json")
     assert bad.status_code == 400 and bad.json()["error"]["details"]["field"] == "visibility_groups"
 
 
