@@ -14,8 +14,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
+from accounts.actors import Actor
 from accounts.admin_audit import AuditedAdmin
 from accounts.audit import client_address, record
+from accounts.roles import Role, role_of
 from indexing.exceptions import RepositoryRefused
 from indexing.models import Chunk, IndexJob, Repository, SourceFile
 from indexing.services.repositories import (
@@ -24,6 +26,7 @@ from indexing.services.repositories import (
     reindex_repository,
     validate_new_repository,
 )
+from indexing.services.visibility import ensure_may_change_visibility, record_visibility_change
 
 
 def _file_view_url(repository_id: Any, path: str, start: int = 0, end: int = 0) -> str:
@@ -103,7 +106,11 @@ class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return () if obj is None else self.readonly_fields
+        if obj is None:
+            return ()
+        if role_of(request.user) != Role.ADMIN:  # who may see it is an administrator's choice
+            return ("visible_to_groups", *self.readonly_fields)
+        return self.readonly_fields
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
@@ -112,6 +119,19 @@ class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
         return self.inlines if obj is not None else []
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        if not change:
+            super().save_related(request, form, formsets, change)
+            return
+        repository = form.instance
+        before = sorted(repository.visible_to_groups.values_list("name", flat=True))
+        super().save_related(request, form, formsets, change)
+        after = sorted(repository.visible_to_groups.values_list("name", flat=True))
+        if before != after:
+            actor = Actor(user=request.user, address=client_address(request), via="admin")
+            ensure_may_change_visibility(actor)  # the field is read-only to others anyway
+            record_visibility_change(actor, repository, before, after)
 
     def save_model(self, request: HttpRequest, obj: Repository, form: Any, change: bool) -> None:
         if change:
