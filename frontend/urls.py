@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from frontend import ask_views, audit_views, browse_views, token_views, views
+from frontend import ask_views, audit_views, browse_views, people_views, token_views, views
 
 app_name = "frontend"
 
@@ -27,6 +27,21 @@ urlpatterns = [
     path("settings/", views.settings_page, name="settings"),
     path("tokens/", token_views.tokens_page, name="tokens"),
     path("audit/", audit_views.audit_page, name="audit"),
+    path("people/", people_views.people_page, name="people"),
+    path("people/groups", people_views.create_group, name="people-groups"),
+    path("people/<int:user_id>/", people_views.person_page, name="person"),
+    path("people/<int:user_id>/role", people_views.person_role, name="person-role"),
+    path("people/<int:user_id>/groups", people_views.person_groups, name="person-groups"),
+    path(
+        "people/<int:user_id>/tokens",
+        people_views.person_token_create,
+        name="person-token-create",
+    ),
+    path(
+        "people/<int:user_id>/tokens/<int:token_id>/revoke",
+        people_views.person_token_revoke,
+        name="person-token-revoke",
+    ),
     path("ui/results", views.render_results, name="render-results"),
     path("ui/answer", ask_views.render_answer, name="render-answer"),
     re_path(r"^repos/(?P<ref>.+?)/?$", browse_views.repository_root, name="repository-root"),
