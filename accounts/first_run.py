@@ -4,6 +4,10 @@
 API token when no account exists yet, and writes them to ``<data_dir>/initial-admin.txt``
 (mode 0600, ``username: admin`` / ``password: ...`` / ``token: ...``). Once any account exists
 it does nothing, so later starts leave the file and the accounts alone.
+
+``people_lines`` is what the first start (``manage.py initial_admin``, ``make up``) tells an
+operator about giving colleagues accounts, roles and visibility groups: the People page and the
+``manage.py`` commands, so nobody has to invent a group name.
 """
 
 from __future__ import annotations
@@ -14,6 +18,21 @@ from pathlib import Path
 
 FILE_NAME = "initial-admin.txt"
 USERNAME = "admin"
+
+
+PEOPLE_PATH = "/people/"
+
+
+def people_lines(manage: str = "manage.py", base_url: str = "") -> list[str]:
+    """How to add people and give roles, naming the page and the commands; ``manage`` is how
+    to run ``manage.py`` here, ``base_url`` the site's address (without the trailing slash)."""
+    return [
+        f"people and roles: {base_url}{PEOPLE_PATH} (administrators), or {manage} users"
+        " | role grant USER write|admin | role revoke USER | visibility_group add GROUP USER"
+        " | createtoken USER NAME | revoketoken USER TOKEN",
+        f"more accounts: {base_url}/admin/auth/user/add/ (a reader until given a role),"
+        " or manage.py createsuperuser run as above (an administrator)",
+    ]
 
 
 def initial_admin_path(data_dir: Path) -> Path:

@@ -253,11 +253,15 @@ def _health_status(host: str, port: int) -> int:
 
 
 def ready_lines(settings: Any, healthy: bool) -> list[str]:
-    """What ``make up`` prints once the site answers: the URLs to open, how to add a user."""
+    """What ``make up`` prints once the site answers: the URLs to open, how to add people and
+    give them roles (``accounts.first_run.people_lines``)."""
+    from accounts.first_run import people_lines
+
     base = (
         f"http://{_browsable_host(settings.REPO_SEARCH_BIND_HOST)}:{settings.REPO_SEARCH_BIND_PORT}"
     )
     state = "ready" if healthy else "started, but /api/health does not answer 200 yet"
+    people = people_lines(f"{command_prefix()}{_relative(sys.executable)} manage.py", base)
     lines = [
         f"reposearch is {state}:",
         f"  web UI    {base}/",
@@ -266,14 +270,14 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
         f"  health    {base}/api/health",
         f"  MCP       {base}/mcp",
         f"sign in as admin: password and API token in {_initial_admin_file(settings)}",
-        f"more accounts: {command_prefix()}{_relative(sys.executable)} manage.py createsuperuser",
+        *people,
         "press Ctrl-C to stop everything",
     ]
     if _browsable_host(settings.REPO_SEARCH_BIND_HOST) != settings.REPO_SEARCH_BIND_HOST.strip(
         "[]"
     ):
         lines.insert(
-            -2,
+            -1 - len(people),
             "other machines may use: "
             + (", ".join(h for h in settings.ALLOWED_HOSTS if h not in LOOPBACK_NAMES) or "none")
             + " (ALLOWED_HOSTS lists the names or addresses they may type)",

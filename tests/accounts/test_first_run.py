@@ -44,3 +44,21 @@ def test_nothing_is_created_when_accounts_exist(settings, tmp_path) -> None:  # 
     call_command("initial_admin", stdout=io.StringIO())
     assert not (tmp_path / "initial-admin.txt").exists()
     assert not User.objects.filter(username="admin").exists()
+
+
+def test_the_first_run_names_the_people_page_and_the_role_commands(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from reposearch.embedded_stack import ready_lines
+
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    out = io.StringIO()
+    call_command("initial_admin", stdout=out)
+    printed = out.getvalue()
+    assert "/people/" in printed and "manage.py users | role grant USER write|admin" in printed
+    lines = ready_lines(settings, True)
+    people = next(line for line in lines if line.startswith("people and roles:"))
+    assert f":{settings.REPO_SEARCH_BIND_PORT}/people/" in people
+    for command in ("users", "role grant", "role revoke", "visibility_group add", "createtoken"):
+        assert f"manage.py {command}" in people or f"| {command}" in people, command
+    assert "createsuperuser" not in people  # that makes administrators: named apart
+    more = next(line for line in lines if line.startswith("more accounts:"))
+    assert "/admin/auth/user/add/" in more and "(an administrator)" in more

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from accounts.first_run import ensure_initial_admin, initial_admin_path
+from accounts.first_run import ensure_initial_admin, initial_admin_path, people_lines
 
 
 class Command(BaseCommand):
@@ -21,6 +21,8 @@ class Command(BaseCommand):
                 f"created the administrator 'admin'; its password and API token are in {path}"
                 " (readable only by this user)"
             )
+            for line in people_lines():
+                self.stdout.write(line)
         elif initial_admin_path(settings.REPO_SEARCH_DATA_DIR).exists():
             self.stdout.write(
                 "accounts exist; the first administrator's secrets are in "
