@@ -1,5 +1,6 @@
-"""The README's backup and restore commands (``pg_dump -Fc`` / ``pg_restore``), run for real with
-the embedded PostgreSQL's own tools: an indexed repository comes back searchable, vectors and all."""
+"""The backup and restore commands of docs/operators/backups.md (``pg_dump -Fc`` / ``pg_restore``),
+run for real with the embedded PostgreSQL's own tools: an indexed repository comes back
+searchable, vectors and all."""
 
 from __future__ import annotations
 
