@@ -223,6 +223,9 @@ class IndexJob(models.Model):
     files_skipped = models.PositiveIntegerField(default=0)
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_embedded = models.PositiveIntegerField(default=0)
+    chunks_reused = models.PositiveIntegerField(
+        default=0, help_text="Of chunks_embedded: pointed at a vector computed before (no model)."
+    )
     summaries_total = models.PositiveIntegerField(
         default=0, help_text="Chat calls this job makes for contextual summaries (its cost)."
     )
@@ -239,6 +242,11 @@ class IndexJob(models.Model):
     )
     stage_started_at = models.DateTimeField(
         null=True, blank=True, help_text="When the job entered its current state (time estimates)."
+    )
+    slice_started_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the running slice of embedding began; empty between slices (estimates).",
     )
     celery_task_id = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveIntegerField(default=0)

@@ -7,7 +7,9 @@ One place for what the API (``IndexJobSerializer``) and so the UI show about a r
   has measured so far (units done / seconds in the stage) blended with the rate recent full jobs
   on this server measured for that stage, which counts as ``PRIOR_WEIGHT_SECS`` seconds of
   observation; later stages use those recent rates. So the estimate moves smoothly from the
-  server's history to the job's own pace, and a stage change does not make it jump. Before any
+  server's history to the job's own pace, and a stage change does not make it jump. Embedding
+  is timed by the slices it worked (a restart or a wait behind other repositories does not slow
+  the pace) and divided by the jobs embedding at once, which share the embed worker. Before any
   job has finished, the rates of ``DEFAULT_RATES`` (measured by ``bench/index_benchmark.py``)
   stand in. Nothing is known before the walk has counted the files: no estimate then.
   Incremental runs are estimated as if every file's chunks were embedded again, so they err long.
@@ -42,10 +44,18 @@ STAGE_ENDS = (0.0, 0.05, 0.15, 0.2, 0.45, 0.55, 1.0)
 
 @dataclass(frozen=True)
 class Rates:
-    """Units per second per stage, and chunks per file, from recent full jobs (or the defaults)."""
+    """Units per second per stage, and chunks per file, from recent full jobs (or the defaults);
+    and how many jobs embed now (they share the embed worker's time slice by slice)."""
 
     per_second: dict[str, float]
     chunks_per_file: float
+    embedding_now: int = 0
+
+    def embed_share(self, job: IndexJob) -> float:
+        """The part of the embed worker's time ``job`` gets: jobs embedding now, this one
+        counted once, over the embed worker's processes."""
+        jobs = self.embedding_now + (0 if job.state == JobState.EMBEDDING else 1)
+        return min(1.0, settings.REPO_SEARCH_EMBED_CONCURRENCY / max(jobs, 1))
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,9 @@ def recent_rates(limit: int = HISTORY_JOBS) -> Rates:
     rows = (
         IndexJob.objects.filter(kind=JobKind.FULL, state=JobState.DONE)
         .order_by("-finished_at")
-        .values("files_total", "chunks_total", "chunks_embedded", "stage_timings")[:limit]
+        .values(
+            "files_total", "chunks_total", "chunks_embedded", "chunks_reused", "stage_timings"
+        )[:limit]
     )
     samples: dict[str, list[float]] = {stage: [] for stage in DEFAULT_RATES}
     per_file: list[float] = []
@@ -92,7 +104,7 @@ def recent_rates(limit: int = HISTORY_JOBS) -> Rates:
         units = {
             "chunking": row["files_total"],
             "storing": row["chunks_total"],
-            "embedding": row["chunks_embedded"],
+            "embedding": row["chunks_embedded"] - row["chunks_reused"],
         }
         for stage, done in units.items():
             seconds = float(timings.get(stage) or 0.0)
@@ -106,12 +118,22 @@ def recent_rates(limit: int = HISTORY_JOBS) -> Rates:
             for stage, found in samples.items()
         },
         chunks_per_file=statistics.median(per_file) if per_file else DEFAULT_CHUNKS_PER_FILE,
+        embedding_now=IndexJob.objects.filter(state=JobState.EMBEDDING).count(),
     )
 
 
 def _blended_rate(prior: float, done: int, elapsed: float) -> float:
     """The stage's own pace so far, with the prior counting as ``PRIOR_WEIGHT_SECS`` seconds."""
     return (done + prior * PRIOR_WEIGHT_SECS) / (max(elapsed, 0.0) + PRIOR_WEIGHT_SECS)
+
+
+def _embedding_worked(job: IndexJob, now: datetime) -> float:
+    """Seconds the embed stage has worked: its finished slices, and the running one. Time spent
+    waiting behind other repositories' slices, or while no worker ran, does not count."""
+    worked = float((job.stage_timings or {}).get("embedding") or 0.0)
+    if job.slice_started_at is not None:
+        worked += max((now - job.slice_started_at).total_seconds(), 0.0)
+    return worked
 
 
 def _stage_elapsed(job: IndexJob, now: datetime) -> float:
@@ -127,15 +149,17 @@ def estimate(job: IndexJob, rates: Rates, now: datetime | None = None) -> Estima
     elapsed = _stage_elapsed(job, now)
     per_second = rates.per_second
     timings = job.stage_timings or {}
+    # Embedding shares the embed worker with the other repositories embedding now.
+    embed_rate = per_second["embedding"] * rates.embed_share(job)
     if job.state == JobState.CHUNKING:
         remaining = max(job.files_total - job.files_done, 0)
         stage = remaining / _blended_rate(per_second["chunking"], job.files_done, elapsed)
         files = job.files_total if job.kind == JobKind.FULL else remaining
         chunks = files * rates.chunks_per_file
-        later = chunks / per_second["storing"] + chunks / per_second["embedding"]
+        later = chunks / per_second["storing"] + chunks / embed_rate
         return Estimate(stage, stage + later)
     if job.state == JobState.STORING:
-        embedding = job.chunks_total / per_second["embedding"]
+        embedding = job.chunks_total / embed_rate
         if "storing" in timings:  # stored; the embed stage has not started yet
             return Estimate(0.0, embedding)
         stage = max(job.chunks_total / per_second["storing"] - elapsed, 0.0)
@@ -144,7 +168,10 @@ def estimate(job: IndexJob, rates: Rates, now: datetime | None = None) -> Estima
         if job.summaries_total > job.summaries_done:
             return Estimate(None, None)  # contextual summaries: the chat model's pace is unknown
         remaining = max(job.chunks_total - job.chunks_embedded, 0)
-        stage = remaining / _blended_rate(per_second["embedding"], job.chunks_embedded, elapsed)
+        # The pace of its own slices (restarts and waits excluded), then its share of the time.
+        computed = job.chunks_embedded - job.chunks_reused  # reused vectors cost no model time
+        pace = _blended_rate(per_second["embedding"], computed, _embedding_worked(job, now))
+        stage = remaining / (pace * rates.embed_share(job))
         return Estimate(stage, stage)
     return Estimate(None, None)  # queued, cloning, walking: how much work is not known yet
 

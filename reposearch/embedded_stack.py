@@ -169,21 +169,23 @@ def command_up(args: argparse.Namespace) -> int:
         subprocess.run([*manage, "initial_admin"], env=env, check=True)
         subprocess.run([*manage, "sync_repos", "--from-settings"], env=env, check=True)
         python = (sys.executable, "-m")
-        worker = worker_command(
-            beat_schedule=str(run_dir / "celerybeat-schedule"), program=(*python, "celery")
-        )
         web = web_command(  # ASGI: the site plus the MCP server's streamable HTTP endpoint
             settings.REPO_SEARCH_BIND_HOST.strip("[]"),
             settings.REPO_SEARCH_BIND_PORT,
             settings.REPO_SEARCH_WEB_WORKERS,
             program=(*python, "uvicorn"),
         )
-        children = [Child("worker", worker, env, run_dir), Child("web", web, env, run_dir)]
+        workers = embedded_workers(settings, run_dir, program=(*python, "celery"))
+        children = [
+            *(Child(name, command, env, run_dir) for name, command in workers),
+            Child("web", web, env, run_dir),
+        ]
         for child in children:
             child.start()
         say(
-            f"starting {settings.REPO_SEARCH_WEB_WORKERS} web worker(s) and a Celery worker"
-            f" with {settings.REPO_SEARCH_WORKER_CONCURRENCY} processes"
+            f"starting {settings.REPO_SEARCH_WEB_WORKERS} web worker(s), a Celery worker for"
+            f" the git and index queues ({settings.REPO_SEARCH_WORKER_CONCURRENCY} processes)"
+            f" and one for the embed queue ({settings.REPO_SEARCH_EMBED_CONCURRENCY})"
             + (" (DEBUG is on)" if settings.DEBUG else "")
         )
         watched = [*(_watched_service(s) for s in servers), *(c.watched() for c in children)]
@@ -215,6 +217,34 @@ def command_up(args: argparse.Namespace) -> int:
                 pidfile.unlink(missing_ok=True)
     say("stopped")
     return exit_code
+
+
+# What the embed worker's pool child may grow to before it is replaced: it keeps the model
+# loaded from one slice of embedding to the next (REPO_SEARCH_EMBED_SLICE_SECS), while the
+# other worker's children give their memory back after each task.
+EMBED_CHILD_MEMORY_MB = 700
+
+
+def embedded_workers(
+    settings: Any, run_dir: Path, *, program: tuple[str, ...]
+) -> list[tuple[str, list[str]]]:
+    """``make up``'s Celery workers as (name, command): one for the ``git``, ``index`` and
+    ``default`` queues (with the periodic scheduler), one for ``embed`` alone, so cloning and
+    full text of a new repository never wait behind other repositories' embedding."""
+    fast = worker_command(
+        ("git", "index", "default"),
+        name="work@%h",
+        beat_schedule=str(run_dir / "celerybeat-schedule"),
+        program=program,
+    )
+    embed = worker_command(
+        ("embed",),
+        name="embed@%h",
+        concurrency=settings.REPO_SEARCH_EMBED_CONCURRENCY,
+        program=program,
+        extra=("--max-memory-per-child", str(EMBED_CHILD_MEMORY_MB * 1024)),
+    )
+    return [("worker", fast), ("embed-worker", embed)]
 
 
 def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ class EmbedOutcome:
     reused: int = 0
     embedded: int = 0
     missing: int = 0
+    unfinished: bool = False  # stopped at its deadline with chunks still to embed
 
 
 def embedding_space(provider: str, model: str, dim: int, key: str | None = None) -> EmbeddingSpace:
@@ -232,36 +234,85 @@ def _within_cap(
     return kept, missing
 
 
+# Chunks read per round: a round's texts are held in memory at once, however large the repository.
+PAGE_CHUNKS = 2048
+
+
 def embed_repository(
     repository: Repository,
     space: EmbeddingSpace,
     embed: Callable[[list[str]], np.ndarray],
     *,
     batch_size: int,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[EmbedOutcome], None] | None = None,
     max_vectors: int | None = None,
     prune: bool = True,
+    deadline: float | None = None,
 ) -> EmbedOutcome:
     """Fill in every missing vector of the live generation: chunks whose text already has a
     vector in the space point at it, the others are embedded (each distinct text once). Model
     errors propagate to the caller after the batches already done are saved. ``max_vectors``
     caps the chunks with a vector in the space; chunks past the cap are left without one and
-    counted in ``missing``."""
-    pending = list(
-        _missing_chunks(repository, space).only(
-            "id", "path", "symbol", "kind", "content", "content_hash", "summary"
+    counted in ``missing``. With a ``deadline`` (``time.monotonic()``), it stops after the
+    first batch that ends past it and says ``unfinished``: calling it again goes on from there.
+    Chunks are read ``PAGE_CHUNKS`` at a time in id order; ``on_progress`` sees the outcome
+    so far after each batch."""
+    outcome = EmbedOutcome()
+    while True:
+        page = list(
+            _missing_chunks(repository, space).only(
+                "id", "path", "symbol", "kind", "content", "content_hash", "summary"
+            )[:PAGE_CHUNKS]
         )
-    )
+        if not page:
+            break
+        before = outcome.reused + outcome.embedded
+        out_of_time = _embed_page(
+            page, repository, space, embed, outcome,
+            batch_size=batch_size, on_progress=on_progress, max_vectors=max_vectors,
+            deadline=deadline,
+        )  # fmt: skip
+        if outcome.missing:  # the cap is reached: every chunk still without a vector counts
+            outcome.missing = _missing_chunks(repository, space).count()
+            break
+        if outcome.reused + outcome.embedded == before:
+            break  # nothing could be written: another round would read the same page
+        if not out_of_time and len(page) < PAGE_CHUNKS:
+            break  # that was the last page, done
+        if out_of_time or (deadline is not None and time.monotonic() >= deadline):
+            outcome.unfinished = True
+            return outcome
+    if prune:
+        pruned = prune_orphan_vectors(space)
+        if pruned:
+            logger.info("space=%s pruned %s vectors no chunk uses", space.key, pruned)
+    return outcome
+
+
+def _embed_page(
+    page: list[Chunk],
+    repository: Repository,
+    space: EmbeddingSpace,
+    embed: Callable[[list[str]], np.ndarray],
+    outcome: EmbedOutcome,
+    *,
+    batch_size: int,
+    on_progress: Callable[[EmbedOutcome], None] | None,
+    max_vectors: int | None,
+    deadline: float | None,
+) -> bool:
+    """One round of ``embed_repository`` over ``page``; True when it stopped at the deadline
+    with batches of the page left."""
     by_hash: dict[str, list[Chunk]] = {}
-    for chunk in pending:
+    for chunk in page:
         by_hash.setdefault(embedded_text_hash(chunk), []).append(chunk)
-    by_hash, missing = _within_cap(by_hash, space, max_vectors)
-    outcome = EmbedOutcome(missing=missing)
+    by_hash, outcome.missing = _within_cap(by_hash, space, max_vectors)
     ids = {h: [c.pk for c in chunks] for h, chunks in by_hash.items()}
     had = reuse_vectors(space, repository.pk, ids) if ids else set()
-    outcome.reused = sum(len(ids[h]) for h in had)
-    if outcome.reused and on_progress is not None:
-        on_progress(outcome.reused)
+    reused = sum(len(ids[h]) for h in had)
+    outcome.reused += reused
+    if reused and on_progress is not None:
+        on_progress(outcome)
     unique = [h for h in by_hash if h not in had]
     for start in range(0, len(unique), batch_size):
         batch = unique[start : start + batch_size]
@@ -277,12 +328,11 @@ def embed_repository(
             dict(zip(batch, vectors, strict=True)),
         )
         if on_progress is not None:
-            on_progress(outcome.reused + outcome.embedded)
-    if prune:
-        pruned = prune_orphan_vectors(space)
-        if pruned:
-            logger.info("space=%s pruned %s vectors no chunk uses", space.key, pruned)
-    return outcome
+            on_progress(outcome)
+        more = start + batch_size < len(unique)
+        if more and deadline is not None and time.monotonic() >= deadline:
+            return True
+    return False
 
 
 def count_embedded(repository: Repository, space: EmbeddingSpace) -> int:

@@ -6,7 +6,7 @@ from celery import shared_task
 from django.conf import settings
 
 from indexing.services.locks import LockBusy, repository_lock
-from indexing.services.stages.embed import run_embed
+from indexing.services.stages.embed import SliceUsedUp, run_embed
 from indexing.services.stages.run_context import JobCancelled, TransientFailure
 from indexing.tasks import retry_budget
 from indexing.tasks.database_outage import DATABASE_ERRORS, retry_after_database_outage
@@ -51,6 +51,10 @@ def _embed(task, job_id: int) -> None:  # type: ignore[no-untyped-def]
     except LockBusy as error:
         retry_budget.lock_wait_retry(task, job_id, repository_id, error)
         return
+    except SliceUsedUp as error:
+        # To the back of the embed queue, counts unchanged: the worker takes the other
+        # repositories' slices first, then this one's next (fair shares of the cores).
+        raise task.retry(kwargs=task.request.kwargs or {}, exc=error, countdown=0) from error
     except TransientFailure as error:
         raise retry_budget.transient_retry(task, error, delays) from error
     except JobCancelled:

@@ -106,6 +106,7 @@ def test_the_estimate_follows_a_steady_embed_stage_without_jumps(local: Path) ->
     job = jobs.transition(job, JobState.EMBEDDING)
     began = job.stage_started_at
     assert began is not None
+    job.slice_started_at = began  # as the embed stage's first slice records it
     pace = 12.0
     seen: list[float] = []
     for second in range(0, 51):
@@ -122,6 +123,65 @@ def test_the_estimate_follows_a_steady_embed_stage_without_jumps(local: Path) ->
     assert all(step < 0 for step in steps[10:])  # then it only goes down
     truth = (chunks - pace * 40) / pace
     assert seen[40] == pytest.approx(truth, rel=0.25)  # by then close to the job's own pace
+
+
+def _embedding(job: IndexJob, **fields: Any) -> IndexJob:
+    job = jobs.transition(job, JobState.EMBEDDING)
+    IndexJob.objects.filter(pk=job.pk).update(**fields)
+    return IndexJob.objects.get(pk=job.pk)
+
+
+def test_a_restart_or_a_wait_between_slices_does_not_slow_the_pace(local: Path) -> None:
+    """Seen before: "3,240 s left" after a restart, the stage's clock having run while no
+    worker did. The pace counts only the time slices worked: 480 chunks in 40 s."""
+    job = fetch_and_index(mirror(local))
+    IndexJob.objects.filter(pk=job.pk).update(chunks_total=600)
+    job = _embedding(
+        job, chunks_embedded=480, stage_timings={**job.stage_timings, "embedding": 40.0}
+    )
+    rates = progress.recent_rates()
+    an_hour_later = timezone.now() + timedelta(hours=1)
+    between = progress.estimate(job, rates, now=an_hour_later)  # no slice running
+    assert between.stage_seconds == pytest.approx(120 / ((480 + 237) / 50), rel=0.01)
+    # A new slice (after the restart) adds its own seconds, not the hour before it.
+    IndexJob.objects.filter(pk=job.pk).update(slice_started_at=an_hour_later)
+    job.refresh_from_db()
+    running = progress.estimate(job, rates, now=an_hour_later + timedelta(seconds=1))
+    assert running.stage_seconds == pytest.approx(between.stage_seconds, rel=0.03)
+
+
+def test_reused_vectors_do_not_make_the_estimate_optimistic(local: Path) -> None:
+    """Seen before: "about 41 s left" for a 4-minute job. 500 chunks were counted in the first
+    seconds because their vectors existed; only the 20 computed ones measure the model."""
+    job = fetch_and_index(mirror(local))
+    IndexJob.objects.filter(pk=job.pk).update(chunks_total=5500)
+    began = timezone.now()
+    job = _embedding(job, chunks_embedded=500, chunks_reused=480, slice_started_at=began)
+    left = progress.estimate(job, progress.recent_rates(), now=began + timedelta(seconds=2))
+    computed_pace = (20 + 237) / 12  # blended with the default 23.7 chunks/s over 10 s
+    assert left.stage_seconds == pytest.approx(5000 / computed_pace, rel=0.01)
+    assert left.stage_seconds > 200
+
+
+def test_jobs_embedding_at_once_share_the_embed_worker(local: Path, settings: Any) -> None:
+    settings.REPO_SEARCH_EMBED_CONCURRENCY = 1
+    first, second, third = (
+        fetch_and_index(path, f"acme/{n}") for n, path in enumerate(mirrors(local, 3))
+    )
+    IndexJob.objects.filter(pk__in=[first.pk, second.pk, third.pk]).update(chunks_total=237)
+    alone = _embedding(first)
+    assert progress.estimate(alone, progress.recent_rates()).stage_seconds == pytest.approx(10.0)
+    _embedding(second)
+    rates = progress.recent_rates()
+    both = progress.estimate(IndexJob.objects.get(pk=first.pk), rates)
+    assert both.stage_seconds == pytest.approx(20.0)  # every other slice is the other's
+    # A job still waiting to embed will share with both: three ways.
+    waiting = progress.estimate(IndexJob.objects.get(pk=third.pk), rates)
+    assert waiting.total_seconds == pytest.approx(30.0)
+    settings.REPO_SEARCH_EMBED_CONCURRENCY = 2  # two processes embed: two at full pace
+    assert progress.estimate(
+        IndexJob.objects.get(pk=first.pk), progress.recent_rates()
+    ).stage_seconds == pytest.approx(10.0)
 
 
 def test_recent_full_jobs_set_the_rates_of_the_next_estimate(local: Path) -> None:

@@ -8,6 +8,7 @@ import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+from django.utils import timezone
 
 from indexing.models import IndexJob, JobKind, JobState, Repository
 from indexing.services import jobs
@@ -53,6 +54,11 @@ def _write_summaries(job: IndexJob, repository: Repository) -> list[dict[str, st
     return [{"stage": "summaries", "reason": reason}]
 
 
+class SliceUsedUp(Exception):
+    """The embed stage used its time slice (``REPO_SEARCH_EMBED_SLICE_SECS``) with chunks left:
+    its task is sent again, behind the other repositories' embedding."""
+
+
 def is_transient_model_error(error: Exception) -> bool:
     """Worth retrying: the model server is down, slow or overloaded — not a bad configuration."""
     transient = getattr(error, "transient", None)
@@ -73,6 +79,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     """
     from indexing.services.branches import match_branch_globs, queue_next_branch
     from indexing.services.vectors import (
+        EmbedOutcome,
         count_embedded,
         count_embedded_generation,
         embed_repository,
@@ -95,10 +102,16 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     elif task_id and job.celery_task_id != task_id:  # resumed: the reaper revokes this task now
         IndexJob.objects.filter(pk=job.pk).update(celery_task_id=task_id)
     started = time.monotonic()
+    IndexJob.objects.filter(pk=job.pk).update(slice_started_at=timezone.now())
+    before, reused_before = job.chunks_embedded, job.chunks_reused  # earlier slices of the run
 
-    def progress(done: int) -> None:
+    def progress(so_far: EmbedOutcome) -> None:
         check_alive(job_id)
-        jobs.heartbeat(job_id, chunks_embedded=done)
+        jobs.heartbeat(
+            job_id,
+            chunks_embedded=before + so_far.reused + so_far.embedded,
+            chunks_reused=reused_before + so_far.reused,
+        )
 
     space = None
     failures = list(job.failures)
@@ -116,7 +129,12 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
             batch_size=settings.LLM_EMBED_BATCH_SIZE,
             on_progress=progress,
             max_vectors=settings.REPO_SEARCH_MAX_VECTOR_ENTRIES,
+            deadline=started + settings.REPO_SEARCH_EMBED_SLICE_SECS,
         )
+        if outcome.unfinished:  # its slice is used up: the task queues itself behind the others
+            timings = record_timing(job, "embedding", started)
+            IndexJob.objects.filter(pk=job.pk).update(stage_timings=timings, slice_started_at=None)
+            raise SliceUsedUp(f"{before + outcome.reused + outcome.embedded} chunks embedded")
         if outcome.missing:
             failures.append(
                 {
@@ -127,7 +145,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
                 }
             )
 
-    except (JobCancelled, *DATABASE_ERRORS):
+    except (JobCancelled, SliceUsedUp, *DATABASE_ERRORS):
         raise  # a database outage is the task's to retry, not a model failure to report
     except Exception as error:
         logger.warning("job=%s embedding failed: %s", job_id, error)
@@ -146,7 +164,7 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     final = JobState.COMPLETED_WITH_ERRORS if failures else JobState.DONE
     try:
         jobs.transition(
-            job, final, chunks_embedded=embedded, failures=failures,
+            job, final, chunks_embedded=embedded, failures=failures, slice_started_at=None,
             stage_timings=record_timing(job, "embedding", started),
         )  # fmt: skip
     except jobs.IllegalTransition as error:  # it ended meanwhile (reaped, cancelled): keep that

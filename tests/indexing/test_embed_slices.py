@@ -1,0 +1,104 @@
+"""Embedding in slices: a repository's embedding stops at its deadline and goes on where it
+stopped, so the embed worker's time can pass between repositories; the result is the same as
+embedding everything in one go.
+
+A deterministic embedder stands in for the model (each text's vector comes from its hash) so the
+vectors of a sliced run can be compared with a one-shot run's exactly; the database is real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import numpy as np
+import pytest
+
+from indexing.models import ChunkEmbedding, EmbeddingVector
+from indexing.services.vectors import EmbedOutcome, embed_repository, embedding_space
+from tests.factories import indexed_repository
+
+pytestmark = pytest.mark.django_db
+
+DIM = 8
+
+
+def hashed_embedder(calls: list[int]):  # type: ignore[no-untyped-def]
+    def embed(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        rows = []
+        for text in texts:
+            digest = hashlib.sha256(text.encode()).digest()
+            rows.append(np.frombuffer(digest[: DIM * 4], dtype=np.uint32) / 2**32)
+        return np.asarray(rows, dtype=np.float32)
+
+    return embed
+
+
+def functions(count: int, prefix: str) -> list[str]:
+    return [f"def {prefix}_{n}(x):\n    return x + {n}\n" for n in range(count)]
+
+
+def vectors_by_chunk(repository) -> dict[int, list[float]]:  # type: ignore[no-untyped-def]
+    rows = ChunkEmbedding.objects.filter(repository=repository).select_related("embedding_vector")
+    return {row.chunk_id: list(row.embedding_vector.vector) for row in rows}
+
+
+def test_a_deadline_stops_after_a_batch_and_the_next_call_goes_on() -> None:
+    repository = indexed_repository("sliced", functions(50, "step"))
+    space = embedding_space("test", "hashed", DIM)
+    calls: list[int] = []
+    seen: list[EmbedOutcome] = []
+
+    first = embed_repository(
+        repository, space, hashed_embedder(calls), batch_size=8,
+        on_progress=lambda so_far: seen.append(EmbedOutcome(**vars(so_far))),
+        deadline=time.monotonic() - 1,  # already past: one batch, then stop
+    )  # fmt: skip
+    assert first.unfinished
+    assert (first.embedded, calls) == (8, [8])
+    assert seen[-1].embedded == 8
+    assert ChunkEmbedding.objects.filter(repository=repository).count() == 8
+
+    rounds = 1
+    while True:
+        outcome = embed_repository(
+            repository, space, hashed_embedder(calls), batch_size=8,
+            deadline=time.monotonic() - 1,
+        )  # fmt: skip
+        rounds += 1
+        if not outcome.unfinished:
+            break
+    assert rounds == 7  # 50 chunks in batches of 8: seven slices, the last one short
+    assert sum(calls) == repository.chunk_count == 50  # each text embedded exactly once
+    assert ChunkEmbedding.objects.filter(repository=repository).count() == 50
+
+
+def test_sliced_embedding_stores_what_one_go_stores() -> None:
+    sliced = indexed_repository("sliced", functions(30, "calc"), symbol_prefix="a")
+    whole = indexed_repository("whole", functions(30, "calc"), symbol_prefix="a")
+    space = embedding_space("test", "hashed", DIM)
+    calls: list[int] = []
+    while embed_repository(
+        sliced, space, hashed_embedder(calls), batch_size=4, deadline=time.monotonic() - 1
+    ).unfinished:
+        pass
+    embed_repository(whole, space, hashed_embedder(calls), batch_size=4)
+    by_symbol = {}
+    for repository in (sliced, whole):
+        vectors = vectors_by_chunk(repository)
+        by_symbol[repository.name] = {
+            chunk.symbol: vectors[chunk.pk] for chunk in repository.chunks.all()
+        }
+    assert len(by_symbol["sliced"]) == 30
+    assert by_symbol["sliced"] == by_symbol["whole"]
+    # The same texts in both repositories share their vectors: nothing stored twice.
+    assert EmbeddingVector.objects.filter(space=space).count() == 30
+
+
+def test_no_deadline_embeds_everything_in_one_call() -> None:
+    repository = indexed_repository("whole", functions(20, "one"))
+    space = embedding_space("test", "hashed", DIM)
+    outcome = embed_repository(repository, space, hashed_embedder([]), batch_size=8)
+    assert not outcome.unfinished
+    assert outcome.embedded == 20
