@@ -30,11 +30,13 @@ def test_it_prints_the_urls_to_open_and_where_the_first_admin_is(stack: Stack) -
     output = stack.output()
     for path in ("/", "/api/docs", "/admin/", "/api/health"):
         assert f"{stack.base}{path}" in output
-    people = next(line for line in output.splitlines() if "people and roles" in line)
+    # The ready message (after initial_admin's own, which names the commands without the ports).
+    ready = output[output.rindex("reposearch is ") :].splitlines()
+    people = next(line for line in ready if "people and roles" in line)
     assert f"REPO_SEARCH_PG_PORT={stack.pg_port}" in people
     assert f"{stack.base}/people/" in people and "manage.py users" in people
     assert "role grant USER write|admin" in people
-    more = next(line for line in output.splitlines() if "more accounts" in line)
+    more = next(line for line in ready if "more accounts" in line)
     assert "createsuperuser" in more and f"{stack.base}/admin/auth/user/add/" in more
     assert "initial-admin.txt" in next(line for line in output.splitlines() if "sign in" in line)
     assert get(f"{stack.base}/api/health")[0] == 200
