@@ -14,10 +14,14 @@ from collections.abc import Sequence
 # Queues by resource profile (CONVENTIONS): git = network, index = CPU + database,
 # embed = model inference, default = maintenance.
 QUEUES: tuple[str, ...] = ("git", "index", "embed", "default")
-# docker compose runs fetches in their own worker so a slow clone never delays embedding.
+# docker compose runs one worker service per resource profile, as (name, queues): the service is
+# ``worker-<name>``, its Celery node ``<name>@<host>``. A new repository's clone (git) and full
+# text (index) never wait behind other repositories' embedding (embed), nor a slow clone
+# behind either; ``docker compose up --scale worker-embed=N`` adds embedding capacity alone.
 COMPOSE_WORKER_QUEUES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("git", ("git",)),
-    ("index", ("index", "embed", "default")),
+    ("index", ("index", "default")),
+    ("embed", ("embed",)),
 )
 WEB_APP = "reposearch.asgi:application"
 
@@ -87,12 +91,12 @@ def beat_command(
     return [*program, "-A", "reposearch", "beat", "--loglevel", loglevel, "-s", schedule]
 
 
-# What docker-compose.yml runs (checked by tests/reposearch/test_docker_compose.py).
+# What docker-compose.yml runs (checked by tests/reposearch/test_docker_compose.py; started from
+# the image's files by tests/reposearch/test_image_boots.py).
 def compose_commands() -> dict[str, list[str]]:
+    """Each long-running compose service's command, by service name."""
     commands = {"web": web_command("0.0.0.0", 9000, 2)}  # noqa: S104 - inside a container
-    for service, (name, queues) in zip(
-        ("worker-git", "worker"), COMPOSE_WORKER_QUEUES, strict=True
-    ):
-        commands[service] = worker_command(queues, name=f"{name}@%h")
+    for name, queues in COMPOSE_WORKER_QUEUES:
+        commands[f"worker-{name}"] = worker_command(queues, name=f"{name}@%h")
     commands["beat"] = beat_command("/tmp/celerybeat-schedule")  # noqa: S108 - container tmp
     return commands
