@@ -164,7 +164,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ("scope",)
     search_fields = ("name", "user__username", "prefix")
     readonly_fields = ("user", "name", "scope", "prefix", "created_at", "expires_at",
-                       "last_used_at", "revoked_at")  # fmt: skip
+                       "last_used_at", "revoked_at", "parent")  # fmt: skip
     exclude = ("digest",)
     actions = ["revoke_selected"]
 
@@ -178,13 +178,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         count = 0
         for token in queryset.filter(revoked_at__isnull=True):
-            revoke_token(token)
+            token.refresh_from_db(fields=["revoked_at"])
+            if token.revoked_at is not None:
+                continue  # revoked above, with its parent
+            details: dict[str, Any] = {"name": token.name, "owner": token.user.username}
+            children = revoke_token(token)
+            if children:
+                details["revoked_with_it"] = children
             record(
                 "token.revoke",
                 user=request.user,
                 address=client_address(request),
                 target=str(token.pk),
-                details={"name": token.name, "owner": token.user.username, "via": "admin"},
+                details={**details, "via": "admin"},
             )
             count += 1
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

@@ -1,7 +1,8 @@
 """Data of accounts: personal API tokens and the append-only audit log.
 
 A token's secret is shown once; only its SHA-256 digest and a short prefix (for display) are
-kept. Audit rows name their actor by user name and token name, not by foreign key, so deleting
+kept. A token made with another token names it as its ``parent``: it never outlives, outranks or
+survives the revocation of it (``accounts.tokens``). Audit rows name their actor by user name and token name, not by foreign key, so deleting
 an account never rewrites history; a database trigger (migration 0002) refuses every UPDATE and
 DELETE of an audit row.
 """
@@ -33,6 +34,14 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
+        help_text="The token that made this one; it is revoked with it.",
+    )
 
     class Meta:
         ordering = ["-created_at"]

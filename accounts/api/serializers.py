@@ -21,6 +21,14 @@ class TokenCreateSerializer(StrictSerializer):
 class TokenSerializer(serializers.ModelSerializer):
     user = serializers.CharField(source="user.username", read_only=True)
     expired = serializers.BooleanField(source="is_expired", read_only=True)
+    # DRF's metaclass takes declared fields out of the class: no clash with ``Field.parent``.
+    parent = serializers.IntegerField(  # type: ignore[assignment]
+        source="parent_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The token that made this one (null: made by a signed-in user or an admin); "
+        "revoking it revokes this one.",
+    )
 
     class Meta:
         model = ApiToken
@@ -35,6 +43,7 @@ class TokenSerializer(serializers.ModelSerializer):
             "last_used_at",
             "revoked_at",
             "expired",
+            "parent",
         ]
 
 

@@ -1,7 +1,7 @@
 """``/api/tokens`` (personal API tokens) and ``/api/audit`` (the audit log, for admins).
 
 Everyone with an account manages their own tokens; administrators see and revoke everyone's
-(``GET /api/tokens?all=1``). A token's secret is in the creation answer only. Tokens are never
+(``GET /api/tokens?all=1``). A token made with a token is its child (``accounts.tokens``). A token's secret is in the creation answer only. Tokens are never
 available to anonymous requests, whatever ``REPO_SEARCH_ANONYMOUS_READ`` says.
 """
 
@@ -78,14 +78,23 @@ class TokenListView(AuditedWrites, APIView):
             raise serializers.ValidationError(
                 {"scope": f"above what this request acts as ({ceiling.label})"}
             )
+        # A token makes children of itself: no longer-lived, no higher, revoked with it.
+        parent = request.auth if isinstance(request.auth, ApiToken) else None
         try:
             made = create_token(
-                request.user, fields["name"], fields["scope"], fields.get("expires_in_days")
+                request.user,
+                fields["name"],
+                fields["scope"],
+                fields.get("expires_in_days"),
+                parent=parent,
             )
         except TokenRefused as error:
             field, _, message = str(error).partition(": ")
             raise serializers.ValidationError({field: message}) from None
-        request.audit_details = {"name": made.token.name, "scope": made.token.scope}  # type: ignore[attr-defined]
+        details: dict[str, Any] = {"name": made.token.name, "scope": made.token.scope}
+        if parent is not None:
+            details["parent"] = parent.pk
+        request.audit_details = details  # type: ignore[attr-defined]
         body = dict(TokenSerializer(made.token).data)
         body["token"] = made.secret
         return Response(body, status=status.HTTP_201_CREATED)
@@ -109,8 +118,11 @@ class TokenDetailView(AuditedWrites, APIView):
     @extend_schema(operation_id="tokens_revoke", responses={204: None})
     def delete(self, request: Request, token_id: int) -> Response:
         token = self._token(request, token_id)
-        request.audit_details = {"name": token.name, "owner": token.user.username}  # type: ignore[attr-defined]
-        revoke_token(token)
+        details: dict[str, Any] = {"name": token.name, "owner": token.user.username}
+        request.audit_details = details  # type: ignore[attr-defined]
+        children = revoke_token(token)
+        if children:
+            details["revoked_with_it"] = children
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -83,10 +83,13 @@ def revoke_token_for(actor: Actor, token: ApiToken) -> bool:
     actor.ensure_admin("revoking another account's token")
     if token.revoked_at is not None:
         return False
-    revoke_token(token)
-    actor.record(
-        "token.revoke",
-        str(token.pk),
-        {"name": token.name, "scope": token.scope, "owner": token.user.get_username()},
-    )
+    children = revoke_token(token)
+    details: dict[str, Any] = {
+        "name": token.name,
+        "scope": token.scope,
+        "owner": token.user.get_username(),
+    }
+    if children:
+        details["revoked_with_it"] = children
+    actor.record("token.revoke", str(token.pk), details)
     return True
