@@ -7,8 +7,9 @@ PostgreSQL server with its backends) once a second:
 
 1. ``idle``: N seconds after start-up, nothing indexed;
 2. ``indexing`` (with ``--index``): a small local repository (by default this checkout's
-   ``indexing/`` and ``search/`` packages committed into a temporary git repository) is added
-   through the API and sampled until its job has finished (fetch, index and embed);
+   ``indexing/`` and ``search/`` packages committed into a temporary git repository; or each
+   ``--repo``, or each of the ``--installed`` packages as a repository of its own) is added
+   through the API and sampled until every job has finished (fetch, index and embed);
 3. ``idle after indexing``: N seconds after the job finished;
 4. ``idle after a search``: one ``POST /api/search`` (which embeds the query in the web
    process), then N seconds.
@@ -18,6 +19,7 @@ copy-on-write pages) once per process, as ``ps`` and ``top`` do; PSS divides eac
 between the processes sharing it, so the PSS column adds up to what the stack really holds.
 
     .venv/bin/python bench/footprint.py --seconds 20 --index
+    .venv/bin/python bench/footprint.py --installed celery kombu dulwich rest_framework
     REPO_SEARCH_WEB_WORKERS=2 .venv/bin/python bench/footprint.py --index   # compare settings
 """
 
@@ -156,12 +158,13 @@ class Sampler:
         return "\n".join(lines)
 
 
-def sample_repository(work: Path) -> Path:
-    """This checkout's indexing/ and search/ packages as a one-commit git repository."""
-    repo = work / "sample-repo"
+def sample_repository(work: Path, packages: list[Path] | None = None, name: str = "") -> Path:
+    """Packages as a one-commit git repository: by default this checkout's indexing/ and
+    search/; else the given package directories (e.g. installed ones)."""
+    repo = work / (name or "sample-repo")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for package in ("indexing", "search"):
-        shutil.copytree(ROOT / package, repo / package, ignore=ignore)
+    for package in packages or [ROOT / "indexing", ROOT / "search"]:
+        shutil.copytree(package, repo / package.name, ignore=ignore)
     env = {
         **os.environ,
         "GIT_AUTHOR_NAME": "bench",
@@ -173,6 +176,15 @@ def sample_repository(work: Path) -> Path:
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "sample"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True)
     return repo
+
+
+def installed(name: str) -> Path:
+    """The directory of an installed package (found on ``sys.path``, not imported)."""
+    for entry in sys.path:
+        candidate = Path(entry or ".") / name
+        if (candidate / "__init__.py").is_file():
+            return candidate
+    raise SystemExit(f"{name} is not an installed package")
 
 
 def measure(stack: Stack, args: argparse.Namespace) -> None:
@@ -187,26 +199,35 @@ def measure(stack: Stack, args: argparse.Namespace) -> None:
     time.sleep(2)  # let start-up work (the beat's first run) settle
     sampler = Sampler(stack.process.pid, stack.data)
     sampler.run_for("idle", args.seconds, args.interval)
-    if args.index:
-        source = args.repo or sample_repository(stack.log.parent)
-        status, body = stack.call("POST", "/api/repos", {"url": str(source)}, token)
-        if status != 202:
-            raise SystemExit(f"adding {source} gave {status}: {body}")
-        repo_id, job_id = body["id"], body["job"]["id"]
+    if args.index or args.installed:
+        sources = [*(args.repo or [])]
+        for name in args.installed or []:
+            sources.append(sample_repository(stack.log.parent, [installed(name)], name))
+        if not sources:
+            sources.append(sample_repository(stack.log.parent))
+        added = []
+        for source in sources:
+            status, body = stack.call("POST", "/api/repos", {"url": str(source)}, token)
+            if status != 202:
+                raise SystemExit(f"adding {source} gave {status}: {body}")
+            added.append((body["id"], body["job"]["id"]))
         index_started = time.monotonic()
-        job: dict = {}
+        states: dict[int, str] = {}
         while time.monotonic() - index_started < args.index_timeout:
             sampler.sample("indexing")
-            _, job = stack.call("GET", f"/api/jobs/{job_id}", token=token)
-            if job.get("state") in FINISHED:
+            for _, job_id in added:
+                _, job = stack.call("GET", f"/api/jobs/{job_id}", token=token)
+                states[job_id] = job.get("state", "")
+            if all(state in FINISHED for state in states.values()):
                 break
             time.sleep(args.interval)
-        _, repo = stack.call("GET", f"/api/repos/{repo_id}", token=token)
-        print(
-            f"indexed in {time.monotonic() - index_started:.1f} s: job {job.get('state')}, "
-            f"{repo.get('file_count')} files, {repo.get('chunk_count')} chunks, "
-            f"{repo.get('vectors')} vectors"
-        )
+        print(f"indexed in {time.monotonic() - index_started:.1f} s:")
+        for repo_id, job_id in added:
+            _, repo = stack.call("GET", f"/api/repos/{repo_id}", token=token)
+            print(
+                f"  {repo.get('name')}: job {states.get(job_id)}, {repo.get('file_count')} files,"
+                f" {repo.get('chunk_count')} chunks, {repo.get('vectors')} vectors"
+            )
         time.sleep(3)  # a child over its memory cap is replaced after its task
         sampler.run_for("idle after indexing", args.seconds, args.interval)
         status, _ = stack.call("POST", "/api/search", {"query": "where are jobs reaped"}, token)
@@ -221,7 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20, help="length of each idle phase")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
     parser.add_argument("--index", action="store_true", help="add a small local repository")
-    parser.add_argument("--repo", type=Path, help="a local git repository to add (with --index)")
+    parser.add_argument(
+        "--repo", type=Path, action="append", help="a local git repository to add (repeatable)"
+    )
+    parser.add_argument(
+        "--installed",
+        nargs="+",
+        metavar="PACKAGE",
+        help="index these installed packages, each as a repository of its own (e.g. celery kombu"
+        " dulwich rest_framework: four repositories of a few thousand chunks)",
+    )
     parser.add_argument("--index-timeout", type=float, default=900)
     args = parser.parse_args(argv)
 
