@@ -9,8 +9,11 @@ requests go through DRF's ``SessionAuthentication``, which enforces CSRF on ever
 from __future__ import annotations
 
 import re
+from importlib import import_module
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -59,3 +62,19 @@ class CsrfSessionAuthentication(authentication.SessionAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return BearerTokenAuthentication().authenticate_header(request)
+
+
+def holds_credentials(authorization: str | None, session_key: str | None) -> bool:
+    """Whether a request with this ``Authorization`` header or session cookie is someone: a
+    usable bearer token, or a session with a signed-in user. Asked before a large body is read
+    (``reposearch/request_bodies.py``), so it touches the database, never the body."""
+    if authorization is not None:
+        try:
+            token_from_header(authorization)
+        except exceptions.AuthenticationFailed:
+            return False
+        return True
+    if not session_key or len(session_key) > MAX_HEADER_CHARS:
+        return False
+    engine = import_module(settings.SESSION_ENGINE)
+    return SESSION_KEY in engine.SessionStore(session_key).load()

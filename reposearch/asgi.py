@@ -3,7 +3,9 @@
 Django runs as its WSGI application in a thread pool (``a2wsgi``), as it did under gunicorn's
 threads: under Django's own ASGI handler every synchronous view of a process shares one
 thread, so one slow ``/api/ask`` would hold up every other request. ``/mcp`` and the ASGI
-lifespan (which starts the MCP session manager) go to the MCP app.
+lifespan (which starts the MCP session manager) go to the MCP app. Every request's body has
+arrived, whole and in time, before either sees it (``reposearch/request_bodies.py``): a client
+that sends half a body holds no thread.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ load_settings_or_exit()
 from a2wsgi import WSGIMiddleware  # noqa: E402 - settings must load first
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
+from reposearch.request_bodies import BodyGate  # noqa: E402
 from search.ask.disconnects import watch as watch_disconnects  # noqa: E402
 from search.mcp.http import MCP_PATH, authenticated, build_http_app  # noqa: E402
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
-def build_application(django_threads: int = 8) -> ASGIApp:
+def build_application(django_threads: int = 8) -> BodyGate:
     """The site's ASGI app (a new MCP session manager each time: one per server)."""
     django_app: Any = WSGIMiddleware(get_wsgi_application(), workers=django_threads)  # type: ignore[arg-type]
     django_app = watch_disconnects(django_app)  # a streamed ask stops when its client leaves
@@ -41,7 +44,7 @@ def build_application(django_threads: int = 8) -> ASGIApp:
         else:
             await django_app(scope, receive, send)
 
-    return application
+    return BodyGate(application)
 
 
 def _warm_up_search() -> None:

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import uvicorn
@@ -19,8 +20,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serving_the_site(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Yields the base URL while the site is served."""
+def serving_the_site(monkeypatch: pytest.MonkeyPatch, app: Any = None) -> Iterator[str]:
+    """Yields the base URL while the site (or ``app``, one ``build_application`` made) is
+    served."""
     from django.db import connections
 
     from reposearch.asgi import build_application
@@ -29,7 +31,7 @@ def serving_the_site(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
     port = _free_port()
     config = uvicorn.Config(
-        build_application(), host="127.0.0.1", port=port, lifespan="on", log_level="warning"
+        app or build_application(), host="127.0.0.1", port=port, lifespan="on", log_level="warning"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -267,6 +267,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = REPO_SEARCH_DATA_DIR / "static"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1_048_576
+# Bodies arrive whole on the event loop before a web thread is used (reposearch/request_bodies.py):
+# within this many seconds (else 408), at most this many at once per client address (else 429),
+# and over this many bytes only from a request whose token or session checks out (else 401).
+REPO_SEARCH_BODY_TIMEOUT_SECS = 20.0
+REPO_SEARCH_PENDING_BODIES_PER_ADDRESS = 16
+REPO_SEARCH_ANONYMOUS_BODY_BYTES = 65_536
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
