@@ -18,7 +18,12 @@ from reposearch.startup import load_settings_or_exit
 
 load_settings_or_exit()
 
-from a2wsgi import WSGIMiddleware  # noqa: E402 - settings must load first
+import django  # noqa: E402 - settings must load first
+
+# The body gate below imports models (token checks): the apps must be loaded before it is.
+django.setup(set_prefix=False)
+
+from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 from reposearch.request_bodies import BodyGate  # noqa: E402
