@@ -16,6 +16,8 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
+from indexing.source_identity import source_identity
+
 
 class RepositoryStatus(models.TextChoices):
     PENDING = "pending", "Pending"
@@ -32,6 +34,9 @@ def new_webhook_secret() -> str:
 class Repository(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     url = models.CharField(max_length=2048, help_text="Clone URL, never with credentials.")
+    # The same for every spelling of the URL (indexing.source_identity): the duplicate checks
+    # compare it, so another spelling cannot add a repository again. Kept by ``save``.
+    source = models.CharField(max_length=2048, blank=True, editable=False, db_index=True)
     name = models.CharField(max_length=200)
     branch = models.CharField(max_length=255, blank=True, help_text="Empty: the remote HEAD.")
     status = models.CharField(
@@ -98,6 +103,13 @@ class Repository(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        self.source = source_identity(self.url)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "url" in update_fields:  # type: ignore[operator]
+            kwargs["update_fields"] = {*update_fields, "source"}  # type: ignore[misc]
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
 
     @property
     def vectors_missing(self) -> int:

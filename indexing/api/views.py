@@ -109,8 +109,10 @@ class RepositoryListView(AuditedWrites, APIView):
                 503,
                 s400="Invalid input: a URL that is refused (private address, relative path, "
                 "ssh ...), a branch name git refuses, wrong types, unknown fields.",
-                s409="The same repository and branch is indexed already (`details.repository_id`)"
-                ", or the repository limit is reached (`details.limit`).",
+                s409="The same repository (any spelling of its URL) and branch is indexed "
+                "already (`details.repository_id`), or another branch of a restricted one "
+                "(`details.add_branch`; nothing named to those who may not see it), or the "
+                "repository limit is reached (`details.limit`).",
                 s503="The URL's host could not be looked up right now; try again.",
             ),
         },

@@ -30,6 +30,7 @@ from indexing.repository_sets.loading import (
 from indexing.services.branches import clean_branch_specs
 from indexing.services.repositories import checked_url, clean_branch, find_duplicate
 from indexing.services.visibility import groups_named, visibility_group_names
+from indexing.source_identity import source_identity
 
 ChangeKind = Literal["add", "update", "remove", "unchanged"]
 UPDATABLE = ("name", "contextual_summaries", "poll_interval_secs", "visibility_groups", "branches")
@@ -174,7 +175,7 @@ def _duplicate_problems(checked: list[_Checked]) -> list[Problem]:
     problems: list[Problem] = []
     seen: dict[str, list[_Checked]] = {}
     for item in checked:
-        base = item.url.removesuffix(".git")
+        base = source_identity(item.url)
         for earlier in seen.get(base, []):
             if earlier.branch == item.branch or not (earlier.branch and item.branch):
                 problems.append(

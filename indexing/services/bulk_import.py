@@ -22,6 +22,7 @@ from indexing.exceptions import DuplicateRepository, RepositoryLimitReached, Rep
 from indexing.forges.providers import ListedRepository
 from indexing.models import Repository
 from indexing.services.repositories import add_repository, validate_new_repository
+from indexing.source_identity import source_identity
 
 ImportKind = Literal["add", "duplicate", "skipped", "refused"]
 
@@ -71,7 +72,7 @@ def plan_import(
         except RepositoryRefused as refusal:
             items.append(ImportItem("refused", repository, url, refusal.message))
             continue
-        key = clean_url.removesuffix(".git")
+        key = source_identity(clean_url)
         if key in planned:
             items.append(ImportItem("duplicate", repository, clean_url, "listed twice"))
             continue

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import redis
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.clone_paths import repository_dir
@@ -29,6 +30,7 @@ from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Re
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.stages.clone_swap import remove_stale_staging
 from indexing.services.visibility import groups_named
+from indexing.source_identity import source_identity
 
 logger = logging.getLogger(__name__)
 
@@ -56,41 +58,67 @@ def clean_branch(branch: str | None) -> str:
     return branch
 
 
-def same_repository_urls(url: str) -> list[str]:
-    """Spellings of ``url`` that name the same remote repository.
-
-    ``check_repository_url`` already lower-cased the host, dropped the default port, the
-    trailing slash and credentials; hosts serve ``x`` and ``x.git`` as one repository, so both
-    count as the same. Local paths are resolved real paths and compared as they are.
-    """
-    if url.startswith("file:"):
-        return [url]
-    base = url.removesuffix(".git")
-    return [base, f"{base}.git"]
+def same_source(url: str) -> QuerySet[Repository]:
+    """Repositories of the same source as ``url``, whatever the spelling of either (scheme,
+    case, ``.git``, slashes, a local path's ``/.git``: ``indexing.source_identity``), oldest
+    first."""
+    return Repository.objects.filter(source=source_identity(url)).order_by("created_at")
 
 
 def find_duplicate(url: str, branch: str) -> Repository | None:
-    """An existing copy of the same URL and branch, or one that may turn out to be it.
+    """An existing copy of the same source and branch, or one that may turn out to be it.
 
-    Without a branch, the remote's default branch is meant; any copy of that URL may be it
+    Without a branch, the remote's default branch is meant; any copy of that source may be it
     (its branch was resolved from the default, or is not known yet), so any copy counts: name a
     branch to index a second one. With a branch, a copy with that branch counts. (A copy still
     learning its default branch may resolve to one added meanwhile; its fetch then fails with
     a message naming the other copy, see ``default_branch_taken``.)
     """
-    copies = Repository.objects.filter(url__in=same_repository_urls(url)).order_by("created_at")
+    copies = same_source(url)
     if not branch:
         return copies.first()
     return copies.filter(branch=branch).first()
 
 
+def restricted_copy(url: str) -> Repository | None:
+    """The oldest copy of ``url``'s source that is restricted to groups, if any: a new branch
+    of it is a branch of a restricted repository and takes its visibility."""
+    return same_source(url).filter(visible_to_groups__isnull=False).distinct().first()
+
+
+HIDDEN_DUPLICATE = (
+    "this repository cannot be added by you: ask an administrator to add it or to give you access"
+)
+
+
+def _duplicate(
+    existing: Repository, branch: str, viewer: Viewer | None, *, new_branch: bool = False
+) -> DuplicateRepository:
+    """The refusal of a repository already indexed as ``existing``; one the viewer may not
+    see is refused in the same words whatever it is (no name, id, branch or groups)."""
+    if not _sees(viewer, existing):
+        return DuplicateRepository("duplicate", HIDDEN_DUPLICATE)
+    details = {"repository_id": str(existing.pk), "branch": existing.branch}
+    if new_branch:
+        return DuplicateRepository(
+            "duplicate",
+            f"this repository is already indexed as '{existing.name}' (id {existing.pk}), "
+            f"restricted to groups: to index branch {branch} too, add it to that "
+            "repository's branches, where it keeps the repository's visibility",
+            {**details, "add_branch": branch},
+        )
+    shown = f"branch {existing.branch}" if existing.branch else "its default branch"
+    return DuplicateRepository(
+        "duplicate",
+        f"this repository is already indexed as '{existing.name}' ({shown}, id {existing.pk})"
+        + ("" if branch else "; name a branch to index another one"),
+        details,
+    )
+
+
 def default_branch_taken(repository: Repository, branch: str) -> str:
     """Why ``repository`` cannot take ``branch`` (its resolved default), or "" when it can."""
-    other = (
-        Repository.objects.filter(url__in=same_repository_urls(repository.url), branch=branch)
-        .exclude(pk=repository.pk)
-        .first()
-    )
+    other = same_source(repository.url).filter(branch=branch).exclude(pk=repository.pk).first()
     if other is None:
         return ""
     if other.visible_to_groups.exists():  # the job's readers may not see it: do not name it
@@ -105,9 +133,15 @@ def default_branch_taken(repository: Repository, branch: str) -> str:
 
 
 def _sees(viewer: Viewer | None, repository: Repository) -> bool:
-    if viewer is None or viewer.sees_everything:
+    if _sees_everything(viewer):
         return True
+    assert viewer is not None
     return visible_repositories(viewer).filter(pk=repository.pk).exists()
+
+
+def _sees_everything(viewer: Viewer | None) -> bool:
+    """An administrator, a command or the repository file: they decide visibility."""
+    return viewer is None or viewer.sees_everything
 
 
 def checked_url(url: str) -> tuple[str, str]:
@@ -135,26 +169,20 @@ def validate_new_repository(
     """Check a repository to add: URL policy, branch name, duplicate, limit.
 
     Returns (normalized url, branch, display name); raises ``RepositoryRefused`` with the reason.
-    A duplicate that ``viewer`` may not see is refused without its name or id (default viewer:
-    sees everything, as the admin does).
+    A duplicate is the same source (any spelling of its URL) and branch. Another branch of a
+    restricted repository is refused too unless ``viewer`` sees everything (an administrator,
+    whose copy then takes that repository's groups): a writer adds it to that repository's
+    branches instead, so it cannot become a public copy. A repository ``viewer`` may not see
+    is refused without its name, id or branch (default viewer: sees everything).
     """
     branch = clean_branch(branch)
     clean_url, display_name = checked_url(url)
     existing = find_duplicate(clean_url, branch)
-    if existing is not None and not _sees(viewer, existing):
-        raise DuplicateRepository(
-            "duplicate",
-            "this repository is already indexed, restricted to groups you are not in;"
-            " ask an administrator for access",
-        )
     if existing is not None:
-        shown = f"branch {existing.branch}" if existing.branch else "its default branch"
-        raise DuplicateRepository(
-            "duplicate",
-            f"this repository is already indexed as '{existing.name}' ({shown}, id {existing.pk})"
-            + ("" if branch else "; name a branch to index another one"),
-            {"repository_id": str(existing.pk), "branch": existing.branch},
-        )
+        raise _duplicate(existing, branch, viewer)
+    restricted = restricted_copy(clean_url)
+    if restricted is not None and not _sees_everything(viewer):
+        raise _duplicate(restricted, branch, viewer, new_branch=True)
     limit = settings.REPO_SEARCH_MAX_REPOS
     if Repository.objects.count() >= limit:
         raise RepositoryLimitReached(
@@ -178,7 +206,8 @@ def add_repository(
 ) -> IndexJob:
     """Validate, create the repository and its first job, and enqueue it after commit.
 
-    ``visibility_groups`` (names of existing groups) restricts it to their members; ``viewer``
+    ``visibility_groups`` (names of existing groups) restricts it to their members; without
+    them, another branch of a restricted repository takes that repository's groups. ``viewer``
     is who adds it (for the duplicate check; default: the admin's all-seeing view).
     ``managed_by_file``: added by the repository file (``indexing.repository_sets``)."""
     from indexing.models import IndexedBranch
@@ -196,6 +225,11 @@ def add_repository(
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:add_repository'))")
         clean_url, branch, default_name = validate_new_repository(url, branch, viewer)
+        restricted = restricted_copy(clean_url)
+        if not groups and restricted is not None:
+            # Another branch of a restricted repository: restricted alike, unless its groups
+            # were chosen (only an administrator's add gets here, see validate_new_repository).
+            groups = list(restricted.visible_to_groups.all())
         repository = Repository.objects.create(
             url=clean_url,
             branch=branch,
