@@ -16,11 +16,13 @@ by line from ``file_lines``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
+from search.exact.pattern_logic import AllOf, Expr, Not, TermRef
 from search.exact.patterns import MIN_NARROWING_CHARS
 from search.retrieval.db import search_cursor
 from search.retrieval.scope import LIVE_CHUNKS_SQL, scope_repositories
@@ -160,17 +162,49 @@ class PatternCondition:
     literals: list[str]
     case_sensitive: bool = False
     params: list[str] = field(init=False)
+    # A chunk meeting any of these instead (``any_of``: an OR of terms); ``literals`` is then
+    # theirs together, or empty when one of them narrows nothing.
+    alternatives: list[PatternCondition] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.alternatives:
+            narrows = all(alt.literals for alt in self.alternatives)
+            alts = self.alternatives if narrows else []
+            self.literals = [lit for alt in alts for lit in alt.literals]
+            self.params = [p for alt in alts for p in alt.params]
+            return
         if not self.case_sensitive:
             self.literals = [run for lit in self.literals for run in _ascii_runs(lit)]
         self.params = ["%" + escape_like(lit) + "%" for lit in self.literals]
 
+    @classmethod
+    def any_of(cls, alternatives: list[PatternCondition]) -> PatternCondition:
+        return cls([], alternatives=alternatives)
+
     def sql(self) -> str:
         if not self.literals:
             return "TRUE"
+        if self.alternatives:
+            return "(" + " OR ".join(alt.sql() for alt in self.alternatives) + ")"
         op = "LIKE" if self.case_sensitive else "ILIKE"
         return "(" + " AND ".join(f'c.content COLLATE "C" {op} %s' for _ in self.literals) + ")"
+
+
+def narrowing(expr: Expr, conditions: Sequence[PatternCondition]) -> list[PatternCondition]:
+    """Conditions every file matching ``expr`` meets (each: some chunk of it does), from each
+    term's own (``conditions[i]`` for term ``i``). A NOT requires nothing; an OR, a chunk
+    meeting one of its branches' conditions (a branch's first: it holds wherever the branch
+    does)."""
+    if isinstance(expr, TermRef):
+        return [conditions[expr.index]]
+    if isinstance(expr, Not):
+        return []
+    if isinstance(expr, AllOf):
+        return [cond for child in expr.children for cond in narrowing(child, conditions)]
+    branches = [narrowing(child, conditions) for child in expr.children]
+    if any(not branch for branch in branches):
+        return []  # a branch that requires nothing: the OR narrows nothing
+    return [PatternCondition.any_of([branch[0] for branch in branches])]
 
 
 def _ascii_runs(literal: str) -> list[str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from accounts.visibility import Viewer
-from search.exact.candidates import CandidateScope, PatternCondition, branch_entries
+from search.exact.candidates import CandidateScope, PatternCondition, branch_entries, narrowing
 from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
 from search.exact.engine import ExactRequest, ExactResult, run_exact
 from search.exact.errors import QueryRejected
@@ -38,7 +38,9 @@ from search.exact.file_names import (
 )
 from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.match_count import count_exact_matches
+from search.exact.pattern_logic import AllOf, Expr, TermRef, describe
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
+from search.exact.query_filters import closest_languages, normalize_language
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.exact.repositories import check_visible, ready_repositories, resolve_repositories
 from search.executor import SearchExecutor, SearchRequest, SearchResult
@@ -84,13 +86,38 @@ class SearchOutcome:
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
 
 
+def _hybrid(parsed: SearchQuery) -> tuple[RanMode, list[Term]]:
+    """A natural-language search for ``parsed``, refusing what it cannot apply: operators
+    and ``case:yes`` (it ranks words case-insensitively)."""
+    if parsed.expression is not None:
+        words = " ".join(f'"{word}"' for word in parsed.words) or '"words"'
+        raise QueryRejected(
+            "unsupported_combination",
+            'OR, NOT, - and parentheses combine "quoted text" and /regex/ terms (an exact'
+            " search); a natural-language search cannot apply them"
+            + (f" to the words {parsed.free_text!r}" if parsed.words else "")
+            + f": quote the words ({words}) or leave the operators out",
+            {"words": parsed.words},
+        )
+    if parsed.case_sensitive:
+        example = f'"{parsed.free_text}"' if len(parsed.words) == 1 else '"Client"'
+        raise QueryRejected(
+            "unsupported_combination",
+            "case:yes applies to exact, regex and file-name search; this query runs a"
+            " natural-language search, which ignores case: quote the text for an exact,"
+            f" case-sensitive search (case:yes {example})",
+            {"filter": "case:"},
+        )
+    return "hybrid", []
+
+
 def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
     """The mode that runs and the patterns an exact/regex search looks for."""
     if mode not in MODES:
         raise QueryRejected("invalid_mode", f"mode must be one of {', '.join(MODES)}")
     free = parsed.free_text
     if mode == "semantic" or parsed.type == "semantic":
-        return "hybrid", []
+        return _hybrid(parsed)
     if mode == "exact":
         terms = parsed.terms + ([Term("literal", free, 0)] if free else [])
         return ("regex" if any(t.kind == "regex" for t in terms) else "exact"), terms
@@ -98,10 +125,11 @@ def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
         terms = parsed.terms + ([Term("regex", free, 0)] if free else [])
         return "regex", terms
     if parsed.type == "file":
-        if parsed.has_regex or parsed.symbols:
+        if parsed.has_regex or parsed.symbols or parsed.expression is not None:
             raise QueryRejected(
                 "invalid_filter",
-                "type:file takes words (pieces of the path), globs (*.py) and quoted text",
+                "type:file takes words (pieces of the path), globs (*.py) and quoted text"
+                " (no regex, operator or sym:)",
                 {"filter": "type:file"},
             )
         return "file", parsed.terms + [Term("literal", w, 0) for w in parsed.words]
@@ -113,13 +141,20 @@ def choose_mode(parsed: SearchQuery, mode: Mode) -> tuple[RanMode, list[Term]]:
                 "a symbol search takes one name: sym:NAME (or type:symbol NAME), with filters",
                 {"filter": "sym:"},
             )
+        if parsed.case_sensitive:
+            raise QueryRejected(
+                "unsupported_combination",
+                "case:yes applies to exact, regex and file-name search; a symbol search finds"
+                " names in any case (exact, then prefix, then substring)",
+                {"filter": "case:"},
+            )
         return "symbol", [Term("literal", names[0], 0)]
     if not parsed.terms:
-        return "hybrid", []
+        return _hybrid(parsed)
     if parsed.words and not parsed.has_regex:
         # A question with a "quoted phrase" in it is still a question: hybrid, where full text
         # requires the phrase (as before the query language); only quotes alone are exact.
-        return "hybrid", []
+        return _hybrid(parsed)
     words = [Term("literal", word, 0) for word in parsed.words]
     terms = parsed.terms + words
     return ("regex" if parsed.has_regex else "exact"), terms
@@ -179,9 +214,12 @@ def candidate_scope(parsed: SearchQuery, base: SearchRequest) -> CandidateScope:
     )
 
 
-def _fingerprint(kind: str, terms: list[Term], case: bool, scope: CandidateScope) -> str:
+def _fingerprint(
+    kind: str, terms: list[Term], case: bool, scope: CandidateScope, expression: Expr | None = None
+) -> str:
     return query_fingerprint(
         *([kind] if kind != "exact" else []),  # exact cursors stay as they were
+        *([describe(expression)] if expression is not None else []),
         [(t.kind, t.text) for t in terms],
         case,
         sorted(str(r) for r in scope.repo_ids),
@@ -204,8 +242,14 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         else PatternCondition(regex_required_literals(t.text))
         for t in terms
     ]
+    expression = parsed.expression
+    if expression is not None:
+        # The free words an exact or regex search adds after the query's terms: required too.
+        added = tuple(TermRef(i) for i in range(len(parsed.terms), len(terms)))
+        expression = AllOf((expression, *added)) if added else expression
+        conditions = narrowing(expression, conditions)
     scope = candidate_scope(parsed, base)
-    fingerprint = _fingerprint("exact", terms, case, scope)
+    fingerprint = _fingerprint("exact", terms, case, scope, expression)
     return ExactRequest(
         matchers=matchers,
         conditions=conditions,
@@ -214,6 +258,7 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         limit=base.limit,
         cursor=call.cursor,
         context_lines=call.context_lines,
+        expression=expression,
     )
 
 
@@ -224,6 +269,8 @@ def run_search(call: SearchCall) -> SearchOutcome:
 
     parsed = parse_search_query(call.request.query)
     ran, terms = choose_mode(parsed, call.mode)
+    if call.request.languages:
+        call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     for glob in [*(call.request.path_globs or []), *parsed.files, *parsed.exclude_files]:
         refuse_bad_ranges(glob)
     # Requested ids the viewer may not see are unknown in every mode, before any filter.
@@ -282,6 +329,29 @@ def run_search(call: SearchCall) -> SearchOutcome:
         exact_scope=_scope_doc(exact),
         viewer=call.request.viewer,
     )
+
+
+def _languages(request: SearchRequest) -> list[str]:
+    """The request's ``languages`` field as language ids (``Python``, ``py`` -> ``python``); an
+    unknown one is refused with the nearest, as ``lang:`` is."""
+    known: list[str] = []
+    for value in request.languages or []:
+        language = normalize_language(value)
+        if language is None:
+            nearest = closest_languages(value)
+            hint = f" — did you mean {nearest[0]}?" if nearest else ""
+            raise QueryRejected(
+                "unknown_language",
+                f"unknown language {value!r} in languages{hint}",
+                {
+                    "field": "languages",
+                    "value": value,
+                    "suggestions": nearest,
+                    **({"suggestion": nearest[0]} if nearest else {}),
+                },
+            )
+        known.append(language)
+    return known
 
 
 def _file_search(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> SearchOutcome:

@@ -3,7 +3,9 @@
 One hit per file, in (repository name, path) order, with every matching line (up to
 ``max_matches_per_file``; ``match_count`` is the file's true count) and its ranges, and snippets
 of ``context_lines`` around them. Several patterns must all match somewhere in a file (as
-``git grep --all-match``) and a line is reported when any matches.
+``git grep --all-match``), or combine as the request's ``expression`` says (``"a" OR "b"``,
+``NOT "c"``: ``search.exact.pattern_logic``), and a line is reported when any pattern that
+counts for the file (not one under a NOT) matches it.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
 ``count_budget_ms`` (80 ms from the start, leaving room under 100 ms for what is under way then)
@@ -24,6 +26,7 @@ from django.db import OperationalError
 from search.exact.candidates import CandidateFile, CandidateScope, PatternCondition, file_lines
 from search.exact.cursor import PagePosition, decode_cursor, encode_cursor
 from search.exact.file_text import FileText
+from search.exact.pattern_logic import Expr, evaluate, shown_terms
 from search.exact.patterns import LineMatcher, touched_lines
 from search.exact.reader import CandidateReader
 
@@ -46,6 +49,7 @@ class ExactRequest:
     count_budget_ms: int = 80
     count_max_files: int = 2000
     clock: Callable[[], float] = time.perf_counter  # seconds; the budgets are measured on it
+    expression: Expr | None = None  # how the matchers combine (None: all are required)
 
 
 @dataclass
@@ -83,21 +87,25 @@ def match_file(
     *,
     max_matches: int,
     context_lines: int,
+    expression: Expr | None = None,
 ) -> tuple[int, list[LineMatch], list[tuple[int, int, str]]] | None:
     """(match count, kept matches, snippets) of one file, or None when it does not match.
 
-    Each pattern is searched over the whole file first (``touched_lines``): a file one of them
-    misses is dropped after a search each, and only the lines some search touched are matched
-    line by line."""
+    Without ``expression`` every pattern must occur in the file; with one, the file matches
+    when it holds (``search.exact.pattern_logic``), and its lines are those of the patterns
+    not under a NOT. Each pattern is searched over the whole file first (``touched_lines``): a
+    file a required one misses is dropped after a search each, and only the lines some search
+    touched are matched line by line."""
     numbers = sorted(lines)
     text = FileText([lines[number] for number in numbers])
+    shown = set(range(len(matchers))) if expression is None else shown_terms(expression)
     touched: set[int] = set()
     for matcher in matchers:
         found_lines = touched_lines(matcher, text)
         if found_lines is None:
             touched = set(range(len(numbers)))
             break
-        if not found_lines:
+        if not found_lines and expression is None:
             return None  # every pattern must match somewhere in the file
         touched.update(found_lines)
     matched_patterns = [False] * len(matchers)
@@ -110,12 +118,14 @@ def match_file(
             found = matcher.ranges(line)
             if found:
                 matched_patterns[pattern] = True
-                ranges.extend(found)
+                if pattern in shown:
+                    ranges.extend(found)
         if ranges:
             count += 1
             if len(kept) < max_matches:
                 kept.append(LineMatch(number, line, _merge(ranges)))
-    if not count or not all(matched_patterns):
+    holds = all(matched_patterns) if expression is None else evaluate(expression, matched_patterns)
+    if not count or not holds:
         return None
     return count, kept, _snippets(lines, [m.line for m in kept], context_lines)
 
@@ -227,6 +237,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
                 request.matchers,
                 max_matches=request.max_matches_per_file,
                 context_lines=request.context_lines,
+                expression=request.expression,
             )
             if found is None:
                 continue

@@ -2,24 +2,34 @@
 
 Syntax (everything else is ordinary text)::
 
-    repo:NAME   -repo:NAME     repository name or glob (``repo:http*``); several are OR-ed
-    lang:NAME   -lang:NAME     language (``lang:python``)
+    repo:NAME   -repo:NAME     repository name, glob or unique prefix; several are OR-ed
+    lang:NAME   -lang:NAME     language (``lang:python``; also ``language:``), checked
     file:GLOB   -file:GLOB     path glob, also ``path:`` (``file:src/**/*.py``, ``-file:*_test.go``)
-    case:yes|no                case-sensitive matching (default no)
+    case:yes|no                case-sensitive matching (exact, regex and file-name search)
     branch:NAME                a repository's indexed branch
-    sym:NAME                   definitions named NAME
+    sym:NAME                   definitions named NAME (also ``symbol:``)
     type:symbol|file|semantic  what to search
+    content:TEXT               the same as "TEXT" (``content:"a b"``, ``-content:x``)
     "quoted literal"           exact text; ``\\"`` and ``\\\\`` inside it
     /regex/                    a regular expression (RE2 syntax); ``\\/`` inside it
+    OR  AND  NOT  -  ( )       combine quoted literals and regexes (per file)
+
+The vocabulary (filters, aliases, the other hosts' filters that are refused, language names) is
+``search.exact.query_filters``; the tokens are ``search.exact.query_scanner``'s; the boolean
+expression is ``search.exact.pattern_logic``'s.
 
 A filter is a known prefix at the start of a word followed directly by its value; a regex is a
 whole word that starts with ``/`` + a non-space and ends with a non-space + ``/``. So "HTTP_PROXY /
-HTTPS_PROXY", "what does note: mean" and "/usr/bin/env" are plain text. A ``/.../`` word with no
-regex metacharacter among other free words ("why does /about/ redirect") is a URL path in a
-question, plain text too: as a regex it would only be the literal, and a question's words beside a
-pattern would all be required in one file; on its own (``/about/``) it is a regex. A prefix one edit away
-from a known one (``rpo:x``) and an unbalanced quote at the start of a word are errors naming
-what and where -- a typo must not silently search for the wrong thing.
+HTTPS_PROXY", "what does note: mean", "/usr/bin/env" and "http://x" are plain text. A ``/.../``
+word with no regex metacharacter among other free words ("why does /about/ redirect") is a URL
+path in a question, plain text too; on its own (``/about/``) or beside an operator it is a regex.
+Parentheses group only patterns and operators (``("a" OR "b") -"c"``); around words they are
+text. ``OR``, ``AND`` and ``NOT`` (upper case) are operators: between words they are refused
+with the quoted form to write instead -- they must not silently become words of a question.
+
+Refused, naming what and where: a prefix one edit away from a filter (``rpo:x``), another host's
+filter (``org:x``), an unknown language (``lang:pyton``, with the nearest), an unbalanced quote
+or parenthesis, an operator without its terms, a combination that only leaves files out.
 """
 
 from __future__ import annotations
@@ -28,14 +38,33 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from search.exact.errors import QueryRejected
+from search.exact.pattern_logic import Expr, matches_without_terms
+from search.exact.query_filters import (
+    FILTER_NAMES,
+    FOREIGN_FILTERS,
+    NEGATABLE,
+    TYPE_ALIASES,
+    TYPES,
+    canonical_filter,
+    closest_languages,
+    near_filter,
+    normalize_language,
+)
+from search.exact.query_scanner import Token, merge_text, read_regex, scan
+from search.exact.query_syntax import (
+    OPERATORS,
+    ExpressionParser,
+    Item,
+    ItemKind,
+    check_operators,
+    rejected_at,
+    resolve_syntax,
+    source,
+)
 
-FILTERS = ("repo", "lang", "file", "path", "case", "branch", "sym", "type")
-NEGATABLE = frozenset({"repo", "lang", "file", "path"})
-TYPES = ("symbol", "file", "semantic")
 MAX_FILTERS = 50
 MAX_PATTERNS = 10
 MAX_VALUE_CHARS = 300
-REGEX_METACHARACTERS = frozenset("\\.^$*+?()[]{}|")
 
 TermKind = Literal["literal", "regex"]
 
@@ -51,7 +80,10 @@ class Term:
 
 @dataclass
 class SearchQuery:
-    """A parsed query. ``has_syntax`` is False for plain text: that goes to hybrid search as is."""
+    """A parsed query. ``has_syntax`` is False for plain text: that goes to hybrid search as is.
+
+    ``expression`` is the boolean combination of ``terms`` (None: every term is required, as
+    with no operator)."""
 
     text: str
     words: list[str] = field(default_factory=list)
@@ -67,6 +99,7 @@ class SearchQuery:
     case_sensitive: bool | None = None
     type: str | None = None
     filter_count: int = 0
+    expression: Expr | None = None
 
     @property
     def has_syntax(self) -> bool:
@@ -82,119 +115,148 @@ class SearchQuery:
         return any(t.kind == "regex" for t in self.terms)
 
 
-def _edit_distance_at_most_one(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diffs = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diffs) == 1:
-            return True
-        i = diffs[0]
-        return len(diffs) == 2 and diffs[1] == i + 1 and a[i] == b[i + 1] and a[i + 1] == b[i]
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
-
-
-def _suggest(name: str) -> str | None:
-    if len(name) < 3:
+def _filter_parts(token: Token) -> tuple[bool, str, str] | None:
+    """(negated, name, value) of a word shaped like a filter -- a known, foreign or nearly known
+    name directly followed by a value -- else None (``note:``, ``a:b``, ``std::x``, URLs)."""
+    if token.kind != "word":
         return None
-    return next((known for known in FILTERS if _edit_distance_at_most_one(name, known)), None)
-
-
-def _read_quoted(text: str, start: int) -> tuple[str, int]:
-    """The literal of the quote at ``start`` and the index after its closing quote."""
-    out: list[str] = []
-    i = start + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if ch == '"':
-            return "".join(out), i + 1
-        out.append(ch)
-        i += 1
-    raise QueryRejected(
-        "unbalanced_quote",
-        f'unbalanced quote at position {start}: a "quoted literal" needs a closing quote'
-        ' (write \\" for a quote inside it)',
-        {"position": start},
-    )
-
-
-def _read_regex(text: str, start: int) -> tuple[str, int] | None:
-    """The pattern of a ``/regex/`` word at ``start`` and the index after it, or None when the
-    slash does not open one (then it is ordinary text)."""
-    if start + 1 >= len(text) or text[start + 1].isspace() or text[start + 1] == "/":
+    word = token.text
+    negated = word.startswith("-")
+    name, colon, value = word[1 if negated else 0 :].partition(":")
+    if token.value is not None:
+        value = token.value
+    elif not value or value[0] == ":" or value.startswith("//"):
         return None
-    out: list[str] = []
-    i = start + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            out.append("/" if text[i + 1] == "/" else text[i : i + 2])
-            i += 2
-            continue
-        if ch == "/":
-            at_word_end = i + 1 == len(text) or text[i + 1].isspace()
-            if not at_word_end or text[i - 1].isspace():
-                return None  # "/usr/bin/env", "/ b /": a path or a slash, not a regex
-            return "".join(out), i + 1
-        out.append(ch)
-        i += 1
+    if not (colon and name.isascii() and name.isalpha()):
+        return None
+    lowered = name.lower()
+    if canonical_filter(lowered) or lowered in FOREIGN_FILTERS or near_filter(lowered):
+        return negated, name, value
     return None
 
 
-def _word_end(text: str, start: int) -> int:
-    end = start
-    while end < len(text) and not text[end].isspace():
-        end += 1
-    return end
+def _kind(token: Token) -> ItemKind:
+    if token.kind != "word":
+        if token.kind in ("quote", "regex"):
+            return "plain" if token.plain else "pattern"
+        return token.kind  # type: ignore[return-value]
+    if token.text in OPERATORS:
+        return "op"
+    parts = _filter_parts(token)
+    if parts is None:
+        return "word"
+    return "pattern" if canonical_filter(parts[1]) == "content" else "filter"
 
 
-def _apply_filter(query: SearchQuery, name: str, value: str, negated: bool, position: int) -> None:
-    where = {"filter": f"{'-' if negated else ''}{name}:", "position": position}
-    if negated and name not in NEGATABLE:
-        raise QueryRejected("invalid_filter", f"'-{name}:' cannot be negated", where)
+def _apply_filter(query: SearchQuery, item: Item, text: str) -> Term | None:
+    """Apply a filter word; ``content:`` gives its term instead. Refuses what it cannot apply."""
+    token = item.token
+    parts = _filter_parts(token)
+    assert parts is not None
+    negated, name, value = parts
+    lowered = name.lower()
+    sign = "-" if negated else ""
+    canonical = canonical_filter(lowered)
+    where = {"filter": f"{sign}{name}:", "filters": [f"{n}:" for n in FILTER_NAMES]}
+    if canonical is None and lowered in FOREIGN_FILTERS:
+        raise rejected_at(
+            "unsupported_filter",
+            f"'{name}:' at position {token.start} is another code host's filter; reposearch has"
+            f" no {name}: -- use {FOREIGN_FILTERS[lowered]}",
+            text,
+            token,
+            instead=FOREIGN_FILTERS[lowered],
+            **where,
+        )
+    if canonical is None:
+        suggestion = near_filter(lowered)
+        raise rejected_at(
+            "unknown_filter",
+            f"unknown filter '{name}:' at position {token.start} — did you mean {suggestion}:?"
+            f" (filters: {' '.join(where['filters'])})",
+            text,
+            token,
+            suggestion=f"{suggestion}:",
+            replacement=token.text.replace(name, str(suggestion), 1),
+            **where,
+        )
+    if item.depth and canonical != "content":
+        raise rejected_at(
+            "invalid_expression",
+            f"'{name}:' at position {token.start} is inside parentheses: filters apply to the"
+            " whole query, so write them outside the groups",
+            text,
+            token,
+            **where,
+        )
+    if negated and canonical not in NEGATABLE:
+        raise rejected_at("invalid_filter", f"'-{name}:' cannot be negated", text, token, **where)
     if len(value) > MAX_VALUE_CHARS:
-        raise QueryRejected(
-            "invalid_filter", f"'{name}:' value over {MAX_VALUE_CHARS} characters", where
+        raise rejected_at(
+            "invalid_filter", f"'{name}:' value over {MAX_VALUE_CHARS} characters", text, token
         )
     query.filter_count += 1
     if query.filter_count > MAX_FILTERS:
-        raise QueryRejected("too_many_filters", f"at most {MAX_FILTERS} filters", where)
-    if name == "case":
+        raise rejected_at("too_many_filters", f"at most {MAX_FILTERS} filters", text, token)
+    if canonical == "case":
         if value.lower() not in ("yes", "no"):
-            raise QueryRejected(
+            raise rejected_at(
                 "invalid_filter",
-                f"case:{value} at position {position}: use case:yes or case:no",
-                where,
+                f"case:{value} at position {token.start}: use case:yes or case:no",
+                text,
+                token,
+                **where,
             )
         query.case_sensitive = value.lower() == "yes"
-    elif name == "type":
-        if value.lower() not in TYPES:
-            raise QueryRejected(
+    elif canonical == "type":
+        kind = TYPE_ALIASES.get(value.lower(), value.lower())
+        if kind not in TYPES:
+            raise rejected_at(
                 "invalid_filter",
-                f"type:{value} at position {position}: use type:{'|'.join(TYPES)}",
-                where,
+                f"type:{value} at position {token.start}: use type:{'|'.join(TYPES)}",
+                text,
+                token,
+                **where,
             )
-        query.type = value.lower()
-    elif name == "repo":
+        query.type = kind
+    elif canonical == "repo":
         (query.exclude_repos if negated else query.repos).append(value)
-    elif name == "lang":
-        (query.exclude_languages if negated else query.languages).append(value.lower())
-    elif name in ("file", "path"):
+    elif canonical == "lang":
+        language = normalize_language(value)
+        if language is None:
+            nearest = closest_languages(value)
+            hint = f" — did you mean {nearest[0]}?" if nearest else ""
+            raise rejected_at(
+                "unknown_language",
+                f"unknown language '{value}' ({sign}{name}:{value} at position {token.start}){hint}"
+                " (languages are named as the indexer names them: python, javascript, go, cpp)",
+                text,
+                token,
+                filter=f"{sign}{name}:",
+                value=value,
+                suggestions=nearest,
+                **(
+                    {"suggestion": nearest[0], "replacement": f"{sign}{name}:{nearest[0]}"}
+                    if nearest
+                    else {}
+                ),
+            )
+        (query.exclude_languages if negated else query.languages).append(language)
+    elif canonical == "file":
         (query.exclude_files if negated else query.files).append(value)
-    elif name == "branch":
+    elif canonical == "branch":
         query.branches.append(value)
-    elif name == "sym":
+    elif canonical == "sym":
         query.symbols.append(value)
+    elif canonical == "content":
+        regex = read_regex(value, 0) if token.value is None and value[:1] == "/" else None
+        if regex is not None and regex[1] == len(value):
+            return Term("regex", regex[0], token.start)
+        return Term("literal", value, token.start)
+    return None
 
 
-def _add_term(query: SearchQuery, term: Term) -> None:
+def _check_term(query: SearchQuery, term: Term) -> None:
     if not term.text:
         what = "quoted literal" if term.kind == "literal" else "regex"
         raise QueryRejected(
@@ -210,54 +272,76 @@ def _add_term(query: SearchQuery, term: Term) -> None:
         raise QueryRejected(
             "too_many_patterns", f"at most {MAX_PATTERNS} patterns", {"position": term.position}
         )
-    query.terms.append(term)
+
+
+def _items(text: str, query: SearchQuery) -> list[Item]:
+    """The query's items in order: filters applied (and left out), patterns with their terms,
+    plain words, and the operators, ``-`` and parentheses that are syntax."""
+    tokens = scan(text)
+    kinds = [_kind(token) for token in tokens]
+    as_text = resolve_syntax(text, tokens, kinds)
+    tokens = merge_text(text, tokens, as_text, lambda t: _kind(t) in ("word", "plain"))
+    items: list[Item] = []
+    depth = 0
+    for token in tokens:
+        kind = _kind(token)
+        if kind == "lparen":
+            depth += 1
+        item = Item(kind, token, depth=depth)
+        if kind == "rparen":
+            depth -= 1
+        if kind in ("filter", "pattern") and token.kind == "word":
+            term = _apply_filter(query, item, text)
+            if term is None:
+                continue
+            if token.text.startswith("-"):  # -content:x
+                items.append(Item("neg", token, depth=depth))
+            item.kind, item.term = "pattern", term
+        elif kind in ("pattern", "plain"):
+            item.term = Term(
+                "literal" if token.kind == "quote" else "regex", token.text, token.start
+            )
+        items.append(item)
+    return items
 
 
 def parse_search_query(text: str) -> SearchQuery:
-    """Parse ``text``. Raises ``QueryRejected`` for unknown filters, bad values, unbalanced
-    quotes and empty or NUL-bearing patterns."""
+    """Parse ``text``. Raises ``QueryRejected`` for unknown, foreign or misspelt filters, bad
+    values, unknown languages, unbalanced quotes and parentheses, operators without terms or
+    beside words, and empty or NUL-bearing patterns."""
     query = SearchQuery(text=text)
-    plain_patterns: list[Term] = []  # metacharacter-free /.../ words: the docstring
-    i = 0
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
+    items = _items(text, query)
+    # A metacharacter-free /.../ is a pattern beside syntax, or with no plain word beside it.
+    for index, item in enumerate(items):
+        if item.kind != "plain":
             continue
-        if text[i] == '"':
-            literal, i = _read_quoted(text, i)
-            _add_term(query, Term("literal", literal, i - len(literal) - 2))
+        neighbours = [items[i].kind for i in (index - 1, index + 1) if 0 <= i < len(items)]
+        if item.depth or any(k in ("op", "neg") for k in neighbours):
+            item.kind = "pattern"
+    alone = not any(item.kind == "word" for item in items)
+    for item in items:
+        if item.kind == "plain":
+            item.kind = "pattern" if alone else "word"
+    check_operators(items, text)
+    stream: list[Item] = []
+    terms: dict[int, int] = {}
+    for item in items:
+        if item.kind == "word":
+            query.words.append(source(text, item))
             continue
-        if text[i] == "/":
-            start = i
-            found = _read_regex(text, i)
-            if found is not None:
-                pattern, i = found
-                if REGEX_METACHARACTERS.isdisjoint(pattern):
-                    plain_patterns.append(Term("regex", pattern, start))
-                    query.words.append(text[start:i])
-                    continue
-                _add_term(query, Term("regex", pattern, start))
-                continue
-        end = _word_end(text, i)
-        word = text[i:end]
-        negated = word.startswith("-")
-        name, colon, value = word[1 if negated else 0 :].partition(":")
-        is_prefix = colon and name.isascii() and name.isalpha() and value and value[0] != ":"
-        if is_prefix and name.lower() in FILTERS:
-            _apply_filter(query, name.lower(), value, negated, i)
-        elif is_prefix and (suggestion := _suggest(name.lower())):
+        if item.kind == "pattern":
+            assert item.term is not None
+            _check_term(query, item.term)
+            terms[id(item)] = len(query.terms)
+            query.terms.append(item.term)
+        stream.append(item)
+    if any(item.kind in ("op", "neg", "lparen") for item in stream):
+        query.expression = ExpressionParser(stream, terms).parse()
+        if matches_without_terms(query.expression, len(query.terms)):
             raise QueryRejected(
-                "unknown_filter",
-                f"unknown filter '{name}:' at position {i} — did you mean {suggestion}:?",
-                {"filter": f"{name}:", "position": i, "suggestion": f"{suggestion}:"},
+                "invalid_expression",
+                "this combination also matches files holding none of its terms (NOT only"
+                ' leaves files out): add a term to find, e.g. "a" NOT "b"',
+                {"position": 0},
             )
-        else:
-            query.words.append(word)
-        i = end
-    if plain_patterns and len(query.words) == len(plain_patterns):
-        # Nothing but metacharacter-free /.../ words: they are regexes after all (``/about/``).
-        query.words.clear()
-        for term in plain_patterns:
-            _add_term(query, term)
-        query.terms.sort(key=lambda term: term.position)
     return query

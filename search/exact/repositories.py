@@ -1,8 +1,10 @@
 """Which repositories a parsed query's ``repo:`` / ``-repo:`` filters and requested ids leave,
-for every search mode (``search.exact.dispatch``); invisible and missing look the same."""
+for every search mode (``search.exact.dispatch``); invisible and missing look the same, and the
+names an error suggests are only ever those the viewer may see (``accounts.visibility``)."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from typing import Any
 from uuid import UUID
@@ -12,6 +14,8 @@ from indexing.models import RepositoryStatus
 from search.exact.errors import QueryRejected
 from search.exact.query_language import SearchQuery
 from search.retrieval.scope import UnknownRepositories
+
+NEAR_NAME_RATIO = 0.75  # difflib's similarity from which a name is suggested
 
 
 def ready_repositories(viewer: Viewer, *fields: str) -> list[tuple[Any, ...]]:
@@ -45,12 +49,86 @@ def _matching(pattern: str, repositories: list[tuple[UUID, str, str]]) -> set[UU
     }
 
 
+def _prefixed(pattern: str, repositories: list[tuple[UUID, str, str]]) -> list[tuple[UUID, str]]:
+    """The repositories whose name, or its last part (``acme/httpclient``: ``httpclient``),
+    starts with ``pattern`` (``repo:requests`` for ``requests-2.32.3``)."""
+    lowered = pattern.lower()
+    return [
+        (pk, name)
+        for pk, name, _ in repositories
+        if name.lower().startswith(lowered) or name.lower().rsplit("/", 1)[-1].startswith(lowered)
+    ]
+
+
+def nearest_names(pattern: str, names: list[str], most: int = 3) -> list[str]:
+    """Up to ``most`` of ``names`` nearest to ``pattern``: compared whole, by their last part
+    and by their starts as long as it (``reqests`` is near ``requests-2.32.3``)."""
+    lowered = pattern.lower()
+
+    def score(name: str) -> float:
+        low = name.lower()
+        last = low.rsplit("/", 1)[-1]
+        forms = (low, last, low[: len(lowered)], last[: len(lowered)])
+        return max(difflib.SequenceMatcher(None, lowered, form).ratio() for form in forms)
+
+    scored = sorted((-score(name), name) for name in names)
+    return [name for negative, name in scored if -negative >= NEAR_NAME_RATIO][:most]
+
+
+def _resolve(
+    pattern: str,
+    negated: bool,
+    repositories: list[tuple[UUID, str, str]],
+    viewer: Viewer,
+) -> set[UUID]:
+    """The repositories ``repo:pattern`` names: by name, glob or id, else by a unique prefix.
+    Several by prefix is a 400 naming them; none a 404 naming the closest ``viewer`` may see."""
+    found = _matching(pattern, repositories)
+    if found:
+        return found
+    written = f"{'-' if negated else ''}repo:{pattern}"
+    prefixed = _prefixed(pattern, repositories) if not any(c in pattern for c in "*?[") else []
+    if len(prefixed) == 1:
+        return {prefixed[0][0]}
+    if prefixed:
+        names = [name for _, name in prefixed]
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        raise QueryRejected(
+            "ambiguous_repository",
+            f"{written} starts the names of several repositories ({shown}): write one of"
+            f" them, or a glob for all ({written}*)",
+            {"repo": pattern, "suggestions": names[:10], "suggestion": names[0]},
+        )
+    # The nearest names among every ready repository the viewer may see (the query's other
+    # repositories filters aside): never one it may not.
+    names = [name for _, name, _ in ready_repositories(viewer)]
+    nearest = nearest_names(pattern, names)
+    if nearest:
+        hint = f" — did you mean {', '.join(f'repo:{n}' for n in nearest)}?"
+    elif names:
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        hint = f"; the repositories you may search: {', '.join(names[:5])}{more}"
+    else:
+        hint = "; none you may search is indexed yet"
+    raise QueryRejected(
+        "unknown_repository",
+        f"no indexed repository matches {written}{hint}",
+        {
+            "repo": pattern,
+            "suggestions": nearest,
+            **({"suggestion": nearest[0]} if nearest else {}),
+        },
+    )
+
+
 def resolve_repositories(
     parsed: SearchQuery, base_ids: list[UUID] | None, viewer: Viewer
 ) -> list[UUID] | None:
     """Repository ids the query's ``repo:``/``-repo:`` filters leave (None: all that ``viewer``
-    may see). A ``repo:`` that matches no ready repository ``viewer`` may see is a 404 naming
-    it. (``branch:`` picks branches: ``branch_entries``, or the hybrid executor's scope.)"""
+    may see). Each names repositories by name, glob or id, or by a unique prefix of a name; one
+    that names none ``viewer`` may see is a 404 with the closest names it may see, one whose
+    prefix starts several a 400 listing them. (``branch:`` picks branches: ``branch_entries``,
+    or the hybrid executor's scope.)"""
     if not (parsed.repos or parsed.exclude_repos):
         return base_ids
     repositories = ready_repositories(viewer)
@@ -61,16 +139,9 @@ def resolve_repositories(
     if parsed.repos:
         wanted: set[UUID] = set()
         for pattern in parsed.repos:
-            found = _matching(pattern, repositories)
-            if not found:
-                raise QueryRejected(
-                    "unknown_repository",
-                    f"no indexed repository matches repo:{pattern}",
-                    {"repo": pattern},
-                )
-            wanted |= found
+            wanted |= _resolve(pattern, False, repositories, viewer)
         chosen &= wanted
     for pattern in parsed.exclude_repos:
-        chosen -= _matching(pattern, repositories)
+        chosen -= _resolve(pattern, True, repositories, viewer)
     # Keep the order stable and never widen to "all" when the filters leave nothing.
     return [pk for pk, _, _ in repositories if pk in chosen] or [UUID(int=0)]
