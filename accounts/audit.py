@@ -110,7 +110,8 @@ class AuditedWrites:
     ) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
         action = self.audit_actions.get(request.method or "")
-        if action:
+        # A view that records some outcomes in aggregate (webhook refusals) sets this.
+        if action and not getattr(request, "audited_elsewhere", False):
             record_request(
                 request,
                 action,

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.exceptions import Throttled
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.audit import AuditedWrites
+from accounts.audit import AuditedWrites, client_address
 from accounts.roles import Role
-from accounts.visibility import Viewer, visible_repositories
-from indexing.api.views import _check_id, _get_repository, _not_found
+from indexing.api.views import _check_id, _get_repository
 from indexing.models import Repository
 from indexing.webhooks.deliveries import receive_delivery, rotate_webhook_secret
+from indexing.webhooks.providers import BadSignature
+from indexing.webhooks.refusals import count_refusal, over_limit
 from reposearch.api_schema import error_responses
 
 WebhookSerializer = inline_serializer(
@@ -31,7 +34,7 @@ DeliverySerializer = inline_serializer(
     "WebhookDelivery",
     {
         "status": serializers.ChoiceField(
-            choices=["pong", "queued", "coalesced", "up_to_date", "ignored"]
+            choices=["pong", "queued", "coalesced", "up_to_date", "ignored", "replayed"]
         ),
         "provider": serializers.CharField(),
         "event": serializers.CharField(),
@@ -68,26 +71,43 @@ class WebhookDeliveryView(AuditedWrites, APIView):
                 401,
                 404,
                 413,
+                429,
                 s400="A signed delivery whose body is not a push payload of its provider.",
-                s401="The signature or token is missing or does not match the repository's "
-                "secret; nothing is queued.",
+                s401="The signature or token is missing or does not match the secret of a "
+                "repository with this id (or there is none); nothing is queued.",
+                s404="The id is not a UUID.",
+                s429="Too many refused calls from this address; try again later.",
             ),
         },
     )
     def post(self, request: Request, repository_id: str) -> Response:
         """A push from GitHub, GitLab, Gitea/Forgejo or Bitbucket Cloud: 202 with what was
-        done (a re-index queued or coalesced, or why nothing was), 200 for a ping.
+        done (a re-index queued or coalesced, or why nothing was), 200 for a ping or a
+        delivery received before (``replayed``: nothing queued).
 
         The git host has no account: the delivery is authenticated by the repository's secret,
-        so every repository, restricted or not, is looked up."""
+        so every repository, restricted or not, is looked up; an unknown id is a 401 like a bad
+        signature. Calls refused so are counted per address (429 past the limit) and audited
+        as a count (``indexing.webhooks.refusals``)."""
         _check_id(repository_id)
-        repository = visible_repositories(Viewer.everything()).filter(pk=repository_id).first()
-        if repository is None:
-            raise _not_found(repository_id)
-        result = receive_delivery(
-            repository, request.headers, request.body, request.content_type or ""
-        )
-        code = status.HTTP_200_OK if result.status == "pong" else status.HTTP_202_ACCEPTED
+        address = client_address(request)
+        if over_limit(address):
+            request.audited_elsewhere = True  # type: ignore[attr-defined]
+            count_refusal(address, "throttled", str(repository_id))
+            raise Throttled(wait=settings.REPO_SEARCH_WEBHOOK_REFUSAL_WINDOW_SECS)
+        # Restricted or not (the secret proves the caller); a missing one is refused in the
+        # words of a bad signature, so the answer does not say which ids exist.
+        repository = Repository.objects.filter(pk=repository_id).first()
+        try:
+            result = receive_delivery(
+                repository, request.headers, request.body, request.content_type or ""
+            )
+        except BadSignature as refusal:
+            request.audited_elsewhere = True  # type: ignore[attr-defined]
+            count_refusal(address, refusal.code, str(repository_id))
+            raise
+        accepted = result.status not in ("pong", "replayed")
+        code = status.HTTP_202_ACCEPTED if accepted else status.HTTP_200_OK
         return Response(result.as_dict(), status=code)
 
 

@@ -2,7 +2,12 @@
 
 Only a push to the indexed branch queues anything, and through the same path as polling
 (``indexing.services.polling.note_remote_tip``): a tip already indexed queues nothing, and a
-delivery during a run is coalesced into it, so a replayed delivery is harmless.
+delivery during a run is coalesced into it. A signed push seen before (its body or its delivery
+id, ``indexing.webhooks.replays``) is answered ``replayed`` and queues nothing at all.
+
+A delivery for a repository that does not exist is checked against a secret nobody has, so it
+is refused exactly like an unsigned or wrongly signed one for a repository that does: the
+answer never tells an anonymous caller which repositories exist.
 """
 
 from __future__ import annotations
@@ -17,14 +22,22 @@ from django.utils import timezone
 from indexing.models import IndexedBranch, Repository, new_webhook_secret
 from indexing.services.branch_freshness import note_branch_tip
 from indexing.services.polling import note_remote_tip
-from indexing.webhooks.providers import ZERO_SHA, Delivery, UnreadableDelivery, read_delivery
+from indexing.webhooks.providers import (
+    NO_MATCH,
+    ZERO_SHA,
+    BadSignature,
+    Delivery,
+    UnreadableDelivery,
+    read_delivery,
+)
+from indexing.webhooks.replays import delivery_keys, first_time, forget
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 @dataclass(frozen=True)
 class DeliveryResult:
-    status: str  # pong, queued, coalesced, up_to_date, ignored
+    status: str  # pong, queued, coalesced, up_to_date, ignored, replayed
     provider: str
     event: str
     reason: str = ""
@@ -41,12 +54,35 @@ class DeliveryResult:
 
 
 def receive_delivery(
-    repository: Repository, headers: Mapping[str, str], body: bytes, content_type: str
+    repository: Repository | None, headers: Mapping[str, str], body: bytes, content_type: str
 ) -> DeliveryResult:
-    """Verify a delivery with the repository's secret and act on it.
+    """Verify a delivery with the repository's secret and act on it (``None``: no such
+    repository, refused as a bad signature is).
 
     Raises ``BadSignature`` (nothing was read or queued) and ``UnreadableDelivery``."""
-    delivery = read_delivery(headers, body, content_type, repository.webhook_secret)
+    secret = repository.webhook_secret if repository is not None else new_webhook_secret()
+    delivery = read_delivery(headers, body, content_type, secret)
+    if repository is None:  # unreachable: nobody signs with a secret made just now
+        raise BadSignature("bad_signature", NO_MATCH)
+    if not delivery.pushes:
+        return _act(repository, delivery)
+    keys = delivery_keys(repository.pk, delivery.provider, headers, body)
+    seen = first_time(keys)
+    if seen is not None:
+        return DeliveryResult(
+            "replayed",
+            delivery.provider,
+            delivery.event,
+            reason=f"this delivery was received already ({seen}); nothing was queued again",
+        )
+    try:
+        return _act(repository, delivery)
+    except Exception:
+        forget(keys)  # not acted on: the host's retry must count
+        raise
+
+
+def _act(repository: Repository, delivery: Delivery) -> DeliveryResult:
     provider, event = delivery.provider, delivery.event
     if delivery.ping:
         return DeliveryResult("pong", provider, event, reason="the webhook is set up")

@@ -26,6 +26,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 ZERO_SHA = "0" * 40
+# The same words whether the repository exists or not: an anonymous caller learns nothing.
+NO_MATCH = "the signature or token does not match the secret of a repository with this id"
 
 
 class WebhookRejected(Exception):
@@ -79,14 +81,14 @@ def _check_hex(given: str, secret: str, body: bytes, *, prefix: str) -> None:
     if not hmac.compare_digest(
         given.lower().encode("ascii", "replace"), _hmac_hex(secret, body).encode()
     ):
-        raise BadSignature("bad_signature", "the signature does not match this repository's secret")
+        raise BadSignature("bad_signature", NO_MATCH)
 
 
 def _check_token(given: str, secret: str) -> None:
     if not given:
         raise BadSignature("missing_signature", "the delivery carries no X-Gitlab-Token")
     if not hmac.compare_digest(given.encode("utf-8", "replace"), secret.encode("utf-8")):
-        raise BadSignature("bad_signature", "the token does not match this repository's secret")
+        raise BadSignature("bad_signature", NO_MATCH)
 
 
 def _payload(body: bytes, content_type: str) -> dict[str, Any]:
@@ -96,7 +98,9 @@ def _payload(body: bytes, content_type: str) -> dict[str, Any]:
             data = json.loads(values[0])
         else:
             data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        # RecursionError: JSON nested past Python's limit (a form's payload escapes the request
+        # guard's depth check, which reads JSON bodies only).
         raise UnreadableDelivery("invalid", "the body is not a JSON webhook payload") from None
     if not isinstance(data, dict):
         raise UnreadableDelivery("invalid", "the webhook payload is not a JSON object")

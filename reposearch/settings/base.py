@@ -92,6 +92,13 @@ REPO_SEARCH_POLL_INTERVAL_SECS = env.non_negative_int("REPO_SEARCH_POLL_INTERVAL
 # ... looking for due repositories every tick, backing off up to this long on a failing remote.
 REPO_SEARCH_POLL_TICK_SECS = env.positive_int("REPO_SEARCH_POLL_TICK_SECS", 30)
 REPO_SEARCH_POLL_MAX_BACKOFF_SECS = env.positive_int("REPO_SEARCH_POLL_MAX_BACKOFF_SECS", 21_600)
+# Push webhooks (indexing.webhooks): a signed delivery seen again within this window (its body or
+# its host's delivery id) queues nothing; calls that prove nothing (unsigned, a wrong signature,
+# an unknown repository) are counted per address, refused with 429 past the limit of a window,
+# and audited as a count (at 1, 10, 100 ... per window), not a row each.
+REPO_SEARCH_WEBHOOK_REPLAY_WINDOW_SECS = 86_400
+REPO_SEARCH_WEBHOOK_REFUSALS_PER_WINDOW = 30
+REPO_SEARCH_WEBHOOK_REFUSAL_WINDOW_SECS = 600
 # Many branches (indexing.services.branches): branches indexed per repository, the default included.
 REPO_SEARCH_MAX_BRANCHES = env.positive_int("REPO_SEARCH_MAX_BRANCHES", 10)
 # Declarative repository set (indexing.repository_sets): reconciled at start and when it changes.

@@ -136,11 +136,10 @@ def test_a_signed_push_to_the_indexed_branch_queues_one_incremental_reindex(
     assert shown["remote_tip"] == PUSHED
     assert shown["behind"] is True
 
-    # The same delivery again (a replay, or the host retrying): coalesced, nothing more queued.
+    # The same delivery again (a replay, or the host retrying): nothing more queued.
     again = deliver(api, repository, body, PROVIDERS[provider](repository.webhook_secret, body))
-    assert again.status_code == 202
-    assert again.json()["status"] == "coalesced"
-    assert again.json()["job_id"] == job.pk
+    assert again.status_code == 200
+    assert again.json()["status"] == "replayed"
     assert IndexJob.objects.filter(repository=repository).count() == 1
 
 
@@ -264,7 +263,7 @@ def test_oversize_bodies_are_413_before_anything_is_read(api, repository) -> Non
 
 
 @pytest.mark.django_db
-def test_unknown_repositories_are_404(api, repository) -> None:
+def test_unknown_repositories_are_refused_like_a_wrong_signature(api, repository) -> None:
     body = push_body("github", "main", PUSHED)
     response = api.generic(
         "POST",
@@ -273,8 +272,10 @@ def test_unknown_repositories_are_404(api, repository) -> None:
         content_type="application/json",
         **github(repository.webhook_secret, body),
     )
-    assert response.status_code == 404
-    assert error_of(response)["code"] == "not_found"
+    wrong = deliver(api, repository, body, github("not-the-secret", body))
+    assert response.status_code == wrong.status_code == 401
+    assert error_of(response) == error_of(wrong)
+    assert error_of(response)["code"] == "bad_signature"
 
 
 @pytest.mark.django_db
