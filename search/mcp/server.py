@@ -13,6 +13,7 @@ nobody said.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -49,10 +50,25 @@ INSTRUCTIONS = (
 )
 
 
+def _refuse_nul(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
+    """No argument may hold a NUL character: PostgreSQL text cannot, and a query with one would
+    fail in the database instead of as the caller's mistake."""
+    names = list(inspect.signature(fn).parameters)
+    for name, value in zip(names, args, strict=False):
+        if isinstance(value, str) and "\x00" in value:
+            raise tools.ToolInputError(
+                "invalid_argument",
+                f"{name} contains a NUL character",
+                "text without NUL (\\u0000) characters",
+                {"field": name},
+            )
+
+
 def _run(fn: Callable[..., dict[str, Any]], *args: Any) -> Answer:
     """``fn``'s answer as the structured content and, once, as compact JSON text (the SDK's own
     text copy is indented: half as many tokens again for the agent to read)."""
     try:
+        _refuse_nul(fn, args)
         answer = fn(*args, viewer=current_viewer())
     except tools.ToolInputError as exc:
         raise ToolError(str(exc)) from None
@@ -67,8 +83,10 @@ def search_code(
     query: Annotated[
         str,
         Field(
-            description='Words, an identifier, "exact text" or /regex/, with filters such as '
-            "repo:NAME lang:python file:src/**/*.py -file:*_test.go case:yes."
+            description='Words, an identifier, "exact text" or /regex/ (combine those with OR, '
+            'NOT or -, and parentheses: ("a" OR "b") -"c"), with filters such as repo:NAME '
+            "lang:python file:src/**/*.py -file:*_test.go case:yes (GitHub's language:, path:, "
+            "symbol:, content: work too)."
         ),
     ],
     k: Annotated[int | None, Field(description="Hits to return, 1..30 (default 8).")] = None,

@@ -52,14 +52,21 @@ DEFAULTS: dict[str, Any] = {
 MAX_K = 30
 MAX_QUERY_CHARS = 1000
 MAX_FILE_LINES = 400
+MAX_REPO_REF_CHARS = 300  # as indexing.repository_refs: longer than any id or name
 
 
 class ToolInputError(ValueError):
-    """Input the tool cannot use; ``str()`` is the structured JSON error."""
+    """Input the tool cannot use; ``str()`` is the structured JSON error. ``details`` are the
+    API's for the same error (``position``, ``suggestion``, ``suggested_query``...)."""
 
-    def __init__(self, code: str, message: str, valid: str) -> None:
-        self.payload = {"error": {"code": code, "message": message, "valid": valid}}
-        super().__init__(json.dumps(self.payload))
+    def __init__(
+        self, code: str, message: str, valid: str, details: dict[str, Any] | None = None
+    ) -> None:
+        error: dict[str, Any] = {"code": code, "message": message, "valid": valid}
+        if details:
+            error["details"] = details
+        self.payload = {"error": error}
+        super().__init__(json.dumps(self.payload, default=str))
 
 
 def _repositories_hint(viewer: Viewer) -> str:
@@ -89,6 +96,8 @@ def resolve_repository(repo: str, viewer: Viewer) -> Repository:
             "invalid_repo", "repo must be a non-empty string", _repositories_hint(viewer)
         )
     repo = repo.strip()
+    if "\x00" in repo or len(repo) > MAX_REPO_REF_CHARS:  # no name holds one: not found
+        raise ToolInputError("unknown_repo", "no such repository", _repositories_hint(viewer))
     visible = visible_repositories(viewer)
     try:
         found = visible.filter(pk=uuid.UUID(repo)).first()
@@ -186,7 +195,9 @@ def search_code(
     try:
         outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
     except QueryRejected as exc:
-        raise ToolInputError(exc.code, exc.message, SYNTAX_HINT) from None
+        # The API's code, message and details (its suggestion), with what input looks like.
+        valid = _repositories_hint(viewer) if "repo" in exc.details else SYNTAX_HINT
+        raise ToolInputError(exc.code, exc.message, valid, exc.details) from None
     except UnknownBranch as exc:
         raise ToolInputError("unknown_branch", str(exc), branches_hint(viewer)) from None
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
@@ -271,8 +282,10 @@ def get_file(
             f"{repository.name} has no indexed version yet",
             _repositories_hint(viewer),
         )
-    if not isinstance(path, str) or not path.strip():
-        raise ToolInputError("invalid_path", "path must not be empty", "a path from search_code")
+    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+        raise ToolInputError(
+            "invalid_path", "path must be a file path (no NUL)", "a path from search_code"
+        )
     source = SourceFile.objects.filter(
         repository=repository, generation=repository.active_generation, path=path.strip("/")
     ).first()
