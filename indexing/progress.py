@@ -93,9 +93,9 @@ def recent_rates(limit: int = HISTORY_JOBS) -> Rates:
     rows = (
         IndexJob.objects.filter(kind=JobKind.FULL, state=JobState.DONE)
         .order_by("-finished_at")
-        .values(
-            "files_total", "chunks_total", "chunks_embedded", "chunks_reused", "stage_timings"
-        )[:limit]
+        .values("files_total", "chunks_total", "chunks_embedded", "chunks_reused", "stage_timings")[
+            :limit
+        ]
     )
     samples: dict[str, list[float]] = {stage: [] for stage in DEFAULT_RATES}
     per_file: list[float] = []

@@ -39,7 +39,7 @@ from reposearch.embedded_services import (
     say,
     wait_until,
 )
-from reposearch.processes import web_command, worker_command
+from reposearch.processes import EMBED_WORKER_OPTIONS, web_command, worker_command
 from reposearch.supervisor import Child, GaveUp, Watched, check
 
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
@@ -219,12 +219,6 @@ def command_up(args: argparse.Namespace) -> int:
     return exit_code
 
 
-# What the embed worker's pool child may grow to before it is replaced: it keeps the model
-# loaded from one slice of embedding to the next (REPO_SEARCH_EMBED_SLICE_SECS), while the
-# other worker's children give their memory back after each task.
-EMBED_CHILD_MEMORY_MB = 700
-
-
 def embedded_workers(
     settings: Any, run_dir: Path, *, program: tuple[str, ...]
 ) -> list[tuple[str, list[str]]]:
@@ -242,7 +236,7 @@ def embedded_workers(
         name="embed@%h",
         concurrency=settings.REPO_SEARCH_EMBED_CONCURRENCY,
         program=program,
-        extra=("--max-memory-per-child", str(EMBED_CHILD_MEMORY_MB * 1024)),
+        extra=EMBED_WORKER_OPTIONS,
     )
     return [("worker", fast), ("embed-worker", embed)]
 

@@ -24,6 +24,14 @@ COMPOSE_WORKER_QUEUES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("embed", ("embed",)),
 )
 WEB_APP = "reposearch.asgi:application"
+# What an embed worker's pool child may grow to before it is replaced after a task: it keeps the
+# model loaded from one slice of embedding to the next (REPO_SEARCH_EMBED_SLICE_SECS; loading it
+# takes seconds), where the other workers' children give their memory back after each task.
+EMBED_CHILD_MEMORY_MB = 700
+EMBED_WORKER_OPTIONS: tuple[str, ...] = (
+    "--max-memory-per-child",
+    str(EMBED_CHILD_MEMORY_MB * 1024),
+)
 
 
 def default_web_workers(cores: int | None = None) -> int:
@@ -97,6 +105,7 @@ def compose_commands() -> dict[str, list[str]]:
     """Each long-running compose service's command, by service name."""
     commands = {"web": web_command("0.0.0.0", 9000, 2)}  # noqa: S104 - inside a container
     for name, queues in COMPOSE_WORKER_QUEUES:
-        commands[f"worker-{name}"] = worker_command(queues, name=f"{name}@%h")
+        extra = EMBED_WORKER_OPTIONS if queues == ("embed",) else ()
+        commands[f"worker-{name}"] = worker_command(queues, name=f"{name}@%h", extra=extra)
     commands["beat"] = beat_command("/tmp/celerybeat-schedule")  # noqa: S108 - container tmp
     return commands
