@@ -19,6 +19,7 @@ from django.db import connection
 
 from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
 from tests.refusals import public_dns  # noqa: F401 - a fixture for every test module
+from tests.shared_rows import open_shared_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -149,3 +150,18 @@ def _fresh_throttle_counters() -> Iterator[None]:
     cache.clear()
     query_vectors.clear()  # and the process's query embeddings: a test's model may be down
     yield
+
+
+@pytest.fixture(autouse=True)
+def _refuse_transactional_tests_inside_shared_rows(request: pytest.FixtureRequest) -> None:
+    """A test that commits (``transactional_db``) would run inside the open transaction of a
+    module's shared rows (tests/shared_rows.py) and truncate them: say so instead."""
+    names = request.fixturenames
+    marker = request.node.get_closest_marker("django_db")
+    transactional = "transactional_db" in names or "live_server" in names
+    transactional = transactional or bool(marker and marker.kwargs.get("transaction"))
+    if transactional and open_shared_rows():
+        pytest.fail(
+            f"a transactional test runs while {open_shared_rows()} hold their rows in an open "
+            "transaction: give it a module of its own"
+        )

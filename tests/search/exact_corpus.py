@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from indexing.models import Repository
 from tests.indexing.real_run import index, mirror
+from tests.shared_rows import shared_rows
 
 
 def _long_text() -> str:
@@ -73,7 +76,33 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return mirror(tmp_path_factory.mktemp("exact"), FILES)
 
 
-@pytest.fixture
-def indexed(source: Path) -> tuple[Path, Repository]:
-    # Indexed inside the test's transaction, so the jobs' queued tasks are never sent.
-    return source, index(source, "acme/httpclient")
+@pytest.fixture(scope="module")
+def indexed(
+    source: Path, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[tuple[Path, Repository]]:
+    """``acme/httpclient``, indexed once for the module's tests, which only read it (a test's
+    own rows are rolled back after it: tests/shared_rows.py). Never committed, so the jobs'
+    queued tasks are never sent."""
+    with shared_rows(
+        django_db_blocker, lambda: index(source, "acme/httpclient"), "indexed"
+    ) as repo:
+        yield source, repo
+
+
+@pytest.fixture(scope="module")
+def three_repositories(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[dict[str, tuple[Path, Repository]]]:
+    """The corpus in three repositories, named in an order that differs from the indexing's;
+    indexed once for the module (tests/shared_rows.py)."""
+    names = ["zeta/httpclient", "acme/httpclient", "acme/httpclient-fork"]
+
+    def build() -> dict[str, tuple[Path, Repository]]:
+        found = {}
+        for name in names:
+            path = mirror(tmp_path_factory.mktemp("exact-three"), FILES)
+            found[name] = (path, index(path, name))
+        return found
+
+    with shared_rows(django_db_blocker, build, "three_repositories") as found:
+        yield found

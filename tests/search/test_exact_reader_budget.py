@@ -15,12 +15,12 @@ from search.exact.patterns import compile_term
 from search.exact.query_language import Term
 from search.exact.reader import CandidateReader
 from tests.indexing.real_run import index, mirror
-from tests.search.exact_corpus import FILES
-from tests.search.test_exact_search import force_plan, three_repositories
+from tests.search.exact_corpus import FILES, three_repositories
+from tests.search.test_exact_search import force_plan
 
 pytestmark = pytest.mark.django_db
 
-__all__ = ["three_repositories"]  # the fixture, shared with test_exact_search
+__all__ = ["three_repositories"]  # the fixture, shared with test_exact_search_repositories
 
 
 class ManualClock:

@@ -16,7 +16,6 @@ import pytest
 from django.test import Client
 
 from indexing.models import SourceFile
-from tests.indexing.real_run import index, mirror
 from tests.search.exact_corpus import FILES
 
 pytestmark = pytest.mark.django_db
@@ -243,50 +242,6 @@ def test_every_read_plan_gives_the_git_grep_answer(
     assert [h["file_path"] for h in hits] == sorted(files)
     assert all(p["total"] == len(files) and not p["total_is_lower_bound"] for p in pages)
     assert all(p["match_total"] == len(expected) for p in pages)
-
-
-@pytest.fixture
-def three_repositories(tmp_path: Path) -> dict[str, tuple[Path, Any]]:
-    """The corpus in three repositories, named in an order that differs from the indexing's."""
-    names = ["zeta/httpclient", "acme/httpclient", "acme/httpclient-fork"]
-    found = {}
-    for number, name in enumerate(names):
-        (tmp_path / str(number)).mkdir()
-        path = mirror(tmp_path / str(number), FILES)
-        found[name] = (path, index(path, name))
-    return found
-
-
-MANY_REPOSITORY_CASES = [CASES[i] for i in (0, 2, 8, 9, 10, 11, 12)]
-
-
-@pytest.mark.parametrize("plan", READ_PLANS)
-@pytest.mark.parametrize(("query", "flags", "pattern"), MANY_REPOSITORY_CASES)
-def test_several_repositories_page_in_name_order_under_every_plan(
-    three_repositories, client: Client, monkeypatch: pytest.MonkeyPatch, plan, query, flags, pattern
-) -> None:  # type: ignore[no-untyped-def]
-    """Candidates are probed a few repositories at a time (or the rest at once, or by windows
-    when one holds too many): pages still run through every repository in name order, each
-    with exactly ``git grep``'s lines, and the totals count all three."""
-    force_plan(monkeypatch, plan)
-    hits, pages = all_pages(client, {"query": query, "limit": 2})
-    expected = []
-    for name, (path, repository) in sorted(three_repositories.items()):
-        commit = repository.last_indexed_commit
-        expected += sorted((name, *found) for found in git_grep(path, commit, flags, pattern))
-    lines = [
-        (h["repo_name"], h["file_path"], m["line"], m["text"]) for h in hits for m in h["matches"]
-    ]
-    assert sorted(lines) == expected
-    files = sorted({(name, file_path) for name, file_path, _, _ in expected})
-    assert [(h["repo_name"], h["file_path"]) for h in hits] == files
-    # True totals, or lower bounds said so (one-file windows can use up the count's 100 ms);
-    # the last page has read to the end.
-    for page in pages:
-        exact = page["total"] == len(files) and page["match_total"] == len(expected)
-        assert exact or page["total_is_lower_bound"]
-        assert page["total"] <= len(files) and page["match_total"] <= len(expected)
-    assert not pages[-1]["total_is_lower_bound"]
 
 
 @pytest.mark.parametrize("plan", READ_PLANS)
