@@ -22,6 +22,7 @@ from uuid import UUID
 from accounts.visibility import Viewer, visible_repositories
 from indexing.repository_refs import AmbiguousRepository, parse_id
 from search.exact.errors import QueryRejected
+from search.exact.repositories import nearest_names
 from search.serializers import SearchResponseSerializer
 from search.types import SearchRequest, SearchResult
 
@@ -79,10 +80,17 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
             found.setdefault(name, []).append(pk)
     missing = [name for name in dict.fromkeys(names) if name not in found]
     if missing:
+        # The nearest names among those ``viewer`` may see (never another's), and the prefix
+        # ``repo:`` would take (``requests`` for ``requests-2.32.3``).
+        visible = list(visible_repositories(viewer).values_list("name", flat=True))
+        nearest = {name: nearest_names(name, visible) for name in missing}
+        hints = [f"{n!r} (did you mean {', '.join(nearest[n])}?)" for n in missing if nearest[n]]
         raise QueryRejected(
             "unknown_repository",
-            "no repository named " + ", ".join(repr(n) for n in missing),
-            {"repos": missing},
+            "no repository named "
+            + ", ".join(repr(n) for n in missing)
+            + (" — " + "; ".join(hints) if hints else ""),
+            {"repos": missing, "suggestions": nearest},
         )
     for ref in refs:
         pk = parse_id(ref.strip())

@@ -28,9 +28,9 @@ LINE_LEVELS = (MAX_LINES_PER_FILE, 10, 5, 2, 1)
 MAX_LINE_CHARS = 300
 
 SYNTAX_HINT = (
-    'plain words, or "exact text", /regex/ (RE2), with filters repo:NAME lang:python '
-    "file:GLOB -file:GLOB case:yes, sym:NAME for definitions, type:file for file names; "
-    "mode auto|semantic|exact|regex"
+    'plain words, or "exact text", /regex/ (RE2) combined with OR, NOT/- and ( ), with filters '
+    "repo:NAME lang:python file:GLOB -file:GLOB case:yes (also language: path: content:), "
+    "sym:NAME (symbol:) for definitions, type:file for file names; mode auto|semantic|exact|regex"
 )
 
 
