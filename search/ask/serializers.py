@@ -21,12 +21,21 @@ class AskRequestSerializer(StrictSerializer):
         trim_whitespace=False,
         help_text=f"The question about the indexed code (1..{MAX_QUESTION_CHARS} characters).",
     )
+    # As POST /api/search's: ids or names, in either field (search.contract.repository_ids).
     repo_ids = serializers.ListField(
-        child=serializers.UUIDField(),
+        child=StrictCharField(max_length=300),
         required=False,
         allow_null=True,
         max_length=50,
-        help_text="Only these repositories (unknown ids are a 404). Default: all ready ones.",
+        help_text="Only these repositories, by id or name (unknown ones are a 404; a name "
+        "several repositories share is a 400 listing their ids). Default: all ready ones.",
+    )
+    repos = serializers.ListField(
+        child=StrictCharField(max_length=300),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text="The same as repo_ids (names read better); both together: either's.",
     )
     k = StrictIntegerField(
         min_value=1, max_value=MAX_K, default=8, help_text="Retrieved snippets given to the model."

@@ -1,7 +1,8 @@
 """``POST /api/ask``: serializer -> ``answer_question`` -> JSON, or server-sent events.
 
 Errors: 400 for invalid input (empty question, bad types, k outside 1..20, unknown fields,
-malformed JSON), 413 for a question over 2,000 characters, 404 for unknown repository ids,
+malformed JSON), 413 for a question over 2,000 characters, 404 for unknown repository ids or
+names (``repo_ids`` / ``repos`` take either, as ``POST /api/search``'s do),
 503 when no chat model can answer (or all of this process's model-call slots stay busy,
 ``model_busy``) and 502 when it answers with something unusable -- both with the retrieved
 sources in ``error.details`` so the caller still learns where to look.
@@ -28,6 +29,7 @@ from accounts.throttles import AskRateThrottle
 from accounts.visibility import viewer_for
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
+from search import contract
 from search.ask.disconnects import client_gone
 from search.ask.serializers import MAX_QUESTION_CHARS, AskRequestSerializer, AskResponseSerializer
 from search.ask.service import AskRequest, answer_question
@@ -80,7 +82,8 @@ class AskView(APIView):
                 413,
                 502,
                 503,
-                s404="Unknown repository id(s); `details.repo_ids` lists them.",
+                s404="Unknown repository id(s) (`details.repo_ids`) or name(s) (`details.repos`, "
+                "with the nearest names in `details.suggestions`).",
                 s413=f"Question over {MAX_QUESTION_CHARS} characters, or a body over the limit.",
                 s502="The chat model answered with something unusable; `details.sources` holds "
                 "what was retrieved.",
@@ -93,16 +96,19 @@ class AskView(APIView):
         serializer = AskRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        viewer = viewer_for(request.user)  # what the account may see, and the model with it
+        # Ids or names, as /api/search takes them: an unknown name is a 404 with the nearest.
+        refs = [*(data.get("repo_ids") or []), *(data.get("repos") or [])]
         ask = AskRequest(
             question=data["question"],
-            repo_ids=data.get("repo_ids") or None,
+            repo_ids=contract.repository_ids(refs, viewer),
             k=data["k"],
             expand=data["expand"],
             expand_depth=data["expand_depth"],
             hyde=data["hyde"],
             include_tests=data.get("include_tests"),
             include_docs=data.get("include_docs"),
-            viewer=viewer_for(request.user),  # what the account may see, and the model with it
+            viewer=viewer,
         )
         if wants_events(request, data):
             if ask.repo_ids:  # unknown ids are a 404 before the stream begins

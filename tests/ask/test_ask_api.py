@@ -144,6 +144,23 @@ def test_an_answer_that_cites_nothing_has_no_sources_and_says_so(shop, chat_mode
     assert any("cites none" in w for w in body["warnings"])
 
 
+def test_ask_takes_repository_names_as_search_does(shop, chat_model):
+    """``repos`` and ``repo_ids`` take names as ``POST /api/search``'s do (issue 29 item 3); an
+    unknown name is a 404 naming the nearest the account may see."""
+    chat_model.stop()  # a 503 still lists what was retrieved, from the named repository
+    for body in ({"repos": ["acme/shop"]}, {"repo_ids": ["acme/shop"]}):
+        response = ask(question="where is the connection pool configured?", **body)
+        assert response.status_code == 503, response.content
+        sources = response.json()["error"]["details"]["sources"]
+        assert sources and all(s["location"].startswith("acme/shop:") for s in sources)
+    response = ask(question="where is the pool configured?", repos=["acme/shpo"])
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error["code"] == "unknown_repository" and error["details"]["repos"] == ["acme/shpo"]
+    assert error["details"]["suggestions"] == {"acme/shpo": ["acme/shop"]}
+    assert "did you mean acme/shop?" in error["message"]
+
+
 def test_with_nothing_indexed_the_model_is_not_asked(db, chat_model):
     body = ask(question="where is the pool configured?").json()
     assert body["answered"] is False and body["sources"] == []
@@ -166,7 +183,9 @@ def test_with_nothing_indexed_the_model_is_not_asked(db, chat_model):
         ({"question": "pool", "hyde": 1}, 400),
         ({"question": "pool", "expand_depth": 9}, 400),
         ({"question": "pool", "repo_ids": "abc"}, 400),
-        ({"question": "pool", "repo_ids": ["not-a-uuid"]}, 400),
+        ({"question": "pool", "repo_ids": ["no-such-repository"]}, 404),  # names, as search's
+        ({"question": "pool", "repos": ["no-such-repository"]}, 404),
+        ({"question": "pool", "repos": "abc"}, 400),
         ({"question": "pool", "include_test": True}, 400),
         ({"question": "pool", "repo_ids": ["00000000-0000-0000-0000-000000000001"]}, 404),
     ],
