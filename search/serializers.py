@@ -26,8 +26,10 @@ MAX_LIMIT = 100
 class SearchRequestSerializer(StrictSerializer):
     query = StrictCharField(
         trim_whitespace=False,
-        help_text=f"What to look for (1..{MAX_QUERY_CHARS} characters); "
-        '"quoted text" must appear as a phrase.',
+        help_text=f"What to look for (1..{MAX_QUERY_CHARS} characters), in the query language "
+        '(docs/query-language.md): words, "exact text", /regex/, OR / NOT / - / ( ) over those, '
+        "filters repo: lang: file: case: branch: sym: type: content: (and GitHub's language: "
+        "path: symbol:). A filter-like word it cannot apply is a 400 with a suggestion.",
     )
     limit = StrictIntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
     use_bm25 = StrictBooleanField(default=True, help_text="Full-text (BM25) retrieval.")

@@ -2,7 +2,9 @@
 -> document.
 
 The query language (``search.exact.query_language``) picks the mode: plain text is hybrid
-search, ``"literals"`` exact search, ``/regex/`` regex search; ``mode`` overrides.
+search, ``"literals"`` exact search, ``/regex/`` regex search (``OR`` / ``NOT`` / ``-`` / ``( )``
+combine those); ``mode`` overrides. A filter-like word it cannot apply is a 400 whose details
+carry the suggestion (``suggestion``, ``suggested_query``), the same for the UI and MCP.
 
 Errors: 400 for invalid input (empty query, bad types, limit outside 1..100, unknown fields,
 malformed JSON, bad path globs), 413 for a query over 1,000 characters, 404 for repository ids
