@@ -36,10 +36,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import pytest
@@ -59,6 +59,7 @@ from tests.image_assembly import (
     top_level,
 )
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
+from tests.make_up_stack import wait_for
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -77,8 +78,6 @@ OTHER_DOCKERFILE = os.environ.get("REPOSEARCH_IMAGE_TEST_DOCKERFILE")
 def dockerfile() -> str | None:
     return Path(OTHER_DOCKERFILE).read_text() if OTHER_DOCKERFILE else None
 
-
-T = TypeVar("T")
 
 # The Dockerfile as it was before issue 28: packages copied by hand, accounts/ forgotten.
 HAND_COPIED_DOCKERFILE = """\
@@ -185,19 +184,6 @@ def test_a_dockerfile_step_the_assembly_cannot_reproduce_fails_it(tmp_path: Path
 
 
 # --- The image started, as compose starts it -------------------------------------------------------
-
-
-def wait_for(
-    predicate: Callable[[], T], what: str, seconds: float, context: Callable[[], str]
-) -> T:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {seconds} s:\n{context()}")
-        time.sleep(0.5)
 
 
 def _server_url(database: str) -> str:
