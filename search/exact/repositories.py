@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import re
 from typing import Any
 from uuid import UUID
 
@@ -80,6 +81,7 @@ def _resolve(
     negated: bool,
     repositories: list[tuple[UUID, str, str]],
     viewer: Viewer,
+    text: str = "",
 ) -> set[UUID]:
     """The repositories ``repo:pattern`` names: by name, glob or id, else by a unique prefix.
     Several by prefix is a 400 naming them; none a 404 naming the closest ``viewer`` may see."""
@@ -117,8 +119,21 @@ def _resolve(
             "repo": pattern,
             "suggestions": nearest,
             **({"suggestion": nearest[0]} if nearest else {}),
+            **(
+                _suggested_query(text, written, f"{written[: -len(pattern)]}{nearest[0]}")
+                if nearest
+                else {}
+            ),
         },
     )
+
+
+def _suggested_query(text: str, written: str, replacement: str) -> dict[str, str]:
+    """``{"suggested_query"}``: ``text`` with the filter as written replaced, when it is there
+    as a word of its own."""
+    for match in re.finditer(rf"(?<!\S){re.escape(written)}(?!\S)", text):
+        return {"suggested_query": text[: match.start()] + replacement + text[match.end() :]}
+    return {}
 
 
 def resolve_repositories(
@@ -139,9 +154,9 @@ def resolve_repositories(
     if parsed.repos:
         wanted: set[UUID] = set()
         for pattern in parsed.repos:
-            wanted |= _resolve(pattern, False, repositories, viewer)
+            wanted |= _resolve(pattern, False, repositories, viewer, parsed.text)
         chosen &= wanted
     for pattern in parsed.exclude_repos:
-        chosen -= _resolve(pattern, True, repositories, viewer)
+        chosen -= _resolve(pattern, True, repositories, viewer, parsed.text)
     # Keep the order stable and never widen to "all" when the filters leave nothing.
     return [pk for pk, _, _ in repositories if pk in chosen] or [UUID(int=0)]

@@ -252,7 +252,12 @@ REFUSALS = [
     ("case:yes timeout", 400, "unsupported_combination", {"filter": "case:"}),
     ('("a" OR "b"', 400, "unbalanced_parenthesis", {"position": 0}),
     ('-"x"', 400, "invalid_expression", {}),
-    ('repo:reqests "x"', 404, "unknown_repository", {"suggestion": "requests-2.32.3"}),
+    (
+        'repo:reqests "x"',
+        404,
+        "unknown_repository",
+        {"suggestion": "requests-2.32.3", "suggested_query": 'repo:requests-2.32.3 "x"'},
+    ),
     ('repo:httpclient-x "x"', 404, "unknown_repository", {"suggestions": ["acme/httpclient"]}),
 ]
 

@@ -85,11 +85,20 @@
     return Object.assign({}, response, { results: results });
   }
 
-  function showError(message) {
-    results.replaceChildren(window.reposearch.el("div", { className: "panel error", role: "alert" }, [
-      window.reposearch.el("h1", { text: "The search failed" }),
-      window.reposearch.el("p", { text: message }),
-    ]));
+  /** The API's error; when it names a corrected query (`details.suggested_query`: a misspelt
+   * filter, language or repository), a link that searches for it, the filters kept. */
+  function showError(message, details) {
+    const el = window.reposearch.el;
+    const children = [el("h1", { text: "The search failed" }), el("p", { text: message })];
+    const suggested = details && details.suggested_query;
+    if (suggested) {
+      const params = new URLSearchParams(window.location.search);
+      params.set("q", suggested);
+      children.push(el("p", { className: "suggestion" }, [
+        "Search for ", el("a", { href: "?" + params.toString(), text: suggested }),
+      ]));
+    }
+    results.replaceChildren(el("div", { className: "panel error", role: "alert" }, children));
   }
 
   /** Every mode pages with a cursor (exact and regex by file, hybrid by hit): "Load more"
@@ -131,7 +140,7 @@
     if (!answer.ok) {
       results.removeAttribute("aria-busy");
       status.textContent = "";
-      showError(answer.message);
+      showError(answer.message, answer.data && answer.data.error && answer.data.error.details);
       return;
     }
     const rendered = await window.reposearch.postForHtml(form.dataset.render,
