@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from indexing.chunking import ChunkBudget, chunk_file
+from indexing.models import Chunk
+from tests.indexing.real_run import fetch_and_index, mirror
 
 
 def outline(text: str, language: str, **kwargs: object) -> list[tuple[int, int, str, str | None]]:
@@ -52,9 +58,18 @@ def test_a_page_without_headings_keeps_line_windows() -> None:
     assert [kind for _, _, kind, _ in outline(text, "markdown")] == ["window", "window"]
 
 
-def test_line_windows_stay_the_default() -> None:
-    text = "# Deploying\n\nRun it behind a proxy.\n"
-    assert [p.kind for p in chunk_file(text, "markdown", "README.md")] == ["window"]
+@pytest.mark.django_db
+def test_an_indexed_page_is_chunked_by_section_as_shipped(tmp_path: Path) -> None:
+    """With the settings as shipped (``REPO_SEARCH_DOC_SECTIONS`` untouched), a repository's
+    Markdown page is stored as one chunk per section, named by its heading: what a search hit
+    on the page shows."""
+    page = "# Deploying\n\nRun it behind a proxy.\n\n## Gunicorn\n\nworkers = 4\n"
+    job = fetch_and_index(mirror(tmp_path, {"docs/deploy.md": page}))
+    stored = Chunk.objects.filter(repository=job.repository).order_by("start_line")
+    assert [(c.kind, c.symbol, c.start_line, c.end_line) for c in stored] == [
+        ("section", "Deploying", 1, 3),
+        ("section", "Gunicorn", 5, 7),
+    ]
 
 
 def test_the_setting_turns_sections_on_for_the_indexer(settings) -> None:  # type: ignore[no-untyped-def]
