@@ -83,14 +83,14 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
         # The nearest names among those ``viewer`` may see (never another's), and the prefix
         # ``repo:`` would take (``requests`` for ``requests-2.32.3``).
         visible = list(visible_repositories(viewer).values_list("name", flat=True))
-        nearest = {name: nearest_names(name, visible) for name in missing}
-        hints = [f"{n!r} (did you mean {', '.join(nearest[n])}?)" for n in missing if nearest[n]]
+        nearest = {n: near for n in missing if (near := nearest_names(n, visible))}
+        hints = [f"{n!r} (did you mean {', '.join(names)}?)" for n, names in nearest.items()]
         raise QueryRejected(
             "unknown_repository",
             "no repository named "
             + ", ".join(repr(n) for n in missing)
             + (" — " + "; ".join(hints) if hints else ""),
-            {"repos": missing, "suggestions": nearest},
+            {"repos": missing, **({"suggestions": nearest} if nearest else {})},
         )
     for ref in refs:
         pk = parse_id(ref.strip())

@@ -3,7 +3,7 @@ the canonical filters and as ``git grep``; boolean combinations equal ``git grep
 refusal carries its suggestion; ``repo:`` takes a unique prefix and suggests only names the
 account may see.
 
-The repositories are indexed once for the module (committed, removed at its end): the real
+The repositories are indexed once for the module (tests/shared_rows.py): the real
 ``acme/httpclient`` of the exact-search tests (``tests.search.exact_corpus``), and two small
 ones named alike -- ``requests-2.32.3`` (everyone) and ``requests-internal`` (group ``team-q``).
 """
@@ -17,11 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.db import transaction
 from django.test import Client
 
 from accounts.visibility import viewer_for
@@ -32,6 +30,7 @@ from tests.accounts_support import make_account
 from tests.factories import indexed_repository
 from tests.indexing.real_run import index, mirror
 from tests.search.exact_corpus import FILES
+from tests.shared_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -53,27 +52,23 @@ class Corpus:
 def corpus(
     django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Corpus]:
-    with django_db_blocker.unblock():
-        # Committed for the module; the pipeline's hand-over tasks are not sent anywhere.
-        with mock.patch.object(transaction, "on_commit"):
-            path = mirror(tmp_path_factory.mktemp("query-language"), FILES)
-            httpclient = index(path, "acme/httpclient")
-            public = indexed_repository("requests-2.32.3", ["def get(url):\n    return url\n"])
-            internal = indexed_repository(
-                "requests-internal", ["def get_internal(url):\n    return url\n"]
-            )
-            member = make_account("read", groups=[GROUP])
-            internal.visible_to_groups.set([Group.objects.get(name=GROUP)])
-            outsider = make_account("read")
-        built = Corpus(path, httpclient, public, internal, member, outsider)
-    yield built
-    with django_db_blocker.unblock():
-        repositories = [built.httpclient, built.public, built.internal]
-        for repository in repositories:
+    """Built once for the module in a transaction rolled back at its end (tests/shared_rows.py)."""
+
+    def build() -> Corpus:
+        path = mirror(tmp_path_factory.mktemp("query-language"), FILES)
+        httpclient = index(path, "acme/httpclient")
+        public = indexed_repository("requests-2.32.3", ["def get(url):\n    return url\n"])
+        internal = indexed_repository(
+            "requests-internal", ["def get_internal(url):\n    return url\n"]
+        )
+        member = make_account("read", groups=[GROUP])
+        internal.visible_to_groups.set([Group.objects.get(name=GROUP)])
+        return Corpus(path, httpclient, public, internal, member, make_account("read"))
+
+    with shared_rows(django_db_blocker, build, "query-language corpus") as built:
+        yield built
+        for repository in (built.httpclient, built.public, built.internal):
             shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
-        Repository.objects.filter(pk__in=[r.pk for r in repositories]).delete()
-        User.objects.filter(pk__in=[member.pk, outsider.pk]).delete()
-        Group.objects.filter(name=GROUP).delete()
 
 
 def signed_in(user: User) -> Client:
