@@ -19,7 +19,7 @@ from django.db import connection
 
 from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
 from tests.refusals import public_dns  # noqa: F401 - a fixture for every test module
-from tests.shared_rows import open_shared_rows
+from tests.shared_rows import ROW_FIXTURES, open_shared_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,6 +150,24 @@ def _fresh_throttle_counters() -> Iterator[None]:
     cache.clear()
     query_vectors.clear()  # and the process's query embeddings: a test's model may be down
     yield
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's order (db tests, then transactional)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Within each module's run of tests, those that ask for no shared rows run first: they
+    never see the rows a module-scoped ``rows_fixture`` keeps while it lives."""
+
+    def wants_rows(item: pytest.Item) -> bool:
+        return bool(ROW_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+    ordered: list[pytest.Item] = []
+    start = 0
+    for end in range(1, len(items) + 1):
+        if end == len(items) or items[end].path != items[start].path:
+            run = items[start:end]
+            ordered += [i for i in run if not wants_rows(i)] + [i for i in run if wants_rows(i)]
+            start = end
+    items[:] = ordered
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,12 @@ outer transaction is rolled back too: the next module starts from an empty datab
 
 Nothing here is committed, as nothing a per-test fixture built was: queued tasks
 (``delay_on_commit``) are never sent and other connections do not see the rows, exactly as
-before. A test that needs committed rows (``transactional_db``) cannot run inside the open
-transaction; ``refuse_transactional_tests_inside`` (autouse, tests/conftest.py) fails it with
-a message instead of letting it truncate the shared rows.
+before. Two rules keep the other tests of the module as they were (both in tests/conftest.py):
+
+- the module's tests that do not ask for a fixture made with ``rows_fixture`` run before those
+  that do, so they never see its rows;
+- a test that needs committed rows (``transactional_db``) cannot run inside the open
+  transaction: it fails with a message instead of truncating the shared rows.
 """
 
 from __future__ import annotations
@@ -20,11 +23,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import pytest
 from django.db import transaction
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 _open: list[str] = []  # the fixtures whose transaction is open now, innermost last
+ROW_FIXTURES: set[str] = set()  # the names of the fixtures made with rows_fixture
+
+
+def rows_fixture(scope: str = "module") -> Callable[[F], F]:
+    """``pytest.fixture(scope=scope)`` for a fixture that yields from ``shared_rows``; its name
+    is known to the ordering rule above."""
+
+    def declare(function: F) -> F:
+        ROW_FIXTURES.add(function.__name__)
+        return pytest.fixture(scope=scope)(function)  # type: ignore[call-overload,no-any-return]
+
+    return declare
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import pytest
 
 from indexing.models import Repository
 from tests.indexing.real_run import index, mirror
-from tests.shared_rows import shared_rows
+from tests.shared_rows import rows_fixture, shared_rows
 
 
 def _long_text() -> str:
@@ -76,7 +76,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return mirror(tmp_path_factory.mktemp("exact"), FILES)
 
 
-@pytest.fixture(scope="module")
+@rows_fixture()
 def indexed(
     source: Path, django_db_setup: None, django_db_blocker: Any
 ) -> Iterator[tuple[Path, Repository]]:
@@ -89,7 +89,7 @@ def indexed(
         yield source, repo
 
 
-@pytest.fixture(scope="module")
+@rows_fixture()
 def three_repositories(
     tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
 ) -> Iterator[dict[str, tuple[Path, Repository]]]:
