@@ -28,7 +28,7 @@ from indexing.exceptions import (
 )
 from indexing.repository_refs import AmbiguousRepository, RepositoryNotFound
 from indexing.webhooks.providers import BadSignature, WebhookRejected
-from search.ask.service import AskFailed
+from search.ask.errors import AskFailed
 from search.exact.errors import QueryRejected
 from search.retrieval.globs import InvalidGlob
 from search.retrieval.scope import UnknownBranch, UnknownRepositories

@@ -22,7 +22,8 @@ from uuid import UUID
 from accounts.visibility import Viewer
 from indexing.models import Chunk
 from search.ask.context import ContextSnippet
-from search.ask.service import AskFailed, AskRequest, answer_question, retrieve_context
+from search.ask.errors import AskFailed
+from search.ask.service import AskRequest, answer_question, retrieve_context
 from search.types import StageTrace
 
 _MARKER = re.compile(r"\[(\d+)\]")

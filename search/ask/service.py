@@ -26,6 +26,7 @@ from search import contract
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.citations import parse_citations
 from search.ask.context import ContextSnippet, distinct, load_snippets, name_links
+from search.ask.errors import AskFailed
 from search.ask.hyde import fuse_with_question, run_hyde
 from search.ask.prompt import MAX_ANSWER_TOKENS, Prompt, build_prompt
 from search.executor import SearchExecutor
@@ -96,16 +97,6 @@ class AskResult:
             ],
             "timings": self.timings,
         }
-
-
-class AskFailed(Exception):
-    """The model could not answer; ``result`` holds what was retrieved (never an answer)."""
-
-    def __init__(self, code: str, message: str, result: AskResult) -> None:
-        super().__init__(message)
-        self.code = code  # "model_unavailable" | "model_busy" | "model_bad_response"
-        self.message = message
-        self.result = result
 
 
 def _ms(started: float) -> float:

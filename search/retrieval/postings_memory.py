@@ -29,7 +29,6 @@ from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts
 from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_cache import KeptLists, TermList
 from search.retrieval.postings_format import K1, MAX_LEN, B
-from search.retrieval.postings_kernels import accumulate, offer
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 
@@ -129,6 +128,10 @@ class _Pass:
         (ids, scores), best first. A repository at a time: its terms' lists in order (each
         chunk's sum made in the order of the terms, as when read by id), then its chunks
         offered to each list's heap, in a buffer as long as one repository's span."""
+        # numba loads here, in the processes that search, not in every process that imports the
+        # URL conf (a Celery worker runs Django's checks, which do).
+        from search.retrieval.postings_kernels import accumulate, offer
+
         wants = [self.wants[w] for w in which]
         admitted = np.zeros(4, dtype=np.bool_)
         for kind in range(4):

@@ -14,8 +14,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from search.ask.errors import AskFailed
 from search.ask.serializers import MAX_DEPTH, MAX_K, MAX_QUESTION_CHARS
-from search.ask.service import AskFailed, AskRequest, answer_question
+from search.ask.service import AskRequest, answer_question
 from search.management.viewer_option import add_user_option, viewer_from_options
 from search.retrieval.scope import UnknownRepositories
 
