@@ -67,6 +67,17 @@ def get_embedder(settings: ModelSettings | None = None) -> Embedder:
     return embedder
 
 
+def release_local_models() -> bool:
+    """Free the built-in embedding model's memory in this process (a worker that has nothing
+    left to embed): the embedders are dropped and the model is loaded again when next needed.
+    True when a loaded model was freed."""
+    from llm.local_embedding import release_runtime
+
+    with _lock:
+        _embedders.clear()
+    return release_runtime()
+
+
 def get_chat(settings: ModelSettings | None = None) -> Chat:
     """The chat client of the configuration in force.
 

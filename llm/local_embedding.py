@@ -22,6 +22,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -341,6 +342,24 @@ def get_runtime() -> MiniLMRuntime:
                     raise
                 _runtime_error = None
     return _runtime
+
+
+def release_runtime() -> bool:
+    """Drop the loaded model (its weights and thread pool) and hand the freed memory back to
+    the system; the next ``get_runtime`` loads it again. True when one was loaded."""
+    global _runtime
+    with _runtime_lock:
+        released, _runtime = _runtime, None
+    if released is None:
+        return False
+    del released  # whoever still holds it keeps a working model; the rest is freed
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # glibc only: elsewhere, nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return True
 
 
 def runtime_status() -> tuple[bool, str | None]:

@@ -1,6 +1,6 @@
 """Embedding in slices: a repository's embedding stops at its deadline and goes on where it
 stopped, so the embed worker's time can pass between repositories; the result is the same as
-embedding everything in one go.
+embedding everything in one go. And an embed worker with nothing left to embed frees the model.
 
 A deterministic embedder stands in for the model (each text's vector comes from its hash) so the
 vectors of a sliced run can be compared with a one-shot run's exactly; the database is real.
@@ -14,7 +14,9 @@ import time
 import numpy as np
 import pytest
 
-from indexing.models import ChunkEmbedding, EmbeddingVector
+import llm
+from indexing.models import ChunkEmbedding, EmbeddingVector, IndexJob, JobState
+from indexing.services.stages.embed import run_embed
 from indexing.services.vectors import EmbedOutcome, embed_repository, embedding_space
 from tests.factories import indexed_repository
 
@@ -102,3 +104,36 @@ def test_no_deadline_embeds_everything_in_one_call() -> None:
     outcome = embed_repository(repository, space, hashed_embedder([]), batch_size=8)
     assert not outcome.unfinished
     assert outcome.embedded == 20
+
+
+@pytest.fixture
+def local(settings, tmp_path):  # type: ignore[no-untyped-def]
+    settings.REPO_SEARCH_DATA_DIR = tmp_path / "data"
+    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+    return tmp_path
+
+
+def test_the_model_is_freed_once_nothing_is_left_to_embed(local) -> None:  # type: ignore[no-untyped-def]
+    """An idle embed worker gave up ~250 MB only when replaced; now the last job's end frees the
+    built-in model, and a job on its way to the embed stage keeps it loaded."""
+    from llm.local_embedding import runtime_status
+    from tests.indexing.real_run import fetch_and_index, mirror
+
+    first_dir, second_dir = local / "one", local / "two"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first = fetch_and_index(mirror(first_dir, {"a.py": "def a():\n    return 1\n"}), "acme/one")
+    second = fetch_and_index(mirror(second_dir, {"b.py": "def b():\n    return 2\n"}), "acme/two")
+
+    run_embed(first.pk)
+    assert IndexJob.objects.get(pk=first.pk).state == JobState.DONE
+    assert runtime_status()[0]  # the second job still waits to embed: kept
+
+    run_embed(second.pk)
+    assert IndexJob.objects.get(pk=second.pk).state == JobState.DONE
+    assert not runtime_status()[0]  # nothing left: freed
+    assert second.repository.chunk_count == 1
+    # Loaded again when needed.
+    again = llm.get_embedder().embed(["def b():\n    return 2\n"])
+    assert again.shape == (1, 384)
+    assert runtime_status()[0]

@@ -172,3 +172,20 @@ def run_embed(job_id: int, *, final_attempt: bool = True, task_id: str = "") -> 
     if job.branch_id is None:  # the default branch's clone is there: match the globs again
         match_branch_globs(repository.pk)
     queue_next_branch(repository.pk)
+    release_model_when_idle()
+
+
+# Jobs in these states embed now or will soon: the model stays loaded for them.
+EMBED_SOON = (JobState.QUEUED, JobState.CLONING, JobState.WALKING, JobState.CHUNKING,
+              JobState.STORING, JobState.EMBEDDING)  # fmt: skip
+
+
+def release_model_when_idle() -> None:
+    """After a job's embedding ended: when no other job is on its way to the embed stage, free
+    the built-in model's memory (about 250 MB in an idle worker); the next job loads it again."""
+    if IndexJob.objects.filter(state__in=EMBED_SOON).exists():
+        return
+    from llm import release_local_models
+
+    if release_local_models():
+        logger.info("nothing left to embed: the embedding model's memory is freed")
