@@ -6,7 +6,11 @@ back and says why, budgets hold against real slowness, and answers cite real chu
 
 Bounded: one server process for the session (a 2,048-token context, as ``LLM_CONTEXT_TOKENS``
 tells the app), small answers, a handful of calls. Asserts what a user sees (results, trace,
-citations, the order of streamed events), never the model's wording or its speed.
+citations, the order of streamed events), never the model's wording or its speed: each stage
+gets a budget a busy core cannot miss (``GENEROUS_S``) and must then do its work -- phrasings
+read and searched, every candidate judged, an answer written over real chunks -- instead of
+passing on its fallback; the fallback has a test of its own (a timeout shorter than the model
+needs), and the model's answers are greedy (temperature 0), so a run repeats.
 """
 
 from __future__ import annotations
@@ -21,16 +25,19 @@ import pytest
 import llm
 import llm.config
 from indexing.models import Chunk
+from search.executor import SearchExecutor, SearchRequest
+from search.types import SearchHit, SearchResult
 from tests.accounts_support import bearer, make_account, token_client, token_for
 from tests.asgi_server import serving_the_site
 from tests.ask import corpus, test_ask_stream
 from tests.ask.test_ask_stream import read_events
 from tests.llama_server import LlamaServer, missing
 
-pytestmark = [pytest.mark.real_model, pytest.mark.django_db]
+pytestmark = [pytest.mark.real_model, pytest.mark.django_db, pytest.mark.timeout(600)]
 
 QUESTION = "where is the connection pool configured?"
 CONTEXT_TOKENS = 2048
+GENEROUS_S = 120.0  # a stage's budget: the model's speed on a busy core is not under test
 shop = corpus.shop  # the fixture: a small indexed repository with real local vectors
 committed_shop = test_ask_stream.committed_shop  # the same, committed (for the served site)
 
@@ -84,6 +91,43 @@ def where(hit: dict[str, Any]) -> tuple[str, int]:
     return hit["file_path"], hit["start_line"]
 
 
+def run_search(**fields: Any) -> SearchResult:
+    """The search pipeline itself, for the fields the API does not take (stage budgets)."""
+    return SearchExecutor().run(SearchRequest(query=QUESTION, limit=10, **fields))
+
+
+def assert_real_hits(hits: list[SearchHit], shop: Any) -> None:
+    """Every hit is a distinct live chunk of the repository, located as its row says."""
+    assert hits
+    assert len({(h.file_path, h.start_line) for h in hits}) == len(hits)
+    for hit in hits:
+        row = Chunk.objects.get(pk=hit.chunk_id)
+        assert (row.repository_id, row.path, row.start_line, row.end_line, row.symbol) == (
+            shop.pk, hit.file_path, hit.start_line, hit.end_line, hit.symbol
+        )  # fmt: skip
+
+
+def assert_real_snippets(body: dict[str, Any], shop: Any) -> None:
+    """The answer's context (the snippets the page lists) is live chunks of the repository at
+    its indexed commit, and every citation names one of them."""
+    assert body["snippets"], body
+    for snippet in body["snippets"]:
+        row = Chunk.objects.get(
+            repository=shop, path=snippet["path"], start_line=snippet["start_line"]
+        )
+        assert snippet["end_line"] == row.end_line
+        assert snippet["commit"] == shop.last_indexed_commit
+    for source in body["sources"]:  # what the model cited, resolved from the chunk's own row
+        row = Chunk.objects.get(
+            repository=shop, path=source["path"], start_line=source["start_line"]
+        )
+        assert source["end_line"] == row.end_line
+        assert source["commit"] == shop.last_indexed_commit
+    cited = [s["number"] for s in body["sources"]]
+    assert cited == sorted(set(cited), key=cited.index)
+    assert all(1 <= n <= len(body["snippets"]) for n in cited)
+
+
 def assert_valid_hits(body: dict[str, Any], shop: Any) -> None:
     """Every hit is a distinct live chunk of the repository, located as its row says."""
     hits = body["results"]
@@ -106,79 +150,54 @@ def test_chat_answers_with_text_through_the_openai_provider(real_chat) -> None:
     assert isinstance(answer, str) and answer.strip()
 
 
-def test_expansion_parses_the_real_answer_or_says_why_not(shop, real_chat) -> None:
-    body = search(query=QUESTION, use_expansion=True)
-    assert_valid_hits(body, shop)
-    expansion = stage(body, "expansion")
-    if expansion["status"] == "ran":
-        # Asked under a JSON schema (llama.cpp turns it into a grammar): read as JSON.
-        assert expansion["detail"]["parsed_from"] == "json"
-        alternatives = expansion["detail"]["alternatives"]
-        assert alternatives and all(a.strip() and a != QUESTION for a in alternatives)
-        assert body["queries"] == [QUESTION, *alternatives]
-        searched = [q["query"] for q in stage(body, "fulltext")["detail"]["queries"]]
-        assert searched == body["queries"]
-    else:  # the model's words held no phrasing, or it was too slow: the trace says which
-        assert expansion["status"] in ("failed", "skipped")
-        assert expansion["reason"]
-        assert body["queries"] == [QUESTION]
+def test_expansion_reads_the_real_phrasings_and_searches_them(shop, real_chat) -> None:
+    result = run_search(use_expansion=True, expansion_timeout_s=GENEROUS_S)
+    expansion = result.stage("expansion")
+    assert expansion is not None and expansion.status == "ran", expansion
+    # Asked under a JSON schema (llama.cpp turns it into a grammar): read as JSON.
+    assert expansion.detail["parsed_from"] == "json"
+    alternatives = expansion.detail["alternatives"]
+    assert alternatives and all(a.strip() and a != QUESTION for a in alternatives)
+    assert result.queries == [QUESTION, *alternatives]
+    fulltext = result.stage("fulltext")
+    assert fulltext is not None
+    assert [q["query"] for q in fulltext.detail["queries"]] == result.queries
+    assert_real_hits(result.hits, shop)
 
 
-def test_rerank_gives_a_valid_order_and_true_counts(shop, real_chat) -> None:
-    plain = search(query=QUESTION)
-    body = search(query=QUESTION, use_rerank=True)
-    assert_valid_hits(body, shop)
-    rerank = stage(body, "rerank")
-    judged = [h for h in body["results"] if h["rerank_score"] is not None]
-    assert sorted(map(where, body["results"])) == sorted(map(where, plain["results"]))
-    assert rerank["detail"]["judged"] == len(judged)
-    outcomes = ("judged", "unreadable", "late", "timed_out", "unreachable", "errors", "busy")
-    accounted = sum(rerank["detail"][name] for name in (*outcomes, "in_flight", "not_started"))
-    assert accounted == rerank["detail"]["candidates"] > 0, rerank  # every candidate's fate
-    assert all(0.0 <= h["rerank_score"] <= 1.0 for h in judged)
+def test_rerank_judges_every_candidate_and_orders_by_its_verdicts(shop, real_chat) -> None:
+    plain = run_search()
+    result = run_search(use_rerank=True, rerank_top=4, rerank_budget_s=GENEROUS_S)
+    rerank = result.stage("rerank")
+    assert rerank is not None and rerank.status == "ran", rerank
+    detail = rerank.detail
+    assert detail["candidates"] == detail["judged"] == 4, detail  # every candidate's verdict
     # The schema holds the model to {"relevant", "confidence"}: no verdict needed guessing.
-    assert rerank["detail"]["parsed_keyword"] == 0 and rerank["detail"]["unreadable"] == 0
-    if rerank["status"] != "ran":  # nothing judged in the budget: the fusion order stands
-        assert rerank["reason"] and not judged
-        assert list(map(where, body["results"])) == list(map(where, plain["results"]))
-    elif len(judged) < rerank["detail"]["candidates"]:
-        total = rerank["detail"]["candidates"]
-        assert f"{len(judged)} of {total} candidates judged" in rerank["reason"]
+    assert detail["parsed_json"] == 4 and detail["parsed_keyword"] == detail["unreadable"] == 0
+    judged = [h for h in result.hits if h.rerank_score is not None]
+    assert len(judged) == 4 and all(0.0 <= h.rerank_score <= 1.0 for h in judged)  # type: ignore[operator]
+    # The same chunks as without rerank, now in the order of the blend of both.
+    assert sorted(h.chunk_id for h in result.hits) == sorted(h.chunk_id for h in plain.hits)
+    scores = [h.combined_score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert_real_hits(result.hits, shop)
 
 
-def test_ask_with_hyde_cites_real_chunks_or_fails_with_the_sources(
-    shop, real_chat, settings
-) -> None:
-    # Room for a CPU model to write a whole answer (the defaults cap it at LLM_TIMEOUT_SECS 30).
-    settings.LLM_TIMEOUT_SECS = settings.REPO_SEARCH_ASK_TIMEOUT_SECS = 90.0
+def test_ask_with_hyde_answers_over_real_chunks(shop, real_chat, settings) -> None:
+    # Room for a CPU model (the defaults cap ask at LLM_TIMEOUT_SECS 30, HyDE at 20 s).
+    settings.LLM_TIMEOUT_SECS = settings.REPO_SEARCH_ASK_TIMEOUT_SECS = GENEROUS_S
+    settings.REPO_SEARCH_HYDE_TIMEOUT_SECS = GENEROUS_S
     llm.config.invalidate()
     response = token_client().post(
         "/api/ask", {"question": QUESTION, "hyde": True, "k": 4}, format="json"
     )
-    assert response.status_code in (200, 502, 503), response.content
+    assert response.status_code == 200, response.content
     body = response.json()
-    if response.status_code != 200:  # an honest failure still says where to look
-        assert body["error"]["code"] in ("model_unavailable", "model_bad_response"), body
-        sources = body["error"]["details"]["sources"]
-        assert sources and all(s["path"].startswith(("src/", "tests/")) for s in sources)
-        trace = body["error"]["details"]["trace"]
-    else:
-        assert body["answered"] and body["answer"]["text"].strip()
-        for source in body["sources"]:  # every citation resolved from the chunk's own row
-            row = Chunk.objects.get(
-                repository=shop, path=source["path"], start_line=source["start_line"]
-            )
-            assert source["end_line"] == row.end_line
-            assert source["commit"] == shop.last_indexed_commit
-        cited = [s["number"] for s in body["sources"]]
-        assert cited == sorted(set(cited), key=cited.index)
-        assert all(1 <= n <= len(body["snippets"]) for n in cited)
-        trace = body["trace"]
-    hyde = next(t for t in trace if t["name"] == "hyde")
-    if hyde["status"] == "ran":
-        assert hyde["detail"]["snippet"].strip() and hyde["detail"]["hits"] > 0
-    else:
-        assert hyde["reason"]
+    assert body["answered"] and body["answer"]["text"].strip()
+    assert_real_snippets(body, shop)
+    hyde = next(t for t in body["trace"] if t["name"] == "hyde")
+    assert hyde["status"] == "ran", hyde  # the model's hypothetical code was searched too
+    assert hyde["detail"]["snippet"].strip() and hyde["detail"]["hits"] > 0
 
 
 def test_a_timeout_shorter_than_the_model_needs_leaves_the_search_answering(
@@ -205,7 +224,7 @@ def test_a_timeout_shorter_than_the_model_needs_leaves_the_search_answering(
 def test_a_streamed_ask_shows_the_sources_then_the_words_then_checked_citations(
     committed_shop, real_chat, settings, monkeypatch
 ) -> None:
-    settings.REPO_SEARCH_ASK_TIMEOUT_SECS = 90.0
+    settings.LLM_TIMEOUT_SECS = settings.REPO_SEARCH_ASK_TIMEOUT_SECS = GENEROUS_S
     headers = {"Accept": "text/event-stream", **bearer(token_for(make_account("read")))}
     with (
         serving_the_site(monkeypatch) as site,
@@ -214,28 +233,22 @@ def test_a_streamed_ask_shows_the_sources_then_the_words_then_checked_citations(
             f"{site}/api/ask",
             json={"question": QUESTION, "k": 4},
             headers=headers,
-            timeout=120,
+            timeout=GENEROUS_S + 60,
         ) as response,
     ):
         assert response.status_code == 200
         events = list(read_events(response))
     names = [name for name, _ in events]
-    assert names[0] == "sources" and names[-1] in ("done", "error"), names
-    assert set(names[1:-1]) <= {"delta"}
+    # The sources first, then the model's words as it writes them, then the whole answer.
+    assert names[0] == "sources" and names[-1] == "done", events[-1]
+    assert set(names[1:-1]) == {"delta"}
     assert events[0][1]["snippets"]
     last = events[-1][1]
-    if names[-1] == "error":  # an honest failure, in the one error shape, with the sources
-        assert last["error"]["code"] in ("model_unavailable", "model_bad_response", "model_busy")
-        assert last["error"]["details"]["sources"]
-        return
     raw = "".join(data["text"] for name, data in events if name == "delta")
-    assert names.count("delta") >= 1 and last["answer"]["raw"] == raw
+    assert raw.strip() and last["answered"] and last["answer"]["raw"] == raw
+    assert last["snippets"] == events[0][1]["snippets"]  # the sources shown first are the context
     answer = next(t for t in last["trace"] if t["name"] == "answer")
     assert answer["detail"]["context_tokens"] == CONTEXT_TOKENS
     assert answer["detail"]["prompt_tokens_estimate"] <= CONTEXT_TOKENS
     assert 0 < last["timings"]["first_token_ms"] <= last["timings"]["model_ms"]
-    for source in last["sources"]:  # every citation resolved from the chunk's own row
-        row = Chunk.objects.get(
-            repository=committed_shop, path=source["path"], start_line=source["start_line"]
-        )
-        assert source["end_line"] == row.end_line
+    assert_real_snippets(last, committed_shop)
