@@ -9,7 +9,7 @@ style, copied into ``static/frontend/style.css`` under ``.code``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from django.utils.html import escape
@@ -97,6 +97,21 @@ def _marked(text: str, pattern: re.Pattern[str] | None) -> tuple[str, bool]:
     return "".join(pieces), position > 0
 
 
+def _marked_ranges(text: str, column: int, ranges: Sequence[tuple[int, int]]) -> tuple[str, bool]:
+    """``text`` (starting at ``column`` of its line) with the parts inside ``ranges`` marked."""
+    pieces: list[str] = []
+    position = 0
+    for start, end in ranges:
+        start, end = max(start - column, position), min(end - column, len(text))
+        if start >= end:
+            continue
+        pieces.append(escape(text[position:start]))
+        pieces.append(f"<mark>{escape(text[start:end])}</mark>")
+        position = end
+    pieces.append(escape(text[position:]))
+    return "".join(pieces), position > 0
+
+
 def highlight_lines(
     code: str,
     *,
@@ -104,19 +119,24 @@ def highlight_lines(
     language: str = "",
     first_line: int = 1,
     terms: Sequence[str] = (),
+    ranges: Mapping[int, Sequence[tuple[int, int]]] | None = None,
 ) -> list[Line]:
-    """One ``Line`` per line of ``code``, numbered from ``first_line``."""
+    """One ``Line`` per line of ``code``, numbered from ``first_line``.
+
+    With ``ranges`` (line number -> ``[start, end)`` character offsets, what an exact or regex
+    search reported) exactly those characters are marked and ``terms`` are not used."""
     code = code.replace("\r\n", "\n")
     lexer = lexer_for(path, language) if len(code) <= MAX_HIGHLIGHT_CHARS else TextLexer()
-    pattern = terms_pattern(terms)
+    pattern = None if ranges is not None else terms_pattern(terms)
     lines: list[Line] = []
     current: list[str] = []
     matched = False
+    column = 0
 
     def finish_line() -> None:
-        nonlocal current, matched
+        nonlocal current, matched, column
         lines.append(Line(first_line + len(lines), mark_safe("".join(current)), matched))  # noqa: S308 - every piece is escaped
-        current, matched = [], False
+        current, matched, column = [], False, 0
 
     for ttype, value in lexer.get_tokens(code):
         css = _css_class(ttype)
@@ -125,7 +145,12 @@ def highlight_lines(
                 finish_line()
             if not piece:
                 continue
-            html, found = _marked(piece, pattern)
+            if ranges is not None:
+                line_ranges = ranges.get(first_line + len(lines), ())
+                html, found = _marked_ranges(piece, column, sorted(line_ranges))
+            else:
+                html, found = _marked(piece, pattern)
+            column += len(piece)
             matched = matched or found
             current.append(f'<span class="{css}">{html}</span>' if css else html)
     if current or not code.endswith("\n"):

@@ -31,6 +31,8 @@ SCORE_FIELDS = (
     ("combined_score", "combined"),
     ("rerank_score", "rerank"),
 )
+# Fields only hits that are listed, not ranked, carry (exact/regex, symbol, file name).
+UNSCORED_HIT_KEYS = ("match_count", "symbol_match", "file_match")
 # The stages ``search.executor`` records; the two retrievals run side by side (one column).
 RETRIEVAL_STAGES = frozenset({"fulltext", "vector"})
 STAGE_LABELS = {"fulltext": "full-text"}
@@ -191,7 +193,7 @@ def build_results(
         if file_name_hit:
             lines, start, end = [], 0, 0
         elif isinstance(snippets, list) and snippets:
-            lines = file_match_lines(item, snippets, path=path, language=language, terms=terms)
+            lines = file_match_lines(item, snippets, path=path, language=language)
         else:
             lines = highlight_lines(
                 snippet_source(_text(content)),
@@ -215,7 +217,7 @@ def build_results(
                 commit=commit,
                 lines=shown,
                 lines_omitted=omitted,
-                scores=[(label, format_score(item.get(key))) for key, label in SCORE_FIELDS],
+                scores=result_scores(item),
                 file_url=links.blob(repository.pk, commit, path, 0 if file_name_hit else start, end)
                 if repository
                 else "",
@@ -232,21 +234,28 @@ def build_results(
     return views
 
 
+def result_scores(item: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(method, score) rows of a ranked (hybrid) hit; none for exact, regex, symbol and
+    file-name hits, which are listed in file order, not scored (their ``combined_score`` is a
+    placeholder 0)."""
+    if any(key in item for key in UNSCORED_HIT_KEYS):
+        return []
+    if all(item.get(key) is None for key, _ in SCORE_FIELDS if key != "combined_score"):
+        return []
+    return [(label, format_score(item.get(key))) for key, label in SCORE_FIELDS]
+
+
 def file_match_lines(
     item: Mapping[str, Any],
     snippets: Sequence[Any],
     *,
     path: str,
     language: str,
-    terms: Sequence[str],
 ) -> list[Line]:
-    """An exact/regex hit: its file's snippets one after another, the matching lines marked."""
-    raw_matches = item.get("matches")
-    matched = (
-        {_int(m.get("line"), 0) for m in raw_matches or [] if isinstance(m, Mapping)}
-        if isinstance(raw_matches, list)
-        else set()
-    )
+    """An exact/regex hit: its file's snippets one after another, the characters the search
+    matched marked (its ``matches`` ranges, not the query's words: ``"max_retries"`` must not
+    mark "max" in ``pool_maxsize``)."""
+    ranges = match_ranges(item.get("matches"))
     lines: list[Line] = []
     for snippet in snippets[:MAX_FILE_SNIPPETS]:
         if not isinstance(snippet, Mapping):
@@ -256,10 +265,25 @@ def file_match_lines(
             path=path,
             language=language,
             first_line=max(_int(snippet.get("start_line"), 1), 1),
-            terms=terms,
+            ranges=ranges,
         ):
-            lines.append(Line(line.number, line.html, line.number in matched))
+            lines.append(Line(line.number, line.html, line.number in ranges))
     return lines
+
+
+def match_ranges(raw_matches: Any) -> dict[int, list[tuple[int, int]]]:
+    """Line number -> the ``[start, end)`` character ranges the search matched on it."""
+    found: dict[int, list[tuple[int, int]]] = {}
+    for match in raw_matches if isinstance(raw_matches, list) else []:
+        if not isinstance(match, Mapping):
+            continue
+        spans = found.setdefault(_int(match.get("line"), 0), [])
+        for span in match.get("ranges") or []:
+            if isinstance(span, list | tuple) and len(span) == 2:
+                start, end = _int(span[0], 0), _int(span[1], 0)
+                if 0 <= start < end:
+                    spans.append((start, end))
+    return found
 
 
 def snippet_source(content: str) -> str:

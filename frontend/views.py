@@ -81,6 +81,8 @@ def render_results(request: HttpRequest) -> HttpResponse:
     offset = body.get("offset")  # a further page ("load more") continues the numbering
     offset = offset if isinstance(offset, int) and 0 <= offset <= 100_000 else 0
     results = build_results(response, query, viewer, offset=offset)
+    # Only a hybrid search ranks by full-text and vector lists; other modes' counts are 0s.
+    ranked = response.get("mode") in (None, "hybrid")
     return render(
         request,
         "frontend/_results.html",
@@ -88,8 +90,8 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "query": query,
             "results": results,
             "pipeline": build_pipeline(response.get("trace")),
-            "total_bm25_hits": response.get("total_bm25_hits"),
-            "total_vector_hits": response.get("total_vector_hits"),
+            "total_bm25_hits": response.get("total_bm25_hits") if ranked else None,
+            "total_vector_hits": response.get("total_vector_hits") if ranked else None,
             "total": response.get("total"),
             "total_is_lower_bound": response.get("total_is_lower_bound"),
             "match_total": response.get("match_total"),

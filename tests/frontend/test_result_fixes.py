@@ -1,0 +1,113 @@
+"""The results fragment draws what the API answered, no more: exact and regex hits mark the
+character ranges the search matched (not the query's words), carry no score rows, and totals
+that are lower bounds read as such (issue 29, items 2 and 3)."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.frontend.signed_in import ui_client
+
+pytestmark = pytest.mark.django_db
+
+SOURCE = "pool_maxsize = 10\nmax_retries = 3\nretries = max(1, max_retries)\n"
+
+
+def exact_hit(**extra: Any) -> dict[str, Any]:
+    """One file of an exact answer, shaped as ``search.exact.response._exact_hit`` writes it."""
+    hit: dict[str, Any] = {
+        "repo_id": str(uuid.uuid4()),
+        "repo_name": "acme/demo",
+        "file_path": "src/config.py",
+        "chunk_index": 0,
+        "content": SOURCE,
+        "language": "python",
+        "start_line": 1,
+        "end_line": 3,
+        "symbol": "",
+        "kind": "file",
+        "commit": "a" * 40,
+        "bm25_score": None,
+        "vector_score": None,
+        "combined_score": 0.0,
+        "rerank_score": None,
+        "semantic": False,
+        "match_count": 2,
+        "matches": [
+            {"line": 2, "text": "max_retries = 3", "ranges": [[0, 11]]},
+            {"line": 3, "text": "retries = max(1, max_retries)", "ranges": [[17, 28]]},
+        ],
+        "snippets": [{"start_line": 1, "end_line": 3, "content": SOURCE.rstrip("\n")}],
+    }
+    hit.update(extra)
+    return hit
+
+
+def exact_response(query: str, results: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "query": query,
+        "mode": "exact",
+        "results": results,
+        "total": len(results),
+        "total_is_lower_bound": False,
+        "match_total": sum(r.get("match_count", 0) for r in results),
+        "truncated": False,
+        "next_cursor": None,
+        "timed_out": False,
+        "total_bm25_hits": 0,
+        "total_vector_hits": 0,
+        "trace": [{"name": "exact", "status": "ran", "reason": "", "ms": 3.0, "detail": {}}],
+    }
+    response.update(extra)
+    return response
+
+
+def render(query: str, response: dict[str, Any]) -> str:
+    body = {"request": {"query": query}, "response": response}
+    answer = ui_client().post("/ui/results", json.dumps(body), content_type="application/json")
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
+def marked(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", m) for m in re.findall(r"<mark>(.*?)</mark>", html, re.S)]
+
+
+def test_exact_hits_mark_the_matched_ranges_not_the_query_words() -> None:
+    html = render('"max_retries"', exact_response('"max_retries"', [exact_hit()]))
+    assert marked(html) == ["max_retries", "max_retries"]
+    rows = re.findall(r"<tr( class=\"hit\")?><td class=\"ln\">(\d+)</td>(.*?)</tr>", html, re.S)
+    first = next(row for row in rows if row[1] == "1")
+    assert "<mark>" not in first[2] and not first[0]  # pool_maxsize: no "max" lit up
+
+
+def test_a_regex_range_across_tokens_is_marked_whole() -> None:
+    hit = exact_hit(
+        matches=[{"line": 3, "text": "retries = max(1, max_retries)", "ranges": [[10, 16]]}],
+        match_count=1,
+    )
+    html = render("/max\\(1,/", exact_response("/max\\(1,/", [hit], mode="regex"))
+    assert "".join(marked(html)) == "max(1,"
+    assert "retries" not in "".join(marked(html))
+
+
+def test_exact_hits_show_no_score_rows_and_no_retrieval_counts() -> None:
+    html = render('"max_retries"', exact_response('"max_retries"', [exact_hit()]))
+    assert 'class="scores"' not in html and "combined" not in html
+    assert "0.0000" not in html
+    assert "full-text hits" not in html and "vector hits" not in html
+
+
+def test_hybrid_hits_keep_their_scores() -> None:
+    hit = exact_hit(bm25_score=0.5, vector_score=0.25, combined_score=0.03)
+    for key in ("match_count", "matches", "snippets"):
+        del hit[key]
+    response = exact_response("max retries", [hit], mode="hybrid", total_bm25_hits=4)
+    del response["match_total"]
+    html = render("max retries", response)
+    assert 'class="scores"' in html and "0.0300" in html and "full-text hits: 4" in html
