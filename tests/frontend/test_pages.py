@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import override_settings
 from django.utils.html import escape
 
 import llm.config  # noqa: F401 - the chat_model fixture calls llm.config.invalidate()
@@ -19,6 +20,7 @@ from tests.ask import corpus
 from tests.frontend.signed_in import api_client, ui_client
 from tests.indexing.git_server import commit_files, init_bare_repo
 from tests.indexing.real_run import index, reindex
+from tests.shared_rows import rows_fixture, shared_rows
 
 pytestmark = pytest.mark.django_db
 chat_model = corpus.chat_model  # the app's chat model pointed at the test model server
@@ -33,23 +35,31 @@ def parse_http_header(line):
 '''
 
 
-@pytest.fixture
-def indexed(settings: Any, tmp_path: Path) -> Iterator[Repository]:
+@rows_fixture()
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[Repository]:
     """acme/demo indexed by the real pipeline (fetch, walk, chunk, store, embed), then re-indexed
-    after a commit that removes old.py: generation 2 is live, and old.py is in no live row."""
-    settings.REPO_SEARCH_DATA_DIR = tmp_path / "data"
-    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True
-    source = init_bare_repo(str(tmp_path / "demo.git"))
-    first = commit_files(source, {"src/parser.py": PARSER, "old.py": "OLD = 1\n"})
-    repository = index(tmp_path / "demo.git")
-    commit_files(source, {"src/parser.py": PARSER}, parent=first, message="drop old.py")
-    repository = reindex(repository)
-    assert repository.active_generation == 2
-    # Shown as the GitHub repository it mirrors, for the upstream links.
-    Repository.objects.filter(pk=repository.pk).update(url="https://github.com/acme/demo.git")
-    repository.refresh_from_db()
-    yield repository
-    shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)
+    after a commit that removes old.py: generation 2 is live, and old.py is in no live row.
+    Built once for the module (tests/shared_rows.py); its tests read it."""
+    root = tmp_path_factory.mktemp("pages")
+
+    def build() -> Repository:
+        source = init_bare_repo(str(root / "demo.git"))
+        first = commit_files(source, {"src/parser.py": PARSER, "old.py": "OLD = 1\n"})
+        repository = index(root / "demo.git")
+        commit_files(source, {"src/parser.py": PARSER}, parent=first, message="drop old.py")
+        repository = reindex(repository)
+        assert repository.active_generation == 2
+        # Shown as the GitHub repository it mirrors, for the upstream links.
+        Repository.objects.filter(pk=repository.pk).update(url="https://github.com/acme/demo.git")
+        repository.refresh_from_db()
+        return repository
+
+    data = override_settings(REPO_SEARCH_DATA_DIR=root / "data", REPO_SEARCH_ALLOW_LOCAL_PATHS=True)
+    with data, shared_rows(django_db_blocker, build, "indexed") as repository:
+        yield repository
+    shutil.rmtree(root / "data", ignore_errors=True)
 
 
 def search(**request: Any) -> dict[str, Any]:
@@ -166,9 +176,13 @@ def test_file_view_of_an_unknown_repository_is_a_plain_404() -> None:
     assert "There is no repository with this id" in response.content.decode()
 
 
-def test_file_view_when_the_clone_is_gone(indexed: Repository) -> None:
-    shutil.rmtree(repository_dir(indexed.pk))
-    response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py", follow=True)
+def test_file_view_when_the_clone_is_gone(indexed: Repository, tmp_path: Path) -> None:
+    clone = repository_dir(indexed.pk)
+    shutil.move(clone, tmp_path / "clone")  # gone for this test; back for the module's others
+    try:
+        response = ui_client().get(f"/repos/{indexed.pk}/file?path=src/parser.py", follow=True)
+    finally:
+        shutil.move(tmp_path / "clone", clone)
     assert response.status_code == 404
     assert "re-index it" in response.content.decode()
 
