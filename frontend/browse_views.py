@@ -6,7 +6,9 @@ commit. The same addresses typed without the ``/-/`` redirect to them. Everythin
 tree: a path is only ever a key looked up in git trees, and ``..``, ``.``, empty segments and
 NUL are refused before that. At the indexed commit a file page also offers go to definition and
 find references (``static/frontend/file.js``, through ``/api/symbols``). The old address
-``/repos/<id>/file?path=&start=&end=`` redirects to the permalink.
+``/repos/<id>/file?path=&start=&end=`` redirects to the permalink. A file page has a file-tree
+sidebar (``frontend.file_tree``) and links to its history and blame (``frontend.history_views``);
+a directory page shows its README (``frontend.readme``).
 
 A repository the account may not see answers exactly like one that does not exist.
 """
@@ -24,10 +26,12 @@ from dulwich.errors import NotGitRepository
 
 from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.access import reader_page
+from frontend.file_tree import TreeRow, sidebar_rows
 from frontend.highlighting import highlight_lines
-from frontend.permalinks import blob_url, tree_url
+from frontend.permalinks import blame_url, blob_url, history_url, tree_url
+from frontend.readme import find_readme, relative_resolver, render_readme
 from indexing.clone_paths import repository_dir
-from indexing.git.tree import MODE_GITLINK, MODE_TREE, GitTreeReader
+from indexing.git.tree import MODE_GITLINK, MODE_SYMLINK, MODE_TREE, GitTreeReader
 from indexing.models import Repository, SourceFile
 from indexing.repository_refs import (
     AmbiguousRepository,
@@ -59,7 +63,7 @@ class Place:
     at_index: bool  # the commit is the indexed one
 
 
-def _refused(request: HttpRequest, exc: PageRefused) -> HttpResponse:
+def refused(request: HttpRequest, exc: PageRefused) -> HttpResponse:
     return render(
         request,
         "frontend/not_found.html",
@@ -160,7 +164,7 @@ def blob_view(request: HttpRequest, ref: str, commit: str, path: str) -> HttpRes
             return HttpResponseRedirect(tree_url(place.ref, place.commit))
         read = _read_file(place)
     except PageRefused as exc:
-        return _refused(request, exc)
+        return refused(request, exc)
     if isinstance(read, HttpResponse):
         return read
     data, language = read
@@ -189,8 +193,19 @@ def blob_view(request: HttpRequest, ref: str, commit: str, path: str) -> HttpRes
             "head_url": blob_url(place.ref, "HEAD", place.path),
             "navigable": place.at_index and bool(language),
             "upstream_url": upstream_file_url(repository.url, place.commit, place.path),
+            "history_url": history_url(place.ref, place.commit, place.path),
+            "blame_url": blame_url(place.ref, place.commit, place.path),
+            "sidebar": _sidebar(place),
         },
     )
+
+
+def _sidebar(place: Place) -> list[TreeRow]:
+    try:
+        with GitTreeReader(repository_dir(place.repository.pk)) as reader:
+            return sidebar_rows(reader, place.ref, place.commit, place.path)
+    except GIT_ERRORS:
+        return []
 
 
 @require_GET
@@ -207,6 +222,7 @@ def tree_view(request: HttpRequest, ref: str, commit: str, path: str | None = No
                     for _, is_dir, mode, sha in rows or []
                     if not is_dir and mode != MODE_GITLINK
                 }
+                readme = _readme(reader, place, rows or [])
         except GIT_ERRORS:
             raise PageRefused(
                 f"The clone of {place.repository.name} does not hold this commit; open it at HEAD."
@@ -218,7 +234,7 @@ def tree_view(request: HttpRequest, ref: str, commit: str, path: str | None = No
                 f"{place.repository.name} has no directory “{place.path}” at this commit."
             )
     except PageRefused as exc:
-        return _refused(request, exc)
+        return refused(request, exc)
     prefix = place.path + "/" if place.path else ""
     entries = [
         {
@@ -249,8 +265,33 @@ def tree_view(request: HttpRequest, ref: str, commit: str, path: str | None = No
             "parent_url": tree_url(place.ref, place.commit, place.path.rpartition("/")[0])
             if place.path
             else "",
+            "history_url": history_url(place.ref, place.commit, place.path) if place.path else "",
+            "readme": readme,
         },
     )
+
+
+def _readme(
+    reader: GitTreeReader, place: Place, rows: list[tuple[str, bool, int, str]]
+) -> dict[str, object] | None:
+    """The directory's README, rendered, with its permalink; None when it has none."""
+    files = {
+        name: sha
+        for name, is_dir, mode, sha in rows
+        if not is_dir and mode not in (MODE_GITLINK, MODE_SYMLINK)
+    }
+    name = find_readme(list(files))
+    if name is None:
+        return None
+    prefix = place.path + "/" if place.path else ""
+
+    def link(path: str) -> str:
+        return (
+            blob_url(place.ref, place.commit, path) if path else tree_url(place.ref, place.commit)
+        )
+
+    html = render_readme(name, reader.read_blob(files[name]), relative_resolver(place.path, link))
+    return {"name": name, "html": html, "url": blob_url(place.ref, place.commit, prefix + name)}
 
 
 _UNDASHED = re.compile(r"/(blob|tree)/")
@@ -283,7 +324,7 @@ def repository_root(request: HttpRequest, ref: str) -> HttpResponse:
         place = place_of(request, ref.strip("/"), "HEAD", "")
     except PageRefused as exc:
         undashed = _undashed_address(request, ref.strip("/")) if exc.status == 404 else None
-        return undashed or _refused(request, exc)
+        return undashed or refused(request, exc)
     return HttpResponseRedirect(tree_url(place.ref, place.commit))
 
 
@@ -305,21 +346,21 @@ def legacy_file_view(request: HttpRequest, repository_id: uuid.UUID) -> HttpResp
     viewer = viewer_for(request.user)
     repository = visible_repositories(viewer).filter(pk=repository_id).first()
     if repository is None:
-        return _refused(
+        return refused(
             request, PageRefused("There is no repository with this id (it may have been deleted).")
         )
     path = request.GET.get("path", "")  # a NUL in it is a 400 (reposearch.request_guards)
     if not path:
-        return _refused(
+        return refused(
             request, PageRefused(f"Which file? Add ?path=… to the address ({repository.name}).")
         )
     if not repository.active_generation or not repository.last_indexed_commit:
-        return _refused(request, PageRefused(f"{repository.name} has not finished indexing yet."))
+        return refused(request, PageRefused(f"{repository.name} has not finished indexing yet."))
     indexed = SourceFile.objects.filter(
         repository=repository, generation=repository.active_generation, path=path
     ).exists()
     if not indexed:
-        return _refused(
+        return refused(
             request,
             PageRefused(
                 f"{repository.name} has no indexed file at “{path}” at the indexed commit."

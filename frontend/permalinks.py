@@ -3,7 +3,8 @@
 ``<repo>`` is the repository's name (``acme/shop``: slashes and all) or, where a name does not
 name one repository the viewer may see, its id (see ``indexing.repository_refs.link_refs``);
 the ``/-/`` separator (as GitLab's) ends the name, so a name may hold ``/``. ``<commit>`` is a
-full commit id, or ``HEAD`` for the indexed commit. ``#L10-L20`` marks lines.
+full commit id, or ``HEAD`` for the indexed commit. ``#L10-L20`` marks lines. A file's history
+is ``/-/commits/<commit>/<path>`` and its blame ``/-/blame/<commit>/<path>`` (GitLab's words).
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ def blob_url(
     if start:
         url += f"#L{start}" + (f"-L{end}" if end and end > start else "")
     return url
+
+
+def history_url(ref: str, commit: str, path: str) -> str:
+    """The commits that touched ``path``, from ``commit`` back."""
+    return (
+        f"/repos/{_segment(ref)}/-/commits/{_segment(commit or 'HEAD')}/{_segment(path.strip('/'))}"
+    )
+
+
+def blame_url(ref: str, commit: str, path: str, start: int | None = None) -> str:
+    url = f"/repos/{_segment(ref)}/-/blame/{_segment(commit or 'HEAD')}/{_segment(path.strip('/'))}"
+    return url + (f"#L{start}" if start else "")
 
 
 def tree_url(ref: str, commit: str, path: str = "") -> str:

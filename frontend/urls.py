@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from frontend import ask_views, audit_views, browse_views, people_views, token_views, views
+from frontend import (
+    ask_views,
+    audit_views,
+    browse_views,
+    history_views,
+    people_views,
+    token_views,
+    views,
+)
 
 app_name = "frontend"
 
@@ -22,6 +30,16 @@ urlpatterns = [
         r"^repos/(?P<ref>.+?)/-/tree/(?P<commit>[^/]+)(?:/(?P<path>.*))?$",
         browse_views.tree_view,
         name="tree",
+    ),
+    re_path(
+        r"^repos/(?P<ref>.+?)/-/commits/(?P<commit>[^/]+)/(?P<path>.+)$",
+        history_views.history_view,
+        name="history",
+    ),
+    re_path(
+        r"^repos/(?P<ref>.+?)/-/blame/(?P<commit>[^/]+)/(?P<path>.+)$",
+        history_views.blame_view,
+        name="blame",
     ),
     path("ask/", ask_views.ask_page, name="ask"),
     path("settings/", views.settings_page, name="settings"),
