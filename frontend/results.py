@@ -57,6 +57,11 @@ class ResultView:
     match_count: int | None = None  # exact/regex hits: matching lines in the file
     semantic: bool = False  # hybrid hits found by the vector lists alone (not the words)
     branch: str = ""  # a branch other than the repository's default one (a branch search)
+    # exact/regex: the matching line the next "show more matches" starts at, how many follow,
+    # and the last line shown (the next page's context lines before it are not repeated)
+    next_match_offset: int = 0
+    more_matches: int = 0
+    last_line_shown: int = 0
 
     @property
     def location(self) -> str:
@@ -203,6 +208,9 @@ def build_results(
                 terms=terms,
             )
         shown, omitted = snippet_window(lines, SNIPPET_MAX_LINES)
+        next_offset, more = matches_after(item, shown)
+        if more:
+            omitted = 0  # "show more matches" goes on instead of "N more lines"
         views.append(
             ResultView(
                 position=position,
@@ -226,12 +234,30 @@ def build_results(
                 else None,
                 match_count=_int(item.get("match_count"), 0) if "match_count" in item else None,
                 semantic=item.get("semantic") is True,
+                next_match_offset=next_offset,
+                more_matches=more,
+                last_line_shown=shown[-1].number if shown else 0,
                 branch=_text(item.get("branch"))
                 if repository and _text(item.get("branch")) not in ("", repository.branch)
                 else "",
             )
         )
     return views
+
+
+def matches_after(item: Mapping[str, Any], shown: Sequence[Line]) -> tuple[int, int]:
+    """(offset of the first matching line not shown, matching lines after it) of an exact or
+    regex hit whose lines are ``shown``: the snippet window or the API's page of matches (up to
+    100 a file) may stop before the file's last matching line. (0, 0) for other hits."""
+    raw = item.get("matches")
+    count = _int(item.get("match_count"), 0)
+    if not isinstance(raw, list) or not count:
+        return 0, 0
+    last = shown[-1].number if shown else 0
+    lines = [_int(m.get("line"), 0) for m in raw if isinstance(m, Mapping)]
+    shown_matches = sum(1 for line in lines if line <= last) if shown else len(lines)
+    offset = _int(item.get("matches_offset"), 0) + max(shown_matches, 1)
+    return offset, max(count - offset, 0)
 
 
 def result_scores(item: Mapping[str, Any]) -> list[tuple[str, str]]:

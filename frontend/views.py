@@ -95,6 +95,9 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "total": response.get("total"),
             "total_is_lower_bound": response.get("total_is_lower_bound"),
             "match_total": response.get("match_total"),
+            "match_total_is_lower_bound": response.get(
+                "match_total_is_lower_bound", response.get("total_is_lower_bound")
+            ),
             "truncated": response.get("truncated"),
             "mode": mode_label(response.get("mode")),
             "searched": describe_filters(search_request, repo_names),

@@ -94,6 +94,20 @@ class SearchRequestSerializer(StrictSerializer):
         help_text="An exact/regex answer's next_cursor, with the same query.",
     )
     context_lines = StrictIntegerField(min_value=0, max_value=10, default=2)
+    file_path = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=300,
+        help_text="Exact/regex: only the file at this path (with repo_ids: one file), e.g. to "
+        "page its matching lines with match_offset.",
+    )
+    match_offset = StrictIntegerField(
+        min_value=0,
+        max_value=1_000_000,
+        default=0,
+        help_text="Exact/regex: skip this many matching lines of each file (a hit lists up to "
+        "100; matches_truncated says more follow).",
+    )
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -148,7 +162,17 @@ class SearchHitSerializer(serializers.Serializer):
     )
     url = serializers.CharField(required=False, help_text="The file view at the hit's lines.")
     upstream_url = serializers.CharField(required=False, allow_null=True)
-    match_count = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
+    match_count = serializers.IntegerField(
+        required=False, help_text="Exact/regex: the file's matching lines, all of them."
+    )
+    matches_offset = serializers.IntegerField(
+        required=False, help_text="Exact/regex: matching lines of the file before matches[0]."
+    )
+    matches_truncated = serializers.BooleanField(
+        required=False,
+        help_text="Exact/regex: more matching lines follow those in matches (request them "
+        "with match_offset and file_path).",
+    )
     symbol_match = serializers.ChoiceField(
         choices=["exact", "prefix", "substring", "fuzzy"], required=False, help_text="sym: hits."
     )
@@ -194,6 +218,9 @@ class SearchResponseSerializer(serializers.Serializer):
     total = serializers.IntegerField(help_text="Results (files for exact/regex) in all pages.")
     total_is_lower_bound = serializers.BooleanField()
     match_total = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
+    match_total_is_lower_bound = serializers.BooleanField(
+        required=False, help_text="Exact/regex: counting stopped early; match_total is a minimum."
+    )
     truncated = serializers.BooleanField(help_text="More results than this page.")
     next_cursor = serializers.CharField(allow_null=True)
     timed_out = serializers.BooleanField()

@@ -61,8 +61,9 @@ class SearchView(APIView):
         serializer = SearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
-        mode, cursor, context_lines = (
-            fields.pop(k, None) for k in ("mode", "cursor", "context_lines")
+        mode, cursor, context_lines, file_path, match_offset = (
+            fields.pop(k, None)
+            for k in ("mode", "cursor", "context_lines", "file_path", "match_offset")
         )
         # Only the repositories the account may see are searched, counted and named.
         viewer = viewer_for(request.user)
@@ -77,6 +78,8 @@ class SearchView(APIView):
                 mode=mode,
                 cursor=cursor or None,
                 context_lines=context_lines,
+                file_path=file_path or None,
+                match_offset=match_offset or 0,
             )
         )
         body = search_body(outcome, search_request.limit)

@@ -45,7 +45,7 @@ from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.exact.repositories import check_visible, ready_repositories, resolve_repositories
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.retrieval import parallel
-from search.retrieval.globs import InvalidGlob, paths_regex
+from search.retrieval.globs import InvalidGlob, exact_path_regex, paths_regex
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 Mode = Literal["auto", "semantic", "exact", "regex"]
@@ -63,6 +63,10 @@ class SearchCall:
     context_lines: int = 2
     count_exact_matches: bool = True
     executor: SearchExecutor | None = None
+    # Exact/regex only: one file (its exact path) and the matching lines of each file to skip,
+    # so a file's matches past the first page can be read ("show more matches").
+    file_path: str | None = None
+    match_offset: int = 0
 
 
 @dataclass
@@ -232,6 +236,17 @@ def _fingerprint(
     )
 
 
+def _in_file(scope: CandidateScope, path: str) -> CandidateScope:
+    """``scope`` narrowed to the file at ``path`` (still within its globs)."""
+    try:
+        exact = exact_path_regex(path)
+    except InvalidGlob as exc:
+        raise QueryRejected("invalid_filter", f"file_path: {exc}", {"field": "file_path"}) from None
+    # (?=...) is a lookahead: the path must match the globs and be the file.
+    regex = f"(?=(?:{scope.path_regex})){exact}" if scope.path_regex else exact
+    return replace(scope, path_regex=regex)
+
+
 def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> ExactRequest:
     base = call.request
     case = bool(parsed.case_sensitive)
@@ -249,6 +264,8 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         expression = AllOf((expression, *added)) if added else expression
         conditions = narrowing(expression, conditions)
     scope = candidate_scope(parsed, base)
+    if call.file_path:
+        scope = _in_file(scope, call.file_path)
     fingerprint = _fingerprint("exact", terms, case, scope, expression)
     return ExactRequest(
         matchers=matchers,
@@ -259,6 +276,7 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         cursor=call.cursor,
         context_lines=call.context_lines,
         expression=expression,
+        match_offset=call.match_offset,
     )
 
 
@@ -269,6 +287,13 @@ def run_search(call: SearchCall) -> SearchOutcome:
 
     parsed = parse_search_query(call.request.query)
     ran, terms = choose_mode(parsed, call.mode)
+    if (call.file_path or call.match_offset) and ran not in ("exact", "regex"):
+        raise QueryRejected(
+            "unsupported_combination",
+            f"file_path and match_offset page the matching lines of an exact or regex search;"
+            f" this query runs a {ran} search",
+            {"mode": ran},
+        )
     if call.request.languages:
         call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     for glob in [*(call.request.path_globs or []), *parsed.files, *parsed.exclude_files]:

@@ -1,7 +1,8 @@
 """Exact and regex search: candidates from the trigram index, verified line by line, paged by file.
 
 One hit per file, in (repository name, path) order, with every matching line (up to
-``max_matches_per_file``; ``match_count`` is the file's true count) and its ranges, and snippets
+``max_matches_per_file`` from the ``match_offset``-th; ``match_count`` is the file's true
+count, ``FileHit.matches_truncated`` says more follow) and its ranges, and snippets
 of ``context_lines`` around them. Several patterns must all match somewhere in a file (as
 ``git grep --all-match``), or combine as the request's ``expression`` says (``"a" OR "b"``,
 ``NOT "c"``: ``search.exact.pattern_logic``), and a line is reported when any pattern that
@@ -45,6 +46,7 @@ class ExactRequest:
     cursor: str | None = None
     context_lines: int = 2
     max_matches_per_file: int = 100
+    match_offset: int = 0  # matching lines of each file skipped before those kept (paging them)
     budget_ms: int = 4000
     count_budget_ms: int = 80
     count_max_files: int = 2000
@@ -65,6 +67,12 @@ class FileHit:
     match_count: int
     matches: list[LineMatch]
     snippets: list[tuple[int, int, str]]  # (start_line, end_line, text)
+    match_offset: int = 0  # matching lines before ``matches[0]`` (a page of the file's lines)
+
+    @property
+    def matches_truncated(self) -> bool:
+        """More matching lines after those kept (``match_offset`` pages on to them)."""
+        return self.match_offset + len(self.matches) < self.match_count
 
 
 @dataclass
@@ -88,12 +96,13 @@ def match_file(
     max_matches: int,
     context_lines: int,
     expression: Expr | None = None,
+    skip: int = 0,
 ) -> tuple[int, list[LineMatch], list[tuple[int, int, str]]] | None:
     """(match count, kept matches, snippets) of one file, or None when it does not match.
 
     Without ``expression`` every pattern must occur in the file; with one, the file matches
     when it holds (``search.exact.pattern_logic``), and its lines are those of the patterns
-    not under a NOT. Each pattern is searched over the whole file first (``touched_lines``): a
+    not under a NOT. The first ``skip`` matching lines are counted, not kept. Each pattern is searched over the whole file first (``touched_lines``): a
     file a required one misses is dropped after a search each, and only the lines some search
     touched are matched line by line."""
     numbers = sorted(lines)
@@ -122,7 +131,7 @@ def match_file(
                     ranges.extend(found)
         if ranges:
             count += 1
-            if len(kept) < max_matches:
+            if count > skip and len(kept) < max_matches:
                 kept.append(LineMatch(number, line, _merge(ranges)))
     holds = all(matched_patterns) if expression is None else evaluate(expression, matched_patterns)
     if not count or not holds:
@@ -238,6 +247,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
                 max_matches=request.max_matches_per_file,
                 context_lines=request.context_lines,
                 expression=request.expression,
+                skip=request.match_offset,
             )
             if found is None:
                 continue
@@ -246,7 +256,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
                 extra_files += 1
                 extra_matches += count
                 continue
-            hits.append(FileHit(candidate, count, kept, snippets))
+            hits.append(FileHit(candidate, count, kept, snippets, request.match_offset))
             if len(hits) == request.limit:
                 page_end = PagePosition(
                     after=candidate.key,

@@ -48,6 +48,8 @@ def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
         "rerank_score": None,
         "semantic": False,
         "match_count": hit.match_count,
+        "matches_offset": hit.match_offset,
+        "matches_truncated": hit.matches_truncated,
         "matches": [
             {"line": m.line, "text": m.text, "ranges": [list(r) for r in m.ranges]}
             for m in hit.matches
@@ -150,6 +152,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         "total": exact.total,
         "total_is_lower_bound": exact.total_is_lower_bound,
         "match_total": exact.match_total,
+        "match_total_is_lower_bound": exact.total_is_lower_bound,
         "truncated": exact.truncated,
         "next_cursor": exact.next_cursor,
         "timed_out": exact.timed_out,

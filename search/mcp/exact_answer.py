@@ -74,6 +74,7 @@ def exact_answer(outcome: SearchOutcome, max_tokens: int) -> dict[str, Any]:
         "total": result.total,
         "total_is_lower_bound": result.total_is_lower_bound,
         "match_total": result.match_total,
+        "match_total_is_lower_bound": result.total_is_lower_bound,
         "truncated": result.truncated,
         # as long as any cursor the budget may put here
         "next_cursor": _cursor_after(outcome, len(result.hits))

@@ -96,6 +96,11 @@ def hybrid_answer(
         "query": request.query,
         "mode": "hybrid",
         "exact_matches": outcome.exact_matches,
+        **(
+            {"exact_matches_is_lower_bound": outcome.exact_matches_is_lower_bound}
+            if outcome.exact_matches is not None
+            else {}
+        ),
         "total": page.total,
         "truncated": page.truncated,
         "next_cursor": page.next_cursor,

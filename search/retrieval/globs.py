@@ -73,6 +73,13 @@ def _class_member(ch: str) -> str:
     return ch if ch.isalnum() or ch in "-_" else "\\" + ch
 
 
+def exact_path_regex(path: str) -> str:
+    """An anchored PostgreSQL regex matching ``path`` and nothing else."""
+    if not path or len(path) > MAX_GLOB_LENGTH or "\x00" in path:
+        raise InvalidGlob(f"a path must be 1..{MAX_GLOB_LENGTH} characters")
+    return "^" + "".join(_literal(ch) for ch in path.lstrip("/")) + "$"
+
+
 def paths_regex(globs: Sequence[str] | None) -> str | None:
     if not globs:
         return None

@@ -111,3 +111,34 @@ def test_hybrid_hits_keep_their_scores() -> None:
     del response["match_total"]
     html = render("max retries", response)
     assert 'class="scores"' in html and "0.0300" in html and "full-text hits: 4" in html
+
+
+def test_a_lower_bound_marks_both_the_files_and_the_lines() -> None:
+    response = exact_response('"max_retries"', [exact_hit()], total=46, match_total=111)
+    response["total_is_lower_bound"] = response["match_total_is_lower_bound"] = True
+    html = render('"max_retries"', response)
+    assert "46+ files, 111+ matching lines" in html
+    response["total_is_lower_bound"] = response["match_total_is_lower_bound"] = False
+    assert "46 files, 111 matching lines" in render('"max_retries"', response)
+
+
+def test_a_file_whose_matches_go_on_offers_show_more_matches() -> None:
+    lines = [f"retries_{n} = {n}" for n in range(1, 101)]
+    hit = exact_hit(
+        content="\n".join(lines),
+        match_count=340,
+        matches_offset=0,
+        matches_truncated=True,
+        matches=[{"line": n, "text": lines[n - 1], "ranges": [[0, 7]]} for n in range(1, 101)],
+        snippets=[{"start_line": 1, "end_line": 100, "content": "\n".join(lines)}],
+    )
+    html = render('"retries"', exact_response('"retries"', [hit]))
+    button = re.search(r"<button[^>]*class=\"more-matches\"[^>]*>", html)
+    assert button, html
+    # the card shows 14 lines (matches 1..14): the next request starts at the 15th match
+    assert 'data-offset="14"' in button.group(0) and 'data-after-line="14"' in button.group(0)
+    assert f'data-path="{hit["file_path"]}"' in button.group(0)
+    assert "326 more matching lines in this file" in html
+    assert "more lines in this chunk" not in html
+    # A file shown whole gets no button.
+    assert "more-matches" not in render('"max_retries"', exact_response('"x"', [exact_hit()]))

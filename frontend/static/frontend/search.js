@@ -128,6 +128,41 @@
     });
   }
 
+  /** "Show more matches": the next matching lines of one file (exact/regex), read with the
+   * same query narrowed to the file (`file_path`, `match_offset`) and appended to its card. */
+  async function showMoreMatches(button) {
+    const card = button.closest(".result");
+    button.disabled = true;
+    const request = Object.assign(apiRequest(readForm()), {
+      limit: 1, repo_ids: [button.dataset.repoId], file_path: button.dataset.path,
+      match_offset: Number(button.dataset.offset),
+    });
+    const answer = await window.reposearch.api("POST", form.dataset.api, request);
+    if (!answer.ok) { button.disabled = false; button.textContent = "Show more failed: " + answer.message; return; }
+    const rendered = await window.reposearch.postForHtml(form.dataset.render,
+      { request: request, response: withoutContent(answer.data) });
+    if (!rendered.ok) { button.disabled = false; button.textContent = "Show more failed"; return; }
+    const holder = document.createElement("div");
+    holder.innerHTML = await rendered.text();
+    const more = holder.querySelector(".result");
+    const body = card.querySelector(".snippet tbody");
+    if (more && body) {
+      const after = Number(button.dataset.afterLine);
+      more.querySelectorAll(".snippet tbody tr").forEach(function (row) {
+        if (Number(row.querySelector(".ln").textContent) > after) body.appendChild(row);
+      });
+    }
+    const next = more && more.querySelector(".more-matches");
+    const paragraph = button.closest("p.more");
+    if (next) paragraph.replaceWith(next.closest("p.more"));
+    else paragraph.remove();
+  }
+
+  results.addEventListener("click", function (event) {
+    const button = event.target.closest && event.target.closest("button.more-matches");
+    if (button) showMoreMatches(button);
+  });
+
   async function search(state) {
     const ticket = ++searchCounter;
     if (!state.q) { status.textContent = ""; return; }
