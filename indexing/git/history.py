@@ -7,22 +7,27 @@ bounded: a number of commits and a time budget, past which they stop and say why
 parents are not in the clone is a boundary, and ``shallow_end`` says the history ended
 there rather than at the file's first commit.
 
-Blame passes lines from a revision to the one before it that touched the path, as ``git
-blame`` does: a line present (by ``difflib``'s matching) in the older version is blamed on
-it or further back; one that is not is blamed on the newer revision. Lines still unblamed
-when the walk ends at a boundary or a bound are blamed on the oldest revision read, marked
-``boundary`` (git's ``^``): they are at least that old.
+Blame passes lines from a commit to its parents, newest commit first, as ``git blame`` does:
+a parent holding the very same file takes them all; otherwise a line the parent's version
+also has (by ``difflib``'s matching) passes to it, and a line no parent has is blamed on the
+commit. Lines that reach a commit whose parents the clone lacks, or are still unplaced when a
+bound stops the walk, are blamed on that commit and marked ``boundary`` (git's ``^``): they
+are at least that old.
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
+import itertools
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from dulwich.errors import NotTreeError
 from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Blob, Commit, ObjectID
 from dulwich.repo import Repo
@@ -30,7 +35,7 @@ from dulwich.walk import Walker
 
 HISTORY_MAX_COMMITS = 100
 HISTORY_MAX_SECONDS = 5.0
-BLAME_MAX_COMMITS = 500
+BLAME_MAX_COMMITS = 2000  # commits read, those that left the file alone included
 BLAME_MAX_SECONDS = 8.0
 BLAME_MAX_BYTES = 512 * 1024
 BLAME_MAX_LINES = 10_000
@@ -150,13 +155,23 @@ def file_history(
         return history
 
 
-def _blob_lines(repo: Repo, commit: Commit, path: bytes) -> list[bytes] | None:
+def _blob_at(repo: Repo, commit: Commit, path: bytes) -> ObjectID | None:
+    """The blob at ``path`` in the commit's tree; None when there is no file there."""
     try:
-        _, sha = tree_lookup_path(repo.object_store.__getitem__, commit.tree, path)
-    except KeyError:
+        mode, sha = tree_lookup_path(repo.object_store.__getitem__, commit.tree, path)
+    except (KeyError, NotTreeError):
         return None
-    blob = repo.object_store[sha]
-    return blob.splitlines() if isinstance(blob, Blob) else None
+    return sha if stat.S_ISREG(mode) or stat.S_ISLNK(mode) else None
+
+
+@dataclass
+class _Suspect:
+    """A commit some lines may come from: ``pending`` maps a target line to its position in
+    this commit's version of the file."""
+
+    commit: Commit
+    blob: ObjectID
+    pending: dict[int, int]
 
 
 def blame_file(
@@ -171,58 +186,85 @@ def blame_file(
     clock: Callable[[], float] = time.monotonic,
 ) -> FileBlame:
     """The commit that last changed each line of ``path`` at ``commit`` (``git blame``'s
-    answer), within the bounds; a file over ``max_bytes`` or ``max_lines`` is not blamed
-    (``stopped == "size"``). ``KeyError`` when the commit or the path is not in the clone."""
+    answer), reading at most ``max_commits`` commits within ``max_seconds``; a file over
+    ``max_bytes`` or ``max_lines`` is not blamed (``stopped == "size"``). ``KeyError`` when
+    the commit or the path is not in the clone."""
+    deadline = clock() + max_seconds
+    name = path.encode("utf-8")
     with Repo(os.fspath(repo_dir)) as repo:
-        start = repo.object_store[ObjectID(commit.encode("ascii"))]
+        store = repo.object_store
+        start = store[ObjectID(commit.encode("ascii"))]
         if not isinstance(start, Commit):
             raise KeyError(commit)
-        _, sha = tree_lookup_path(repo.object_store.__getitem__, start.tree, path.encode())
-        blob = repo.object_store[sha]
-        if not isinstance(blob, Blob):
+        sha = _blob_at(repo, start, name)
+        if sha is None:
             raise KeyError(path)
         result = FileBlame()
-        if blob.raw_length() > max_bytes:
+        blob = store[sha]
+        if not isinstance(blob, Blob) or blob.raw_length() > max_bytes:
             result.stopped = "size"
             return result
         target = blob.splitlines()
         if len(target) > max_lines:
             result.stopped = "size"
             return result
+        texts: dict[ObjectID, list[bytes]] = {sha: target}
+
+        def lines_of(blob_id: ObjectID) -> list[bytes]:
+            if blob_id not in texts:
+                found = store[blob_id]
+                texts[blob_id] = found.splitlines() if isinstance(found, Blob) else []
+            return texts[blob_id]
+
         owners: list[Commit | None] = [None] * len(target)
-        # position in the newer revision -> the target line it is, for lines not yet blamed
-        pending = {index: index for index in range(len(target))}
-        newer: tuple[Commit, list[bytes]] | None = None
-        walk = _PathWalk(repo, commit, path, clock() + max_seconds, clock)
-        try:
-            for older in walk:
-                if result.revisions == max_commits:
-                    result.stopped = "count"
-                    break
-                result.revisions += 1
-                lines = _blob_lines(repo, older, path.encode())
-                if newer is None:  # the first commit back that touched the path
-                    newer = (older, lines or [])
+        boundary: set[int] = set()
+        shallows = repo.get_shallow()
+        suspects = {start.id: _Suspect(start, sha, {n: n for n in range(len(target))})}
+        queue: list[tuple[int, int, ObjectID]] = [(-start.commit_time, 0, start.id)]
+        order = itertools.count(1)
+        while queue:
+            if result.revisions == max_commits:
+                result.stopped = "count"
+                break
+            if clock() > deadline:
+                result.stopped = "time"
+                break
+            _, _, suspect_id = heapq.heappop(queue)
+            suspect = suspects.pop(suspect_id)
+            result.revisions += 1
+            parents = repo.get_parents(suspect_id, suspect.commit)
+            held = [store[p] for p in parents if p in store]
+            at_edge = suspect_id in shallows or len(held) < len(parents)
+            versions = [(p, _blob_at(repo, p, name)) for p in held if isinstance(p, Commit)]
+            # A parent with the very same file takes every line (git's "TREESAME" parent).
+            same = [(p, b) for p, b in versions if b == suspect.blob]
+            pending = suspect.pending
+            for parent, parent_blob in same[:1] or versions:
+                if not pending or parent_blob is None:
                     continue
-                pending = _pass_back(newer, lines or [], pending, owners)
-                newer = (older, lines or [])
-                if not pending:
-                    break
-                if clock() > walk.deadline:
-                    raise _OutOfTime
-        except _OutOfTime:
-            result.stopped = "time"
+                if parent_blob == suspect.blob:
+                    moved, pending = pending, {}
+                else:
+                    moved, pending = _split(lines_of(parent_blob), lines_of(suspect.blob), pending)
+                if not moved:
+                    continue
+                if parent.id in suspects:
+                    suspects[parent.id].pending.update(moved)
+                else:
+                    suspects[parent.id] = _Suspect(parent, parent_blob, moved)
+                    heapq.heappush(queue, (-parent.commit_time, next(order), parent.id))
+            for line in pending:
+                owners[line] = suspect.commit
+                if at_edge:
+                    boundary.add(line)
+                    result.shallow_end = True
+        for left in suspects.values():  # stopped at a bound: these lines are at least this old
+            for line in left.pending:
+                owners[line] = left.commit
+                boundary.add(line)
+        if result.stopped:
+            result.shallow_end = False
         infos: dict[bytes, CommitInfo] = {}
-        if newer is not None:
-            oldest = newer[0]
-            for index in pending.values():
-                owners[index] = oldest
-            at_boundary = oldest.id in walk.boundary or walk.cut_short
-            ended_early = bool(result.stopped) or at_boundary
-            result.shallow_end = not result.stopped and at_boundary and bool(pending)
-        else:  # no commit read at all (out of time at once)
-            oldest, ended_early = start, True
-            owners = [start] * len(target)
         for number, (text, owner) in enumerate(zip(target, owners, strict=True), start=1):
             assert owner is not None
             info = infos.get(owner.id) or infos.setdefault(owner.id, commit_info(owner))
@@ -231,31 +273,23 @@ def blame_file(
                     number=number,
                     text=text.decode("utf-8", "replace").rstrip("\r\n"),
                     commit=info,
-                    boundary=ended_early and owner.id == oldest.id and bool(pending),
+                    boundary=number - 1 in boundary,
                 )
             )
         return result
 
 
-def _pass_back(
-    newer: tuple[Commit, list[bytes]],
-    older_lines: list[bytes],
-    pending: dict[int, int],
-    owners: list[Commit | None],
-) -> dict[int, int]:
-    """Blame the newer revision for its pending lines the older one lacks; the target
-    lines still pending, as positions in the older revision."""
-    commit, newer_lines = newer
-    still: dict[int, int] = {}  # position in older -> target line
-    matcher = difflib.SequenceMatcher(a=older_lines, b=newer_lines, autojunk=False)
+def _split(
+    older: list[bytes], newer: list[bytes], pending: dict[int, int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """``pending`` (target line -> position in ``newer``) split into the lines ``older`` has
+    too (target line -> position in ``older``) and those it lacks (unchanged)."""
+    matcher = difflib.SequenceMatcher(a=older, b=newer, autojunk=False)
     kept: dict[int, int] = {}  # position in newer -> position in older
     for tag, i1, i2, j1, _ in matcher.get_opcodes():
         if tag == "equal":
             for offset in range(i2 - i1):
                 kept[j1 + offset] = i1 + offset
-    for position, target_line in pending.items():
-        if position in kept:
-            still[kept[position]] = target_line
-        else:
-            owners[target_line] = commit
-    return still
+    moved = {line: kept[at] for line, at in pending.items() if at in kept}
+    left = {line: at for line, at in pending.items() if at not in kept}
+    return moved, left

@@ -196,7 +196,8 @@ def test_hidden_repositories_answer_404_like_missing_ones(demo: Repository) -> N
             url.replace("acme/demo", "acme/none").replace(str(demo.pk), "acme/none")
         )
         assert hidden.status_code == missing.status_code == 404, url
-        assert b"acme/demo" not in hidden.content and b"Ada" not in hidden.content
+        assert b"acme/demo" not in hidden.content, hidden.content.decode()[-1500:]
+        assert b"Ada Lovelace" not in hidden.content and b"core.py" not in hidden.content
         assert session_client(user=member).get(url).status_code == 200, url
     for url in (
         "/repos/acme/demo/-/commits/HEAD/nowhere.py",

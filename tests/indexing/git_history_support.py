@@ -59,10 +59,12 @@ def build_source(directory: Path, commits: int = 6) -> Path:
         (source / "README.md").write_text(f"# Demo {step}\n")
         commit(f"Docs only, step {step}")
     git(source, "checkout", "-q", "-b", "side")
+    before = lines[2]
     lines[2] = "changed on a branch\n"
     target.write_text("".join(lines))
     commit("Edit core on a branch")
     git(source, "checkout", "-q", "main")
+    lines[2] = before  # main goes on without the branch's change: the merge brings it
     del lines[10:12]
     target.write_text("".join(lines))
     commit("Remove two lines")
