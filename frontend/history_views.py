@@ -31,6 +31,7 @@ from indexing.git.history import (
     file_history,
 )
 from indexing.git.tree import MODE_GITLINK, MODE_TREE, GitTreeReader
+from indexing.upstream_urls import upstream_history_url
 
 
 def _checked_place(request: HttpRequest, ref: str, commit: str, path: str) -> tuple[Place, bool]:
@@ -63,6 +64,9 @@ def _context(place: Place, is_dir: bool) -> dict[str, object]:
         "file_url": at(place.ref, place.commit, place.path),
         "history_url": history_url(place.ref, place.commit, place.path),
         "blame_url": "" if is_dir else blame_url(place.ref, place.commit, place.path),
+        "upstream_history_url": upstream_history_url(
+            place.repository.url, place.commit, place.path
+        ),
     }
 
 

@@ -75,3 +75,20 @@ def upstream_file_url(
         "bitbucket": f"/src/{commit}/{quoted_path}",
     }[kind]
     return web + route + anchor
+
+
+def upstream_history_url(clone_url: str, commit: str, path: str) -> str | None:
+    """The commits that touched ``path`` up to ``commit`` on the repository's host (its whole
+    history, where reposearch's shallow clone holds only the newest); None if unknown."""
+    base = _web_base(clone_url)
+    if base is None or not commit or not path:
+        return None
+    kind, web = base
+    quoted_path, commit = quote(path), quote(commit)
+    route = {
+        "github": f"/commits/{commit}/{quoted_path}",
+        "gitlab": f"/-/commits/{commit}/{quoted_path}",
+        "gitea": f"/commits/commit/{commit}/{quoted_path}",
+        "bitbucket": f"/history-node/{commit}/{quoted_path}",
+    }[kind]
+    return web + route

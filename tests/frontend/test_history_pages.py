@@ -107,6 +107,13 @@ def test_history_on_the_shallow_clone_says_where_it_ends(demo: Repository) -> No
     assert git_log(repository_dir(demo.pk), commit) == [commit]
     assert html.count('class="history-commit"') == 1
     assert "data-shallow-end" in html and "shallow clone" in html
+    # On a known code host, the notice links to the whole history there.
+    Repository.objects.filter(pk=demo.pk).update(url="https://github.com/acme/demo.git")
+    html = _get(ui_client("read"), f"/repos/acme/demo/-/commits/{commit}/{PATH}")
+    assert f'href="https://github.com/acme/demo/commits/{commit}/{PATH}"' in html
+    html = _get(ui_client("read"), f"/repos/acme/demo/-/blame/{commit}/{PATH}")
+    assert "data-shallow-end" in html
+    assert f'href="https://github.com/acme/demo/commits/{commit}/{PATH}"' in html
 
 
 def test_history_past_its_bound_says_so(

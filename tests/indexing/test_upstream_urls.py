@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexing.upstream_urls import upstream_file_url
+from indexing.upstream_urls import upstream_file_url, upstream_history_url
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -57,3 +57,17 @@ def test_credentials_never_reach_the_link() -> None:
 def test_no_link_without_commit_or_path() -> None:
     assert upstream_file_url("https://github.com/o/r", "", "a.py", 1, 2) is None
     assert upstream_file_url("https://github.com/o/r", SHA, "", 1, 2) is None
+
+
+@pytest.mark.parametrize(
+    ("clone_url", "expected"),
+    [
+        ("https://github.com/o/r.git", f"https://github.com/o/r/commits/{SHA}/src/a%20b.py"),
+        ("git@gitlab.com:g/s/r.git", f"https://gitlab.com/g/s/r/-/commits/{SHA}/src/a%20b.py"),
+        ("https://codeberg.org/o/r", f"https://codeberg.org/o/r/commits/commit/{SHA}/src/a%20b.py"),
+        ("https://bitbucket.org/o/r", f"https://bitbucket.org/o/r/history-node/{SHA}/src/a%20b.py"),
+        ("https://git.example.com/o/r.git", None),
+    ],
+)
+def test_a_files_history_upstream(clone_url: str, expected: str | None) -> None:
+    assert upstream_history_url(clone_url, SHA, "src/a b.py") == expected
