@@ -22,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
+from indexing.models import IndexedBranch, Repository
 from search.exact.pattern_logic import AllOf, Expr, Not, TermRef
 from search.exact.patterns import MIN_NARROWING_CHARS
 from search.retrieval.db import search_cursor
@@ -258,3 +259,16 @@ def file_lines(file_ids: list[int], timeout_ms: int) -> dict[int, dict[int, str]
             for offset, text in enumerate(pieces):
                 target.setdefault(start_line + offset, text)
     return lines
+
+
+def scope_file_count(scope: CandidateScope) -> int:
+    """The files of the repositories (or branches) ``scope`` covers, before its language and
+    path filters: an upper bound of its candidate files, read from the counts indexing keeps."""
+    if scope.branches is not None:
+        pairs = {(e.repo_id, e.branch) for e in scope.branches}
+        rows = IndexedBranch.objects.filter(
+            repository_id__in={r for r, _ in pairs}, name__in={b for _, b in pairs}
+        ).values_list("repository_id", "name", "file_count", "shared_file_count")
+        return sum(own + shared for repo, name, own, shared in rows if (repo, name) in pairs)
+    counts = Repository.objects.filter(pk__in=scope.repo_ids).values_list("file_count", flat=True)
+    return sum(counts)

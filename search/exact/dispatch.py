@@ -25,9 +25,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from accounts.visibility import Viewer
-from search.exact.candidates import CandidateScope, PatternCondition, branch_entries, narrowing
+from search.exact.candidates import (
+    CandidateScope,
+    PatternCondition,
+    branch_entries,
+    narrowing,
+    scope_file_count,
+)
 from search.exact.cursor import MAX_OFFSET, decode_offset, encode_offset, query_fingerprint
-from search.exact.engine import ExactRequest, ExactResult, run_exact
+from search.exact.engine import ExactRequest, ExactResult, count_budgets, run_exact
 from search.exact.errors import QueryRejected
 from search.exact.file_names import (
     FileNameRequest,
@@ -267,7 +273,7 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
     if call.file_path:
         scope = _in_file(scope, call.file_path)
     fingerprint = _fingerprint("exact", terms, case, scope, expression)
-    return ExactRequest(
+    request = ExactRequest(
         matchers=matchers,
         conditions=conditions,
         scope=scope,
@@ -278,6 +284,10 @@ def exact_request(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> E
         expression=expression,
         match_offset=call.match_offset,
     )
+    request.budget_ms, request.count_budget_ms, request.count_max_files = count_budgets(
+        scope_file_count(scope), request.budget_ms
+    )
+    return request
 
 
 def run_search(call: SearchCall) -> SearchOutcome:

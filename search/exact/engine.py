@@ -9,9 +9,12 @@ of ``context_lines`` around them. Several patterns must all match somewhere in a
 counts for the file (not one under a NOT) matches it.
 
 Totals: after the page is full the engine keeps verifying candidates to count them until
-``count_budget_ms`` (80 ms from the start, leaving room under 100 ms for what is under way then)
-or ``count_max_files``; when it stops early ``total`` is a lower bound
-(``total_is_lower_bound``). The whole search has ``budget_ms``: when it runs out the answer is
+``count_budget_ms`` or ``count_max_files``; when it stops early ``total`` is a lower bound
+(``total_is_lower_bound``). The count's budget scales with the work (``count_budgets``): a
+scope of up to ``EXACT_COUNT_MAX_FILES`` files is counted to the end (with time in
+proportion to its files), so a repository of a few thousand files always has exact totals; a larger one is
+counted for 80 ms from the start (leaving room under 100 ms for what is under way then) or
+2,000 more files, and its totals are marked as lower bounds. The whole search has ``budget_ms``: when it runs out the answer is
 what was found, ``timed_out: true``, and a ``next_cursor`` that continues where it stopped.
 """
 
@@ -32,6 +35,10 @@ from search.exact.patterns import LineMatcher, touched_lines
 from search.exact.reader import CandidateReader
 
 BATCH_FILES = 100
+EXACT_COUNT_MAX_FILES = 5000  # files in scope (at most) whose totals are always counted exactly
+EXACT_COUNT_MS_PER_FILE = 2  # the time such a count may take, per file in scope (~0.7 ms each)
+QUICK_COUNT_MS = 80
+QUICK_COUNT_FILES = 2000
 LINES_FILES = 20  # files whose lines are read at once (or what the page lacks), doubling
 QUERY_CANCELED = "57014"
 
@@ -48,10 +55,25 @@ class ExactRequest:
     max_matches_per_file: int = 100
     match_offset: int = 0  # matching lines of each file skipped before those kept (paging them)
     budget_ms: int = 4000
-    count_budget_ms: int = 80
-    count_max_files: int = 2000
+    count_budget_ms: int = QUICK_COUNT_MS
+    count_max_files: int = QUICK_COUNT_FILES
     clock: Callable[[], float] = time.perf_counter  # seconds; the budgets are measured on it
     expression: Expr | None = None  # how the matchers combine (None: all are required)
+
+
+def count_budgets(scope_files: int, budget_ms: int) -> tuple[int, int, int]:
+    """(``budget_ms``, ``count_budget_ms``, ``count_max_files``) for a scope of ``scope_files``
+    files. When they are few enough to read, all of them, with time in proportion to them (at
+    least nine tenths of the search's budget; the search's budget grows with it, so the page is
+    never cut short by the count); else the quick count (a lower bound)."""
+    if scope_files <= EXACT_COUNT_MAX_FILES:
+        count_ms = max(QUICK_COUNT_MS, budget_ms * 9 // 10, EXACT_COUNT_MS_PER_FILE * scope_files)
+        return (
+            max(budget_ms, count_ms + budget_ms // 10),
+            count_ms,
+            max(scope_files, QUICK_COUNT_FILES),
+        )
+    return budget_ms, QUICK_COUNT_MS, QUICK_COUNT_FILES
 
 
 @dataclass
