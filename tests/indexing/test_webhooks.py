@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -44,7 +45,8 @@ def _hex(secret: str, body: bytes) -> str:
 
 
 def github(secret: str | None, body: bytes, event: str = "push") -> dict[str, str]:
-    headers = {"HTTP_X_GITHUB_EVENT": event, "HTTP_X_GITHUB_DELIVERY": "72d3162e"}
+    # GitHub gives every delivery an id of its own (its retries keep it).
+    headers = {"HTTP_X_GITHUB_EVENT": event, "HTTP_X_GITHUB_DELIVERY": str(uuid.uuid4())}
     if secret is not None:
         headers["HTTP_X_HUB_SIGNATURE_256"] = "sha256=" + _hex(secret, body)
     return headers
