@@ -29,7 +29,7 @@ from frontend.access import reader_page
 from frontend.file_tree import TreeRow, sidebar_rows
 from frontend.highlighting import highlight_lines
 from frontend.permalinks import blame_url, blob_url, history_url, tree_url
-from frontend.readme import find_readme, relative_resolver, render_readme
+from frontend.readme import MAX_README_BYTES, find_readme, relative_resolver, render_readme
 from indexing.clone_paths import repository_dir
 from indexing.git.tree import MODE_GITLINK, MODE_SYMLINK, MODE_TREE, GitTreeReader
 from indexing.models import Repository, SourceFile
@@ -290,8 +290,11 @@ def _readme(
             blob_url(place.ref, place.commit, path) if path else tree_url(place.ref, place.commit)
         )
 
+    url = blob_url(place.ref, place.commit, prefix + name)
+    if reader.blob_size(files[name]) > MAX_README_BYTES:  # not even read
+        return {"name": name, "html": "", "url": url}
     html = render_readme(name, reader.read_blob(files[name]), relative_resolver(place.path, link))
-    return {"name": name, "html": html, "url": blob_url(place.ref, place.commit, prefix + name)}
+    return {"name": name, "html": html, "url": url}
 
 
 _UNDASHED = re.compile(r"/(blob|tree)/")

@@ -42,6 +42,7 @@ def test_sidebar_history_blame_and_readme(
             assert tree.is_displayed()
             names = [row.text for row in tree.find_elements(By.CSS_SELECTOR, "li")]
             assert names == ["src/", "app/", "core.py", "README.md"]
+            screenshot(browser, "file-tree")
 
             browser.find_element(By.CSS_SELECTOR, "[data-history-link]").click()
             wait_until(browser, lambda d: "/-/commits/" in d.current_url)
@@ -69,6 +70,7 @@ def test_sidebar_history_blame_and_readme(
             browser.get(f"{at}/tree/HEAD")
             readme = browser.find_element(By.CSS_SELECTOR, "[data-readme]")
             assert readme.text.startswith("Demo")
+            screenshot(browser, "tree-readme")
             assert csp_violations(browser) == []
     finally:
         shutil.rmtree(repository_dir(repository.pk), ignore_errors=True)

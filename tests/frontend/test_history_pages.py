@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from frontend import history_views
+from frontend import browse_views, history_views
 from indexing.clone_paths import repository_dir
 from indexing.git.history import blame_file, file_history
 from indexing.models import Repository
@@ -171,7 +171,9 @@ def test_the_file_page_has_a_bounded_tree_sidebar_at_its_commit(demo: Repository
     assert "31 more" in sidebar
 
 
-def test_the_tree_page_renders_its_readme_safely(demo: Repository) -> None:
+def test_the_tree_page_renders_its_readme_safely(
+    demo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
     commit = demo.last_indexed_commit
     html = _get(ui_client("read"), "/repos/acme/demo/-/tree/HEAD")
     readme = html.split("data-readme", 1)[1].split("</section>", 1)[0]
@@ -184,6 +186,9 @@ def test_the_tree_page_renders_its_readme_safely(demo: Repository) -> None:
     assert 'href="javascript' not in readme
     assert "<script>" not in readme and "&lt;script&gt;" in readme
     assert "<b>" not in readme and "&lt;b&gt;not bold&lt;/b&gt;" in readme
+    monkeypatch.setattr(browse_views, "MAX_README_BYTES", 10)
+    readme = _get(ui_client("read"), "/repos/acme/demo/-/tree/HEAD").split("data-readme", 1)[1]
+    assert "too large to show here" in readme and "Demo project" not in readme
     assert f'href="/repos/acme/demo/-/commits/{commit}/src"' in _get(
         ui_client("read"), "/repos/acme/demo/-/tree/HEAD/src"
     )
