@@ -69,7 +69,7 @@ class BlameLine:
 @dataclass
 class FileBlame:
     lines: list[BlameLine] = field(default_factory=list)
-    stopped: str = ""  # "", "count", "time" or "size" (the file is too large to blame)
+    stopped: str = ""  # "", "count", "time", "size" (too large to blame) or "binary"
     shallow_end: bool = False
     revisions: int = 0  # commits read that touched the path
 
@@ -203,6 +203,9 @@ def blame_file(
         blob = store[sha]
         if not isinstance(blob, Blob) or blob.raw_length() > max_bytes:
             result.stopped = "size"
+            return result
+        if b"\x00" in blob.as_raw_string()[:8000]:
+            result.stopped = "binary"
             return result
         target = blob.splitlines()
         if len(target) > max_lines:

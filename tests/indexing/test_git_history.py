@@ -114,3 +114,12 @@ def test_blame_past_its_bounds_stops_and_marks_what_it_could_not_place(
     assert blame_file(directory, commit, PATH, max_bytes=100).stopped == "size"
     assert blame_file(directory, commit, PATH, max_lines=3).stopped == "size"
     assert blame_file(directory, commit, PATH, max_lines=3).lines == []
+
+
+def test_a_binary_file_is_not_blamed(tmp_path: Path) -> None:
+    from tests.indexing.git_server import commit_files, init_bare_repo
+
+    repo = init_bare_repo(str(tmp_path / "bin.git"))
+    commit = commit_files(repo, {"logo.png": b"\x89PNG\x00\x01\n\x02"}).decode()
+    blame = blame_file(tmp_path / "bin.git", commit, "logo.png")
+    assert blame.stopped == "binary" and blame.lines == []
