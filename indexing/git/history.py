@@ -1,15 +1,17 @@
 """A file's history and blame at a commit, read from a clone's object store (no checkout).
 
-Both walk the commits that touched the path, newest first, as ``git log -- <path>`` does
-(merges simplified: a merge that kept one parent's version follows that parent). Both are
-bounded: a number of commits and a time budget, past which they stop and say why
+Both walk commits newest first (by commit time, as git does), comparing only the path's entry
+in each commit's tree with its parents' (no whole-tree diffs): history lists those that
+changed it, as ``git log -- <path>`` does (a merge that kept one parent's version follows only
+that parent). Renames are not followed. Both are bounded: a number of commits and a time budget, past which they stop and say why
 (``stopped``). A clone is usually shallow (indexing fetches at depth 1): a commit whose
 parents are not in the clone is a boundary, and ``shallow_end`` says the history ended
 there rather than at the file's first commit.
 
 Blame passes lines from a commit to its parents, newest commit first, as ``git blame`` does:
 a parent holding the very same file takes them all; otherwise a line the parent's version
-also has (by ``difflib``'s matching) passes to it, and a line no parent has is blamed on the
+also has (by ``difflib``'s matching, which can pair a few repeated lines differently from
+git's diff) passes to it, and a line no parent has is blamed on the
 commit. Lines that reach a commit whose parents the clone lacks, or are still unplaced when a
 bound stops the walk, are blamed on that commit and marked ``boundary`` (git's ``^``): they
 are at least that old.
@@ -23,7 +25,7 @@ import itertools
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -31,7 +33,6 @@ from dulwich.errors import NotTreeError
 from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Blob, Commit, ObjectID
 from dulwich.repo import Repo
-from dulwich.walk import Walker
 
 HISTORY_MAX_COMMITS = 100
 HISTORY_MAX_SECONDS = 5.0
@@ -74,10 +75,6 @@ class FileBlame:
     revisions: int = 0  # commits read that touched the path
 
 
-class _OutOfTime(Exception):
-    pass
-
-
 def commit_info(commit: Commit) -> CommitInfo:
     author = commit.author.decode("utf-8", "replace")
     name, _, email = author.partition(" <")
@@ -92,40 +89,13 @@ def commit_info(commit: Commit) -> CommitInfo:
     )
 
 
-class _PathWalk:
-    """Commits touching ``path`` from ``commit`` back, with the clone's boundaries noted."""
-
-    def __init__(
-        self, repo: Repo, commit: str, path: str, deadline: float, clock: Callable[[], float]
-    ) -> None:
-        self.repo = repo
-        self.boundary: set[bytes] = set()  # commits whose parents are (partly) missing
-        self.deadline = deadline
-        self.cut_short = False  # an object the clone does not hold ended the walk
-        self._clock = clock
-        self.walker = Walker(
-            repo.object_store,
-            [ObjectID(commit.encode("ascii"))],
-            paths=[path.encode("utf-8")],
-            simplify_history=True,
-            get_parents=self._parents,
-        )
-
-    def _parents(self, commit: Commit) -> list[ObjectID]:
-        if self._clock() > self.deadline:
-            raise _OutOfTime
-        parents = self.repo.get_parents(commit.id, commit)
-        held = [p for p in parents if p in self.repo.object_store]
-        if commit.id in self.repo.get_shallow() or len(held) < len(parents):
-            self.boundary.add(commit.id)
-        return held
-
-    def __iter__(self) -> Iterator[Commit]:
-        try:
-            for entry in self.walker:
-                yield entry.commit
-        except KeyError:  # an object the clone does not hold: the history ends here
-            self.cut_short = True
+def _entry(repo: Repo, commit: Commit, path: bytes) -> tuple[int, bytes] | None:
+    """``(mode, sha)`` at ``path`` in the commit's tree (a file or a directory); None."""
+    try:
+        mode, sha = tree_lookup_path(repo.object_store.__getitem__, commit.tree, path)
+    except (KeyError, NotTreeError):
+        return None
+    return mode, sha
 
 
 def file_history(
@@ -138,20 +108,46 @@ def file_history(
     clock: Callable[[], float] = time.monotonic,
 ) -> FileHistory:
     """The commits that touched ``path``, newest first, from ``commit`` back (``git log
-    --format=%H <commit> -- <path>``), at most ``max_commits`` within ``max_seconds``."""
+    --format=%H <commit> -- <path>``), at most ``max_commits`` within ``max_seconds``.
+
+    git's default simplification: a commit is listed when its ``path`` differs from every
+    parent's; a merge whose ``path`` equals one parent's follows only that parent."""
+    deadline = clock() + max_seconds
+    name = path.encode("utf-8")
+    history = FileHistory(commits=[])
     with Repo(os.fspath(repo_dir)) as repo:
-        walk = _PathWalk(repo, commit, path, clock() + max_seconds, clock)
-        history = FileHistory(commits=[])
-        try:
-            for found in walk:
+        store = repo.object_store
+        shallows = repo.get_shallow()
+        start = store[ObjectID(commit.encode("ascii"))]
+        if not isinstance(start, Commit):
+            raise KeyError(commit)
+        waiting: dict[ObjectID, Commit] = {start.id: start}
+        queue: list[tuple[int, int, ObjectID]] = [(-start.commit_time, 0, start.id)]
+        order = itertools.count(1)
+        while queue:
+            if clock() > deadline:
+                history.stopped = "time"
+                break
+            _, _, commit_id = heapq.heappop(queue)
+            current = waiting.pop(commit_id)
+            parent_ids = repo.get_parents(commit_id, current)
+            parents = [p for p in (store[i] for i in parent_ids if i in store)]
+            mine = _entry(repo, current, name)
+            if commit_id in shallows or len(parents) < len(parent_ids):
+                history.shallow_end = history.shallow_end or mine is not None
+            same = [p for p in parents if isinstance(p, Commit) and _entry(repo, p, name) == mine]
+            follow = same[:1] or parents
+            if not same and (mine is not None or parents):
                 if len(history.commits) == max_commits:
                     history.stopped = "count"
                     break
-                history.commits.append(commit_info(found))
-        except _OutOfTime:
-            history.stopped = "time"
-        if not history.stopped and history.commits:
-            history.shallow_end = bool(walk.boundary) or walk.cut_short
+                history.commits.append(commit_info(current))
+            for parent in follow:
+                if isinstance(parent, Commit) and parent.id not in waiting:
+                    waiting[parent.id] = parent
+                    heapq.heappush(queue, (-parent.commit_time, next(order), parent.id))
+        if history.stopped or not history.commits:
+            history.shallow_end = False
         return history
 
 
