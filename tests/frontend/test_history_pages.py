@@ -218,3 +218,21 @@ def test_hidden_repositories_answer_404_like_missing_ones(demo: Repository) -> N
         assert session_client(user=member).get(url).status_code == 404, url
     response = session_client(user=member).get("/repos/acme/demo/-/blame/HEAD/src")
     assert response["Location"].startswith("/repos/acme/demo/-/commits/")
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        (f"/repos/acme/demo/-/commits/HEAD/src/../{PATH}", 400),
+        ("/repos/acme/demo/-/blame/HEAD/src//app/core.py", 400),
+        (f"/repos/acme/demo/-/blame/0123456789abcdef0123456789abcdef01234567/{PATH}", 404),
+        (f"/repos/acme/demo/-/commits/not-a-commit/{PATH}", 404),
+        ("/repos/acme/demo/-/blame/HEAD/src/app/nothing.py", 404),
+    ],
+)
+def test_bad_history_and_blame_addresses_are_clear_pages(
+    demo: Repository, url: str, status: int
+) -> None:
+    response = ui_client("read").get(url)
+    assert response.status_code == status, url
+    assert b"<h1" in response.content
