@@ -95,6 +95,7 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "total": response.get("total"),
             "total_is_lower_bound": response.get("total_is_lower_bound"),
             "match_total": response.get("match_total"),
+            "only_weak_matches": response.get("only_weak_matches") is True,
             "match_total_is_lower_bound": response.get(
                 "match_total_is_lower_bound", response.get("total_is_lower_bound")
             ),

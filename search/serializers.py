@@ -221,6 +221,11 @@ class SearchResponseSerializer(serializers.Serializer):
     match_total_is_lower_bound = serializers.BooleanField(
         required=False, help_text="Exact/regex: counting stopped early; match_total is a minimum."
     )
+    only_weak_matches = serializers.BooleanField(
+        required=False,
+        help_text="Hybrid: no result holds the query's words or is close in meaning; the "
+        "results only faintly resemble it (none of them is a real hit).",
+    )
     truncated = serializers.BooleanField(help_text="More results than this page.")
     next_cursor = serializers.CharField(allow_null=True)
     timed_out = serializers.BooleanField()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from search.exact.cursor import invalid_cursor, pack_cursor, query_fingerprint, unpack_cursor
 from search.executor import SearchExecutor, SearchHit, SearchRequest, SearchResult
+from search.match_strength import only_weak_matches
 
 MAX_RESULTS = 200  # hybrid results over all pages
 
@@ -29,6 +30,7 @@ class HybridPage:
     next_cursor: str | None
     seen_before: list[int]  # chunk ids earlier pages showed
     fingerprint: str
+    only_weak_matches: bool = False  # no strong match in the answer (search.match_strength)
 
     def cursor_after(self, shown: list[int]) -> str:
         """The cursor of the page after this one's first hits, ``shown`` (chunk ids): for a
@@ -103,6 +105,7 @@ def run_hybrid_page(
     seen = decode_seen(cursor, fingerprint)
     deep = replace(request, limit=MAX_RESULTS, fusion_top=max(request.fusion_top, MAX_RESULTS))
     result = executor.run(deep)
+    weak = only_weak_matches(request.query, result.hits)
     shown = set(seen)
     rest: list[SearchHit] = [h for h in result.hits if h.chunk_id not in shown]
     page = rest[: request.limit]
@@ -117,4 +120,5 @@ def run_hybrid_page(
         else None,
         seen_before=seen,
         fingerprint=fingerprint,
+        only_weak_matches=weak,
     )

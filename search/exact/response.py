@@ -126,6 +126,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             "results": hits,
             "total": page.total,
             "total_is_lower_bound": False,
+            "only_weak_matches": page.only_weak_matches,
             "truncated": page.truncated,
             "next_cursor": page.next_cursor,
             "timed_out": False,

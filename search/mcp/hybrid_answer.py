@@ -102,6 +102,7 @@ def hybrid_answer(
             else {}
         ),
         "total": page.total,
+        **({"only_weak_matches": True} if page.only_weak_matches else {}),
         "truncated": page.truncated,
         "next_cursor": page.next_cursor,
         "commits": commits,

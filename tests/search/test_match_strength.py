@@ -1,0 +1,57 @@
+"""A hybrid answer with no strong match says so (``only_weak_matches``) in the API, the UI and
+MCP, instead of presenting its results as hits (issue 29 item 2). On the real indexed corpus,
+with the bundled embedding model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from search.mcp import tools
+from tests.frontend.signed_in import ui_client
+from tests.search.test_exact_search import post
+
+pytestmark = pytest.mark.django_db
+
+NONSENSE = "frobnicate the quux"
+
+
+@pytest.mark.parametrize(
+    ("query", "weak"),
+    [
+        (NONSENSE, True),
+        ("banana smoothie recipe", True),
+        ("how are requests sent", False),
+        ("follow redirects", False),
+        ("token auth bearer header", False),
+    ],
+)
+def test_the_api_flags_answers_without_a_strong_match(
+    indexed, client: Client, query: str, weak: bool
+) -> None:  # type: ignore[no-untyped-def]
+    status, body = post(client, {"query": query})
+    assert status == 200, body
+    assert body["mode"] == "hybrid" and body["results"]  # the vector lists always answer
+    assert body["only_weak_matches"] is weak, [
+        (h["file_path"], h["bm25_score"], h["vector_score"]) for h in body["results"]
+    ]
+
+
+def test_the_page_says_no_strong_match(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    for query, shown in ((NONSENSE, True), ("follow redirects", False)):
+        _, response = post(client, {"query": query})
+        body = {"request": {"query": query}, "response": response}
+        html = (
+            ui_client()
+            .post("/ui/results", json.dumps(body), content_type="application/json")
+            .content.decode()
+        )
+        assert ("No strong match" in html) is shown
+        assert (" weak result" in html) is shown
+
+
+def test_mcp_says_only_weak_matches_and_stays_compact(indexed) -> None:  # type: ignore[no-untyped-def]
+    assert tools.search_code(NONSENSE)["only_weak_matches"] is True
+    assert "only_weak_matches" not in tools.search_code("follow redirects")
