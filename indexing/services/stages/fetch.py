@@ -19,9 +19,10 @@ from django.conf import settings
 from django.db import transaction
 
 from indexing.clone_paths import repository_dir
+from indexing.git.ancestry import is_ancestor
 from indexing.git.errors import GitFetchError
 from indexing.git.fetch import FetchResult, fetch_branch, fetch_update
-from indexing.models import IndexJob, JobState, Repository, RepositoryStatus
+from indexing.models import IndexedBranch, IndexJob, JobState, Repository, RepositoryStatus
 from indexing.services import jobs
 from indexing.services.locks import clone_slot
 from indexing.services.repositories import default_branch_taken
@@ -141,12 +142,28 @@ def run_fetch(job_id: int, *, task_id: str = "", final_attempt: bool = True) -> 
             if default and not repository.branch:
                 Repository.objects.filter(pk=repository.pk).update(branch=result.branch)
             Repository.objects.filter(pk=repository.pk).update(size_bytes=size)
+            note_fetched_tip(repository, job, target, result.commit_sha)
             IndexJob.objects.filter(pk=job.pk).update(
                 commit=result.commit_sha,
                 bytes_fetched=result.bytes_received,
                 stage_timings=record_timing(job, "cloning", started),
             )
         return True
+
+
+def note_fetched_tip(repository: Repository, job: IndexJob, clone: Path, commit: str) -> None:
+    """A fetch reads the remote's tip: it is the newest word on it, so the tip an earlier poll
+    noted gives way to it (else an index newer than the last poll reads "behind"). Kept only
+    when the clone shows the noted tip descends from the fetched commit (a push noted since)."""
+    rows: Any = (
+        Repository.objects.filter(pk=repository.pk)
+        if job.branch_id is None
+        else IndexedBranch.objects.filter(pk=job.branch_id)
+    )
+    noted = rows.values_list("remote_tip", flat=True).first() or ""
+    if noted and noted != commit and is_ancestor(clone, commit, noted):
+        return
+    rows.update(remote_tip=commit)
 
 
 def _fetch_failed(
