@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.contrib.auth import get_user
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import TemplateDoesNotExist, loader
+from django.utils.functional import SimpleLazyObject
 
 from reposearch.api_errors import error_body
 
@@ -41,6 +43,8 @@ def error_response(
     if wants_json(request):
         return JsonResponse(error_body(code, message, details), status=status)
     template = "errors/500.html" if status >= 500 else "errors/page.html"
+    if status < 500:
+        _attach_user(request)
     context = {"status": status, "title": TITLES.get(status, "Error"), "message": message}
     try:
         # No request context for a 500: whatever failed may fail again in a context processor.
@@ -48,6 +52,14 @@ def error_response(
     except TemplateDoesNotExist:
         html = f"{context['title']}: {message}"
     return HttpResponse(html, status=status)
+
+
+def _attach_user(request: HttpRequest) -> None:
+    """The signed-in account on a request answered before ``AuthenticationMiddleware`` ran (an
+    unknown route, refused by ``request_guards``), so the page's header shows who is signed in
+    instead of "Sign in"."""
+    if not hasattr(request, "user") and hasattr(request, "session"):
+        request.user = SimpleLazyObject(lambda: get_user(request))  # type: ignore[assignment]
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

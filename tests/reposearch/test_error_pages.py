@@ -122,3 +122,26 @@ def test_every_settings_module_serves_the_friendly_pages(module, extra) -> None:
         404,
         {"error": {"code": "not_found", "message": "no such endpoint: /api/nope", "details": {}}},
     ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "path", ["/no-such-page", "/repos/00000000-0000-0000-0000-000000000000/file?path=a.py"]
+)
+def test_error_pages_know_who_is_signed_in(path: str) -> None:
+    """The header of a 404 shows the signed-in account, not "Sign in" (issue 29 item 3): also
+    for an unknown route, answered before the authentication middleware runs."""
+    from django.test import Client
+
+    from tests.frontend.signed_in import make_account, ui_client
+
+    account = make_account("read")
+    response = ui_client(user=account).get(path)
+    html = response.content.decode()
+    assert response.status_code == 404
+    assert 'data-signed-in="1"' in html and account.get_username() in html
+    assert 'class="sign-in-link"' not in html
+    if path == "/no-such-page":
+        anonymous = Client().get(path)
+        assert anonymous.status_code == 404
+        assert 'class="sign-in-link"' in anonymous.content.decode()
