@@ -11,8 +11,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Q
+from django.urls import reverse
 
 from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
@@ -25,6 +27,7 @@ SNIPPET_MAX_CHARS = 20_000
 SNIPPET_SCAN_LINES = 200
 MAX_RESULTS = 200
 MAX_FILE_SNIPPETS = 5
+CHUNKS_PER_CARD = 3  # a hybrid card shows its file's best chunks, then "more from this file"
 SCORE_FIELDS = (
     ("bm25_score", "full-text"),
     ("vector_score", "vector"),
@@ -36,6 +39,17 @@ UNSCORED_HIT_KEYS = ("match_count", "symbol_match", "file_match")
 # The stages ``search.executor`` records; the two retrievals run side by side (one column).
 RETRIEVAL_STAGES = frozenset({"fulltext", "vector"})
 STAGE_LABELS = {"fulltext": "full-text"}
+
+
+@dataclass
+class ChunkView:
+    """One more chunk of a hybrid card's file, below its best one."""
+
+    location: str
+    symbol: str
+    file_url: str
+    lines: list[Line]
+    lines_omitted: int
 
 
 @dataclass
@@ -62,6 +76,10 @@ class ResultView:
     next_match_offset: int = 0
     more_matches: int = 0
     last_line_shown: int = 0
+    # hybrid: the file's next best chunks in this answer, and how many more it has here
+    also: list[ChunkView] = field(default_factory=list)
+    more_in_file: int = 0
+    more_in_file_url: str = ""
 
     @property
     def location(self) -> str:
@@ -242,7 +260,35 @@ def build_results(
                 else "",
             )
         )
+    if views and not any(key in item for item in raw_results for key in UNSCORED_HIT_KEYS):
+        return group_by_file(views, query, offset)
     return views
+
+
+def group_by_file(views: list[ResultView], query: str, offset: int) -> list[ResultView]:
+    """One card per file (hybrid results are ranked chunks, so a file may come back several
+    times): at the rank of its best chunk, with its next ``CHUNKS_PER_CARD - 1`` chunks below
+    it and a "more from this file" search (the query inside ``repo:`` and ``file:``) past them."""
+    cards: dict[tuple[str, str, str], ResultView] = {}
+    for view in views:
+        key = (view.repo_id, view.branch, view.path)
+        card = cards.get(key)
+        if card is None:
+            cards[key] = view
+            continue
+        if len(card.also) < CHUNKS_PER_CARD - 1:
+            card.also.append(
+                ChunkView(view.location, view.symbol, view.file_url, view.lines, view.lines_omitted)
+            )
+        else:
+            card.more_in_file += 1
+    grouped = list(cards.values())
+    for position, card in enumerate(grouped, start=offset + 1):
+        card.position = position
+        if card.more_in_file:
+            words = f"{query} repo:{card.repo_name} file:{card.path}"
+            card.more_in_file_url = reverse("frontend:search") + "?" + urlencode({"q": words})
+    return grouped
 
 
 def matches_after(item: Mapping[str, Any], shown: Sequence[Line]) -> tuple[int, int]:

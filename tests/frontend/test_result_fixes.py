@@ -142,3 +142,50 @@ def test_a_file_whose_matches_go_on_offers_show_more_matches() -> None:
     assert "more lines in this chunk" not in html
     # A file shown whole gets no button.
     assert "more-matches" not in render('"max_retries"', exact_response('"x"', [exact_hit()]))
+
+
+def hybrid_hit(path: str, start: int, symbol: str, repo_id: str) -> dict[str, Any]:
+    return {
+        "repo_id": repo_id,
+        "repo_name": "acme/demo",
+        "file_path": path,
+        "chunk_index": start,
+        "content": f"def {symbol}():\n    return {start}\n",
+        "language": "python",
+        "start_line": start,
+        "end_line": start + 1,
+        "symbol": symbol,
+        "kind": "function",
+        "commit": "a" * 40,
+        "bm25_score": 1.0,
+        "vector_score": 0.5,
+        "combined_score": 0.03,
+        "rerank_score": None,
+        "semantic": False,
+    }
+
+
+def test_hybrid_results_are_one_card_per_file_with_its_best_chunks() -> None:
+    repo = str(uuid.uuid4())
+    hits = [
+        hybrid_hit("src/a.py", 1, "first", repo),
+        hybrid_hit("src/b.py", 1, "other", repo),
+        hybrid_hit("src/a.py", 10, "second", repo),
+        hybrid_hit("src/a.py", 20, "third", repo),
+        hybrid_hit("src/a.py", 30, "fourth", repo),
+    ]
+    response = exact_response("retry", hits, mode="hybrid", total=5)
+    del response["match_total"]
+    html = render("retry", response)
+    cards = re.findall(r"<article class=\"result\".*?</article>", html, flags=re.S)
+    assert len(cards) == 2
+    assert "src/a.py:1-2" in cards[0] and "src/b.py:1-2" in cards[1]
+    # the file's next best chunks below its best one, then "more from this file"
+    assert "src/a.py:10-11" in cards[0] and "src/a.py:20-21" in cards[0]
+    assert "fourth" not in cards[0] and "src/a.py:30" not in cards[0]
+    link = re.search(r'<a href="([^"]+)">More from this file</a>', cards[0])
+    assert link and "file%3Asrc%2Fa.py" in link.group(1) and "repo%3Aacme%2Fdemo" in link.group(1)
+    assert "1 more result in it" in cards[0]
+    assert "More from this file" not in cards[1]
+    positions = re.findall(r'data-position="(\d+)"', html)
+    assert positions == ["1", "2"]
