@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Count, F
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
@@ -23,20 +24,20 @@ from indexing.models import SourceFile
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 
-def _languages(viewer: Viewer) -> list[str]:
-    """Languages present in what the viewer's searches see (each repository's active generation)."""
-    languages: set[str] = set()
-    visible = visible_repositories(viewer)
-    for repo_id, generation in visible.filter(active_generation__gt=0).values_list(
-        "pk", "active_generation"
-    ):
-        languages.update(
-            SourceFile.objects.filter(repository_id=repo_id, generation=generation)
-            .exclude(language="")
-            .values_list("language", flat=True)
-            .distinct()
+def _languages(viewer: Viewer) -> list[tuple[str, int]]:
+    """(language, files) of what the viewer's searches see (each repository's active
+    generation): the language filter's facet counts."""
+    visible = visible_repositories(viewer).filter(active_generation__gt=0)
+    rows = (
+        SourceFile.objects.filter(
+            repository__in=visible, generation=F("repository__active_generation")
         )
-    return sorted(languages)
+        .exclude(language="")
+        .values_list("language")
+        .annotate(files=Count("id"))
+        .order_by("language")
+    )
+    return [(language, files) for language, files in rows]
 
 
 @require_GET
@@ -44,7 +45,7 @@ def _languages(viewer: Viewer) -> list[str]:
 def search_page(request: HttpRequest) -> HttpResponse:
     viewer = viewer_for(request.user)
     visible = visible_repositories(viewer)
-    repositories = list(visible.only("id", "name", "status", "active_generation"))
+    repositories = list(visible.only("id", "name", "status", "active_generation", "file_count"))
     return render(
         request,
         "frontend/search.html",
