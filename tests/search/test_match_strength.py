@@ -55,3 +55,19 @@ def test_the_page_says_no_strong_match(indexed, client: Client) -> None:  # type
 def test_mcp_says_only_weak_matches_and_stays_compact(indexed) -> None:  # type: ignore[no-untyped-def]
     assert tools.search_code(NONSENSE)["only_weak_matches"] is True
     assert "only_weak_matches" not in tools.search_code("follow redirects")
+
+
+def test_the_more_from_this_file_search_keeps_to_that_file(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    """What a card's "More from this file" asks: the question inside repo: and file:."""
+    query = "how are requests sent repo:acme/httpclient file:src/httpclient/client.py"
+    status, body = post(client, {"query": query})
+    assert status == 200, body
+    assert body["mode"] == "hybrid" and body["results"]
+    assert {h["file_path"] for h in body["results"]} == {"src/httpclient/client.py"}
+
+
+def test_mcp_exact_answers_flag_their_line_total(indexed) -> None:  # type: ignore[no-untyped-def]
+    answer = tools.search_code('"filler"')
+    assert answer["match_total_is_lower_bound"] is False and answer["total_is_lower_bound"] is False
+    (entry,) = [f for f in answer["files"] if f["path"] == "notes/long.txt"]
+    assert entry["more_lines"] > 0  # the lines left out of a file are said
