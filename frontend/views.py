@@ -93,6 +93,8 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "pipeline": build_pipeline(response.get("trace")),
             "total_bm25_hits": response.get("total_bm25_hits") if ranked else None,
             "total_vector_hits": response.get("total_vector_hits") if ranked else None,
+            "bm25_hits_lower": response.get("total_bm25_hits_is_lower_bound") is True,
+            "vector_hits_lower": response.get("total_vector_hits_is_lower_bound") is True,
             "total": response.get("total"),
             "total_is_lower_bound": response.get("total_is_lower_bound"),
             "match_total": response.get("match_total"),

@@ -153,6 +153,10 @@ class SearchExecutor:
             totals[method] = len(
                 {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
             )
+        full = {
+            method: any(len(rl.ranked) >= request.list_depth for rl in lists if rl.method == method)
+            for method in totals
+        }
 
         candidates: list[FusedCandidate] = []
         with record_stage(trace, "fusion") as stage:
@@ -241,6 +245,8 @@ class SearchExecutor:
             trace=trace,
             total_bm25_hits=totals["fulltext"],
             total_vector_hits=totals["vector"],
+            bm25_hits_is_lower_bound=full["fulltext"],
+            vector_hits_is_lower_bound=full["vector"],
             queries=queries,
             scope=scope,
             ms=round((time.perf_counter() - started) * 1000, 1),

@@ -234,7 +234,13 @@ class SearchResponseSerializer(serializers.Serializer):
     )
     exact_matches_is_lower_bound = serializers.BooleanField()
     total_bm25_hits = serializers.IntegerField()
+    total_bm25_hits_is_lower_bound = serializers.BooleanField(
+        required=False, help_text="Hybrid: a full-text list was cut at its depth (more match)."
+    )
     total_vector_hits = serializers.IntegerField()
+    total_vector_hits_is_lower_bound = serializers.BooleanField(
+        required=False, help_text="Hybrid: a vector list was cut at its depth (more are near)."
+    )
     scope = ScopeSerializer()
     trace = StageTraceSerializer(many=True)
     ms = serializers.FloatField()

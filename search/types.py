@@ -149,6 +149,9 @@ class SearchResult:
     queries: list[str]  # the original query first, then the expansions used
     scope: ScopeApplied
     ms: float = 0.0
+    # a list of that method stopped at ``list_depth``: more chunks match than were counted
+    bm25_hits_is_lower_bound: bool = False
+    vector_hits_is_lower_bound: bool = False
 
     def stage(self, name: str) -> StageTrace | None:
         return next((s for s in self.trace if s.name == name), None)

@@ -189,3 +189,17 @@ def test_hybrid_results_are_one_card_per_file_with_its_best_chunks() -> None:
     assert "More from this file" not in cards[1]
     positions = re.findall(r'data-position="(\d+)"', html)
     assert positions == ["1", "2"]
+
+
+def test_hybrid_list_totals_that_are_lower_bounds_get_a_plus() -> None:
+    hit = hybrid_hit("src/a.py", 1, "first", str(uuid.uuid4()))
+    response = exact_response("retry", [hit], mode="hybrid", total=1)
+    del response["match_total"]
+    response.update(
+        total_bm25_hits=50,
+        total_bm25_hits_is_lower_bound=True,
+        total_vector_hits=12,
+        total_vector_hits_is_lower_bound=False,
+    )
+    html = render("retry", response)
+    assert "full-text hits: 50+" in html and "vector hits: 12 " in html.replace("<", " <")

@@ -71,3 +71,19 @@ def test_mcp_exact_answers_flag_their_line_total(indexed) -> None:  # type: igno
     assert answer["match_total_is_lower_bound"] is False and answer["total_is_lower_bound"] is False
     (entry,) = [f for f in answer["files"] if f["path"] == "notes/long.txt"]
     assert entry["more_lines"] > 0  # the lines left out of a file are said
+
+
+def test_list_totals_that_hold_every_match_are_not_lower_bounds(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    status, body = post(client, {"query": "follow redirects"})
+    assert status == 200
+    assert body["total_bm25_hits"] > 0 and body["total_bm25_hits_is_lower_bound"] is False
+    assert body["total_vector_hits_is_lower_bound"] is False  # fewer chunks than a list's depth
+
+
+def test_list_totals_cut_at_their_depth_are_lower_bounds(indexed) -> None:  # type: ignore[no-untyped-def]
+    """Lists as deep as 2 chunks: more than that match "client", so both counts are minimums."""
+    from search.executor import SearchExecutor, SearchRequest
+
+    result = SearchExecutor().run(SearchRequest(query="client", list_depth=2))
+    assert result.total_bm25_hits >= 2 and result.bm25_hits_is_lower_bound is True
+    assert result.vector_hits_is_lower_bound is True
