@@ -2,7 +2,8 @@
 that the test may stop, restart or kill without disturbing the session's servers.
 
 The test process drives it as an operator would, from outside: ``manage.py`` commands in
-subprocesses (with the stack's environment) to add repositories, and plain SQL to watch jobs.
+processes of their own (with the stack's environment; forked from a warm one,
+``tests.warm_manage``) to add repositories, and plain SQL to watch jobs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from celery import Celery
 
 from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port
 from reposearch.processes import worker_command
+from tests.warm_manage import WarmManage
 
 ROOT = Path(__file__).resolve().parent.parent
 FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
@@ -79,6 +81,7 @@ class FaultStack(WatchesJobs):
         self.data_dir = Path(self.env["REPO_SEARCH_DATA_DIR"])
         self.worker: subprocess.Popen[bytes] | None = None
         self.log_path = root / "worker.log"
+        self.commands = WarmManage(self.env, root / "manage.log")
 
     # --- the servers -------------------------------------------------------------------------
     def start(self, *, worker: bool = True) -> None:
@@ -89,6 +92,7 @@ class FaultStack(WatchesJobs):
             self.start_worker()
 
     def stop(self) -> None:
+        self.commands.stop()
         self.kill_worker()
         self.redis.stop()
         self.postgres.stop()
@@ -155,12 +159,9 @@ class FaultStack(WatchesJobs):
 
     # --- driving it --------------------------------------------------------------------------
     def manage(self, *args: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stdout + result.stderr
-        return result.stdout
+        status, output = self.commands.run(*args)
+        assert status == 0, output + self.commands.log_path.read_text(errors="replace")[-3000:]
+        return output
 
     def add_repository(self, url: str) -> int:
         code = (
