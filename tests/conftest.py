@@ -20,6 +20,9 @@ from django.db import connection
 from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
 from tests.refusals import public_dns  # noqa: F401 - a fixture for every test module
 from tests.shared_rows import ROW_FIXTURES, open_shared_rows
+from tests.tier_times import pytest_runtest_logreport, pytest_terminal_summary, record_tiers
+
+__all__ = ["pytest_runtest_logreport", "pytest_terminal_summary"]  # hooks: time by tier
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -168,6 +171,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             ordered += [i for i in run if not wants_rows(i)] + [i for i in run if wants_rows(i)]
             start = end
     items[:] = ordered
+    record_tiers(items)
 
 
 @pytest.fixture(autouse=True)
