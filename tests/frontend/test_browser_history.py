@@ -46,6 +46,11 @@ def test_sidebar_history_blame_and_readme(
 
             browser.find_element(By.CSS_SELECTOR, "[data-history-link]").click()
             wait_until(browser, lambda d: "/-/commits/" in d.current_url)
+            # The new page may still be arriving when its address changes: wait for its rows.
+            wait_until(
+                browser,
+                lambda d: len(d.find_elements(By.CSS_SELECTOR, ".history-commit")) >= len(log),
+            )
             rows = browser.find_elements(By.CSS_SELECTOR, ".history-commit")
             assert len(rows) == len(log)
             assert "Add core" in rows[-1].text and "Ada Lovelace" in rows[-1].text
@@ -57,6 +62,10 @@ def test_sidebar_history_blame_and_readme(
             browser.get(f"{at}/blob/HEAD/{PATH}")
             browser.find_element(By.CSS_SELECTOR, "[data-blame-link]").click()
             wait_until(browser, lambda d: "/-/blame/" in d.current_url)
+            wait_until(
+                browser,
+                lambda d: len(d.find_elements(By.CSS_SELECTOR, ".blame-code tr")) >= len(owners),
+            )
             lines = browser.find_elements(By.CSS_SELECTOR, ".blame-code tr")
             assert len(lines) == len(owners)
             first = lines[0].find_element(By.CSS_SELECTOR, ".blame-commit a")
