@@ -39,7 +39,7 @@ from reposearch.embedded_services import (
     say,
     wait_until,
 )
-from reposearch.processes import EMBED_WORKER_OPTIONS, web_command, worker_command
+from reposearch.processes import embedded_workers, web_command
 from reposearch.supervisor import Child, GaveUp, Watched, check
 
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
@@ -217,28 +217,6 @@ def command_up(args: argparse.Namespace) -> int:
                 pidfile.unlink(missing_ok=True)
     say("stopped")
     return exit_code
-
-
-def embedded_workers(
-    settings: Any, run_dir: Path, *, program: tuple[str, ...]
-) -> list[tuple[str, list[str]]]:
-    """``make up``'s Celery workers as (name, command): one for the ``git``, ``index`` and
-    ``default`` queues (with the periodic scheduler), one for ``embed`` alone, so cloning and
-    full text of a new repository never wait behind other repositories' embedding."""
-    fast = worker_command(
-        ("git", "index", "default"),
-        name="work@%h",
-        beat_schedule=str(run_dir / "celerybeat-schedule"),
-        program=program,
-    )
-    embed = worker_command(
-        ("embed",),
-        name="embed@%h",
-        concurrency=settings.REPO_SEARCH_EMBED_CONCURRENCY,
-        program=program,
-        extra=EMBED_WORKER_OPTIONS,
-    )
-    return [("worker", fast), ("embed-worker", embed)]
 
 
 def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:

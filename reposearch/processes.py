@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 # Queues by resource profile (CONVENTIONS): git = network, index = CPU + database,
 # embed = model inference, default = maintenance.
@@ -97,6 +99,28 @@ def beat_command(
 ) -> list[str]:
     """The periodic scheduler on its own (``make up`` runs it inside the worker instead)."""
     return [*program, "-A", "reposearch", "beat", "--loglevel", loglevel, "-s", schedule]
+
+
+def embedded_workers(
+    settings: Any, run_dir: Path, *, program: tuple[str, ...]
+) -> list[tuple[str, list[str]]]:
+    """``make up``'s Celery workers as (name, command): one for the ``git``, ``index`` and
+    ``default`` queues (with the periodic scheduler), one for ``embed`` alone, so cloning and
+    full text of a new repository never wait behind other repositories' embedding."""
+    fast = worker_command(
+        ("git", "index", "default"),
+        name="work@%h",
+        beat_schedule=str(run_dir / "celerybeat-schedule"),
+        program=program,
+    )
+    embed = worker_command(
+        ("embed",),
+        name="embed@%h",
+        concurrency=settings.REPO_SEARCH_EMBED_CONCURRENCY,
+        program=program,
+        extra=EMBED_WORKER_OPTIONS,
+    )
+    return [("worker", fast), ("embed-worker", embed)]
 
 
 # What docker-compose.yml runs (checked by tests/reposearch/test_docker_compose.py; started from
