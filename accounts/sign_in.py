@@ -1,8 +1,8 @@
 """Signing in and out with a password: the UI's sign-in page and the admin's login, throttled.
 
 Both use Django's ``LoginView`` (session, CSRF, ``next`` followed only to this site) with a form
-that counts every attempt (``accounts.sign_in_throttle``) before checking the password; a
-refused attempt answers 429 with ``Retry-After`` and says why. Sign-out is a POST.
+that counts every attempt (``accounts.sign_in_throttle``: growing delays, no lock-out) before
+checking the password; an attempt made too soon answers 429 with ``Retry-After`` and says why. Sign-out is a POST.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from accounts.sign_in_throttle import SignInRefused
 
 
 class ThrottledSignInForm(AuthenticationForm):
-    """Django's sign-in form, refusing attempts over the account's or the address's budget."""
+    """Django's sign-in form, refusing attempts made before their delay has passed."""
 
     refused: SignInRefused | None = None
 

@@ -231,14 +231,20 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-# --- Sign-in (accounts/sign_in.py): the UI's page; failures throttled per account and address.
+# --- Sign-in (accounts/sign_in.py): the UI's page. Attempts past the free ones per (user name,
+# address), per address, and per user name from new addresses wait 2, 4, 8 ... seconds
+# (accounts/sign_in_throttle.py): slowed down, never locked out from the account's own address.
 LOGIN_URL = "sign-in"
 LOGIN_REDIRECT_URL = "/"
 REPO_SEARCH_SIGN_IN_MAX_FAILURES = env.positive_int("REPO_SEARCH_SIGN_IN_MAX_FAILURES", 5)
 REPO_SEARCH_SIGN_IN_MAX_ADDRESS_FAILURES = env.positive_int(
     "REPO_SEARCH_SIGN_IN_MAX_ADDRESS_FAILURES", 20
 )
+REPO_SEARCH_SIGN_IN_MAX_ACCOUNT_FAILURES = env.positive_int(
+    "REPO_SEARCH_SIGN_IN_MAX_ACCOUNT_FAILURES", 100
+)
 REPO_SEARCH_SIGN_IN_WINDOW_SECS = env.positive_int("REPO_SEARCH_SIGN_IN_WINDOW_SECS", 900)
+REPO_SEARCH_SIGN_IN_MAX_DELAY_SECS = env.positive_int("REPO_SEARCH_SIGN_IN_MAX_DELAY_SECS", 900)
 
 ROOT_URLCONF = "reposearch.urls"
 WSGI_APPLICATION = "reposearch.wsgi.application"

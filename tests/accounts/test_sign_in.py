@@ -88,19 +88,83 @@ def test_sign_out_is_a_post_and_ends_the_session() -> None:
     assert client.get("/").status_code == 302
 
 
-def test_six_wrong_passwords_then_the_right_one_is_refused() -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """A settable clock; the in-memory cache's expiry follows it too."""
+    import time
+
+    now = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    return now
+
+
+def test_wrong_passwords_from_one_address_wait_longer_and_longer(clock: list[float]) -> None:
     user = make_account("admin")
-    for _ in range(5):
+    for _ in range(6):  # five free attempts, and the sixth closes the door for 2 s
         assert attempt(user.username, "guess").status_code == 200
-    sixth = attempt(user.username, "guess")
-    assert sixth.status_code == 429
-    refused = attempt(user.username, PASSWORD)
-    assert refused.status_code == 429
-    assert signed_in_user(refused) is None
-    assert int(refused["Retry-After"]) > 800  # the 15-minute window opened moments ago
-    assert "Too many failed sign-ins for this account" in refused.content.decode()
-    # From another address it is the same account: still refused.
-    assert attempt(user.username, PASSWORD, address="198.51.100.7").status_code == 429
+    refused = attempt(user.username, PASSWORD)  # the right password too, while it is closed
+    assert refused.status_code == 429 and signed_in_user(refused) is None
+    assert refused["Retry-After"] == "2"
+    assert "Too many failed sign-ins for this account from your address" in (
+        refused.content.decode()
+    )
+    waits = []
+    for _ in range(4):
+        clock[0] += int(attempt(user.username, "guess").get("Retry-After") or 0)
+        assert attempt(user.username, "guess").status_code == 200
+        waits.append(int(attempt(user.username, "guess")["Retry-After"]))
+    assert waits == [4, 8, 16, 32]  # a refused attempt is not counted: waiting is the way on
+    clock[0] += 32
+    response = attempt(user.username, PASSWORD)
+    assert response.status_code == 302 and signed_in_user(response) == user
+
+
+def test_the_delay_stops_growing_at_its_cap(clock: list[float], settings: Any) -> None:
+    settings.REPO_SEARCH_SIGN_IN_MAX_DELAY_SECS = 60
+    user = make_account("read")
+    for _ in range(30):
+        clock[0] += 61
+        attempt(user.username, "guess")
+    assert attempt(user.username, "guess")["Retry-After"] == "60"
+
+
+def test_a_strangers_guesses_never_stop_the_user_signing_in_from_their_address(
+    clock: list[float],
+) -> None:
+    victim = make_account("read")
+    assert attempt(victim.username, PASSWORD, address="192.0.2.10").status_code == 302
+    for _ in range(200):  # a stranger keeps guessing, as fast as the delays let them
+        clock[0] += int(
+            attempt(victim.username, "guess", address="203.0.113.5").get("Retry-After") or 0
+        )
+        attempt(victim.username, "guess", address="203.0.113.5")
+    assert attempt(victim.username, "guess", address="203.0.113.5").status_code == 429
+    response = attempt(victim.username, PASSWORD, address="192.0.2.10")
+    assert response.status_code == 302 and signed_in_user(response) == victim
+
+
+def test_twenty_wrong_passwords_from_another_address_leave_the_user_in() -> None:
+    user = make_account("read")  # has never signed in: no address of theirs is known yet
+    for _ in range(20):
+        attempt(user.username, "guess", address="203.0.113.5")
+    assert attempt(user.username, PASSWORD, address="203.0.113.5").status_code == 429
+    response = attempt(user.username, PASSWORD, address="192.0.2.10")
+    assert response.status_code == 302 and signed_in_user(response) == user
+
+
+def test_guesses_from_many_addresses_slow_new_addresses_but_not_the_users_own(
+    clock: list[float],
+) -> None:
+    victim = make_account("read")
+    assert attempt(victim.username, PASSWORD, address="192.0.2.10").status_code == 302
+    for number in range(101):  # each from its own address: under every per-address budget
+        attempt(victim.username, "guess", address=f"10.1.{number // 250}.{number % 250}")
+    from_new = attempt(victim.username, PASSWORD, address="198.51.100.7")
+    assert from_new.status_code == 429
+    assert "for this account from a new address" in from_new.content.decode()
+    assert int(from_new["Retry-After"]) <= 4  # a delay, not a lock
+    response = attempt(victim.username, PASSWORD, address="192.0.2.10")  # where they signed in
+    assert response.status_code == 302 and signed_in_user(response) == victim
 
 
 def test_another_account_from_another_address_is_unaffected() -> None:
@@ -115,8 +179,8 @@ def test_another_account_from_another_address_is_unaffected() -> None:
     assert response.status_code == 302
 
 
-def test_one_address_guessing_many_accounts_is_refused() -> None:
-    for number in range(20):
+def test_one_address_guessing_many_accounts_is_slowed_down() -> None:
+    for number in range(21):
         attempt(f"user{number}", "guess", address="203.0.113.5")
     user = make_account("read")
     response = attempt(user.username, PASSWORD, address="203.0.113.5")
@@ -127,17 +191,33 @@ def test_one_address_guessing_many_accounts_is_refused() -> None:
 
 def test_a_successful_sign_in_clears_the_account_counter() -> None:
     user = make_account("read")
-    for _ in range(2):  # 4 failures and a success, twice: 8 failures, never 5 in a row
-        for _ in range(4):
+    for _ in range(2):  # 5 failures and a success, twice: 10 failures, never 6 in a row
+        for _ in range(5):
             attempt(user.username, "guess")
         assert attempt(user.username, PASSWORD).status_code == 302
 
 
 def test_user_names_differing_in_case_share_a_counter() -> None:
     make_account("read", username="alice")
-    for _ in range(5):
+    for _ in range(6):
         attempt("ALICE", "guess")
     assert attempt("alice", PASSWORD).status_code == 429
+
+
+def test_throttling_is_audited_once_per_scope_not_per_attempt(clock: list[float]) -> None:
+    from accounts.models import AuditEntry
+
+    user = make_account("read")
+    for _ in range(40):
+        clock[0] += 1000
+        attempt(user.username, "guess", address="203.0.113.5")
+    rows = AuditEntry.objects.filter(action="sign_in.throttled")
+    assert [(row.details["scope"], row.target) for row in rows] == [
+        ("address", ""),
+        ("pair", user.username),
+    ]
+    assert {row.address for row in rows} == {"203.0.113.5"}
+    assert all(row.outcome == "refused" for row in rows)
 
 
 def test_the_admin_login_is_throttled_too() -> None:
@@ -176,10 +256,11 @@ def test_the_counters_work_in_redis_as_deployed(settings: Any) -> None:
     }
     cache.clear()
     user = make_account("read")
-    for _ in range(5):
+    for _ in range(6):
         assert attempt(user.username, "guess").status_code == 200
     refused = attempt(user.username, PASSWORD)
-    assert refused.status_code == 429 and 800 < int(refused["Retry-After"]) <= 900
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 2
+    assert attempt(user.username, PASSWORD, address="198.51.100.7").status_code == 302
     cache.clear()
 
 
@@ -196,16 +277,11 @@ def test_sign_in_carries_on_when_the_cache_is_down(settings: Any) -> None:
     assert attempt(user.username, PASSWORD).status_code == 302
 
 
-def test_failures_after_a_success_open_a_full_new_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
-    now = [time.time()]
-    monkeypatch.setattr(time, "time", lambda: now[0])  # the cache's expiry follows this clock too
+def test_counts_are_forgotten_a_window_after_the_last_attempt(clock: list[float]) -> None:
     user = make_account("read")
-    attempt(user.username, "guess")
-    now[0] += 600  # ten minutes into the first window
-    assert attempt(user.username, PASSWORD).status_code == 302
-    for _ in range(5):
+    for _ in range(6):
         attempt(user.username, "guess")
-    refused = attempt(user.username, PASSWORD)
-    assert refused.status_code == 429 and int(refused["Retry-After"]) == 900
+    clock[0] += 900 + 900 + 1  # REPO_SEARCH_SIGN_IN_WINDOW_SECS past the longest delay
+    for _ in range(5):  # five free attempts again
+        assert attempt(user.username, "guess").status_code == 200
+    assert attempt(user.username, PASSWORD).status_code == 302
