@@ -56,6 +56,7 @@ _ERROR = re.compile(
     r"(?::[ \t]*(?P<message>[^\n]*))?$",
     re.M,
 )
+_RAISED = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::[ \t]*(?P<message>.*))?$")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]+)\b")
 _SNAKE = re.compile(r"(?<![\w.])(_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_{0,2})\b")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?(?![\w.])")
@@ -128,7 +129,7 @@ class IssueClues:
             "paths": [m.text for m in self.mentions],
             "frames": [f"{f.path}:{f.line} in {f.function}" for f in self.frames],
             "identifiers": [i.qualified for i in self.identifiers],
-            "errors": [f"{e.type}: {e.message}".rstrip(": ") for e in self.errors],
+            "error_lines": [f"{e.type}: {e.message}".rstrip(": ") for e in self.errors],
             "code_blocks": len(self.code_blocks),
         }
 
@@ -268,13 +269,29 @@ def _literal(message: str) -> str:
     return best if len(best) >= 12 and " " in best else ""
 
 
+def _raised_after_tracebacks(text: str) -> list[tuple[str, str]]:
+    """(type, message) of the line that ends each Python traceback: the first unindented line
+    after its frames, whatever the exception is called (``PoolExhausted: ...``)."""
+    found = []
+    for block in text.split("Traceback (most recent call last):")[1:]:
+        for line in block.splitlines()[1:]:
+            if not line.strip() or line[:1].isspace():
+                continue
+            m = _RAISED.match(line.strip())
+            if m:
+                found.append((m["type"], m["message"] or ""))
+            break
+    return found
+
+
 def _errors(text: str) -> list[ErrorLine]:
     errors: dict[tuple[str, str], ErrorLine] = {}
-    for m in _ERROR.finditer(text):
-        message = (m["message"] or "").strip()[:300]
-        key = (m["type"], message)
-        if key not in errors:
-            errors[key] = ErrorLine(m["type"].rsplit(".", 1)[-1], message, _literal(message))
+    raised = [(m["type"], m["message"] or "") for m in _ERROR.finditer(text)]
+    for kind, message in [*_raised_after_tracebacks(text), *raised]:
+        message = message.strip()[:300]
+        name = kind.rsplit(".", 1)[-1]
+        if not any(e.type == name and e.message == message for e in errors.values()):
+            errors[(name, message)] = ErrorLine(name, message, _literal(message))
     return list(errors.values())
 
 

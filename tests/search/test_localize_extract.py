@@ -104,3 +104,15 @@ def test_normalise_path_cuts_installation_prefixes() -> None:
     assert normalise_path("C:\\py\\Lib\\site-packages\\requests\\models.py") == "requests/models.py"
     assert normalise_path("./src/app.py") == "src/app.py"
     assert normalise_path("/abs/checkout/pkg/mod.py") == "abs/checkout/pkg/mod.py"
+
+
+def test_the_line_that_ends_a_traceback_is_its_error_whatever_it_is_called() -> None:
+    clues = extract_clues(
+        "Traceback (most recent call last):\n"
+        '  File "shop/pool.py", line 8, in acquire\n'
+        '    raise PoolExhausted("no free connection left in the pool")\n'
+        "shop.pool.PoolExhausted: no free connection left in the pool\n"
+    )
+    (error,) = clues.errors
+    assert (error.type, error.literal) == ("PoolExhausted", "no free connection left in the pool")
+    assert "PoolExhausted" in [i.name for i in clues.identifiers]
