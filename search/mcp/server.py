@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from search.mcp import navigation_tools, refresh, tools
+from search.mcp import locate_tool, navigation_tools, refresh, tools
 from search.mcp.budget import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS, compact_json
 from search.mcp.identity import current_viewer
 
@@ -44,6 +44,7 @@ INSTRUCTIONS = (
     "(path:start-end), the symbol, a snippet and the indexed commit. Read around a hit with "
     "get_file(repo, path, start_line, end_line). list_repositories names what is indexed; "
     "find_symbol / find_references navigate definitions and uses; list_files lists files. "
+    "Given an issue or a stack trace, locate_issue names the files and functions to change. "
     "Every tool only reads, except refresh_repository, which queues a re-index of a repository "
     "(write role needed). Answers fit max_tokens (default about 6,000); when they are cut, "
     "truncated is true and next_cursor (search_code) or next_start_line (get_file) goes on."
@@ -222,6 +223,32 @@ def list_files(
     return _run(navigation_tools.list_files, repo, path, glob)
 
 
+def locate_issue(
+    issue: Annotated[
+        str,
+        Field(
+            description="The issue or stack trace as written (up to 20,000 characters): title, "
+            "description, tracebacks, paths, `names`, error messages, code blocks."
+        ),
+    ],
+    repo: Annotated[
+        str | None, Field(description="Only this repository (name or id; default: all).")
+    ] = None,
+    branch: Annotated[
+        str | None, Field(description="An indexed branch (default: each default branch).")
+    ] = None,
+    limit: Annotated[int | None, Field(description="Files to return, 1..30 (10).")] = None,
+    include_tests: Annotated[
+        bool | None, Field(description="Rank test files too (default false).")
+    ] = None,
+    max_tokens: Annotated[int | None, Field(description=BUDGET)] = None,
+) -> Answer:
+    """Which files (and functions) an issue most likely needs changed: paths, stack frames,
+    names and error text from the issue are looked up exactly, its description by meaning; each
+    file comes with the functions that made it rank and why (why)."""
+    return _run(locate_tool.locate_issue, issue, repo, branch, limit, include_tests, max_tokens)
+
+
 def refresh_repository(
     repo: Annotated[str, Field(description="Repository name or id (see list_repositories).")],
     branch: Annotated[
@@ -245,6 +272,7 @@ def build_server() -> MCPServer:
         find_symbol,
         find_references,
         list_files,
+        locate_issue,
     ):
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
     server.add_tool(refresh_repository, annotations=QUEUES_WORK, structured_output=True)

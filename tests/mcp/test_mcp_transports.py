@@ -31,6 +31,7 @@ TOOLS = {
     "find_symbol",
     "find_references",
     "list_files",
+    "locate_issue",
     "refresh_repository",
 }
 WRITING_TOOLS = {"refresh_repository"}  # queues a re-index; needs the write role

@@ -37,6 +37,8 @@ CALLS = [
     ("list_files", {"repo": NUL}, "repo"),
     ("list_files", {"repo": "acme/demo", "path": NUL}, "path"),
     ("list_files", {"repo": "acme/demo", "glob": NUL}, "glob"),
+    ("locate_issue", {"issue": NUL}, "issue"),
+    ("locate_issue", {"issue": "x", "repo": NUL}, "repo"),
     ("refresh_repository", {"repo": NUL}, "repo"),
     ("refresh_repository", {"repo": "acme/demo", "branch": NUL}, "branch"),
 ]
