@@ -28,6 +28,7 @@ OPERATIONS: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("get", "/api/repos/{repo}/jobs", None, "read"),
     ("get", "/api/jobs/{job}", None, "read"),
     ("post", "/api/search", {"query": "parse_header"}, "read"),
+    ("post", "/api/localize", {"issue": "`parse_header` fails"}, "read"),
     ("get", "/api/config", None, "read"),
     ("get", "/api/tokens", None, "read"),
     ("get", "/api/schema", None, "read"),

@@ -26,6 +26,7 @@ def repository(db) -> Repository:  # type: ignore[no-untyped-def]
 def json_endpoints(repository: Repository) -> list[tuple[str, str]]:
     return [
         ("post", "/api/search"),
+        ("post", "/api/localize"),
         ("post", "/api/ask"),
         ("put", "/api/config"),
         ("post", "/api/repos"),
@@ -107,6 +108,8 @@ def test_a_query_full_of_brackets_is_searched_not_refused() -> None:
         ("/api/search", {"query": "a", "languages": ["py\x00"]}, "languages"),
         ("/api/search", {"query": "a", "repo_ids": 5}, "repo_ids"),
         ("/api/search", {"query": 5}, "query: Not a valid string"),
+        ("/api/localize", {"issue": "a\x00b"}, "issue: Null characters are not allowed"),
+        ("/api/localize", {"issue": ["a"]}, "issue: Not a valid string"),
         ("/api/ask", {"question": "why\x00"}, "question: Null characters are not allowed"),
         ("/api/ask", {"question": ["why"]}, "question: Not a valid string"),
         ("/api/repos", {"url": "https://example.org/\x00.git"}, "url: Null characters"),
