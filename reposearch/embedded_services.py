@@ -58,6 +58,12 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _group_of(user: str) -> int:
+    import pwd
+
+    return pwd.getpwnam(user).pw_gid
+
+
 def say_created(path: Path) -> None:
     say(f"generated passwords for PostgreSQL and Redis in {path} (mode 0600)")
 
@@ -109,6 +115,9 @@ class EmbeddedPostgres:
             text=True,
             input=stdin,
             user=self.run_as,
+            # Its own group only (not root's): it passes through the private data directory by it.
+            group=_group_of(self.run_as) if self.run_as else None,
+            extra_groups=[] if self.run_as else None,
             cwd="/",
             timeout=120,
         )
@@ -122,10 +131,13 @@ class EmbeddedPostgres:
             pwd.getpwnam(self.run_as)
         except KeyError:
             subprocess.run(["useradd", "-M", "-s", "/bin/false", self.run_as], check=True)
-        # The unprivileged user must traverse to the binaries and the data directory.
-        for parent in [self.bin, *self.bin.parents, *self.pgdata.parents]:
+        # The unprivileged user must traverse to the binaries and the data directory; the data
+        # directory itself stays private (data_folder): its group is the user's, passing through.
+        for parent in [self.bin, *self.bin.parents, *self.root.parents]:
             if parent.exists():
                 parent.chmod(parent.stat().st_mode | 0o055)
+        shutil.chown(self.root, group=_group_of(self.run_as))
+        self.root.chmod(0o710)
         for item in (self.bin.parent / "lib", self.bin.parent / "share"):
             for dirpath, _dirnames, _filenames in os.walk(item):
                 Path(dirpath).chmod(Path(dirpath).stat().st_mode | 0o055)

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reposearch import data_folder
 from reposearch import embedded_credentials as credentials
 from reposearch.embedded_services import (
     EmbeddedPostgres,
@@ -46,6 +47,10 @@ __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open"
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 200 yet
+AS_ROOT_WARNING = (  # docs/operators/deploy.md, "make up as root"
+    "warning: running as root, so the web server and the workers run as root too; make up needs"
+    " no root: run it as an ordinary user (docker compose's image runs as an unprivileged user)"
+)
 
 
 @contextlib.contextmanager
@@ -137,13 +142,14 @@ def _initial_admin_file(settings: Any) -> str:
 def command_up(args: argparse.Namespace) -> int:
     """Start everything and supervise it until Ctrl-C: a process that dies is started again
     with backoff (reposearch/supervisor.py); one that keeps crashing stops everything (exit 1)."""
+    from reposearch.settings.env import data_dir, reader
     from reposearch.startup import load_settings_or_exit
 
+    _prepare_data_dir(data_dir(reader()))  # before the settings read its SECRET_KEY
     load_settings_or_exit()  # a bad setting stops us before anything starts
     from django.conf import settings
 
     root = Path(settings.REPO_SEARCH_DATA_DIR)
-    root.mkdir(parents=True, exist_ok=True)
     run_dir = root / "run"
     run_dir.mkdir(exist_ok=True)
     _stop_leftover_children(run_dir)
@@ -217,6 +223,15 @@ def command_up(args: argparse.Namespace) -> int:
                 pidfile.unlink(missing_ok=True)
     say("stopped")
     return exit_code
+
+
+def _prepare_data_dir(root: Path) -> None:
+    """Private (0700), with a SECRET_KEY generated once and kept (reposearch/data_folder.py)."""
+    data_folder.make_private(root)
+    if not os.environ.get("SECRET_KEY") and data_folder.ensure_secret_key(root)[1]:
+        say(f"generated a SECRET_KEY in {data_folder.secret_key_path(root)} (mode 0600)")
+    if os.geteuid() == 0:
+        say(AS_ROOT_WARNING)
 
 
 def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:

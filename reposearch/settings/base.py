@@ -23,6 +23,7 @@ from .env import (
     database_url,
     reader,
     redis_url,
+    secret_key,
 )
 from .logging_config import logging_config
 
@@ -31,8 +32,9 @@ env = reader()
 # --- Core --------------------------------------------------------------------------------------
 # Off unless asked for (DEBUG=1): Django's debug pages show settings and tracebacks.
 DEBUG = env.flag("DEBUG", False)
-SECRET_KEY = env.text("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
 REPO_SEARCH_DATA_DIR = data_dir(env)
+# SECRET_KEY, or the random one `make up` keeps in <data>/secret-key (reposearch/data_folder.py).
+SECRET_KEY = secret_key(env, REPO_SEARCH_DATA_DIR)
 REPO_SEARCH_BIND_HOST, REPO_SEARCH_BIND_PORT = env.bind_addr(
     "REPO_SEARCH_BIND_ADDR", "127.0.0.1:9000"
 )

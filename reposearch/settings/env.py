@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from reposearch import embedded_credentials
+from reposearch import data_folder, embedded_credentials
 
 PROVIDERS_CHAT = ("ollama", "openai", "none")
 PROVIDERS_EMBEDDING = ("local", "ollama", "openai")
@@ -27,6 +27,9 @@ DEFAULT_REDIS_PORT = 63799
 # A source checkout (manage.py beside the packages) keeps its data in <checkout>/data whatever
 # the working directory, so `manage.py mcp` started by an editor finds the clones `make up` made.
 CHECKOUT_DIR = Path(__file__).resolve().parents[2]
+
+# Public (it is in this file): development only; production settings refuse it.
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-secret-key-change-me"  # noqa: S105
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -218,6 +221,14 @@ def data_dir(env: EnvReader) -> Path:
         in_checkout = (CHECKOUT_DIR / "manage.py").is_file()
         return CHECKOUT_DIR / "data" if in_checkout else Path("data").resolve()
     return Path(value).expanduser().resolve()
+
+
+def secret_key(env: EnvReader, root: Path) -> str:
+    """``SECRET_KEY``; by default the random one ``make up`` keeps in the data directory
+    (``data_folder``), else the public development key (which production settings refuse)."""
+    if env.raw("SECRET_KEY") is not None:
+        return env.text("SECRET_KEY", "")
+    return data_folder.read_secret_key(root) or DEVELOPMENT_SECRET_KEY
 
 
 def allowed_hosts(env: EnvReader, bind_host: str) -> list[str]:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from .base import *  # noqa: F403
 from .base import DATABASE_URL, DEBUG, REDIS_URL, SECRET_KEY, env
-from .env import ConfigError
+from .env import DEVELOPMENT_SECRET_KEY, ConfigError
 
 # .env.example's placeholders start with this; a copied file must not run with them.
 PLACEHOLDER_PREFIX = "change-me"
@@ -27,7 +27,7 @@ if SECRET_KEY.lower().startswith(PLACEHOLDER_PREFIX):
         "SECRET_KEY is the placeholder of .env.example, which anyone can read: set a random"
         f" value, e.g. the output of {GENERATE_SECRET_KEY}"
     )
-if SECRET_KEY.startswith("dev-only") or len(SECRET_KEY) < 32:
+if SECRET_KEY == DEVELOPMENT_SECRET_KEY or len(SECRET_KEY) < 32:
     raise ConfigError(
         "SECRET_KEY is missing or too short: set a random value of 32+ characters, e.g. the"
         f" output of {GENERATE_SECRET_KEY}"

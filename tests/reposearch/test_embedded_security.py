@@ -226,6 +226,10 @@ def _upgraded_stack(tmp: Path) -> Iterator[Stack]:
     finally:
         old.stop()
     assert not embedded_credentials.path(data).exists()
+    # Made before the data directory had to be private: readable by every local user.
+    (data / "repos").mkdir(exist_ok=True)
+    for folder in (data, data / "repos"):
+        folder.chmod(0o755)
     with make_up(tmp, env) as running:
         yield running
 
@@ -311,3 +315,9 @@ def test_the_passwords_are_private_and_appear_in_no_output_and_no_command_line(
     server_log = (stack.data / "postgres" / "server.log").read_text(errors="replace")
     for secret in secrets_of(credentials(stack)):
         assert secret not in server_log
+
+
+def test_an_older_data_directory_readable_by_anyone_is_made_private(stack: Stack) -> None:
+    assert stat.S_IMODE(stack.data.stat().st_mode) & 0o067 == 0  # as root: group passes through
+    assert stat.S_IMODE((stack.data / "repos").stat().st_mode) == 0o700
+    assert stat.S_IMODE((stack.data / "secret-key").stat().st_mode) == 0o600

@@ -148,3 +148,22 @@ def test_the_first_start_writes_the_admins_secrets_and_its_token_opens_the_api(
     reader = made.stdout.strip()
     assert call(stack, "GET", "/api/repos", token=reader) == 200
     assert call(stack, "POST", "/api/repos", {"url": "https://example.org/a.git"}, reader) == 403
+
+
+def test_the_data_directory_is_private_and_signed_with_a_key_of_its_own(stack: Stack) -> None:
+    data = stack.data
+    # Only the owner; as root, the embedded PostgreSQL's user passes through by its group.
+    assert stat.S_IMODE(data.stat().st_mode) & 0o067 == 0
+    for folder in (data / "run", data / "redis", data / "static"):
+        if folder.exists():
+            assert stat.S_IMODE(folder.stat().st_mode) & 0o077 == 0, folder
+    key_file = data / "secret-key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key = key_file.read_text().strip()
+    assert len(key) >= 50 and not key.startswith("dev-only")
+    assert key not in stack.output()
+    shown = manage(
+        stack.env, "shell", "-c", "from django.conf import settings; print(settings.SECRET_KEY)"
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip().splitlines()[-1] == key  # what the web server and workers sign with

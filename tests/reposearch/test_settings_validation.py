@@ -75,13 +75,19 @@ def test_valid_environment_starts() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_production_refuses_debug_and_dev_secret() -> None:
+def test_production_refuses_debug_and_dev_secret(tmp_path: Path) -> None:
     result = run_manage({"DEBUG": "1"}, "reposearch.settings.production")
     assert result.returncode == 2
     assert "DEBUG is on" in result.stderr
 
+    # A data directory without the key `make up` keeps (the checkout's data/ may have one).
     result = run_manage(
-        {"DEBUG": "0", "ALLOWED_HOSTS": "search.example.com"}, "reposearch.settings.production"
+        {
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "search.example.com",
+            "REPO_SEARCH_DATA_DIR": str(tmp_path),
+        },
+        "reposearch.settings.production",
     )
     assert result.returncode == 2
     assert "SECRET_KEY is missing or too short" in result.stderr
