@@ -71,11 +71,13 @@ def release_local_models() -> bool:
     """Free the built-in embedding model's memory in this process (a worker that has nothing
     left to embed): the embedders are dropped and the model is loaded again when next needed.
     True when a loaded model was freed."""
+    from llm import onnx_models
     from llm.local_embedding import release_runtime
 
     with _lock:
         _embedders.clear()
-    return release_runtime()
+    released_onnx = onnx_models.release()
+    return release_runtime() or released_onnx
 
 
 def get_chat(settings: ModelSettings | None = None) -> Chat:

@@ -16,7 +16,8 @@ from typing import Any
 
 from llm.errors import display_url
 from llm.http import Endpoint
-from llm.local_embedding import LOCAL_MODEL_ALIASES, LOCAL_MODEL_DIM, LOCAL_MODEL_NAME
+from llm.local_embedding import LOCAL_MODEL_DIM, LOCAL_MODEL_NAME
+from llm.local_models import embedding_model, local_model_names
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,10 @@ class ModelSettings:
     @property
     def space_key(self) -> str:
         """Names the vector space: vectors with different keys are never compared."""
-        key = f"{self.embedding_provider}/{self.embedding_model}/{self.embedding_dim}"
+        model = self.embedding_model
+        if self.embedding_provider == "local":  # an alias names the same model
+            model = getattr(embedding_model(model), "name", model)
+        key = f"{self.embedding_provider}/{model}/{self.embedding_dim}"
         # Mean-of-windows vectors of long texts differ from head-only ones.
         if self.embedding_provider == "local" and self.long_text != "head":
             key += f"/{self.long_text}"
@@ -90,10 +94,11 @@ def validate_overrides(values: dict[str, Any], base: ModelSettings) -> dict[str,
     if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= MAX_EMBEDDING_DIM:
         errors["embedding_dim"] = f"must be a positive integer up to {MAX_EMBEDDING_DIM}"
     if merged.embedding_provider == "local":
-        if merged.embedding_model not in LOCAL_MODEL_ALIASES:
-            errors["embedding_model"] = f"the local provider only ships {LOCAL_MODEL_NAME}"
-        elif dim != LOCAL_MODEL_DIM:
-            errors["embedding_dim"] = f"{LOCAL_MODEL_NAME} has {LOCAL_MODEL_DIM} dimensions"
+        model = embedding_model(merged.embedding_model)
+        if model is None:
+            errors["embedding_model"] = f"the local provider ships {local_model_names()}"
+        elif dim != model.dim:
+            errors["embedding_dim"] = f"{model.name} has {model.dim} dimensions"
     return errors
 
 
@@ -115,8 +120,9 @@ def overlay(base: ModelSettings, values: dict[str, Any]) -> ModelSettings:
         and base.embedding_provider != "local"
     ):
         merged = replace(merged, embedding_model=LOCAL_MODEL_NAME, embedding_dim=LOCAL_MODEL_DIM)
-    if merged.embedding_model in LOCAL_MODEL_ALIASES and merged.embedding_provider == "local":
-        merged = replace(merged, embedding_model=LOCAL_MODEL_NAME)
+    model = embedding_model(merged.embedding_model)
+    if model is not None and merged.embedding_provider == "local":
+        merged = replace(merged, embedding_model=model.name)
     return merged
 
 

@@ -22,7 +22,6 @@ _cached: tuple[float, Any, dict[str, Any]] | None = None
 
 def _embedding_status(cfg: Any) -> dict[str, Any]:
     from llm import get_chat
-    from llm.local_embedding import bundled_model_dir, runtime_status
 
     status: dict[str, Any] = {
         "provider": cfg.embedding_provider,
@@ -33,18 +32,7 @@ def _embedding_status(cfg: Any) -> dict[str, Any]:
         "error": None,
     }
     if cfg.embedding_provider == "local":
-        loaded, error = runtime_status()
-        status["loaded"] = loaded
-        status["error"] = error
-        if not loaded and error is None:
-            try:
-                present = (bundled_model_dir() / "model.safetensors").is_file()
-            except ImportError:
-                present = False
-            # Loads lazily on first use; say whether it can.
-            status["error"] = None if present else "the bundled MiniLM weights are not installed"
-            status["available"] = present
-        return status
+        return {**status, **_local_status(cfg.embedding_model)}
     # A remote embedding model is "loaded" when its server answers and lists the model.
     probe = replace(cfg, chat_provider=cfg.embedding_provider, chat_model=cfg.embedding_model)
     try:
@@ -53,6 +41,28 @@ def _embedding_status(cfg: Any) -> dict[str, Any]:
     except ModelError as exc:
         status["error"] = str(exc)
     return status
+
+
+def _local_status(name: str) -> dict[str, Any]:
+    """Loaded, or else whether it can load (its files are installed): nothing is loaded here."""
+    from llm import local_embedding, onnx_models
+    from llm.local_models import ModelFilesMissing, local_model
+
+    model = local_model(name)
+    if model.runtime == "onnx":
+        loaded, error = onnx_models.status(model.name)
+    else:
+        loaded, error = local_embedding.runtime_status()
+    if loaded or error is not None:
+        return {"loaded": loaded, "error": error}
+    weights = "model.onnx" if model.runtime == "onnx" else "model.safetensors"
+    try:
+        present = (model.files() / weights).is_file()
+    except ModelFilesMissing:
+        present = False
+    # Loads lazily on first use; say whether it can.
+    missing = f"the files of {model.name} are not installed"
+    return {"loaded": False, "error": None if present else missing, "available": present}
 
 
 def _chat_status(cfg: Any) -> dict[str, Any]:

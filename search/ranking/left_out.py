@@ -124,11 +124,11 @@ class _Memo:
         self._vectors: dict[tuple[str, ...], Any] = {}
         self._lock = threading.Lock()  # the two vector lists may ask at the same time
 
-    def embed(self, texts: Sequence[str]) -> Any:
+    def embed_queries(self, texts: Sequence[str]) -> Any:
         key = tuple(texts)
         with self._lock:
             if key not in self._vectors:
-                self._vectors[key] = self._embedder.embed(list(texts))
+                self._vectors[key] = self._embedder.embed_queries(list(texts))
             return self._vectors[key]
 
     def __getattr__(self, name: str) -> Any:

@@ -23,7 +23,7 @@ stats = {"hits": 0, "misses": 0}
 
 
 def embed_queries(embedder: Any, queries: list[str]) -> np.ndarray:
-    """``embedder.embed(queries)``, with each text embedded at most once per process while it
+    """``embedder.embed_queries(queries)``, with each text embedded at most once per process while it
     stays among the most recently used."""
     space = str(getattr(embedder, "space_key", ""))
     found = {text: vector for (_space, text), vector in
@@ -33,7 +33,7 @@ def embed_queries(embedder: Any, queries: list[str]) -> np.ndarray:
         stats["hits"] += len(queries) - len(missing)
         stats["misses"] += len(missing)
     if missing:
-        vectors = np.asarray(embedder.embed(missing))
+        vectors = np.asarray(embedder.embed_queries(missing))
         for text, vector in zip(missing, vectors, strict=True):
             kept = np.array(vector, copy=True)
             kept.setflags(write=False)

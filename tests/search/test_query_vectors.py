@@ -19,11 +19,11 @@ class Counting:
         self.fail = fail
         self.texts: list[str] = []
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
         if self.fail:
             raise RuntimeError("model down")
         self.texts.extend(texts)
-        return self.inner.embed(texts)
+        return self.inner.embed_queries(texts)
 
 
 @pytest.fixture(autouse=True)
