@@ -26,7 +26,12 @@ from typing import Any
 
 from django.db import connection
 
-from search.llm_stages import expansion_stage, rerank_stage
+from search.llm_stages import (
+    cross_encoder_on,
+    cross_encoder_stage,
+    expansion_stage,
+    rerank_stage,
+)
 from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
 from search.ranking.learned import enabled as learned_fusion_enabled
 from search.ranking.learned import learned_order, question_shape
@@ -216,6 +221,7 @@ class SearchExecutor:
                 stage.set("skipped", "no retrieval list to fuse")
         hits = self._hydrate(request, candidates, scope_filter)
         candidates = [c for c in candidates if c.chunk_id in hits]
+        candidates = cross_encoder_stage(request, candidates, hits, trace)
         rerank_scores = rerank_stage(self._get_chat, request, candidates, hits, trace)
         with record_stage(trace, "blend") as stage:
             if rerank_scores:
@@ -257,14 +263,17 @@ class SearchExecutor:
         request: SearchRequest, candidates: list[FusedCandidate], scope_filter: ScopeFilter
     ) -> dict[int, SearchHit]:
         """The hits of the candidates the answer can show: every one when the rerank reads
-        them; otherwise the first ``limit`` still live (one statement, more only when some of
+        them; otherwise the first ``limit`` (or the cross-encoder's ``top``) still live (one statement, more only when some of
         them were swapped out meanwhile)."""
         if request.use_rerank:
             return hydrate_hits(candidates, scope_filter)
         hits: dict[int, SearchHit] = {}
         read = 0
-        while read < len(candidates) and len(hits) < request.limit:
-            batch = candidates[read : read + request.limit - len(hits)]
+        wanted = request.limit
+        if cross_encoder_on(request):  # the cross-encoder reads the best ones' text
+            wanted = max(wanted, request.cross_encoder_top)
+        while read < len(candidates) and len(hits) < wanted:
+            batch = candidates[read : read + wanted - len(hits)]
             read += len(batch)
             hits.update(hydrate_hits(batch, scope_filter))
         return hits

@@ -87,6 +87,17 @@ ABLATION: tuple[Configuration, ...] = (
         description="hybrid+scope, the hand-set fusion rules only (learned fusion off)",
     ),
     Configuration(
+        "+cross-encoder",
+        {"include_tests": None, "include_docs": None, "cross_encoder": True},
+        llm_stage="cross_encoder",
+        description="hybrid+scope, the best 20 reordered by the local cross-encoder",
+    ),
+    Configuration(
+        "-cross-encoder",
+        {"include_tests": None, "include_docs": None, "cross_encoder": False},
+        description="hybrid+scope without the local cross-encoder",
+    ),
+    Configuration(
         "+callgraph",
         {"include_tests": None, "include_docs": None},
         # No llm_stage: "no call leads to an indexed definition" is an outcome, not a fault.

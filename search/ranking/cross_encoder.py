@@ -1,0 +1,111 @@
+"""The local cross-encoder stage: ms-marco-MiniLM-L-12-v2 reads (query, chunk) pairs and reorders
+the best fused candidates, with no chat model (``llm.onnx_models.OnnxCrossEncoder``).
+
+The first ``top`` candidates are scored best first, a few at a time, under one time budget: when
+it runs out, the candidates scored so far (always a prefix of the fusion order) are reordered
+among their own places and the rest keep theirs, as the LLM rerank keeps what it judged. The new
+order of the scored prefix mixes two reciprocal ranks, the fusion's and the model's:
+
+    (1 - weight) / (K + fusion rank) + weight / (K + model rank)
+
+so a strong fusion answer (an identifier's definition, a named file) is not thrown away on the
+model's word, and the model decides among candidates the fusion could not tell apart. Scores are
+kept per (query, chunk) in a bounded cache: a chunk's text never changes under its id, so a
+repeated query (paging, the page's re-runs) costs nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from search.lru import Lru
+
+RANK_K = 5  # small: the reorder acts among the first few places, where it matters
+BATCH = 4  # pairs between two looks at the clock
+SCORE_CACHE_SIZE = 20_000
+
+_scores: Lru[tuple[str, int, int], float] = Lru(SCORE_CACHE_SIZE)
+
+
+@dataclass
+class Passage:
+    chunk_id: int
+    text: str  # what the model reads after the query: path, symbol, then the chunk's text
+
+
+@dataclass
+class CrossEncoding:
+    status: str  # "ran" | "skipped" | "failed"
+    reason: str = ""
+    order: list[int] = field(default_factory=list)  # chunk ids of the scored prefix, new order
+    scores: dict[int, float] = field(default_factory=dict)  # chunk id -> the model's logit
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def passage_text(path: str, symbol: str, content: str) -> str:
+    head = f"{path} {symbol}".strip()
+    return f"{head}\n{content}"
+
+
+def cross_encode(
+    model: Any,
+    query: str,
+    passages: list[Passage],
+    *,
+    budget_s: float,
+    max_tokens: int,
+    weight: float,
+) -> CrossEncoding:
+    """Score ``passages`` (in fusion order) within ``budget_s``; the scored prefix reordered."""
+    if not passages:
+        return CrossEncoding("skipped", "no candidates")
+    deadline = time.monotonic() + budget_s
+    key = (query, max_tokens)
+    cached = _scores.get_many((*key, p.chunk_id) for p in passages)
+    scores = {cid: s for (_q, _t, cid), s in cached.items()}
+    calls = 0
+    scored = 0
+    while scored < len(passages):
+        batch = passages[scored : scored + BATCH]
+        todo = [p for p in batch if p.chunk_id not in scores]
+        if todo:
+            if time.monotonic() >= deadline:
+                break
+            logits = model.score(query, [p.text for p in todo], max_tokens=max_tokens)
+            calls += 1
+            fresh = {p.chunk_id: float(s) for p, s in zip(todo, logits, strict=True)}
+            scores.update(fresh)
+            _scores.put_many({(*key, cid): s for cid, s in fresh.items()})
+        scored += len(batch)
+    prefix = passages[:scored]
+    detail = {
+        "candidates": len(passages),
+        "scored": len(prefix),
+        "cached": len(cached),
+        "model_calls": calls,
+        "max_tokens": max_tokens,
+        "weight": weight,
+    }
+    if not prefix:
+        return CrossEncoding("skipped", f"the {budget_s:g} s budget ran out", detail=detail)
+    by_model = sorted(prefix, key=lambda p: -scores[p.chunk_id])
+    model_rank = {p.chunk_id: rank for rank, p in enumerate(by_model, start=1)}
+
+    def mixed(item: tuple[int, Passage]) -> float:
+        fusion_rank, p = item
+        return (1 - weight) / (RANK_K + fusion_rank) + weight / (RANK_K + model_rank[p.chunk_id])
+
+    ranked = sorted(enumerate(prefix, start=1), key=lambda item: (-mixed(item), item[0]))
+    order = [p.chunk_id for _rank, p in ranked]
+    reason = ""
+    if len(prefix) < len(passages):
+        reason = f"{len(prefix)} of {len(passages)} scored before the {budget_s:g} s budget ran out"
+    kept = {p.chunk_id: scores[p.chunk_id] for p in prefix}
+    moved = sum(1 for a, b in zip(order, (p.chunk_id for p in prefix), strict=True) if a != b)
+    return CrossEncoding("ran", reason, order, kept, detail | {"moved": moved})
+
+
+def clear_cache() -> None:
+    _scores.clear()
