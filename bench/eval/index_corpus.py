@@ -45,7 +45,7 @@ def index_corpus(corpus: Corpus) -> Any:
     """The corpus's repository, indexed and embedded (Django must be set up)."""
     from indexing.models import IndexJob, Repository
     from indexing.services.stages import fetch_and_index
-    from indexing.services.stages.embed import run_embed
+    from indexing.services.stages.embed import SliceUsedUp, run_embed
 
     path = corpus_tree(corpus)
     if not (path / ".git").exists():
@@ -55,7 +55,7 @@ def index_corpus(corpus: Corpus) -> Any:
     if (
         repository is not None
         and repository.active_generation
-        and repository.embedded_count
+        and repository.embedded_count >= repository.chunk_count > 0
         and repository.last_indexed_commit == head
     ):
         print(f"{corpus.name}: indexed at {head[:12]}, {repository.chunk_count} chunks (reused)")
@@ -66,7 +66,12 @@ def index_corpus(corpus: Corpus) -> Any:
     started = time.monotonic()
     print(f"indexing {path} in-process (job {job.pk}) ...", flush=True)
     if fetch_and_index.run_fetch(job.pk) and fetch_and_index.run_index(job.pk):
-        run_embed(job.pk)
+        while True:  # the worker retries a used-up slice at once; so does this loop
+            try:
+                run_embed(job.pk)
+                break
+            except SliceUsedUp as progress:
+                print(f"  {progress}", flush=True)
     job.refresh_from_db()
     repository.refresh_from_db()
     print(

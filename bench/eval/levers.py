@@ -53,9 +53,26 @@ def _weights(symbol: float, path: float, body: float = 1.0) -> dict[str, float]:
     return {"A": symbol, "B": path, "C": 1.0, "D": body}
 
 
+def _cross_encoder(weight: float, top: int, tokens: int) -> dict[str, Any]:
+    return {
+        "cross_encoder": True,
+        "cross_encoder_weight": weight,
+        "cross_encoder_top": top,
+        "cross_encoder_tokens": tokens,
+        "cross_encoder_budget_s": 60.0,
+    }
+
+
 # name -> (SearchRequest overrides, search.retrieval.fulltext constants)
 LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "defaults": ({}, {}),
+    # issue 31: the local cross-encoder (search/ranking/cross_encoder.py), with no time limit
+    **{
+        f"ce w{w} top{top} t{tokens}": (_cross_encoder(w, top, tokens), {})
+        for w in (0.3, 0.5, 0.7, 1.0)
+        for top in (10, 20, 30)
+        for tokens in (128, 256)
+    },
     "no intent": ({"intent_boost": 0.0}, {}),
     "intent 0.25": ({"intent_boost": 0.25}, {}),
     "intent 0.5": ({"intent_boost": 0.5}, {}),
