@@ -45,6 +45,7 @@ MAX_PATHS = 10
 MAX_ERRORS = 3
 DEFINITIONS_PER_NAME = 12
 MAX_UNDEFINED = 4
+FILES_PER_NAME = 100  # files with one name (``__init__.py``) looked at for a path's tail
 
 
 @dataclass
@@ -102,27 +103,30 @@ class _Run:
     # -- paths and frames ------------------------------------------------------------------
 
     def files_ending_with(self, path: str) -> list[CandidateFile]:
-        """Files in scope whose path is ``path`` or ends with ``/path``; the longest tail of
-        ``path`` that some file ends with (a frame's path may start outside the repository)."""
+        """Files in scope sharing the longest tail of ``path`` -- a frame's path may start
+        outside the repository (``/srv/app/shop/pool.py`` is ``src/shop/pool.py``). One look-up
+        by file name; a path of several parts must share at least its file and directory, so
+        another library's ``utils.py`` is not taken for this one's."""
         parts = [p for p in path.split("/") if p and p != "."]
-        for start in range(len(parts)):
-            tail = "/".join(parts[start:])
-            request = FileNameRequest(
-                scope=self.scope,
-                words=[tail],
-                globs=[],
-                case_sensitive=True,
-                fingerprint="localize",
-                limit=20,
-            )
-            hits = [
-                h.file
-                for h in run_file_names(request).hits
-                if h.file.path == tail or h.file.path.endswith("/" + tail)
-            ]
-            if hits:
-                return hits
-        return []
+        if not parts:
+            return []
+        request = FileNameRequest(
+            scope=self.scope,
+            words=[parts[-1]],
+            globs=[],
+            case_sensitive=True,
+            fingerprint="localize",
+            limit=FILES_PER_NAME,
+        )
+        shared: dict[int, list[CandidateFile]] = {}
+        for hit in run_file_names(request).hits:
+            count = _shared_tail(parts, hit.file.path.split("/"))
+            if count:
+                shared.setdefault(count, []).append(hit.file)
+        if not shared:
+            return []
+        best = max(shared)
+        return shared[best] if best >= min(2, len(parts)) else []
 
     def paths(self, clues: IssueClues) -> None:
         started = time.perf_counter()
@@ -254,6 +258,16 @@ class _Run:
                 ),
             )
         self.stage(kind, started, query=query[:200], hits=len(result.hits))
+
+
+def _shared_tail(wanted: list[str], parts: list[str]) -> int:
+    """How many path parts ``wanted`` and ``parts`` share at their ends."""
+    count = 0
+    for a, b in zip(reversed(wanted), reversed(parts), strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
 
 
 def _key(file: CandidateFile) -> FileKey:

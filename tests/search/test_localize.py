@@ -145,6 +145,22 @@ def test_a_traceback_ranks_the_innermost_frame_with_its_function_and_line(shop: 
     assert "shop/pool.py:8 in acquire" in result.clues.as_document()["frames"][0]
 
 
+def test_a_frame_of_another_library_with_the_same_file_name_is_not_this_file(shop: Any) -> None:
+    other = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/urllib3/pool.py", line 3, in urlopen\n'
+        "    conn = self._get_conn()\n"
+        "urllib3.exceptions.TimeoutError: read timed out\n"
+    )
+    result = localize(LocalizeRequest(issue=other))
+    reasons = [r for f in result.files for r in f.reasons]
+    assert not [r for r in reasons if r.startswith("stack frame")], explained(result)
+    # A bare file name in the prose is that file wherever it lives.
+    named = localize(LocalizeRequest(issue="Something is off in pool.py when it is empty"))
+    assert named.files[0].path == "src/shop/pool.py"
+    assert "named in the issue as `pool.py`" in named.files[0].reasons
+
+
 def test_tests_come_back_when_asked_for(shop: Any) -> None:
     issue = "`test_pool_size` fails: Pool(2).acquire() returns None"
     assert "tests/test_pool.py" not in paths(localize(LocalizeRequest(issue=issue)))
