@@ -140,15 +140,19 @@ LLM_EMBEDDING_MODEL = env.text(
 LLM_EMBEDDING_DIM = env.positive_int(
     "LLM_EMBEDDING_DIM", LOCAL_EMBEDDING_DIM if _local_embeddings else 768
 )
-if _local_embeddings and LLM_EMBEDDING_MODEL != LOCAL_EMBEDDING_MODEL:
-    raise ConfigError(
-        f"LLM_EMBEDDING_MODEL={LLM_EMBEDDING_MODEL!r}: the local provider only ships "
-        f"{LOCAL_EMBEDDING_MODEL}"
-    )
-if _local_embeddings and LLM_EMBEDDING_DIM != LOCAL_EMBEDDING_DIM:
-    raise ConfigError(
-        f"LLM_EMBEDDING_DIM={LLM_EMBEDDING_DIM}: {LOCAL_EMBEDDING_MODEL} has {LOCAL_EMBEDDING_DIM} dimensions"
-    )
+if _local_embeddings:
+    from llm.local_models import embedding_model, local_model_names
+
+    _model = embedding_model(LLM_EMBEDDING_MODEL)
+    if _model is None:
+        raise ConfigError(
+            f"LLM_EMBEDDING_MODEL={LLM_EMBEDDING_MODEL!r}: the local provider ships "
+            f"{local_model_names()}"
+        )
+    if LLM_EMBEDDING_DIM != _model.dim:
+        raise ConfigError(
+            f"LLM_EMBEDDING_DIM={LLM_EMBEDDING_DIM}: {_model.name} has {_model.dim} dimensions"
+        )
 LLM_API_KEY = env.optional("LLM_API_KEY")
 LLM_TIMEOUT_SECS = env.positive_float("LLM_TIMEOUT_SECS", 30.0)
 LLM_CONNECT_TIMEOUT_SECS = env.positive_float("LLM_CONNECT_TIMEOUT_SECS", 3.0)

@@ -105,6 +105,11 @@ def test_local_embedding_provider_rejects_a_model_it_does_not_ship() -> None:
     )
     assert result.returncode == 2
     assert "LLM_EMBEDDING_MODEL='nomic-embed-text'" in result.stderr
+    assert "ships all-MiniLM-L6-v2, bge-small-en-v1.5" in result.stderr
+    shipped = run_manage(
+        {"LLM_EMBEDDING_PROVIDER": "local", "LLM_EMBEDDING_MODEL": "BAAI/bge-small-en-v1.5"}
+    )
+    assert shipped.returncode == 0, shipped.stderr
 
 
 def test_a_git_token_without_the_hosts_that_may_receive_it_is_refused() -> None:
