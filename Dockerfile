@@ -19,8 +19,12 @@ RUN pip install --require-hashes -r requirements/runtime.txt \
 # in place (as `make up` does) with the dependencies pinned above.
 COPY . .
 RUN pip install --no-deps -e . \
-    && useradd --create-home --uid 1000 reposearch && mkdir -p /data && chown reposearch /data
+    && useradd --create-home --uid 1000 reposearch && mkdir -p /data && chown reposearch /data \
+    && chmod 700 /data
 
+# The processes (web, workers, beat, migrate) never run as root. The data volume (clones of
+# restricted repositories, the first admin's secrets) is the user's alone: a new volume takes
+# /data's owner and mode, and every process's start tightens an older one (reposearch/startup.py).
 USER reposearch
 ENV REPO_SEARCH_DATA_DIR=/data DJANGO_SETTINGS_MODULE=reposearch.settings.production
 EXPOSE 9000

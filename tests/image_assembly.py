@@ -400,6 +400,12 @@ def _run(arguments: str, image: Image) -> None:
             for path in words[1:]:
                 if not path.startswith("-"):
                     image.container_path(path).mkdir(parents=True, exist_ok=True)
+        elif program == "chmod":
+            mode, *paths = [word for word in words[1:] if not word.startswith("-")]
+            if not re.fullmatch(r"[0-7]{3,4}", mode):
+                raise UnsupportedStep(f"RUN {shlex.join(words)}: only octal modes are emulated")
+            for path in paths:
+                image.container_path(path).chmod(int(mode, 8))
         elif program == "chown":
             image.owned_by_user += [word for word in words[2:] if not word.startswith("-")]
         elif program in NOTED_COMMANDS:

@@ -31,6 +31,16 @@ def test_services_exist_with_images_or_builds() -> None:
     assert (ROOT / "Dockerfile").exists()
 
 
+def test_the_application_never_runs_as_root() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    users = re.findall(r"^USER\s+(\S+)", dockerfile, re.M)
+    assert users and users[-1] not in ("root", "0")
+    for name in APP_SERVICES:
+        service = COMPOSE["services"][name]
+        assert str(service.get("user", users[-1])).split(":")[0] not in ("root", "0"), name
+        assert "no-new-privileges:true" in service["security_opt"], name
+
+
 def test_git_index_and_embed_queues_have_workers_of_their_own() -> None:
     """A new repository's clone and full text never wait behind other repositories' embedding."""
     consumers: dict[str, list[str]] = {}

@@ -27,6 +27,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,8 @@ def test_the_image_holds_every_product_package_and_nothing_else(tmp_path: Path) 
     assert "/app/search/ranking/learned_weights.json" in image.copied
     assert not [path for path in image.copied if "__pycache__" in path or path.endswith(".pyc")]
     assert image.user not in ("root", "0"), "the processes must not run as root"
+    assert "/data" in image.owned_by_user  # the data volume is theirs, and theirs alone
+    assert stat.S_IMODE(image.container_path("/data").stat().st_mode) == 0o700
 
 
 def test_a_package_left_out_of_the_image_is_caught(tmp_path: Path) -> None:
