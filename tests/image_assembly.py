@@ -6,8 +6,9 @@ the build context (filtered by ``.dockerignore`` with Docker's matching rules) l
 destination under ``WORKDIR``; a ``RUN`` line's ``mkdir`` is made; its ``pip install`` commands
 are recorded with their ``WORKDIR`` and ``ENV``, and ``Image.install`` runs them, in order, in a
 fresh virtualenv that stands for the base image's Python. What leaves no file (``useradd``) is
-noted, ``chown`` is applied to the user the processes run as; a command or instruction this
-module does not know fails the assembly, so a new Dockerfile step is never skipped unseen.
+noted, ``chown`` is applied to the user the processes run as, ``chmod`` (octal modes) as
+written; a command or instruction this module does not know fails the assembly, so a new
+Dockerfile step is never skipped unseen.
 
 ``Image.environment`` and ``Image.container_path`` give a process of the image what a container
 would see: the ``ENV`` lines, ``/app``, ``/data`` and ``/tmp`` under the scratch root, the
