@@ -11,7 +11,7 @@ Nothing outside this package knows which provider (local, ollama, openai) is in 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from llm.errors import (
     ChatUnavailable,
@@ -36,6 +36,7 @@ __all__ = [
     "get_chat",
     "get_embedder",
     "get_embedder_for_space",
+    "get_reranker",
 ]
 
 _lock = threading.Lock()
@@ -96,6 +97,14 @@ def get_chat(settings: ModelSettings | None = None) -> Chat:
                 _chats.clear()
             chat = _chats[cfg] = build_chat(cfg)
     return chat
+
+
+def get_reranker(settings: ModelSettings | None = None) -> Any:
+    """The cross-encoder of the configuration in force: ``score(query, passages, max_tokens=,
+    timeout=)`` -> one relevance per passage (``llm.rerankers``)."""
+    from llm.rerankers import build_reranker
+
+    return build_reranker(settings or _effective())
 
 
 def current_space_key() -> str:

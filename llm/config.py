@@ -46,6 +46,9 @@ class ModelSettings:
     long_text: str = "head"
     max_windows: int = 8
     context_tokens: int = 8192  # the chat model's context window (LLM_CONTEXT_TOKENS)
+    rerank_provider: str = "local"  # the cross-encoder: in-process, or "server" (/v1/rerank)
+    rerank_model: str = ""
+    rerank_base_url: str = ""  # empty: base_url
 
     def __repr__(self) -> str:  # the key must not leak through a repr in a log or traceback
         fields = {k: v for k, v in self.__dict__.items() if k != "api_key"}
@@ -148,6 +151,9 @@ def settings_from_env() -> ModelSettings:
         long_text=str(getattr(dj, "LLM_EMBED_LONG_TEXT", "head")),
         max_windows=int(getattr(dj, "LLM_EMBED_MAX_WINDOWS", 8)),
         context_tokens=int(getattr(dj, "LLM_CONTEXT_TOKENS", 8192)),
+        rerank_provider=str(getattr(dj, "LLM_RERANK_PROVIDER", "local")),
+        rerank_model=str(getattr(dj, "LLM_RERANK_MODEL", "") or ""),
+        rerank_base_url=str(getattr(dj, "LLM_RERANK_BASE_URL", "") or ""),
     )
 
 

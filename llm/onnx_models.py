@@ -146,7 +146,16 @@ class OnnxCrossEncoder:
         self.tokens = _Tokens(model)
         self.session = _session(model, threads)
 
-    def score(self, query: str, passages: Sequence[str], *, max_tokens: int = 256) -> np.ndarray:
+    batch = 4  # passages between two looks at the clock (each is one model call)
+
+    def score(
+        self,
+        query: str,
+        passages: Sequence[str],
+        *,
+        max_tokens: int = 256,
+        timeout: float | None = None,  # a local call is short: the caller watches the clock
+    ) -> np.ndarray:
         """One relevance logit per passage. The pair is ``[CLS] query [SEP] passage [SEP]``,
         cut to ``max_tokens`` (the query keeps at most half of them)."""
         if not passages:

@@ -104,9 +104,9 @@ def cross_encoder_stage(
             stage.set("skipped", "fewer than two candidates to reorder")
             return candidates
         try:
-            from llm.onnx_models import get_cross_encoder
+            from llm import get_reranker
 
-            model = get_cross_encoder()
+            model = get_reranker()
         except ImportError as exc:  # the carrier wheel or onnxruntime is not installed
             stage.set("skipped", f"the cross-encoder cannot load: {exc}")
             return candidates

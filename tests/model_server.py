@@ -1,7 +1,9 @@
 """A real HTTP model server for tests: Ollama and OpenAI wire protocols, scriptable failures.
 
 Endpoints: Ollama ``POST /api/embed``, ``POST /api/chat``, ``GET /api/tags``; OpenAI
-``POST /v1/embeddings``, ``POST /v1/chat/completions``, ``GET /v1/models``.
+``POST /v1/embeddings``, ``POST /v1/chat/completions``, ``GET /v1/models``; the rerank
+``POST /v1/rerank`` of llama.cpp and text-embeddings-inference (a document's relevance: the
+share of the query's words it holds; ``server.rerank_answer`` replaces the answer).
 
 Deterministic: an embedding is a hashed bag of words (so texts sharing words are close),
 L2-normalised, of ``server.dim`` dimensions. Chat answers come from ``server.queue_chat(...)``
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import threading
 import time
@@ -88,6 +91,7 @@ class ModelServer:
     pieces_sent: int = 0
     in_flight: int = 0  # requests being answered now, and the most there ever were at once
     max_in_flight: int = 0
+    rerank_answer: Any = None  # what /v1/rerank answers instead of its word-overlap scores
 
     def __post_init__(self) -> None:
         self._replies: deque[ChatReply] = deque()
@@ -189,6 +193,17 @@ class ModelServer:
                 for i, t in enumerate(texts or [])
             ]
             return ok_response({"object": "list", "data": data, "model": body.get("model")})
+        if path == "/v1/rerank":
+            if self.rerank_answer is not None:
+                return ok_response(self.rerank_answer)
+            words = set(re.findall(r"\w+", str(body.get("query", "")).lower())) or {""}
+            results = [
+                {"index": i, "relevance_score": len(words & set(re.findall(r"\w+", d.lower())))
+                 / len(words)}
+                for i, d in enumerate(body.get("documents") or [])
+            ]  # fmt: skip
+            results.sort(key=lambda r: -r["relevance_score"])
+            return ok_response({"model": body.get("model"), "results": results})
         if path == "/api/chat":
             text = self._chat_text(body.get("messages") or [])
             return ok_response(

@@ -154,6 +154,10 @@ if _local_embeddings:
             f"LLM_EMBEDDING_DIM={LLM_EMBEDDING_DIM}: {_model.name} has {_model.dim} dimensions"
         )
 LLM_API_KEY = env.optional("LLM_API_KEY")
+# The search's cross-encoder: in-process (local) or a /v1/rerank server (llm/rerankers.py).
+LLM_RERANK_PROVIDER = env.choice("LLM_RERANK_PROVIDER", "local", ("local", "server"))
+LLM_RERANK_MODEL = env.text("LLM_RERANK_MODEL", "")
+LLM_RERANK_BASE_URL = env.url("LLM_RERANK_BASE_URL", LLM_BASE_URL, ("http", "https"))
 LLM_TIMEOUT_SECS = env.positive_float("LLM_TIMEOUT_SECS", 30.0)
 LLM_CONNECT_TIMEOUT_SECS = env.positive_float("LLM_CONNECT_TIMEOUT_SECS", 3.0)
 LLM_MAX_RETRIES = env.positive_int("LLM_MAX_RETRIES", 2)

@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm import ModelError
 from search.lru import Lru
 
 RANK_K = 5  # small: the reorder acts among the first few places, where it matters
-BATCH = 4  # pairs between two looks at the clock
+BATCH = 4  # pairs between two looks at the clock, unless the model says (``model.batch``)
 SCORE_CACHE_SIZE = 20_000
 
 _scores: Lru[tuple[str, int, int], float] = Lru(SCORE_CACHE_SIZE)
@@ -67,13 +68,22 @@ def cross_encode(
     scores = {cid: s for (_q, _t, cid), s in cached.items()}
     calls = 0
     scored = 0
+    step = int(getattr(model, "batch", BATCH))
+    error = ""
     while scored < len(passages):
-        batch = passages[scored : scored + BATCH]
+        batch = passages[scored : scored + step]
         todo = [p for p in batch if p.chunk_id not in scores]
         if todo:
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 break
-            logits = model.score(query, [p.text for p in todo], max_tokens=max_tokens)
+            try:
+                logits = model.score(
+                    query, [p.text for p in todo], max_tokens=max_tokens, timeout=left
+                )
+            except ModelError as exc:  # a rerank server down or answering nonsense
+                error = str(exc)[:200]
+                break
             calls += 1
             fresh = {p.chunk_id: float(s) for p, s in zip(todo, logits, strict=True)}
             scores.update(fresh)
@@ -89,7 +99,8 @@ def cross_encode(
         "weight": weight,
     }
     if not prefix:
-        return CrossEncoding("skipped", f"the {budget_s:g} s budget ran out", detail=detail)
+        why = f"the reranker failed: {error}" if error else f"the {budget_s:g} s budget ran out"
+        return CrossEncoding("failed" if error else "skipped", why, detail=detail)
     by_model = sorted(prefix, key=lambda p: -scores[p.chunk_id])
     model_rank = {p.chunk_id: rank for rank, p in enumerate(by_model, start=1)}
 
@@ -101,7 +112,8 @@ def cross_encode(
     order = [p.chunk_id for _rank, p in ranked]
     reason = ""
     if len(prefix) < len(passages):
-        reason = f"{len(prefix)} of {len(passages)} scored before the {budget_s:g} s budget ran out"
+        why = f"the reranker failed: {error}" if error else f"the {budget_s:g} s budget ran out"
+        reason = f"{len(prefix)} of {len(passages)} scored ({why})"
     kept = {p.chunk_id: scores[p.chunk_id] for p in prefix}
     moved = sum(1 for a, b in zip(order, (p.chunk_id for p in prefix), strict=True) if a != b)
     return CrossEncoding("ran", reason, order, kept, detail | {"moved": moved})

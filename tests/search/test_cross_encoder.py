@@ -3,6 +3,8 @@ within its budget, and says what it did in the trace."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from llm.onnx_models import get_cross_encoder
@@ -99,3 +101,38 @@ def test_a_search_asks_for_it_and_its_trace_says_what_it_did() -> None:
     off_stage = off.stage("cross_encoder")
     assert off_stage is not None and off_stage.status == "skipped"
     assert off_stage.reason == "not requested"
+
+
+def server_reranker(url: str) -> Any:
+    from llm import get_reranker
+    from llm.config import ModelSettings
+
+    cfg = ModelSettings(rerank_provider="server", rerank_model="bge-reranker", base_url=url,
+                        max_retries=0, timeout=5.0)  # fmt: skip
+    return get_reranker(cfg)
+
+
+def test_a_rerank_server_scores_every_candidate_in_one_request(model_server: Any) -> None:
+    model = server_reranker(model_server.url)
+    question = "cancel the upload transfer"
+    outcome = cross_encode(
+        model, question, [*DECOYS, ANSWER], budget_s=10, max_tokens=64, weight=1.0
+    )
+    assert outcome.status == "ran" and outcome.order[0] == ANSWER.chunk_id
+    (sent,) = model_server.requests_to("/v1/rerank")
+    assert sent.body["model"] == "bge-reranker" and sent.body["query"] == question
+    assert len(sent.body["documents"]) == 4
+    assert all(len(d) <= 64 * 4 for d in sent.body["documents"])  # cut to about 64 tokens
+
+
+def test_a_failing_rerank_server_leaves_the_fusion_order_and_says_why(model_server: Any) -> None:
+    model = server_reranker(model_server.url)
+    model_server.rerank_answer = {"results": [{"index": 0, "relevance_score": 0.5}]}
+    short = cross_encode(model, "cancel", [*DECOYS, ANSWER], budget_s=10, max_tokens=64, weight=1.0)
+    assert short.status == "failed" and short.order == []
+    assert "left out 3 of 4 documents" in short.reason
+    model_server.rerank_answer = None
+    model_server.fail_next("500", times=5, path="/v1/rerank")
+    down = cross_encode(model, "upload", [*DECOYS, ANSWER], budget_s=10, max_tokens=64, weight=1.0)
+    assert down.status == "failed" and "the reranker failed" in down.reason
+    assert down.order == []
