@@ -14,7 +14,7 @@ description and for the names alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from search.exact.candidates import CandidateFile
 
@@ -95,8 +95,12 @@ class Ledger:
 
     def add(self, key: FileKey, file: CandidateFile, evidence: Evidence) -> None:
         known = self.files.get(key)
-        if known is None or (not known.commit and file.commit):
+        if known is None:
             self.files[key] = file
+        elif (not known.commit and file.commit) or (not known.branch and file.branch):
+            self.files[key] = replace(
+                known, commit=known.commit or file.commit, branch=known.branch or file.branch
+            )
         self.evidence.setdefault(key, []).append(evidence)
 
     def ranked(self, limit: int) -> list[LocatedFile]:

@@ -33,7 +33,7 @@ from search.exact.query_language import SearchQuery, Term
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor
 from search.localize.extract import IssueClues, extract_clues
-from search.localize.scoring import Evidence, FileKey, Ledger, LocatedFile
+from search.localize.scoring import Evidence, Ledger, LocatedFile
 from search.retrieval.db import search_cursor
 from search.symbols.lookup import find_definitions
 from search.types import SearchRequest, StageTrace
@@ -98,7 +98,10 @@ class _Run:
 
     def add_file(self, file: CandidateFile, evidence: Evidence) -> None:
         if self.wanted(file.is_test, file.is_doc):
-            self.ledger.add(_key(file), file, evidence)
+            # Without a branch filter each repository's default branch is searched: hybrid hits
+            # name it, definitions and exact hits leave it blank -- one file either way.
+            branch = file.branch if self.request.branches else ""
+            self.ledger.add((str(file.repo_id), file.path, branch), file, evidence)
 
     # -- paths and frames ------------------------------------------------------------------
 
@@ -268,10 +271,6 @@ def _shared_tail(wanted: list[str], parts: list[str]) -> int:
             break
         count += 1
     return count
-
-
-def _key(file: CandidateFile) -> FileKey:
-    return (str(file.repo_id), file.path, file.branch)
 
 
 _ENCLOSING_SQL = """

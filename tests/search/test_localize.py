@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from accounts.visibility import Viewer
+from indexing.models import Repository
 from search.localize.service import LocalizeRequest, localize
 from tests.accounts.visibility_corpus import leaks
 from tests.factories import Piece, SourceDoc, indexed_repository
@@ -112,7 +113,11 @@ shop.pool.PoolExhausted: no free connection left in the pool
 @pytest.fixture
 def shop(settings: Any, tmp_path: Any) -> Any:
     settings.REPO_SEARCH_DATA_DIR = tmp_path
-    return indexed_repository("acme/shop", SHOP, clone=True, embed=True)
+    repository = indexed_repository("acme/shop", SHOP, clone=True, embed=True)
+    # A named default branch, as a clone has: hybrid hits name it, definitions do not.
+    Repository.objects.filter(pk=repository.pk).update(branch="main")
+    repository.refresh_from_db()
+    return repository
 
 
 def paths(result: Any) -> list[str]:
@@ -127,6 +132,8 @@ def explained(result: Any) -> list[tuple[str, float, list[str]]]:
 def test_an_issue_that_never_names_the_function_finds_its_file_first(shop: Any) -> None:
     result = localize(LocalizeRequest(issue=INDIRECT_ISSUE, repo_ids=[shop.pk]))
     assert paths(result)[0] == "src/shop/settings.py", explained(result)
+    # Evidence of every kind adds up in one entry per file.
+    assert len(paths(result)) == len(set(paths(result))), explained(result)
     top = result.files[0]
     assert "uses `POOL_SIZE` named in the issue (line 9)" in top.reasons
     assert top.functions[0].symbol == "load_settings_from_environment"
@@ -137,6 +144,7 @@ def test_an_issue_that_never_names_the_function_finds_its_file_first(shop: Any) 
 def test_a_traceback_ranks_the_innermost_frame_with_its_function_and_line(shop: Any) -> None:
     result = localize(LocalizeRequest(issue=TRACEBACK_ISSUE))
     assert paths(result)[:2] == ["src/shop/pool.py", "src/shop/http.py"], explained(result)
+    assert len(paths(result)) == len(set(paths(result))), explained(result)
     pool = result.files[0]
     assert "stack frame at line 8 in `acquire`" in pool.reasons
     (acquire, *_) = pool.functions
