@@ -8,6 +8,7 @@ user's shell would have: no ``DATABASE_URL``, no ``DEBUG``, only the ports.
 from __future__ import annotations
 
 import http.cookiejar
+import os
 import re
 import stat
 import urllib.parse
@@ -167,3 +168,11 @@ def test_the_data_directory_is_private_and_signed_with_a_key_of_its_own(stack: S
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip().splitlines()[-1] == key  # what the web server and workers sign with
+
+
+def test_as_root_it_says_the_web_server_and_workers_run_as_root(stack: Stack) -> None:
+    """make up as root cannot hand its processes to another user (docs/operators/deploy.md)."""
+    warned = "warning: running as root, so the web server and the workers run as root" in (
+        stack.output()
+    )
+    assert warned == (os.geteuid() == 0)
