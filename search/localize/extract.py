@@ -57,8 +57,8 @@ _ERROR = re.compile(
     re.M,
 )
 _RAISED = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::[ \t]*(?P<message>.*))?$")
-_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]+)\b")
-_SNAKE = re.compile(r"(?<![\w.])(_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_{0,2})\b")
+_CAMEL = re.compile(r"(?<!\w)([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]+)\b")
+_SNAKE = re.compile(r"(?<!\w)(_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_{0,2})\b")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?(?![\w.])")
 _CALLED = re.compile(r"\b([A-Za-z_]\w{2,})\(")
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
@@ -210,13 +210,13 @@ def _add(
 ) -> None:
     qualified = qualified.strip().removesuffix("()").strip("`'\" ")
     name = qualified.rsplit(".", 1)[-1]
+    container = qualified.rsplit(".", 2)[-2] if "." in qualified else ""
+    if container[:1].isupper() and source != "container":
+        _add(names, container, weight / 2, "container")  # Card of Card.fromstring, Request.__init__
     if not _NAME.match(name) or len(name) < 3 or name.lower() in COMMON_NAMES:
         return
     if name.isupper() and len(name) <= 4:
         return  # HTTP, URL, ...: acronyms, not definitions
-    container = qualified.rsplit(".", 2)[-2] if "." in qualified else ""
-    if container[:1].isupper() and source != "container":
-        _add(names, container, weight / 2, "container")  # Card of Card.fromstring
     if name in names:
         old_q, old_w, sources = names[name]
         if source not in sources:

@@ -2,8 +2,9 @@
 
 Each piece of evidence (``Evidence``) has a kind, a strength in about 0..1 and a reason in
 words; evidence inside a definition names it. A file's score, and each of its functions', is
-the sum over kinds of ``KIND_WEIGHTS[kind] * (best + 0.3 * the rest)``: the best piece of a kind
-counts fully and more of the same kind only a little, so a file named in the issue *and* defining
+the sum over kinds of ``KIND_WEIGHTS[kind] * (best + 0.3 * the next two)``: the best piece of a
+kind counts fully and more of the same kind only a little (and a file of many chunks that all
+match a little is not many times the evidence), so a file named in the issue *and* defining
 a name from it *and* matching its description outranks one that only matches often.
 
 Weights, in the order they are trusted: a stack frame (the code that ran), a path the issue
@@ -21,8 +22,8 @@ from search.exact.candidates import CandidateFile
 FileKey = tuple[str, str, str]  # (repository id, path, branch)
 
 KIND_WEIGHTS = {
-    "frame": 1.2,
-    "path": 1.0,
+    "frame": 1.5,
+    "path": 1.5,
     "definition": 1.0,
     "error": 0.8,
     "mention": 0.7,
@@ -30,6 +31,7 @@ KIND_WEIGHTS = {
     "identifiers": 0.6,
 }
 MORE_OF_A_KIND = 0.3
+COUNTED_OF_A_KIND = 3  # a file with many matching chunks is not many times the evidence
 FUNCTIONS_PER_FILE = 5
 REASONS_PER_ENTRY = 4
 
@@ -76,7 +78,8 @@ def combined(evidence: list[Evidence]) -> float:
     total = 0.0
     for kind, strengths in by_kind.items():
         strengths.sort(reverse=True)
-        total += KIND_WEIGHTS.get(kind, 0.5) * (strengths[0] + MORE_OF_A_KIND * sum(strengths[1:]))
+        rest = sum(strengths[1:COUNTED_OF_A_KIND])
+        total += KIND_WEIGHTS.get(kind, 0.5) * (strengths[0] + MORE_OF_A_KIND * rest)
     return total
 
 

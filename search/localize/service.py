@@ -45,6 +45,7 @@ MAX_PATHS = 10
 MAX_ERRORS = 3
 DEFINITIONS_PER_NAME = 12
 MAX_UNDEFINED = 4
+FULL_WEIGHT = 3.0  # an identifier this strong (in backticks) is full evidence
 FILES_PER_NAME = 100  # files with one name (``__init__.py``) looked at for a path's tail
 
 
@@ -172,7 +173,6 @@ class _Run:
     def definitions(self, clues: IssueClues) -> None:
         started = time.perf_counter()
         names = clues.identifiers[:MAX_IDENTIFIERS]
-        strongest = max((i.weight for i in names), default=1.0)
         undefined: list[str] = []  # names nothing defines: settings keys, constants, flags
         for ident in names:
             found, _ = find_definitions(
@@ -184,7 +184,8 @@ class _Run:
                     undefined.append(ident.name)
                 continue
             # A name defined in one place points there; one defined in many, less at each.
-            share = (ident.weight / strongest) / len(exact) ** 0.5
+            # A backticked name counts fully, a name from the prose half, an error's type little.
+            share = min(1.0, ident.weight / FULL_WEIGHT) / len(exact) ** 0.5
             container = ident.qualified.rsplit(".", 2)[-2] if "." in ident.qualified else ""
             for d in exact:
                 bonus = 1.5 if container and d.container.endswith(container) else 1.0

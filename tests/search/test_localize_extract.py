@@ -116,3 +116,13 @@ def test_the_line_that_ends_a_traceback_is_its_error_whatever_it_is_called() -> 
     (error,) = clues.errors
     assert (error.type, error.literal) == ("PoolExhausted", "no free connection left in the pool")
     assert "PoolExhausted" in [i.name for i in clues.identifiers]
+
+
+def test_names_written_after_a_dot_and_the_class_of_a_special_method_are_read() -> None:
+    clues = extract_clues(
+        "Currently the Request class has a .register_hook() method, but the code in "
+        "Request.__init__() wraps a list of hooks in a list."
+    )
+    names = [i.name for i in clues.identifiers]
+    assert "register_hook" in names and "Request" in names
+    assert "__init__" not in names
