@@ -266,3 +266,31 @@ def test_the_service_sees_only_what_its_viewer_may(corpus: Any) -> None:
     anonymous = localize(LocalizeRequest(issue=issue, viewer=Viewer()))
     assert leaks([f.__dict__ for f in anonymous.files], corpus.vault) == []
     assert paths(anonymous)[0] == "src/pool.py"
+
+
+# -- manage.py localize ---------------------------------------------------------------------
+
+
+def test_the_command_reads_the_issue_from_a_file_and_prints_ranked_files(
+    shop: Any, tmp_path: Any
+) -> None:
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    issue = tmp_path / "issue.md"
+    issue.write_text(TRACEBACK_ISSUE)
+    out = StringIO()
+    call_command("localize", str(issue), "--limit", "2", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("1. acme/shop:src/shop/pool.py  (")
+    assert "     - stack frame at line 8 in `acquire`" in lines
+    assert any(line.startswith("     Pool.acquire 5-9: ") for line in lines)
+    assert any(line.startswith("2. acme/shop:src/shop/http.py") for line in lines)
+    as_json = StringIO()
+    call_command("localize", str(issue), "--json", stdout=as_json)
+    assert json.loads(as_json.getvalue())["files"][0]["path"] == "src/shop/pool.py"
+    empty = tmp_path / "empty.md"
+    empty.write_text("  \n")
+    with pytest.raises(CommandError, match="the issue is empty"):
+        call_command("localize", str(empty))
