@@ -304,7 +304,8 @@ def localize(request: LocalizeRequest, executor: SearchExecutor | None = None) -
     Raises ``UnknownRepositories`` (ids the viewer may not see) and ``UnknownBranch``."""
     started = time.perf_counter()
     check_visible(request.repo_ids, request.viewer)
-    clues = extract_clues(request.issue)
+    # PostgreSQL text cannot hold NUL: a pasted binary fragment is read without it.
+    clues = extract_clues(request.issue.replace("\x00", " "))
     run = _Run(request, executor)
     queries: list[str] = []
     if run.scope.repo_ids:
