@@ -149,7 +149,7 @@ if _local_embeddings:
             f"LLM_EMBEDDING_MODEL={LLM_EMBEDDING_MODEL!r}: the local provider ships "
             f"{local_model_names()}"
         )
-    if LLM_EMBEDDING_DIM != _model.dim:
+    if _model.dim != LLM_EMBEDDING_DIM:
         raise ConfigError(
             f"LLM_EMBEDDING_DIM={LLM_EMBEDDING_DIM}: {_model.name} has {_model.dim} dimensions"
         )
