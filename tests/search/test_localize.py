@@ -294,3 +294,11 @@ def test_the_command_reads_the_issue_from_a_file_and_prints_ranked_files(
     empty.write_text("  \n")
     with pytest.raises(CommandError, match="the issue is empty"):
         call_command("localize", str(empty))
+
+
+def test_a_repository_not_indexed_yet_answers_no_files(shop: Any, client: Client) -> None:
+    Repository.objects.create(url="https://example.com/acme/later.git", name="acme/later")
+    status, body = post(client, {"issue": TRACEBACK_ISSUE, "repos": ["acme/later"]})
+    assert status == 200, body
+    assert body["files"] == []
+    assert body["clues"]["frames"]  # what was read is still said
