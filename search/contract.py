@@ -34,6 +34,7 @@ REQUEST_FIELDS = {
     "use_vector": "use_vector",
     "use_rerank": "use_rerank",
     "use_expansion": "use_expansion",
+    "use_cross_encoder": "cross_encoder",
     "repo_ids": "repo_ids",
     "languages": "languages",
     "paths": "path_globs",

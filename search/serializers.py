@@ -36,6 +36,13 @@ class SearchRequestSerializer(StrictSerializer):
     use_vector = StrictBooleanField(default=True, help_text="Embedding retrieval.")
     use_rerank = StrictBooleanField(default=False, help_text="LLM re-ranking of the top 30.")
     use_expansion = StrictBooleanField(default=False, help_text="LLM query expansion.")
+    use_cross_encoder = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Reorder the best 20 with the cross-encoder (no chat model needed); null: "
+        "the server's REPO_SEARCH_CROSS_ENCODER.",
+    )
     repo_ids = serializers.ListField(
         child=StrictCharField(max_length=300),
         required=False,

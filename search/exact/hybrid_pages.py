@@ -53,6 +53,7 @@ def hybrid_fingerprint(request: SearchRequest) -> str:
         request.use_vector,
         request.use_rerank,
         request.use_expansion,
+        request.cross_encoder,
         # Whose answer it is: another account's cursor is refused like a corrupt one.
         request.viewer.sees_everything,
         sorted(request.viewer.group_ids),

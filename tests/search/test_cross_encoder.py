@@ -136,3 +136,23 @@ def test_a_failing_rerank_server_leaves_the_fusion_order_and_says_why(model_serv
     down = cross_encode(model, "upload", [*DECOYS, ANSWER], budget_s=10, max_tokens=64, weight=1.0)
     assert down.status == "failed" and "the reranker failed" in down.reason
     assert down.order == []
+
+
+@pytest.mark.django_db
+def test_the_api_asks_for_it_and_refuses_what_is_not_a_switch(client: Any) -> None:
+    indexed_repository(
+        "uploads-api",
+        [SourceDoc("uploads/cancel.py", [Piece(ANSWER.text.split("\n", 1)[1], "cancel_upload")])],
+    )
+    body = {"query": QUESTION, "use_cross_encoder": True}
+    response = client.post("/api/search", data=body, content_type="application/json")
+    assert response.status_code == 200
+    stages = {s["name"]: s for s in response.json()["trace"]}
+    assert stages["cross_encoder"]["status"] == "skipped"  # one candidate: nothing to reorder
+    assert stages["cross_encoder"]["reason"] == "fewer than two candidates to reorder"
+    bad = client.post(
+        "/api/search", data={"query": QUESTION, "use_cross_encoder": "maybe"},
+        content_type="application/json",
+    )  # fmt: skip
+    assert bad.status_code == 400
+    assert bad.json()["error"]["message"] == "use_cross_encoder: Must be a valid boolean."

@@ -58,7 +58,16 @@ def test_search_returns_results_scores_and_trace(client: Client, repository) -> 
     assert hit["bm25_score"] > 0 and hit["vector_score"] is None and hit["rerank_score"] is None
     assert hit["combined_score"] > 0 and "def retry_with_backoff" in hit["content"]
     stages = {s["name"]: s for s in body["trace"]}
-    assert list(stages) == ["scope", "expansion", "fulltext", "vector", "fusion", "rerank", "blend"]
+    assert list(stages) == [
+        "scope",
+        "expansion",
+        "fulltext",
+        "vector",
+        "fusion",
+        "cross_encoder",
+        "rerank",
+        "blend",
+    ]
     assert stages["vector"]["status"] == "skipped" and stages["vector"]["reason"] == "not requested"
     assert stages["fulltext"]["status"] == "ran" and stages["fulltext"]["ms"] >= 0
     assert body["scope"]["include_tests"] is False
