@@ -1,0 +1,55 @@
+"""The SWE-bench Lite localisation score: an instance is a hit at k when every gold file
+(function) is in the top k, as SweRank's Table 1 and LocAgent count it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "swebench"))
+
+from swebench_data import patch_files
+from swebench_scoring import hit_at, score_instance, summarise
+
+RANKED = ["a.py", "b.py", "a.py", "c.py", "d.py", "e.py", "f.py"]
+
+
+def test_a_hit_needs_every_gold_file_within_k() -> None:
+    assert hit_at(RANKED, ["a.py"], 1)
+    assert not hit_at(RANKED, ["b.py"], 1)
+    assert not hit_at(RANKED, ["a.py", "e.py"], 4)
+    # a file named twice takes one place: e.py is fifth, not sixth
+    assert hit_at(RANKED, ["a.py", "e.py"], 5)
+    assert not hit_at(RANKED, [], 5)
+
+
+def test_an_instance_scores_files_and_functions() -> None:
+    scores = score_instance(RANKED, ["b.py:B.run"], ["c.py"], ["b.py:B.run", "c.py:go"])
+    assert scores == {
+        "file@1": False,
+        "file@5": True,
+        "file@10": True,
+        "function@5": False,
+        "function@10": False,
+    }
+    assert score_instance([], [], ["c.py"], [])["function@5"] is None
+
+
+def test_the_summary_is_percent_of_instances() -> None:
+    results = [
+        score_instance(["a.py"], ["a.py:f"], ["a.py"], ["a.py:f"]),
+        score_instance(["b.py", "a.py"], [], ["a.py"], []),
+        score_instance(["b.py"], ["b.py:g"], ["a.py"], ["a.py:f"]),
+        score_instance([], [], ["a.py"], ["a.py:f"]),
+    ]
+    summary = summarise(results)
+    assert summary["instances"] == 4
+    assert summary["file@1"] == 25.0
+    assert summary["file@5"] == 50.0
+    assert summary["function@5"] == 33.3  # the instance without a gold function is not counted
+    assert summary["function_instances"] == 3
+
+
+def test_the_files_of_a_patch() -> None:
+    patch = "diff --git a/x/y.py b/x/y.py\n--- a/x/y.py\n+++ b/x/y.py\ndiff --git a/z.py b/z.py\n"
+    assert patch_files(patch) == ["x/y.py", "z.py"]
