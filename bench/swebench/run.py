@@ -6,6 +6,7 @@ against the gold patches and printed beside SweRank's published table (Table 1).
         nice -n 19 .venv/bin/python bench/swebench/run.py --split report --mirror-dir /work/.mirror'
 
     ... run.py --repos requests,flask --no-vectors     # a subset, full text only (fast)
+    .venv/bin/python bench/swebench/run.py --combine bench/results/swebench-*.json  # pooled
 
 For each repository chosen (``--split`` report/tune/all of ``instances.json``, or ``--repos``),
 a local bare git repository is made under ``--work-dir`` from the repository's mirror
@@ -15,8 +16,8 @@ so files the commits share are stored once) and indexed in-process (fetch, index
 unless ``--no-vectors``). Each instance's issue text is then localised on its branch by:
 
 - ``localize`` -- the product's issue localisation (``search.localize``), when present;
-- ``hits`` -- the baseline: the hybrid search (``SearchExecutor``) with the issue text cut to
-  the API's 1,000 characters, 50 hits, files ranked by their best chunk, functions by hit order.
+- ``hits`` -- the baseline: the hybrid search (``SearchExecutor``) with the issue text (double
+  quotes read as spaces) cut to the API's 1,000 characters, 50 hits, files ranked by their best chunk, functions by hit order.
 
 With vectors, both are also run with the full-text lists alone (``+fulltext``), on the same
 index. Acc@k counts an instance when all its gold files (functions) are in the top k
@@ -33,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -199,8 +201,10 @@ def rank_by_hits(issue: str, repository: Any, branch: str, executor: Any) -> Ran
     by its best chunk, a function by its first hit."""
     from search.types import SearchRequest
 
+    # Double quotes would make the query language require phrases (a traceback's quoted paths
+    # then match nothing): they are read as spaces, as a plain full-text engine would.
     request = SearchRequest(
-        query=issue[:QUERY_CHARS],
+        query=issue.replace('"', " ")[:QUERY_CHARS],
         branches=[branch],
         repo_ids=[repository.pk],
         limit=HITS,
@@ -241,8 +245,8 @@ def rankers(vectors: bool) -> dict[str, Callable[[str, Any, str], Ranking]]:
     for suffix, use_vectors in modes:
         executor = _executor(use_vectors)
         if has_localize:
-            chosen[f"localize{suffix}"] = lambda i, r, b, e=executor: rank_by_localize(i, r, b, e)
-        chosen[f"hits{suffix}"] = lambda i, r, b, e=executor: rank_by_hits(i, r, b, e)
+            chosen[f"localize{suffix}"] = partial(rank_by_localize, executor=executor)
+        chosen[f"hits{suffix}"] = partial(rank_by_hits, executor=executor)
     return chosen
 
 
@@ -280,6 +284,34 @@ def print_table(summaries: dict[str, dict[str, dict[str, Any]]]) -> None:
         print(f"{name:44} {'SWE-bench Lite':22} {274:>4}  {cells}")
 
 
+def summarise_results(
+    results: Sequence[dict[str, Any]], names: Sequence[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each ranker's Acc@k per repository and pooled."""
+    summaries: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in names:
+        scored = [r for r in results if name in r]
+        by_repo: dict[str, dict[str, Any]] = {}
+        for repo in dict.fromkeys(r["repo"] for r in scored):
+            by_repo[repo] = summarise([r[name] for r in scored if r["repo"] == repo])
+        by_repo["pooled"] = summarise([r[name] for r in scored])
+        summaries[name] = by_repo
+    return summaries
+
+
+def combine(paths: Sequence[Path]) -> int:
+    """The table of several runs' JSON files pooled (an instance's last result counts)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    names: dict[str, None] = {}
+    for path in paths:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        names.update(dict.fromkeys(document["summaries"]))
+        for row in document["instances"]:
+            by_id.setdefault(row["instance_id"], {}).update(row)
+    print_table(summarise_results(list(by_id.values()), list(names)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--split", choices=("report", "tune", "all"), default="report")
@@ -290,7 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=ROOT / "data" / "swebench")
     parser.add_argument("--no-vectors", action="store_true", help="full text only (no embedding)")
     parser.add_argument("--json", type=Path, help="per-instance results (default bench/results/)")
+    parser.add_argument("--combine", type=Path, nargs="+", help="pool earlier runs' JSON files")
     args = parser.parse_args(argv)
+    if args.combine:
+        return combine(args.combine)
     vectors = not args.no_vectors
 
     chosen = select_instances(
@@ -314,13 +349,16 @@ def main(argv: list[str] | None = None) -> int:
     for repo in dict.fromkeys(i["repo"] for i in chosen):
         mirror = args.mirror_dir / repo.replace("/", "+") / "repo"
         instances = [i for i in chosen if i["repo"] == repo]
-        present = []
+        present: list[dict[str, Any]] = []
         for instance in instances:
             found = mirror.exists() and subprocess.run(
                 ["git", "-C", str(mirror), "cat-file", "-e", f"{instance['base_commit']}^{{commit}}"],
                 capture_output=True,
             ).returncode == 0  # fmt: skip
-            (present if found else skipped).append(instance if found else instance["instance_id"])
+            if found:
+                present.append(instance)
+            else:
+                skipped.append(instance["instance_id"])
         if not present:
             print(f"{repo}: no mirror or no base commit at {mirror}; skipped", flush=True)
             continue
@@ -348,13 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             marks = " ".join(f"{n}={'+' if row[n]['file@5'] else '-'}" for n in named)
             print(f"  {instance['instance_id']:32} file@5 {marks}", flush=True)
 
-    summaries: dict[str, dict[str, dict[str, Any]]] = {}
-    for name in named:
-        by_repo: dict[str, dict[str, Any]] = {}
-        for repo in dict.fromkeys(r["repo"] for r in results):
-            by_repo[repo] = summarise([r[name] for r in results if r["repo"] == repo])
-        by_repo["pooled"] = summarise([r[name] for r in results])
-        summaries[name] = by_repo
+    summaries = summarise_results(results, list(named))
     print_table(summaries)
     if skipped:
         print(f"\nskipped (base commit missing): {len(skipped)}: {', '.join(skipped)}")
