@@ -1,6 +1,6 @@
 """Browsing a repository at a commit: file pages (``blob``), directory pages (``tree``).
 
-Addresses are ``frontend.permalinks``'s: ``/repos/<name or id>/-/blob/<commit>/<path>`` and
+Addresses are ``indexing.permalinks``'s: ``/repos/<name or id>/-/blob/<commit>/<path>`` and
 ``/-/tree/<commit>/<dir>``; ``HEAD`` (or a prefix of the indexed commit) means the indexed
 commit. The same addresses typed without the ``/-/`` redirect to them. Everything is read from the clone's git objects at that commit, never from a working
 tree: a path is only ever a key looked up in git trees, and ``..``, ``.``, empty segments and
@@ -28,11 +28,11 @@ from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.access import reader_page
 from frontend.file_tree import TreeRow, sidebar_rows
 from frontend.highlighting import highlight_lines
-from frontend.permalinks import blame_url, blob_url, history_url, tree_url
 from frontend.readme import MAX_README_BYTES, find_readme, relative_resolver, render_readme
 from indexing.clone_paths import repository_dir
 from indexing.git.tree import MODE_GITLINK, MODE_SYMLINK, MODE_TREE, GitTreeReader
 from indexing.models import Repository, SourceFile
+from indexing.permalinks import blame_url, blob_url, history_url, tree_url
 from indexing.repository_refs import (
     AmbiguousRepository,
     RepositoryNotFound,

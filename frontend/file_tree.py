@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frontend.permalinks import blob_url, tree_url
 from indexing.git.tree import MODE_GITLINK, GitTreeReader
+from indexing.permalinks import blob_url, tree_url
 
 MAX_ENTRIES_PER_DIRECTORY = 100
 

@@ -18,7 +18,6 @@ from django.views.decorators.http import require_GET
 from frontend.access import reader_page
 from frontend.browse_views import GIT_ERRORS, PageRefused, Place, crumbs, place_of, refused
 from frontend.highlighting import highlight_lines
-from frontend.permalinks import blame_url, blob_url, history_url, tree_url
 from indexing.clone_paths import repository_dir
 from indexing.git.history import (
     BLAME_MAX_BYTES,
@@ -31,6 +30,7 @@ from indexing.git.history import (
     file_history,
 )
 from indexing.git.tree import MODE_GITLINK, MODE_TREE, GitTreeReader
+from indexing.permalinks import blame_url, blob_url, history_url, tree_url
 from indexing.upstream_urls import upstream_history_url
 
 

@@ -18,8 +18,8 @@ from django.urls import reverse
 
 from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
-from frontend.permalinks import Permalinks, blob_url
 from indexing.models import Chunk, IndexedBranch, Repository
+from indexing.permalinks import Permalinks, blob_url
 from indexing.upstream_urls import upstream_file_url
 
 SNIPPET_MAX_LINES = 14

@@ -21,7 +21,7 @@ urlpatterns = [
     path("", views.search_page, name="search"),
     path("repos/", views.repositories_page, name="repositories"),
     path("repos/<uuid:repository_id>/file", browse_views.legacy_file_view, name="file"),
-    # A repository's name may hold "/" (acme/shop): "/-/" ends it (frontend.permalinks).
+    # A repository's name may hold "/" (acme/shop): "/-/" ends it (indexing.permalinks).
     re_path(
         r"^repos/(?P<ref>.+?)/-/blob/(?P<commit>[^/]+)/(?P<path>.*)$",
         browse_views.blob_view,

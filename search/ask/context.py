@@ -16,8 +16,8 @@ from uuid import UUID
 from django.db.models import F
 
 from accounts.visibility import Viewer
-from frontend.permalinks import blob_url
 from indexing.models import Chunk, RepositoryStatus
+from indexing.permalinks import blob_url
 from indexing.repository_refs import link_refs
 from indexing.upstream_urls import upstream_file_url
 

@@ -1,7 +1,7 @@
 """The response document of a search, for every mode, built once for the API and MCP alike.
 
 Hybrid hits are the executor's ``SearchHit`` fields plus ``url`` (the file's permalink at the
-hit's commit and lines, ``frontend.permalinks``), ``upstream_url`` and ``semantic`` (found by the vector lists alone: similar, not
+hit's commit and lines, ``indexing.permalinks``), ``upstream_url`` and ``semantic`` (found by the vector lists alone: similar, not
 containing the words). Exact and regex hits are one per file: the same fields (``content`` /
 ``start_line`` / ``end_line`` are its first snippet) plus ``match_count``, ``matches``
 (``[{"line", "text", "ranges"}]``, ranges ``[start, end)`` in characters) and ``snippets``.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from frontend.permalinks import Permalinks
 from indexing.models import IndexedBranch, Repository
+from indexing.permalinks import Permalinks
 from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit

@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
-from frontend.permalinks import Permalinks
+from indexing.permalinks import Permalinks
 from search.localize.service import LocalizeResult
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.visibility import Viewer
-from frontend.permalinks import Permalinks
+from indexing.permalinks import Permalinks
 from indexing.upstream_urls import upstream_file_url
 from search.symbols.lookup import DefinitionHit
 

@@ -18,7 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
-from frontend.permalinks import blob_url
+from indexing.permalinks import blob_url
 from indexing.repository_refs import link_refs
 from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.engine import ExactRequest, run_exact

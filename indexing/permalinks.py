@@ -5,6 +5,9 @@ name one repository the viewer may see, its id (see ``indexing.repository_refs.l
 the ``/-/`` separator (as GitLab's) ends the name, so a name may hold ``/``. ``<commit>`` is a
 full commit id, or ``HEAD`` for the indexed commit. ``#L10-L20`` marks lines. A file's history
 is ``/-/commits/<commit>/<path>`` and its blame ``/-/blame/<commit>/<path>`` (GitLab's words).
+
+They live beside the repository refs they are made of, so the search answers (below the pages)
+and the pages (``frontend``) build them alike.
 """
 
 from __future__ import annotations
