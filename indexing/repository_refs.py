@@ -13,18 +13,21 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Any
 
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import Repository
+from reposearch.domain_errors import DomainError
 
 MAX_REF_CHARS = 300
 
 
-class RepositoryNotFound(LookupError):
+class RepositoryNotFound(DomainError, LookupError):
     """No repository the viewer may see has this id or name."""
 
     code = "not_found"
+    http_status = HTTPStatus.NOT_FOUND
 
     def __init__(self, ref: str) -> None:
         self.ref = ref[:MAX_REF_CHARS]
@@ -33,7 +36,7 @@ class RepositoryNotFound(LookupError):
         super().__init__(self.message)
 
 
-class AmbiguousRepository(LookupError):
+class AmbiguousRepository(DomainError, LookupError):
     """Several visible repositories have this name; ``details.ids`` lists them."""
 
     code = "ambiguous_repository"

@@ -1,15 +1,14 @@
 """One error shape for the whole API: ``{"error": {"code", "message", "details"}}``.
 
 DRF's validation errors, 404s, parse errors and throttling all come out in this shape with the
-right status; services raise domain exceptions, which ``DOMAIN_ERRORS`` maps to statuses;
-anything unexpected becomes a 500 in the same shape with no internals leaked.
+right status; services raise domain exceptions (``reposearch.domain_errors.DomainError``), each
+naming its own status, so this module imports no app; anything unexpected becomes a 500 in the
+same shape with no internals leaked.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -19,19 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from indexing.exceptions import (
-    DuplicateRepository,
-    RepositoryCheckUnavailable,
-    RepositoryLimitReached,
-    RepositoryRefused,
-    VisibilityChangeRefused,
-)
-from indexing.repository_refs import AmbiguousRepository, RepositoryNotFound
-from indexing.webhooks.providers import BadSignature, WebhookRejected
-from search.ask.errors import AskFailed
-from search.exact.errors import QueryRejected
-from search.retrieval.globs import InvalidGlob
-from search.retrieval.scope import UnknownBranch, UnknownRepositories
+from reposearch.domain_errors import DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -53,94 +40,24 @@ class ApiError(exceptions.APIException):
         self.details = details or {}
 
 
-@dataclass(frozen=True)
-class DomainError:
-    """How one domain exception is answered: its status (per ``code`` when it varies), and the
-    code and details when the exception does not carry them itself."""
-
-    status: int
-    status_by_code: Mapping[str, int] = field(default_factory=dict)
-    code: str | None = None
-    details: Callable[[Any], dict[str, Any]] | None = None
-    message_prefix: str = ""
-
-
-def _ask_failure_details(exc: AskFailed) -> dict[str, Any]:
-    body = exc.result.as_dict()
-    return {"sources": exc.result.retrieved, "trace": body["trace"], "timings": body["timings"]}
-
-
-# The one table from domain exceptions to HTTP statuses; the most specific class wins.
-DOMAIN_ERRORS: dict[type[Exception], DomainError] = {
-    RepositoryRefused: DomainError(status.HTTP_400_BAD_REQUEST),
-    DuplicateRepository: DomainError(status.HTTP_409_CONFLICT),
-    RepositoryLimitReached: DomainError(status.HTTP_409_CONFLICT),
-    RepositoryCheckUnavailable: DomainError(status.HTTP_503_SERVICE_UNAVAILABLE),
-    VisibilityChangeRefused: DomainError(status.HTTP_403_FORBIDDEN),
-    WebhookRejected: DomainError(status.HTTP_400_BAD_REQUEST),
-    RepositoryNotFound: DomainError(status.HTTP_404_NOT_FOUND),
-    AmbiguousRepository: DomainError(status.HTTP_400_BAD_REQUEST),
-    BadSignature: DomainError(status.HTTP_401_UNAUTHORIZED),
-    UnknownRepositories: DomainError(
-        status.HTTP_404_NOT_FOUND,
-        code="unknown_repository",
-        details=lambda exc: {"repo_ids": [str(i) for i in exc.ids]},
-    ),
-    UnknownBranch: DomainError(
-        status.HTTP_404_NOT_FOUND,
-        code="unknown_branch",
-        details=lambda exc: {"branches": list(exc.branches)},
-    ),
-    InvalidGlob: DomainError(
-        status.HTTP_400_BAD_REQUEST,
-        code="invalid",
-        details=lambda exc: {"field": "paths"},
-        message_prefix="paths: ",
-    ),
-    QueryRejected: DomainError(
-        status.HTTP_400_BAD_REQUEST,
-        status_by_code={"unknown_repository": status.HTTP_404_NOT_FOUND},
-    ),
-    # The database is down or unreachable (a restart, a network cut): nothing the caller did.
-    OperationalError: DomainError(
-        status.HTTP_503_SERVICE_UNAVAILABLE,
-        code="database_unavailable",
-        details=lambda exc: {},
-        message_prefix="the database is unavailable right now; try again shortly",
-    ),
-    InterfaceError: DomainError(
-        status.HTTP_503_SERVICE_UNAVAILABLE,
-        code="database_unavailable",
-        details=lambda exc: {},
-        message_prefix="the database is unavailable right now; try again shortly",
-    ),
-    AskFailed: DomainError(
-        status.HTTP_503_SERVICE_UNAVAILABLE,
-        status_by_code={
-            "model_unavailable": status.HTTP_503_SERVICE_UNAVAILABLE,
-            "model_busy": status.HTTP_503_SERVICE_UNAVAILABLE,
-            "model_bad_response": status.HTTP_502_BAD_GATEWAY,
-        },
-        details=_ask_failure_details,
-    ),
-}
+# The database is down or unreachable (a restart, a network cut): nothing the caller did.
+DATABASE_UNAVAILABLE = "the database is unavailable right now; try again shortly"
 
 
 def domain_error_response(exc: Exception) -> Response | None:
-    """The API's answer to a domain exception, or None when the table does not know it."""
-    mapping = next((DOMAIN_ERRORS[cls] for cls in type(exc).__mro__ if cls in DOMAIN_ERRORS), None)
-    if mapping is None:
-        return None
-    code = mapping.code or str(getattr(exc, "code", "invalid"))
+    """The API's answer to a domain exception, or None when it is not one."""
+    if isinstance(exc, DomainError):
+        return Response(
+            error_body(exc.api_code(), exc.api_message(), exc.api_details()), exc.api_status()
+        )
     if isinstance(exc, OperationalError | InterfaceError):
         logger.warning("database unavailable: %s", exc)
-        message = mapping.message_prefix  # the driver's text names hosts and ports: not for callers
-    else:
-        message = mapping.message_prefix + str(getattr(exc, "message", None) or exc)
-    details = mapping.details(exc) if mapping.details else dict(getattr(exc, "details", {}))
-    return Response(
-        error_body(code, message, details), mapping.status_by_code.get(code, mapping.status)
-    )
+        # The driver's text names hosts and ports: not for callers.
+        return Response(
+            error_body("database_unavailable", DATABASE_UNAVAILABLE),
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+    return None
 
 
 def _first_message(detail: Any) -> str:

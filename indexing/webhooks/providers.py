@@ -22,15 +22,18 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
+
+from reposearch.domain_errors import DomainError
 
 ZERO_SHA = "0" * 40
 # The same words whether the repository exists or not: an anonymous caller learns nothing.
 NO_MATCH = "the signature or token does not match the secret of a repository with this id"
 
 
-class WebhookRejected(Exception):
+class WebhookRejected(DomainError):
     """A delivery that is not accepted; ``code`` and ``message`` for the one error shape."""
 
     def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
@@ -42,6 +45,8 @@ class WebhookRejected(Exception):
 
 class BadSignature(WebhookRejected):
     """The signature or token is missing or does not match the repository's secret."""
+
+    http_status = HTTPStatus.UNAUTHORIZED
 
 
 class UnreadableDelivery(WebhookRejected):

@@ -1,19 +1,37 @@
-"""What ``/api/ask`` raises: a leaf module, so the API's error table can name it without
-loading the search stack (the Celery worker runs Django's checks, which import the API)."""
+"""What ``/api/ask`` raises: a leaf module, so importing it does not load the search stack
+(the Celery worker runs Django's checks, which import the API)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from reposearch.domain_errors import DomainError
 
 if TYPE_CHECKING:
     from search.ask.service import AskResult
 
 
-class AskFailed(Exception):
+class AskFailed(DomainError):
     """The model could not answer; ``result`` holds what was retrieved (never an answer)."""
+
+    http_status = HTTPStatus.SERVICE_UNAVAILABLE
+    http_status_by_code = {
+        "model_unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
+        "model_busy": HTTPStatus.SERVICE_UNAVAILABLE,
+        "model_bad_response": HTTPStatus.BAD_GATEWAY,
+    }
 
     def __init__(self, code: str, message: str, result: AskResult) -> None:
         super().__init__(message)
         self.code = code  # "model_unavailable" | "model_busy" | "model_bad_response"
         self.message = message
         self.result = result
+
+    def api_details(self) -> dict[str, Any]:
+        body = self.result.as_dict()
+        return {
+            "sources": self.result.retrieved,
+            "trace": body["trace"],
+            "timings": body["timings"],
+        }

@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
+
+from reposearch.domain_errors import DomainError
 
 MAX_GLOBS = 20
 MAX_GLOB_LENGTH = 300
 
 
-class InvalidGlob(ValueError):
-    pass
+class InvalidGlob(DomainError, ValueError):
+    """A path glob the search cannot use; the API names the ``paths`` field."""
+
+    def api_code(self) -> str:
+        return "invalid"
+
+    def api_message(self) -> str:
+        return "paths: " + str(self)
+
+    def api_details(self) -> dict[str, Any]:
+        return {"field": "paths"}
 
 
 def glob_to_regex(glob: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
+from http import HTTPStatus
 from typing import Any
 from uuid import UUID
 
@@ -26,6 +27,7 @@ from django.db import connection
 from accounts.visibility import Viewer, visible_repositories
 from indexing.identifiers import identifier_words
 from indexing.models import RepositoryStatus
+from reposearch.domain_errors import DomainError
 from search.retrieval.globs import paths_regex
 from search.types import ScopeApplied, SearchRequest
 
@@ -88,13 +90,21 @@ LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come b
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 
 
-class UnknownRepositories(LookupError):
+class UnknownRepositories(DomainError, LookupError):
     """Some requested repository ids do not exist (or the viewer may not see them: the same
     error, word for word, so that a restricted repository cannot be told from a missing one)."""
+
+    http_status = HTTPStatus.NOT_FOUND
 
     def __init__(self, ids: Sequence[UUID]) -> None:
         super().__init__("unknown repository id(s): " + ", ".join(str(i) for i in ids))
         self.ids = list(ids)
+
+    def api_code(self) -> str:
+        return "unknown_repository"
+
+    def api_details(self) -> dict[str, Any]:
+        return {"repo_ids": [str(i) for i in self.ids]}
 
 
 def query_mentions(query: str, vocabulary: frozenset[str]) -> str | None:
@@ -157,12 +167,20 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
     )
 
 
-class UnknownBranch(LookupError):
+class UnknownBranch(DomainError, LookupError):
     """No repository in scope has an indexed branch of that name (or matching that glob)."""
+
+    http_status = HTTPStatus.NOT_FOUND
 
     def __init__(self, branches: Sequence[str]) -> None:
         super().__init__(f"no indexed repository is on branch:{branches[0]}")
         self.branches = list(branches)
+
+    def api_code(self) -> str:
+        return "unknown_branch"
+
+    def api_details(self) -> dict[str, Any]:
+        return {"branches": list(self.branches)}
 
 
 ALL_BRANCHES = "*"
