@@ -47,6 +47,7 @@ lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 check: install-dev
 	$(PY) -m reposearch.embedded_stack run -- sh -c '\
