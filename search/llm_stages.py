@@ -12,6 +12,7 @@ from typing import Any
 from search.ranking.cross_encoder import Passage, cross_encode, passage_text
 from search.ranking.fusion import FusedCandidate
 from search.ranking.rerank import RerankCandidate, rerank_candidates
+from search.retrieval.query import identifier_query
 from search.retrieval.expansion import expand_query
 from search.tracing import record_stage
 from search.types import SearchHit, SearchRequest, StageTrace
@@ -98,6 +99,10 @@ def cross_encoder_stage(
     with record_stage(trace, "cross_encoder") as stage:
         if not cross_encoder_on(request):
             stage.set("skipped", "not requested")
+            return candidates
+        if identifier_query(request.query):
+            # Measured: it never changed an identifier question's answer (docs/benchmarks.md).
+            stage.set("skipped", "an identifier query: the fusion's exact-name order stands")
             return candidates
         top = [c for c in candidates[: request.cross_encoder_top] if c.chunk_id in hits]
         if len(top) < 2:

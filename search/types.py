@@ -74,10 +74,10 @@ class SearchRequest:
     # The local cross-encoder (search.ranking.cross_encoder); None: REPO_SEARCH_CROSS_ENCODER
     # decides. It reads the best ``cross_encoder_top`` fused candidates within the budget.
     cross_encoder: bool | None = None
-    cross_encoder_top: int = 20
+    cross_encoder_top: int = 10
     cross_encoder_budget_s: float = 2.0
     cross_encoder_tokens: int = 256  # query + chunk text, in model tokens
-    cross_encoder_weight: float = 0.5  # the model's share of the reorder (0: fusion order)
+    cross_encoder_weight: float = 0.3  # the model's share of the reorder (0: fusion order)
 
     # Expansion and rerank
     expansion_count: int = 2

@@ -70,7 +70,7 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     **{
         f"ce w{w} top{top} t{tokens}": (_cross_encoder(w, top, tokens), {})
         for w in (0.3, 0.5, 0.7, 1.0)
-        for top in (10, 20, 30)
+        for top in (5, 10, 20, 30)
         for tokens in (128, 256)
     },
     "no intent": ({"intent_boost": 0.0}, {}),

@@ -97,6 +97,11 @@ def test_a_search_asks_for_it_and_its_trace_says_what_it_did() -> None:
     assert stage is not None and stage.status == "ran"
     assert stage.detail["scored"] == len(on.hits) == 4
     assert on.hits[0].file_path == "uploads/cancel.py"
+    named = SearchExecutor().run(SearchRequest(query="cancel_upload", cross_encoder=True))
+    named_stage = named.stage("cross_encoder")
+    assert named_stage is not None and named_stage.status == "skipped"
+    assert named_stage.reason.startswith("an identifier query")
+    assert named.hits[0].file_path == "uploads/cancel.py"
     off = SearchExecutor().run(SearchRequest(query=QUESTION, cross_encoder=False))
     off_stage = off.stage("cross_encoder")
     assert off_stage is not None and off_stage.status == "skipped"
