@@ -253,8 +253,8 @@ def rankers(vectors: bool) -> dict[str, Callable[[str, Any, str], Ranking]]:
 def select_instances(
     instances: list[dict[str, Any]], split: str, repos: Sequence[str]
 ) -> list[dict[str, Any]]:
-    if repos:
-        wanted = {r.strip().lower() for r in repos if r.strip()}
+    wanted = {r.strip().lower() for r in repos if r.strip()}
+    if wanted:
         return [
             i
             for i in instances

@@ -53,3 +53,16 @@ def test_the_summary_is_percent_of_instances() -> None:
 def test_the_files_of_a_patch() -> None:
     patch = "diff --git a/x/y.py b/x/y.py\n--- a/x/y.py\n+++ b/x/y.py\ndiff --git a/z.py b/z.py\n"
     assert patch_files(patch) == ["x/y.py", "z.py"]
+
+
+def test_instances_are_chosen_by_split_or_by_repository_name() -> None:
+    from run import select_instances
+
+    instances = [
+        {"instance_id": "psf__requests-1", "repo": "psf/requests"},
+        {"instance_id": "sympy__sympy-1", "repo": "sympy/sympy"},
+    ]
+    assert select_instances(instances, "report", [""]) == instances[:1]
+    assert select_instances(instances, "tune", []) == instances[1:]
+    assert select_instances(instances, "report", ["sympy"]) == instances[1:]
+    assert select_instances(instances, "all", ["requests", "sympy/sympy"]) == instances
