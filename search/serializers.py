@@ -40,8 +40,8 @@ class SearchRequestSerializer(StrictSerializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="Reorder the best 20 with the cross-encoder (no chat model needed); null: "
-        "the server's REPO_SEARCH_CROSS_ENCODER.",
+        help_text="Reorder the best 10 with the cross-encoder (no chat model needed); null: "
+        "the server's REPO_SEARCH_CROSS_ENCODER (on unless turned off).",
     )
     repo_ids = serializers.ListField(
         child=StrictCharField(max_length=300),

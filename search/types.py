@@ -75,7 +75,7 @@ class SearchRequest:
     # decides. It reads the best ``cross_encoder_top`` fused candidates within the budget.
     cross_encoder: bool | None = None
     cross_encoder_top: int = 10
-    cross_encoder_budget_s: float = 2.0
+    cross_encoder_budget_s: float = 1.5  # past it, the candidates scored so far are reordered
     cross_encoder_tokens: int = 256  # query + chunk text, in model tokens
     cross_encoder_weight: float = 0.3  # the model's share of the reorder (0: fusion order)
 

@@ -67,6 +67,7 @@ def _cross_encoder(weight: float, top: int, tokens: int) -> dict[str, Any]:
 LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "defaults": ({}, {}),
     # issue 31: the local cross-encoder (search/ranking/cross_encoder.py), with no time limit
+    "no cross-encoder": ({"cross_encoder": False}, {}),
     **{
         f"ce w{w} top{top} t{tokens}": (_cross_encoder(w, top, tokens), {})
         for w in (0.3, 0.5, 0.7, 1.0)

@@ -58,9 +58,10 @@ REPO_SEARCH_INDEX_BATCH_FILES = env.positive_int("REPO_SEARCH_INDEX_BATCH_FILES"
 # Markdown/reStructuredText chunked by section (heading = symbol) instead of line windows.
 REPO_SEARCH_DOC_SECTIONS = env.flag("REPO_SEARCH_DOC_SECTIONS", True)
 REPO_SEARCH_LEARNED_FUSION = env.flag("REPO_SEARCH_LEARNED_FUSION", True)
-# The local cross-encoder reorders the best candidates of every hybrid search
-# (search.ranking.cross_encoder); a request's "cross_encoder" field overrides it.
-REPO_SEARCH_CROSS_ENCODER = env.flag("REPO_SEARCH_CROSS_ENCODER", False)
+# The cross-encoder reorders the best 10 candidates of every hybrid search that is not a lone
+# identifier (search.ranking.cross_encoder; docs/benchmarks.md); a request's "use_cross_encoder"
+# overrides it.
+REPO_SEARCH_CROSS_ENCODER = env.flag("REPO_SEARCH_CROSS_ENCODER", True)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
 REPO_SEARCH_GIT_TOKEN_HOSTS = [host.lower() for host in env.csv("REPO_SEARCH_GIT_TOKEN_HOSTS", "")]
 if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:

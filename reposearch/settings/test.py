@@ -14,6 +14,10 @@ if env.raw("REPO_SEARCH_DB_POOL_SIZE") is None:
     DATABASES["default"]["OPTIONS"].pop("pool", None)  # type: ignore[attr-defined]  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The cross-encoder adds about a second to every prose search on these cores: the ranking tests
+# state what they expect of the fusion, and the cross-encoder's own tests ask for it
+# (tests/search/test_cross_encoder.py), as does the end-to-end stack (base settings).
+REPO_SEARCH_CROSS_ENCODER = env.flag("REPO_SEARCH_CROSS_ENCODER", False)
 REPO_SEARCH_ALLOW_LOCAL_PATHS = True
 # Per-process counters; budgets out of the way except in the tests that lower them.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

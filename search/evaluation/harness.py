@@ -90,7 +90,7 @@ ABLATION: tuple[Configuration, ...] = (
         "+cross-encoder",
         {"include_tests": None, "include_docs": None, "cross_encoder": True},
         llm_stage="cross_encoder",
-        description="hybrid+scope, the best 20 reordered by the local cross-encoder",
+        description="hybrid+scope, the best 10 reordered by the local cross-encoder",
     ),
     Configuration(
         "-cross-encoder",

@@ -192,3 +192,9 @@ def test_allowed_hosts_cover_the_bind_address() -> None:
     assert {"localhost", "127.0.0.1", "[::1]", "10.1.2.3"} <= set(hosts)
     given = run_shell(code, {"ALLOWED_HOSTS": "search.example.com"})
     assert given == "search.example.com"
+
+
+def test_the_cross_encoder_is_on_unless_the_operator_turns_it_off() -> None:
+    code = "from django.conf import settings; print(settings.REPO_SEARCH_CROSS_ENCODER)"
+    assert run_shell(code, {}) == "True"
+    assert run_shell(code, {"REPO_SEARCH_CROSS_ENCODER": "0"}) == "False"
