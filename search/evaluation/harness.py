@@ -93,7 +93,7 @@ ABLATION: tuple[Configuration, ...] = (
         description="hybrid+scope, the best 10 reordered by the local cross-encoder",
     ),
     Configuration(
-        "-cross-encoder",
+        "no-cross-encoder",
         {"include_tests": None, "include_docs": None, "cross_encoder": False},
         description="hybrid+scope without the local cross-encoder",
     ),
