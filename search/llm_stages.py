@@ -12,8 +12,8 @@ from typing import Any
 from search.ranking.cross_encoder import Passage, cross_encode, passage_text
 from search.ranking.fusion import FusedCandidate
 from search.ranking.rerank import RerankCandidate, rerank_candidates
-from search.retrieval.query import identifier_query
 from search.retrieval.expansion import expand_query
+from search.retrieval.query import identifier_query
 from search.tracing import record_stage
 from search.types import SearchHit, SearchRequest, StageTrace
 
