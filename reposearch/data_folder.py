@@ -23,6 +23,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from reposearch.private_files import keep_once
+
 PRIVATE_MODE = 0o700
 SECRET_KEY_FILE = "secret-key"  # noqa: S105 - a file name
 MIN_SECRET_KEY_LENGTH = 32  # production settings refuse shorter keys
@@ -81,29 +83,9 @@ def read_secret_key(root: Path) -> str | None:
 
 def ensure_secret_key(root: Path) -> tuple[str, bool]:
     """The key kept in ``root``, generated now when there is none; True when generated."""
-    path = secret_key_path(root)
-    existing = read_secret_key(root)
-    if existing is not None:
-        if stat.S_IMODE(path.stat().st_mode) & 0o077:
-            path.chmod(0o600)  # someone loosened it: the key is for this user only
-        return existing, False
-    key = secrets.token_urlsafe(50)
-    temporary = path.with_name(f".{SECRET_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as out:
-        out.write(f"{key}\n")
-        out.flush()
-        os.fsync(out.fileno())
-    try:
-        if path.exists():  # unreadable or too short: replaced
-            os.replace(temporary, path)
-        else:
-            os.link(temporary, path)  # fails when another process just wrote one
-            temporary.unlink()
-    except FileExistsError:
-        temporary.unlink()
-        winner = read_secret_key(root)
-        if winner is None:
-            raise
-        return winner, False
-    return key, True
+    return keep_once(
+        secret_key_path(root),
+        lambda: read_secret_key(root),
+        lambda: secrets.token_urlsafe(50),
+        lambda key: f"{key}\n",
+    )

@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from reposearch.private_files import keep_once
 
 FILENAME = "credentials.env"
 SUPERUSER = "postgres"
@@ -67,32 +67,12 @@ def ensure(root: Path) -> tuple[Credentials, bool]:
     """The credentials in ``root``, generated now when there are none; True when generated."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    target = path(root)
-    existing = read(root)
-    if existing is not None:
-        if stat.S_IMODE(target.stat().st_mode) & 0o077:
-            target.chmod(0o600)  # someone loosened it: passwords are for this user only
-        return existing, False
-    fresh = Credentials(*(secrets.token_urlsafe(24) for _ in KEYS))
-    temporary = root / f".{FILENAME}.{os.getpid()}.{secrets.token_hex(4)}"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as out:
-        out.write(fresh.text())
-        out.flush()
-        os.fsync(out.fileno())
-    try:
-        if target.exists():  # an unreadable or incomplete file: replaced, never merged
-            os.replace(temporary, target)
-        else:
-            os.link(temporary, target)  # fails when another process just wrote one
-            temporary.unlink()
-    except FileExistsError:
-        temporary.unlink()
-        winner = read(root)
-        if winner is None:
-            raise
-        return winner, False
-    return fresh, True
+    return keep_once(
+        path(root),
+        lambda: read(root),
+        lambda: Credentials(*(secrets.token_urlsafe(24) for _ in KEYS)),
+        Credentials.text,
+    )
 
 
 def scram_verifier(password: str, iterations: int = 4096) -> str:
