@@ -80,8 +80,10 @@ def main() -> int:
     names = [eval_args[i + 1] for i, a in enumerate(eval_args) if a == "--corpus"]
     if not names and "--split" in eval_args:
         split = eval_args[eval_args.index("--split") + 1]
-        manifest = load_manifest(ROOT / "bench/eval/corpora.json")
-        names = [c.name for c in select_corpora(manifest, split=split)]
+        where = ROOT / "bench/eval/corpora.json"
+        if "--manifest" in eval_args:
+            where = Path(eval_args[eval_args.index("--manifest") + 1])
+        names = [c.name for c in select_corpora(load_manifest(where), split=split)]
     embed_missing(model, names)
     settings.LLM_EMBEDDING_MODEL = model
     call_command("eval", *eval_args)

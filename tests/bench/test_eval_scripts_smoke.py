@@ -338,25 +338,26 @@ def _tiny_mpnet(folder: Path) -> Path:
     return folder
 
 
-def test_mpnet_scripts_and_compare_runs(corpora: TinyCorpora, tmp_path: Path) -> None:
-    """mpnet_runtime.py and mpnet_hybrid.py on a stand-in for all-mpnet-base-v2: random weights
-    of its shape, so its 418 MB are never downloaded here. This proves the forward pass and
-    the scripts run, not that the vectors mean anything. compare_runs.py then pairs the
-    hybrid run with MiniLM (``manage.py eval``) against the same run with the stand-in."""
+def test_mpnet_runtime_encoder_hybrid_and_compare_runs(
+    corpora: TinyCorpora, tmp_path: Path
+) -> None:
+    """mpnet_runtime.py on a stand-in for all-mpnet-base-v2 (random weights of its shape, so its
+    418 MB are never downloaded here: it proves the forward pass runs, not that the vectors mean
+    anything); encoder_hybrid.py with the built-in bge-small; compare_runs.py then pairs the
+    run with MiniLM (``manage.py eval``) against the same run with bge-small."""
     folder = _tiny_mpnet(tmp_path / "mpnet")
     runtime = run_script("eval/mpnet_runtime.py", str(folder))
     assert re.search(
         r"all-mpnet-base-v2 \(3, 768\) cos\(q, related\) [-\d.e]+ cos\(q, other\)", runtime
     ), runtime
     split = ("--split", "all", "--manifest", str(corpora.manifest), "--configs", "vector,hybrid")
-    before, after = tmp_path / "minilm.json", tmp_path / "mpnet.json"
+    before, after = tmp_path / "minilm.json", tmp_path / "bge.json"
     run_script("manage.py", "eval", *split, "--json", str(before), env=corpora.env)
     hybrid = run_script(
-        "eval/mpnet_hybrid.py", str(folder), "--cache", str(tmp_path / "cache.npz"), *split,
-        "--json", str(after), env=corpora.env,
+        "eval/encoder_hybrid.py", "bge-small-en-v1.5", *split, "--json", str(after),
+        env=corpora.env,
     )  # fmt: skip
-    assert re.search(r"^retrykit-1.0: embedding \d+ chunks with MPNet", hybrid, re.M), hybrid
-    assert (tmp_path / "cache.npz").exists()
+    assert re.search(r"^retrykit-1.0: \d+ texts with bge-small-en-v1.5 in ", hybrid, re.M), hybrid
     assert set(json.loads(after.read_text())["per_corpus"]) == {"retrykit-1.0", "slugkit-1.0"}
     compared = run_script(
         "eval/compare_runs.py", str(before), str(after), "--config", "vector", "--list",
