@@ -68,6 +68,7 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "defaults": ({}, {}),
     # issue 31: the local cross-encoder (search/ranking/cross_encoder.py), with no time limit
     "no cross-encoder": ({"cross_encoder": False}, {}),
+    "ce top15": (_cross_encoder(0.3, 15, 256), {}),
     **{
         f"ce w{w} top{top} t{tokens}": (_cross_encoder(w, top, tokens), {})
         for w in (0.3, 0.5, 0.7, 1.0)
