@@ -208,16 +208,21 @@ class GitignoreRules:
 def decode_text(data: bytes) -> tuple[str, str] | None:
     """Decode a blob as text: ``(text, encoding)``, or None when it is not text."""
     if data.startswith(codecs.BOM_UTF8):
+        if b"\x00" in data:
+            return None
         try:
             return data[len(codecs.BOM_UTF8) :].decode("utf-8"), "utf-8-sig"
         except UnicodeDecodeError:
             return None
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
-            return data.decode("utf-16"), "utf-16"
+            text = data.decode("utf-16")
         except UnicodeDecodeError:
             return None
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return None if "\x00" in text else (text, "utf-16")
+    # A NUL anywhere, not only in the first 8 KB as git looks: PostgreSQL's text cannot hold
+    # one (a PDF-based logo whose first NUL came later failed a whole index job).
+    if b"\x00" in data:
         return None
     try:
         return data.decode("utf-8"), "utf-8"
@@ -232,10 +237,10 @@ def decode_text(data: bytes) -> tuple[str, str] | None:
 
 
 def is_binary(data: bytes) -> bool:
-    """True when ``data`` looks binary: a NUL byte in its first 8 KB (UTF-16 aside)."""
+    """True when ``data`` looks binary: a NUL byte anywhere in it (UTF-16 aside)."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return False
-    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+    return b"\x00" in data
 
 
 def _looks_minified(text: str, language: str | None) -> bool:

@@ -189,6 +189,16 @@ def test_binary_files_are_skipped() -> None:
     assert "logo.png" not in repo.read and "font.woff2" not in repo.read
 
 
+def test_a_nul_past_the_first_8_kb_still_makes_a_file_binary() -> None:
+    # requests' ext/requests-logo.ai: a PDF whose first NUL comes late. Stored as text it made
+    # PostgreSQL refuse the chunk and failed the whole index job.
+    late = b"%PDF-1.5\n" + b"% a readable header line\n" * 400 + b"stream\x00\x01\x02"
+    repo = FakeRepo({"logo.ai": late, "late.py": b"x = 1\n" * 2000 + b"\x00", "ok.py": b"y\n"})
+    result = repo.walk()
+    assert indexed(result) == ["ok.py"]
+    assert reasons(result) == {"late.py": "binary", "logo.ai": "binary"}
+
+
 def test_text_decoding_utf8_bom_utf16_and_latin1_fallback() -> None:
     repo = FakeRepo(
         {
