@@ -102,9 +102,12 @@ class _Run:
 
     def add_file(self, file: CandidateFile, evidence: Evidence) -> None:
         if self.wanted(file.is_test, file.is_doc):
-            # Without a branch filter each repository's default branch is searched: hybrid hits
-            # name it, definitions and exact hits leave it blank -- one file either way.
-            branch = file.branch if self.request.branches else ""
+            # With no branch filter, or one branch named, one branch per repository is searched:
+            # hybrid hits name it, definitions and exact hits may leave it blank -- one file
+            # either way. Only several branches (or a glob) keep a path's branches apart.
+            branches = self.request.branches or []
+            several = len(branches) > 1 or any(c in b for b in branches for c in "*?[")
+            branch = file.branch if several else ""
             self.ledger.add((str(file.repo_id), file.path, branch), file, evidence)
 
     # -- paths and frames ------------------------------------------------------------------

@@ -134,6 +134,8 @@ def test_an_issue_that_never_names_the_function_finds_its_file_first(shop: Any) 
     assert paths(result)[0] == "src/shop/settings.py", explained(result)
     # Evidence of every kind adds up in one entry per file.
     assert len(paths(result)) == len(set(paths(result))), explained(result)
+    named = localize(LocalizeRequest(issue=INDIRECT_ISSUE, repo_ids=[shop.pk], branches=["main"]))
+    assert paths(named) == paths(result), explained(named)  # the branch named: the same files
     top = result.files[0]
     assert "uses `POOL_SIZE` named in the issue (line 9)" in top.reasons
     assert top.functions[0].symbol == "load_settings_from_environment"
