@@ -23,7 +23,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from reposearch.private_files import keep_once
+from reposearch.embedded_credentials import keep_once
 
 PRIVATE_MODE = 0o700
 SECRET_KEY_FILE = "secret-key"  # noqa: S105 - a file name

@@ -12,11 +12,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import secrets
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from reposearch.private_files import keep_once
+from typing import TypeVar
 
 FILENAME = "credentials.env"
 SUPERUSER = "postgres"
@@ -99,3 +101,42 @@ def postgres_url(host: str, port: int, database: str, creds: Credentials | None)
 def redis_url(host: str, port: int, creds: Credentials | None) -> str:
     password = f":{creds.redis_password}@" if creds is not None else ""
     return f"redis://{password}{host}:{port}/0"
+
+
+# Both of make up's generated secrets (these passwords and Django's key, reposearch.data_folder)
+# are written by keep_once. It lives here because this module is loaded without the package
+# (bench/bench_db.py), so it imports nothing of reposearch.
+T = TypeVar("T")
+
+
+def keep_once(
+    path: Path, read: Callable[[], T | None], make: Callable[[], T], text: Callable[[T], str]
+) -> tuple[T, bool]:
+    """What ``read()`` finds in ``path``, else a new ``make()`` written there (mode 0600) as
+    ``text(value)``; True when this call wrote it. An unreadable or incomplete file is replaced,
+    never merged; a file made readable to others is tightened back to 0600."""
+    existing = read()
+    if existing is not None:
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)  # someone loosened it: the secret is for this user only
+        return existing, False
+    fresh = make()
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text(fresh))
+        out.flush()
+        os.fsync(out.fileno())
+    try:
+        if path.exists():  # unreadable or incomplete: replaced
+            os.replace(temporary, path)
+        else:
+            os.link(temporary, path)  # fails when another process just wrote one
+            temporary.unlink()
+    except FileExistsError:
+        temporary.unlink()
+        winner = read()
+        if winner is None:
+            raise
+        return winner, False
+    return fresh, True

@@ -89,7 +89,7 @@ ABLATION: tuple[Configuration, ...] = (
     Configuration(
         "+cross-encoder",
         {"include_tests": None, "include_docs": None, "cross_encoder": True},
-        llm_stage="cross_encoder",
+        # No llm_stage: an identifier query skips it by design, an outcome, not a fault.
         description="hybrid+scope, the best 10 reordered by the local cross-encoder",
     ),
     Configuration(
