@@ -21,10 +21,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 
 def test_sidebar_history_blame_and_readme(
-    live_server: Any, transactional_db: Any, settings: Any, tmp_path: Path
+    live_server: Any, transactional_db: Any, settings: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     settings.REPO_SEARCH_DATA_DIR = tmp_path / "data"
     settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+    # The stages run here; with real commits (transactional_db) the queued fetch task would
+    # reach the broker, and a worker another test left running could take the job over.
+    monkeypatch.setattr("indexing.services.repositories.enqueue_fetch", lambda job_id: None)
     source = build_source(tmp_path)
     repository = fetch_and_index(source).repository
     repository.refresh_from_db()
