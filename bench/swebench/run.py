@@ -72,51 +72,9 @@ def _git(*args: str) -> str:
     return result.stdout.strip()
 
 
-SNIFF_BYTES = 8000  # the walker's binary sniff (indexing.walking): a NUL later is read as text
-
-
-def _late_nul_files(git_dir: Path, ref: str) -> list[str]:
-    """Files of ``ref`` with a NUL byte only after the walker's sniff window (a PDF-based
-    ``.ai`` logo): the indexer would store them as text and PostgreSQL refuses NUL."""
-    listing = _git("-C", str(git_dir), "ls-tree", "-r", "-l", ref)
-    large = []
-    for line in listing.splitlines():
-        meta, path = line.split("\t", 1)
-        _mode, kind, sha, size = meta.split()
-        if kind == "blob" and size.isdigit() and int(size) > SNIFF_BYTES:
-            large.append((sha, path))
-    late = []
-    for sha, path in large:
-        data = subprocess.run(
-            ["git", "-C", str(git_dir), "cat-file", "blob", sha], check=True, capture_output=True
-        ).stdout
-        if b"\x00" not in data[:SNIFF_BYTES] and b"\x00" in data:
-            late.append(path)
-    return late
-
-
-def _without(git_dir: Path, commit: str, paths: Sequence[str]) -> str:
-    """A commit on top of ``commit`` whose tree lacks ``paths``."""
-    env = {**os.environ, "GIT_INDEX_FILE": str(git_dir / "swebench-index")}
-    env.update(GIT_AUTHOR_NAME="swebench", GIT_AUTHOR_EMAIL="swebench@localhost")
-    env.update(GIT_COMMITTER_NAME="swebench", GIT_COMMITTER_EMAIL="swebench@localhost")
-
-    def git(*args: str) -> str:
-        result = subprocess.run(
-            ["git", "-C", str(git_dir), *args], check=True, capture_output=True, text=True, env=env
-        )
-        return result.stdout.strip()
-
-    git("read-tree", commit)
-    git("rm", "-q", "--cached", "--", *paths)
-    tree = git("write-tree")
-    return git("commit-tree", tree, "-p", commit, "-m", "swebench: without " + ", ".join(paths))
-
-
 def local_repository(mirror: Path, work_dir: Path, repo: str, commits: Sequence[str]) -> Path:
     """A bare repository with a branch per base commit (fetched from ``mirror``), HEAD at the
-    first one. A file the indexer cannot store (``_late_nul_files``) is left out of its branch
-    by a commit on top of the base commit; every other file is the base commit's."""
+    first one."""
     git_dir = work_dir / f"{repo.replace('/', '+')}.git"
     if not git_dir.exists():
         _git("init", "-q", "--bare", str(git_dir))
@@ -125,12 +83,6 @@ def local_repository(mirror: Path, work_dir: Path, repo: str, commits: Sequence[
     for start in range(0, len(wanted), 50):
         specs = [f"{c}:refs/heads/{branch_name(c)}" for c in wanted[start : start + 50]]
         _git("-C", str(git_dir), "fetch", "-q", "--no-tags", str(mirror), *specs)
-    for commit in wanted:
-        late = _late_nul_files(git_dir, commit)
-        if late:
-            print(f"  {branch_name(commit)}: left out (NUL after 8 KB): {', '.join(late)}")
-            _git("-C", str(git_dir), "update-ref", f"refs/heads/{branch_name(commit)}",
-                 _without(git_dir, commit, late))  # fmt: skip
     _git("-C", str(git_dir), "symbolic-ref", "HEAD", f"refs/heads/{branch_name(commits[0])}")
     return git_dir
 
