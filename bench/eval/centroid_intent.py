@@ -54,7 +54,7 @@ def widen(vector: Any, text: str, means: dict[str, Any], margin: float) -> dict[
     """The scope flags the centroid rule sets for one question (empty: the defaults)."""
     import numpy as np
 
-    from search.retrieval.scope import DOC_WORDS, TEST_WORDS, query_mentions
+    from search.retrieval.question_words import DOC_WORDS, TEST_WORDS, query_mentions
 
     q = vector / (np.linalg.norm(vector) or 1.0)
     code = float(q @ means["code"]) if "code" in means else 0.0

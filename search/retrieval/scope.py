@@ -12,7 +12,6 @@ Path globs become anchored PostgreSQL regexes in ``search.retrieval.globs``.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,69 +24,21 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection
 
 from accounts.visibility import Viewer, visible_repositories
-from indexing.identifiers import identifier_words
 from indexing.models import RepositoryStatus
 from reposearch.domain_errors import DomainError
 from search.retrieval.globs import paths_regex
+from search.retrieval.question_words import (
+    CHECK_WORDS,
+    DOC_WORDS,
+    TEST_WORDS,
+    query_intent,
+    query_mentions,
+    usage_question,
+)
 from search.types import ScopeApplied, SearchRequest
 
-TEST_WORDS = frozenset(
-    {
-        "test",
-        "tests",
-        "testing",
-        "tested",
-        "spec",
-        "specs",
-        "pytest",
-        "unittest",
-        "unittests",
-        "fixture",
-        "fixtures",
-        "conftest",
-        "mock",
-        "mocks",
-        "mocking",
-        "testcase",
-        "testcases",
-    }
-)
-DOC_WORDS = frozenset(
-    {
-        "doc",
-        "docs",
-        "documentation",
-        "documented",
-        "readme",
-        "guide",
-        "guides",
-        "tutorial",
-        "tutorials",
-        "howto",
-        "manual",
-        "changelog",
-        "docstring",
-        "docstrings",
-        "rst",
-        "markdown",
-        "faq",
-    }
-)
-# Words that bring tests / docs into scope but do not say the question wants them first: a
-# docstring or a mock is as often the code's own business ("where are docstrings parsed").
-NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocking"})
-# A question asked in the first person ("how do I install it", "can I change the error page")
-# or "how to ..." is a usage question: documentation may answer it, so it is searched too --
-# included, not preferred (code still answers most of them).
-USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
-# Measured, off by default (``tests_for_check_questions``): a question about checking a
-# behaviour ("is it verified that ...") also searches the tests -- included, not preferred.
-CHECK_WORDS = frozenset(
-    {"verify", "verifies", "verified", "checked", "ensures", "ensured", "asserted", "asserts"}
-)
 LEFT_OUT_BY_DEFAULT = "left out by default"
 LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
-_TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 
 
 class UnknownRepositories(DomainError, LookupError):
@@ -105,30 +56,6 @@ class UnknownRepositories(DomainError, LookupError):
 
     def api_details(self) -> dict[str, Any]:
         return {"repo_ids": [str(i) for i in self.ids]}
-
-
-def query_mentions(query: str, vocabulary: frozenset[str]) -> str | None:
-    """The first word of ``query`` in ``vocabulary`` (identifiers split), or None."""
-    for word in identifier_words(query):
-        if word in vocabulary:
-            return word
-    return None
-
-
-def query_intent(query: str, vocabulary: frozenset[str]) -> str | None:
-    """The first word of ``query`` that says it wants that kind of chunk first, or None."""
-    return query_mentions(query, vocabulary - NOT_INTENT_WORDS)
-
-
-def usage_question(query: str) -> str | None:
-    """What makes ``query`` a usage question (first person, "how to"), or None."""
-    lowered = query.lower()
-    if re.search(r"\bhow to\b", lowered):
-        return "how to"
-    for token in _TOKEN_SPLIT.split(lowered):
-        if token in USAGE_WORDS:
-            return token
-    return None
 
 
 def resolve_scope(request: SearchRequest) -> ScopeApplied:

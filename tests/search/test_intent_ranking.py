@@ -16,7 +16,8 @@ from search.executor import SearchExecutor, SearchRequest
 from search.ranking.fusion import FusedCandidate
 from search.ranking.signals import ChunkFacts, apply_signals
 from search.retrieval.query import identifier_query
-from search.retrieval.scope import resolve_scope, usage_question
+from search.retrieval.question_words import usage_question
+from search.retrieval.scope import resolve_scope
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 CODE = (
