@@ -22,8 +22,9 @@ from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, S
 from indexing.selectors import indexed_branch_summaries
 from search import contract
 from search.exact.cursor import MAX_CURSOR_CHARS
-from search.exact.dispatch import MODES, SearchCall, run_search
+from search.exact.dispatch import SearchCall, run_search
 from search.exact.errors import QueryRejected
+from search.exact.mode_requests import MODES
 from search.mcp.budget import (
     CHARS_PER_TOKEN,
     DEFAULT_MAX_TOKENS,

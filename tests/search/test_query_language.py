@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from search.exact.dispatch import choose_mode
 from search.exact.errors import QueryRejected
+from search.exact.mode_requests import choose_mode
 from search.exact.patterns import compile_term, regex_required_literals
 from search.exact.query_language import Term, parse_search_query
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from search.exact.dispatch import choose_mode, hybrid_request
 from search.exact.errors import QueryRejected
 from search.exact.file_names import refuse_bad_ranges
+from search.exact.mode_requests import choose_mode, hybrid_request
 from search.exact.patterns import compile_term
 from search.exact.query_filters import ALIASES, FILTERS, FOREIGN_FILTERS, TYPE_ALIASES
 from search.exact.query_language import parse_search_query

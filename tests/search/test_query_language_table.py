@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from search.exact.dispatch import choose_mode
 from search.exact.errors import QueryRejected
+from search.exact.mode_requests import choose_mode
 from search.exact.pattern_logic import describe
 from search.exact.query_language import SearchQuery, parse_search_query
 
