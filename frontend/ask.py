@@ -20,14 +20,8 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from frontend.results import (
-    PipelineColumn,
-    _int,
-    _text,
-    build_pipeline,
-    file_view_url,
-    format_ms,
-)
+from frontend.pipeline import PipelineColumn, _int, _text, build_pipeline, format_ms
+from frontend.results import file_view_url
 
 MAX_SOURCES = 60
 MAX_ANSWER_CHARS = 40_000

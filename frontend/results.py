@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
+from frontend.pipeline import _int, _text
 from indexing.models import Chunk, IndexedBranch, Repository
 from indexing.permalinks import Permalinks, blob_url
 from indexing.upstream_urls import upstream_file_url
@@ -37,8 +38,6 @@ SCORE_FIELDS = (
 # Fields only hits that are listed, not ranked, carry (exact/regex, symbol, file name).
 UNSCORED_HIT_KEYS = ("match_count", "symbol_match", "file_match")
 # The stages ``search.executor`` records; the two retrievals run side by side (one column).
-RETRIEVAL_STAGES = frozenset({"fulltext", "vector"})
-STAGE_LABELS = {"fulltext": "full-text"}
 
 
 @dataclass
@@ -91,33 +90,6 @@ class ResultView:
         return f"{self.path}:{self.start_line}"
 
 
-@dataclass
-class StageView:
-    name: str
-    label: str
-    status: str
-    ms: str
-    reason: str
-    detail: str
-    lists: list[tuple[str, str]] = field(default_factory=list)
-
-
-@dataclass
-class PipelineColumn:
-    stages: list[StageView] = field(default_factory=list)
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
-
-
-def _int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
 def format_score(value: Any) -> str:
     if value is None or isinstance(value, bool):
         return "—"
@@ -126,51 +98,6 @@ def format_score(value: Any) -> str:
     except (TypeError, ValueError):
         return "—"
     return f"{number:.4f}" if abs(number) < 10 else f"{number:.1f}"
-
-
-def format_ms(value: Any) -> str:
-    if value is None:
-        return ""
-    try:
-        ms = float(value)
-    except (TypeError, ValueError):
-        return ""
-    return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
-
-
-def _detail_value(value: Any) -> str | None:
-    """A short text for one detail value; None for nested structures the diagram leaves out."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    if isinstance(value, list) and all(isinstance(item, (int, float, str)) for item in value):
-        return "; ".join(map(str, value)) if value else "none"
-    return None
-
-
-def format_detail(detail: Any) -> str:
-    if not isinstance(detail, Mapping):
-        return _text(detail)[:200]
-    parts = []
-    for key, value in detail.items():
-        text = _detail_value(value)
-        if text is not None and key != "queries":
-            parts.append(f"{str(key).replace('_', ' ')}: {text}")
-    return ", ".join(parts)[:240]
-
-
-def per_query_lists(detail: Any) -> list[tuple[str, str]]:
-    """(query, "N hits") for each ranked list a retrieval stage built (the "times n" of the diagram)."""
-    queries = detail.get("queries") if isinstance(detail, Mapping) else None
-    if not isinstance(queries, list):
-        return []
-    lists = []
-    for item in queries[:8]:
-        if isinstance(item, Mapping):
-            hits = item.get("hits")
-            lists.append((_text(item.get("query"))[:80], "" if hits is None else f"{hits} hits"))
-    return lists
 
 
 def file_view_url(repo_id: str, path: str, start: int, end: int, commit: str = "") -> str:
@@ -410,38 +337,6 @@ def stored_contents(
 
 def _is_uuid(value: str) -> bool:
     return bool(re.fullmatch(r"[0-9a-fA-F-]{32,36}", value))
-
-
-def stage_label(name: str) -> str:
-    return STAGE_LABELS.get(name, name.replace("_", " "))
-
-
-def build_pipeline(trace: Any) -> list[PipelineColumn]:
-    """Columns of the pipeline diagram: consecutive retrieval stages share one column."""
-    if not isinstance(trace, list):
-        return []
-    columns: list[PipelineColumn] = []
-    previous_was_retrieval = False
-    for entry in trace:
-        if not isinstance(entry, Mapping):
-            continue
-        name = _text(entry.get("name")) or "stage"
-        status = _text(entry.get("status")).lower()
-        stage = StageView(
-            name=name,
-            label=stage_label(name),
-            status=status if status in ("ran", "skipped", "failed") else "ran",
-            ms=format_ms(entry.get("ms")),
-            reason=_text(entry.get("reason")),
-            detail=format_detail(entry.get("detail")),
-            lists=per_query_lists(entry.get("detail")),
-        )
-        is_retrieval = name in RETRIEVAL_STAGES
-        if not (is_retrieval and previous_was_retrieval):
-            columns.append(PipelineColumn())
-        columns[-1].stages.append(stage)
-        previous_was_retrieval = is_retrieval
-    return columns
 
 
 MODE_LABELS = {

@@ -19,7 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.access import account_page, may, reader_fragment, reader_page
-from frontend.results import build_pipeline, build_results, describe_filters, mode_label
+from frontend.pipeline import build_pipeline
+from frontend.results import build_results, describe_filters, mode_label
 from indexing.models import SourceFile
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 

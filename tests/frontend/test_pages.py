@@ -13,7 +13,7 @@ from django.test import override_settings
 from django.utils.html import escape
 
 import llm.config  # noqa: F401 - the chat_model fixture calls llm.config.invalidate()
-from frontend.results import format_ms
+from frontend.pipeline import format_ms
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 from tests.ask import corpus
