@@ -166,7 +166,11 @@ class EmbeddedPostgres:
                 "initdb", "-D", str(self.pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"
             )
         secured = self._secured(creds)
-        if secured and self.running_pid() is not None and port_open(self.port):
+        answers = self.running_pid() is not None and self._answers()
+        if not answers:
+            # A postmaster killed a moment ago holds its pid while it dies: let it go first.
+            wait_until(lambda: self.running_pid() is None, 10)
+        if secured and answers:
             say(f"PostgreSQL already running on port {self.port}; reusing it")
         else:
             stale = self.pgdata / "postmaster.pid"
@@ -199,6 +203,18 @@ class EmbeddedPostgres:
                 raise RuntimeError(f"PostgreSQL did not start:\n{result.stderr}\n{log}")
         for change in provision(self._superuser_connection, creds):
             say(change)
+
+    def _answers(self) -> bool:
+        """Whether the server in postmaster.pid takes a connection: a postmaster killed a moment
+        ago may still hold its pid and port while it dies."""
+        if not port_open(self.port):
+            return False
+        try:
+            with psycopg.connect(self.superuser_url("postgres"), connect_timeout=5) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.OperationalError:
+            return False
+        return True
 
     def _superuser_connection(self, database: str) -> psycopg.Connection:
         return psycopg.connect(self.superuser_url(database), autocommit=True)

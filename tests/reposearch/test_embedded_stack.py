@@ -12,7 +12,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from reposearch.embedded_services import EmbeddedPostgres, EmbeddedRedis, free_port, port_open
+from reposearch.embedded_services import (
+    EmbeddedPostgres,
+    EmbeddedRedis,
+    free_port,
+    pid_alive,
+    port_open,
+    wait_until,
+)
 
 
 @pytest.fixture
@@ -50,14 +57,27 @@ def test_a_stale_postmaster_pid_after_a_crash_is_recovered(data_root: Path) -> N
     postgres.start()
     pid = int((postgres.pgdata / "postmaster.pid").read_text().splitlines()[0])
     os.kill(pid, signal.SIGKILL)  # a crash: postmaster.pid stays behind
-    for _ in range(100):
-        if not port_open(postgres.port):
-            break
+    assert wait_until(lambda: not pid_alive(pid) and not port_open(postgres.port), 30)
     assert (postgres.pgdata / "postmaster.pid").exists()
     try:
         postgres.start()
         with psycopg.connect(postgres.url(), autocommit=True) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        postgres.stop()
+
+
+def test_make_up_right_after_a_crash_waits_for_the_dying_server(data_root: Path) -> None:
+    postgres = EmbeddedPostgres(data_root, free_port())
+    postgres.start()
+    pid = int((postgres.pgdata / "postmaster.pid").read_text().splitlines()[0])
+    os.kill(pid, signal.SIGKILL)  # no wait: the killed postmaster may still hold pid and port
+    try:
+        postgres.start()
+        with psycopg.connect(postgres.url(), autocommit=True) as conn:
+            assert conn.execute("SELECT pg_backend_pid() <> 0").fetchone() == (True,)
+        new_pid = int((postgres.pgdata / "postmaster.pid").read_text().splitlines()[0])
+        assert new_pid != pid
     finally:
         postgres.stop()
 
