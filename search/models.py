@@ -4,8 +4,8 @@
 repository generation;
 ``ChunkFacetStat`` holds the chunk count and total length per (language, test, doc) facet,
 which gives BM25's N and average length, and an estimate of how many rows a filtered vector
-search has to look at. Both are rebuilt by ``search.retrieval.corpus_stats.refresh_search_stats`` right after a
-generation is swapped in; rows of other generations are dropped then.
+search has to look at. Both are rebuilt by ``search.retrieval.corpus_stats.refresh_search_stats``
+inside the transaction that swaps a generation in; rows of other generations are dropped then.
 """
 
 from __future__ import annotations

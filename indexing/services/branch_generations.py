@@ -18,6 +18,7 @@ Invariants kept by every swap and deletion here:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
@@ -27,6 +28,8 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from indexing.models import IndexedBranch, Repository, RepositoryStatus
+
+logger = logging.getLogger(__name__)
 
 
 def live_generations(repository_id: UUID) -> list[int]:
@@ -124,8 +127,13 @@ def swap_branch_generation(
     commit_sha: str,
     *,
     before_swap: Callable[[], None] | None = None,
+    in_swap: Callable[[UUID], None] | None = None,
 ) -> Repository | IndexedBranch:
     """Make ``new_generation`` the live one of a branch (None: the default) in one transaction.
+
+    ``in_swap(repository_id)`` runs inside that transaction once the new generation is live in
+    it (search statistics are built there, so no search sees the generation without them); it
+    fails alone: its savepoint rolls back, it is logged, and the swap still commits.
 
     ``reused`` are the (path, blob sha) of the new tree that some live generation already
     holds: the rows are referenced (or, for the default branch, taken over, the branch that
@@ -187,6 +195,8 @@ def swap_branch_generation(
             repository.last_indexed_commit, repository.last_indexed_at = commit_sha, now
             repository.status, repository.error = RepositoryStatus.READY, ""
             repository.save()
+            if in_swap is not None:
+                _run_in_savepoint(in_swap, repository_id)
             return repository
         branch.generation = new_generation
         branch.file_count, branch.chunk_count = counts["files"], counts["chunks"]
@@ -194,6 +204,14 @@ def swap_branch_generation(
         branch.last_indexed_commit, branch.last_indexed_at, branch.error = commit_sha, now, ""
         branch.save()
         return branch
+
+
+def _run_in_savepoint(step: Callable[[UUID], None], repository_id: UUID) -> None:
+    try:
+        with transaction.atomic():
+            step(repository_id)
+    except Exception:
+        logger.exception("repository=%s: a step of the generation swap failed", repository_id)
 
 
 def generation_counts(repository_id: UUID, generation: int) -> dict[str, int]:

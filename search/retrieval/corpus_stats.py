@@ -1,12 +1,13 @@
 """Corpus statistics for BM25: document frequencies, chunk counts and lengths per generation.
 
-``refresh_search_stats`` runs once after each generation swap: it builds the term postings of
-the new generation (``search.retrieval.postings``, derived from the chunks' stored
+``refresh_search_stats`` runs inside each generation swap's transaction (``in_swap`` of
+``indexing.services.branch_generations.swap_branch_generation``), so a generation is never live
+without them: it builds the term postings of the new generation (``search.retrieval.postings``, derived from the chunks' stored
 ``tsvector``; their lengths are the document frequencies) and the facet counts, paid at index
 time, never per query.
 ``corpus_stats`` reads them for a query's terms over the repositories in scope; for a
-repository whose live generation has no statistics yet (the moments between a swap and the
-refresh, or rows inserted by hand) it counts them on the fly, which is slower but exact.
+repository whose live generation has no statistics (a failed build, or rows inserted by hand)
+it counts them on the fly, which is slower but exact.
 """
 
 from __future__ import annotations

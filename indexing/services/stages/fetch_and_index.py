@@ -181,15 +181,12 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         repository.pk, job.branch_id, generation,
         [(path, current[path]) for path in summary.carried], job.commit,
         before_swap=claim.check,
+        # BM25's statistics of the new generation are built in the swap's own transaction, so
+        # no search sees it without them (another branch's swap leaves the default's as they
+        # were). Should the build fail, BM25 counts them on the fly: slower, still exact.
+        in_swap=refresh_search_stats if branch is None else None,
     )  # fmt: skip
     jobs.heartbeat(job_id)
-    if branch is None:  # another branch's swap leaves the default branch's rows as they were
-        try:
-            refresh_search_stats(repository.pk)
-        except Exception:
-            # The new generation is live and searchable already; BM25 counts missing statistics
-            # on the fly, so a failed refresh costs speed, not correctness.
-            logger.exception("job=%s BM25 statistics refresh failed", job.pk)
     IndexJob.objects.filter(pk=job.pk).update(
         chunks_total=swapped.chunk_count,
         stage_timings=record_timing(job, "storing", storing_started),
