@@ -22,6 +22,7 @@ from frontend.pipeline import _int, _text
 from indexing.models import Chunk, IndexedBranch, Repository
 from indexing.permalinks import Permalinks, blob_url
 from indexing.upstream_urls import upstream_file_url
+from search.symbols.hit_names import MAX_NAMES, hit_names
 
 SNIPPET_MAX_LINES = 14
 SNIPPET_MAX_CHARS = 20_000
@@ -41,6 +42,15 @@ UNSCORED_HIT_KEYS = ("match_count", "symbol_match", "file_match")
 
 
 @dataclass
+class NameLinks:
+    """An identifier on a hit and its go-to-definition and find-references pages."""
+
+    name: str
+    definition_url: str
+    references_url: str
+
+
+@dataclass
 class ChunkView:
     """One more chunk of a hybrid card's file, below its best one."""
 
@@ -49,6 +59,7 @@ class ChunkView:
     file_url: str
     lines: list[Line]
     lines_omitted: int
+    names: list[NameLinks] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +90,7 @@ class ResultView:
     also: list[ChunkView] = field(default_factory=list)
     more_in_file: int = 0
     more_in_file_url: str = ""
+    names: list[NameLinks] = field(default_factory=list)  # go to definition / find references
 
     @property
     def location(self) -> str:
@@ -185,6 +197,7 @@ def build_results(
                 branch=_text(item.get("branch"))
                 if repository and _text(item.get("branch")) not in ("", repository.branch)
                 else "",
+                names=name_links(item, repository.name if repository else "", language),
             )
         )
     if views and not any(key in item for item in raw_results for key in UNSCORED_HIT_KEYS):
@@ -205,7 +218,14 @@ def group_by_file(views: list[ResultView], query: str, offset: int) -> list[Resu
             continue
         if len(card.also) < CHUNKS_PER_CARD - 1:
             card.also.append(
-                ChunkView(view.location, view.symbol, view.file_url, view.lines, view.lines_omitted)
+                ChunkView(
+                    view.location,
+                    view.symbol,
+                    view.file_url,
+                    view.lines,
+                    view.lines_omitted,
+                    view.names,
+                )
             )
         else:
             card.more_in_file += 1
@@ -216,6 +236,21 @@ def group_by_file(views: list[ResultView], query: str, offset: int) -> list[Resu
             words = f"{query} repo:{card.repo_name} file:{card.path}"
             card.more_in_file_url = reverse("frontend:search") + "?" + urlencode({"q": words})
     return grouped
+
+
+def name_links(item: Mapping[str, Any], repo_name: str, language: str) -> list[NameLinks]:
+    """The hit's ``names`` (``search.symbols.hit_names``; worked out again when the posted
+    hit lacks them), each with its definition and references pages."""
+    from frontend.symbol_views import symbol_links
+
+    raw = item.get("names")
+    if isinstance(raw, list):
+        names = [n for n in raw if isinstance(n, str) and n][:MAX_NAMES]
+    else:
+        matches = item.get("matches")
+        found = [m for m in matches if isinstance(m, Mapping)] if isinstance(matches, list) else []
+        names = hit_names(_text(item.get("symbol")), found)
+    return [NameLinks(name, *symbol_links(name, repo_name, language)) for name in names]
 
 
 def matches_after(item: Mapping[str, Any], shown: Sequence[Line]) -> tuple[int, int]:

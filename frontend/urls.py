@@ -11,6 +11,7 @@ from frontend import (
     history_views,
     locate_views,
     people_views,
+    symbol_views,
     token_views,
     views,
 )
@@ -42,6 +43,8 @@ urlpatterns = [
         history_views.blame_view,
         name="blame",
     ),
+    path("symbols/definitions", symbol_views.definitions_page, name="symbol-definitions"),
+    path("symbols/references", symbol_views.references_page, name="symbol-references"),
     path("ask/", ask_views.ask_page, name="ask"),
     path("locate/", locate_views.locate_page, name="locate"),
     path("settings/", views.settings_page, name="settings"),

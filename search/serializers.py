@@ -195,6 +195,13 @@ class SearchHitSerializer(serializers.Serializer):
         help_text="type:file hits: [start, end) of the words in file_path.",
     )
     snippets = SnippetSerializer(many=True, required=False)
+    names = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Identifiers on this hit: the name its chunk defines (hybrid, sym:), then the "
+        "identifiers the search matched (exact, regex). Pass one as name= to "
+        "/api/symbols/definitions (go to definition) or /api/symbols/references.",
+    )
 
 
 class StageTraceSerializer(serializers.Serializer):

@@ -18,6 +18,7 @@ from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.exact.file_names import TIERS
+from search.symbols.hit_names import hit_names
 from search.types import SearchHit
 
 HIT_FIELDS = dataclasses.fields(SearchHit)
@@ -27,6 +28,9 @@ def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
     file = hit.file
     first_start, first_end, first_text = hit.snippets[0] if hit.snippets else (1, 1, "")
     first_line = hit.matches[0].line if hit.matches else first_start
+    matches = [
+        {"line": m.line, "text": m.text, "ranges": [list(r) for r in m.ranges]} for m in hit.matches
+    ]
     return {
         "repo_id": file.repo_id,
         "repo_name": file.repo_name,
@@ -50,10 +54,8 @@ def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
         "match_count": hit.match_count,
         "matches_offset": hit.match_offset,
         "matches_truncated": hit.matches_truncated,
-        "matches": [
-            {"line": m.line, "text": m.text, "ranges": [list(r) for r in m.ranges]}
-            for m in hit.matches
-        ],
+        "matches": matches,
+        "names": hit_names("", matches),
         "snippets": [
             {"start_line": start, "end_line": end, "content": text}
             for start, end, text in hit.snippets
@@ -76,6 +78,7 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
         row = {f.name: getattr(hit, f.name) for f in HIT_FIELDS}
         row["branches"] = list(hit.branches)
         row["semantic"] = hit.bm25_score is None and hit.vector_score is not None
+        row["names"] = hit_names(hit.symbol)
         row["url"] = links.blob(
             hit.repo_id, hit.commit, hit.file_path, hit.start_line, hit.end_line
         )
@@ -202,6 +205,7 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
             "rerank_score": None,
             "semantic": False,
             "symbol_match": d.tier,
+            "names": hit_names(d.symbol),
             "url": links.blob(d.repo_id, d.commit, d.path, d.start_line, d.end_line),
             "upstream_url": upstream_file_url(
                 d.repo_url, d.commit, d.path, d.start_line, d.end_line
