@@ -41,12 +41,13 @@ def _worse(score: float, chunk: int, other_score: float, other_chunk: int) -> bo
 @njit(nogil=True, cache=True)  # type: ignore[untyped-decorator]
 def offer(
     scores: np.ndarray, masks: np.ndarray, kinds: np.ndarray, touched: np.ndarray, count: int,
-    base: int, dead: np.ndarray, informative: int, boost: float, excluded: np.ndarray,
+    base: int, ids: np.ndarray, dead: np.ndarray, informative: int, boost: float,
+    excluded: np.ndarray,
     wanted: np.ndarray, limits: np.ndarray, heap_score: np.ndarray, heap_id: np.ndarray,
     sizes: np.ndarray,
 ) -> None:  # fmt: skip
     """Offer one repository's chunks that some list read (``touched[:count]``: slots, chunk id
-    ``base + slot``) to each list's heap (its root the worst kept: score asc, then id desc),
+    ``ids[slot]`` when its lists were packed, else ``base + slot``) to each list's heap (its root the worst kept: score asc, then id desc),
     and clear their slots in the buffer."""
     worst = np.zeros(4, dtype=np.float64)
     _worst_kept(heap_score, sizes, limits, excluded, wanted, worst)
@@ -60,7 +61,7 @@ def offer(
             continue
         if informative and (mask & informative) == informative:
             score = score * boost
-        chunk = base + slot
+        chunk = ids[slot] if ids.shape[0] else base + slot
         if dead.shape[0]:
             at = np.searchsorted(dead, chunk)
             if at < dead.shape[0] and dead[at] == chunk:

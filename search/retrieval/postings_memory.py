@@ -3,7 +3,8 @@
 The lists come from this process's memory (``search.retrieval.postings_cache``). Ranking reads
 every record of the query's lists in one compiled pass, a repository at a time: its lists add
 up each chunk's score and the lists it was seen in (``postings_kernels.accumulate``, in a buffer
-as long as one repository's span of chunk ids), and its chunks are offered to a heap of the best
+as long as one repository's span of chunk ids, or as the ids its lists hold when that span is
+sparse), and its chunks are offered to a heap of the best
 ``limit`` per list of the pass (``postings_kernels.offer``). The top-k is exact by construction:
 no bounds, no rounds, no chunk read by id to learn its score. The only statement left is the one
 that applies the scope and permission filters to the chunks ranked (languages and paths are not
@@ -19,7 +20,7 @@ spanning 2^32 or more, the cache turned off) is ranked by the rounds of
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db.backends.utils import CursorWrapper
@@ -30,6 +31,12 @@ from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_cache import KeptLists, TermList
 from search.retrieval.postings_format import K1, MAX_LEN, B
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+
+# A repository's lists are packed when their chunk ids spread over more than this many slots
+# per record they hold (and more than ``DENSE_SLOTS``, ~1.4 MB of buffers, in all).
+SPARSE_SLOTS = 4
+DENSE_SLOTS = 1 << 16
+NO_IDS = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -114,6 +121,9 @@ class _Pass:
         self.lists = [[row[j] for j in columns] for row in kept.lists]
         self.spans = [max((v.span for v in row), default=0) for row in self.lists]
         self.bases = [next((v.base for v in row if v.span), 0) for row in self.lists]
+        # Per repository, the chunk id of each slot when its lists were packed (else empty: the
+        # id is ``base + slot``).
+        self.ids = [self._pack(r) for r in range(len(self.lists))]
         self.wants = wants
         self.informative = sum(1 << terms.index(w) for w in informative if w in terms)
         self.boost = 1.0 + all_terms_boost if self.informative else 1.0
@@ -121,13 +131,32 @@ class _Pass:
         self.norm = _length_norm(average)
         self.read = 0
 
+    def _pack(self, r: int) -> np.ndarray:
+        """Chunk ids outlive re-indexing (a file that did not change keeps its chunks), so a
+        generation's ids may spread over a range far longer than its chunks. Past
+        ``SPARSE_SLOTS`` per record, the repository's lists are renumbered 0..n-1 over the ids
+        they hold, and the buffer is as long as that, not as the range."""
+        row, records = self.lists[r], sum(len(v.offsets) for v in self.lists[r])
+        if self.spans[r] <= max(SPARSE_SLOTS * records, DENSE_SLOTS):
+            return NO_IDS
+        held = np.unique(np.concatenate([v.offsets for v in row if v.span]))
+        self.lists[r] = [
+            replace(v, offsets=np.searchsorted(held, v.offsets).astype(np.uint32), span=len(held))
+            if v.span
+            else v
+            for v in row
+        ]
+        self.spans[r] = len(held)
+        return self.bases[r] + held.astype(np.int64)
+
     def run(
         self, which: list[int], limits: list[int], dead: list[int]
     ) -> list[tuple[list[int], list[float]]]:
         """The best ``limits[i]`` chunks of the list ``wants[which[i]]``, none of ``dead``:
         (ids, scores), best first. A repository at a time: its terms' lists in order (each
         chunk's sum made in the order of the terms, as when read by id), then its chunks
-        offered to each list's heap, in a buffer as long as one repository's span."""
+        offered to each list's heap, in a buffer as long as one repository's span (packed:
+        ``_pack``)."""
         # numba loads here, in the processes that search, not in every process that imports the
         # URL conf (a Celery worker runs Django's checks, which do).
         from search.retrieval.postings_kernels import accumulate, offer
@@ -162,7 +191,8 @@ class _Pass:
                     )  # fmt: skip
                     self.read += len(found.offsets)
             offer(
-                scores, masks, kinds, touched, count, self.bases[r], dead_ids, self.informative,
+                scores, masks, kinds, touched, count, self.bases[r], self.ids[r], dead_ids,
+                self.informative,
                 self.boost, excluded, wanted, limit, heap_score, heap_id, sizes,
             )  # fmt: skip
         found_lists = []

@@ -203,3 +203,33 @@ def test_the_warm_up_builds_the_loops_a_search_runs():
     assert found.detail.get("in_memory") and found.ranked
     assert {str(s) for s in accumulate.signatures} <= set(warm_accumulate)
     assert {str(s) for s in offer.signatures} <= set(warm_offer)
+
+
+def test_chunk_ids_spread_far_apart_rank_without_a_buffer_as_long_as_their_range(settings) -> None:  # type: ignore[no-untyped-def]
+    """Ids outlive re-indexing: after months of other repositories' indexing, a file that did
+    not change keeps its old chunk ids beside new ones tens of millions higher."""
+    import tracemalloc
+
+    from indexing.models import Chunk
+    from search.retrieval.corpus_stats import refresh_search_stats
+
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    docs = [chunk(f"lamps/l{i}.py", f"lamp_{i}", "lantern " + "wick " * i) for i in range(6)]
+    repository = indexed_repository("spread", [*docs, chunk("new.py", "fresh", "lantern lantern")])
+    fresh = Chunk.objects.get(repository=repository, symbol="fresh")
+    far = fresh.pk + 40_000_000
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE indexing_chunk SET id = %s WHERE id = %s", [far, fresh.pk])
+    refresh_search_stats(repository.pk)
+
+    fulltext("lantern wick")  # the lists read into memory, the compiled loops loaded
+    tracemalloc.start()
+    try:
+        found = fulltext("lantern wick")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found.detail["in_memory"] and found.detail["lists_loaded"] == 0
+    assert far in [cid for cid, _ in found.ranked]
+    same_ranking(found, fulltext("lantern wick", use_postings=False), rel=1e-5)
+    assert peak < 8 * 2**20  # a buffer over the range would take 40 M slots: ~840 MB
