@@ -243,12 +243,8 @@ def drop_branch_rows(branch: IndexedBranch) -> None:
         )
         if generation:
             IndexedBranch.objects.filter(pk=branch.pk).update(generation=0)
+            # (search statistics exist for the default branch's generation only: none to drop)
             _retire(cursor, branch.repository_id, generation)
-            for table in ("search_termpostings", "search_chunkfacetstat"):
-                cursor.execute(
-                    f"DELETE FROM {table} WHERE repository_id = %s AND generation = %s",  # noqa: S608
-                    [branch.repository_id, generation],
-                )
 
 
 def branch_of_generation(repository: Repository) -> dict[int, str]:
