@@ -48,7 +48,9 @@ def domain_error_response(exc: Exception) -> Response | None:
     """The API's answer to a domain exception, or None when it is not one."""
     if isinstance(exc, DomainError):
         return Response(
-            error_body(exc.api_code(), exc.api_message(), exc.api_details()), exc.api_status()
+            error_body(exc.api_code(), exc.api_message(), exc.api_details()),
+            exc.api_status(),
+            headers=exc.api_headers(),
         )
     if isinstance(exc, OperationalError | InterfaceError):
         logger.warning("database unavailable: %s", exc)

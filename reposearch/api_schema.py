@@ -27,7 +27,8 @@ DESCRIPTIONS = {
     411: "A chunked body without Content-Length (it would not be read).",
     413: "The body or a text field is over its limit.",
     502: "The chat model answered with something unusable.",
-    429: "Over the account's request budget; `Retry-After` says when to try again.",
+    429: "Over the account's request budget, or (a search) as many costly searches of the"
+    " account running as it may run at once; `Retry-After` says when to try again.",
     503: "A dependency is unavailable right now; worth retrying.",
 }
 

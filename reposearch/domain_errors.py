@@ -19,7 +19,7 @@ class DomainError(Exception):
     ``http_status`` is the API's status (``http_status_by_code`` when it varies with
     ``code``). The answer's code, message and details are the exception's ``code``,
     ``message`` and ``details`` unless a subclass overrides ``api_code``, ``api_message``
-    or ``api_details``. A subclass's attributes win over its parents'.
+    or ``api_details``; a ``retry_after`` (seconds) becomes the answer's ``Retry-After``. A subclass's attributes win over its parents'.
     """
 
     http_status: ClassVar[int] = HTTPStatus.BAD_REQUEST
@@ -36,3 +36,9 @@ class DomainError(Exception):
 
     def api_status(self) -> int:
         return int(self.http_status_by_code.get(self.api_code(), self.http_status))
+
+    def api_headers(self) -> dict[str, str]:
+        """Headers of the answer: ``Retry-After`` when the error has a ``retry_after``
+        (seconds), as DRF's own throttles answer."""
+        retry_after = getattr(self, "retry_after", None)
+        return {"Retry-After": str(int(retry_after))} if retry_after is not None else {}

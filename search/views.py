@@ -24,7 +24,7 @@ from accounts.throttles import SearchRateThrottle
 from accounts.visibility import viewer_for
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
-from search import contract
+from search import contract, fair_use
 from search.exact.dispatch import SearchCall, run_search
 from search.exact.response import search_body
 from search.serializers import (
@@ -80,6 +80,7 @@ class SearchView(APIView):
                 context_lines=context_lines,
                 file_path=file_path or None,
                 match_offset=match_offset or 0,
+                caller=fair_use.caller_of(request.user, request.META.get("REMOTE_ADDR")),
             )
         )
         body = search_body(outcome, search_request.limit)

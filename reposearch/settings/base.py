@@ -122,6 +122,9 @@ REPO_SEARCH_ANONYMOUS_READ = env.flag("REPO_SEARCH_ANONYMOUS_READ", False)
 REPO_SEARCH_THROTTLE_SEARCH = env.text("REPO_SEARCH_THROTTLE_SEARCH", "240/min")
 REPO_SEARCH_THROTTLE_ASK = env.text("REPO_SEARCH_THROTTLE_ASK", "30/min")
 REPO_SEARCH_THROTTLE_WRITES = env.text("REPO_SEARCH_THROTTLE_WRITES", "60/min")
+# Costly searches (a regex with no literal, exact totals over many files) one account (or
+# anonymous address) may run at once; past them: 429 with Retry-After (search/fair_use.py).
+REPO_SEARCH_COSTLY_SEARCHES_PER_USER = env.positive_int("REPO_SEARCH_COSTLY_SEARCHES_PER_USER", 2)
 for _name in ("SEARCH", "ASK", "WRITES"):
     _rate = globals()[f"REPO_SEARCH_THROTTLE_{_name}"]
     if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", _rate):

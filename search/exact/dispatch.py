@@ -53,6 +53,7 @@ from search.exact.query_filters import closest_languages, normalize_language
 from search.exact.query_language import SearchQuery, Term, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
+from search.fair_use import costly_search_slot
 from search.retrieval import parallel
 from search.symbols.lookup import DefinitionHit, find_definitions
 
@@ -71,6 +72,8 @@ class SearchCall:
     # so a file's matches past the first page can be read ("show more matches").
     file_path: str | None = None
     match_offset: int = 0
+    # Whose costly searches this one counts among (``search.fair_use.caller_of``; None: no limit).
+    caller: str | None = None
 
 
 @dataclass
@@ -160,10 +163,12 @@ def run_search(call: SearchCall) -> SearchOutcome:
     if ran == "file":
         return _file_search(parsed, terms, call)
     exact = exact_request(parsed, terms, call)
+    with costly_search_slot(call.caller, exact):  # SearchBusy (429) past the caller's share
+        result = run_exact(exact)
     return SearchOutcome(
         ran,
         parsed,
-        exact=run_exact(exact),
+        exact=result,
         exact_request=exact,
         exact_scope=_scope_doc(exact),
         viewer=call.request.viewer,

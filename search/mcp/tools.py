@@ -20,7 +20,7 @@ from typing import Any
 from accounts.visibility import Viewer, visible_repositories
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
 from indexing.selectors import indexed_branch_summaries
-from search import contract
+from search import contract, fair_use
 from search.exact.cursor import MAX_CURSOR_CHARS
 from search.exact.dispatch import SearchCall, run_search
 from search.exact.errors import QueryRejected
@@ -40,6 +40,7 @@ from search.mcp.exact_answer import (
     file_names_answer,
 )
 from search.mcp.hybrid_answer import hybrid_answer
+from search.mcp.identity import current_caller
 from search.retrieval.globs import InvalidGlob
 from search.retrieval.scope import UnknownBranch, UnknownRepositories
 
@@ -194,7 +195,11 @@ def search_code(
         viewer=viewer,
     )
     try:
-        outcome = run_search(SearchCall(request, mode=mode, cursor=cursor))  # type: ignore[arg-type]
+        who = current_caller()  # costly searches: a share per account (search.fair_use)
+        caller = fair_use.caller_of(who.user, who.address)
+        outcome = run_search(SearchCall(request, mode=mode, cursor=cursor, caller=caller))  # type: ignore[arg-type]
+    except fair_use.SearchBusy as exc:
+        raise ToolInputError(exc.code, exc.message, "the same call shortly", exc.details) from None
     except QueryRejected as exc:
         # The API's code, message and details (its suggestion), with what input looks like.
         valid = _repositories_hint(viewer) if "repo" in exc.details else SYNTAX_HINT
