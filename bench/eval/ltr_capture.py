@@ -39,8 +39,8 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
     from django.db import connection
 
     import search.executor as executor_module
+    from bench.eval.harness.queries import load_query_set
     from indexing.models import Repository
-    from search.evaluation.queries import load_query_set
     from search.executor import SearchExecutor
     from search.types import SearchRequest
 
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     import django
 
     django.setup()
-    from search.evaluation.corpora import load_manifest
+    from bench.eval.harness.corpora import load_manifest
 
     manifest = load_manifest(args.manifest)
     corpora = [c for c in manifest if args.split == "all" or c.split == args.split]

@@ -218,7 +218,7 @@ def standardiser(qs: Sequence[Question]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bootstrap(base: list[float], other: list[float], strata: list[str]) -> str:
-    from search.evaluation.bootstrap import paired_bootstrap
+    from bench.eval.harness.bootstrap import paired_bootstrap
 
     found = paired_bootstrap(base, other, strata=strata, resamples=2000, seed=16)
     return f"{found.difference:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"

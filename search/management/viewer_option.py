@@ -1,4 +1,5 @@
-"""``--user NAME`` for the operator commands (``search``, ``ask``, ``eval``): whose eyes to use.
+"""``--user NAME`` for the operator commands (``search``, ``ask``, ``bench/eval/run.py``): whose
+eyes to use.
 
 Operator commands run on the server and see every repository by default
 (``Viewer.everything()``); ``--user NAME`` shows what that account would see instead, restricted

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from accounts.visibility import Viewer
+from bench.eval.harness.ask_checks import check_citations, retrieve_for_evaluation
 from indexing.models import Chunk
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import load_snippets
-from search.ask.evaluation import check_citations, retrieve_for_evaluation
 from tests.accounts_support import token_client
 
 pytestmark = pytest.mark.django_db

@@ -1,18 +1,20 @@
 """The image's file set, assembled from the Dockerfile without a Docker engine
 (``tests/image_assembly.py``): every product package (pyproject.toml's list) and nothing else (no
 tests, benchmarks or docs), a package left out is caught, the lockfiles are installed before the
-project, ``.dockerignore`` is read as Docker reads it, and a step the assembly cannot reproduce
-fails it. ``test_image_boots.py`` boots what this assembles.
+project, ``.dockerignore`` is read as Docker reads it, a step the assembly cannot reproduce fails it, and
+neither the image nor the wheel carries the lab (benchmarks, the evaluation harness, experiments). ``test_image_boots.py`` boots what this assembles.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import stat
 import tomllib
 from pathlib import Path
 
 import pytest
+from setuptools import find_packages
 
 from tests.dockerignore import context_files, is_ignored, read_dockerignore
 from tests.image_assembly import Image, UnsupportedStep, assemble, given_dockerfile, top_level
@@ -54,6 +56,15 @@ def missing_packages(image: Image) -> set[str]:
     return product_packages() - top_level(image.copied, image.workdir)
 
 
+# The lab's code wherever it would land: the benchmarks and experiments (bench/, lab/), and an
+# evaluation harness or command inside a product package (where it lived before issue 30).
+LAB_CODE = re.compile(r"^/app/(bench|lab)/|/evaluation(/|\.py$)|/management/commands/eval\.py$")
+
+
+def lab_code(paths: list[str]) -> list[str]:
+    return sorted(path for path in paths if LAB_CODE.search(path))
+
+
 # --- The file set ------------------------------------------------------------------------------
 
 
@@ -76,6 +87,28 @@ def test_the_image_holds_every_product_package_and_nothing_else(tmp_path: Path) 
     assert image.user not in ("root", "0"), "the processes must not run as root"
     assert "/data" in image.owned_by_user  # the data volume is theirs, and theirs alone
     assert stat.S_IMODE(image.container_path("/data").stat().st_mode) == 0o700
+
+
+def test_neither_the_image_nor_the_wheel_ships_the_lab(tmp_path: Path) -> None:
+    image = assemble(ROOT, tmp_path / "root")
+    assert lab_code(image.copied) == []
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wheel = find_packages(
+        str(ROOT), include=pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    )
+    assert wheel and not [
+        name for name in wheel if name.split(".")[0] in ("bench", "lab") or "evaluation" in name
+    ]
+    # The check fails an image that lets the lab in, or that carries a harness in a package.
+    lets_bench_in = (ROOT / ".dockerignore").read_text().replace("\nbench\n", "\n")
+    leaky = assemble(ROOT, tmp_path / "leaky", dockerignore=lets_bench_in)
+    assert "/app/bench/eval/harness/metrics.py" in lab_code(leaky.copied)
+    assert lab_code(["/app/search/evaluation/harness.py", "/app/search/ask/evaluation.py"]) == [
+        "/app/search/ask/evaluation.py",
+        "/app/search/evaluation/harness.py",
+    ]
+    assert lab_code(["/app/search/management/commands/eval.py"])
+    assert not lab_code(["/app/search/retrieval/fulltext.py", "/app/search/ranking/learned.py"])
 
 
 def test_a_package_left_out_of_the_image_is_caught(tmp_path: Path) -> None:

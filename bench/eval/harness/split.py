@@ -19,18 +19,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from search.evaluation.bootstrap import DEFAULT_RESAMPLES, PairedDifference, paired_bootstrap
-from search.evaluation.corpora import Corpus
-from search.evaluation.harness import (
+from bench.eval.harness.ablation import (
     ABLATION,
     AblationReport,
     Configuration,
     SearchFunction,
     run_ablation,
 )
-from search.evaluation.metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
-from search.evaluation.queries import QuerySet
-from search.evaluation.report_text import fmt
+from bench.eval.harness.bootstrap import DEFAULT_RESAMPLES, PairedDifference, paired_bootstrap
+from bench.eval.harness.corpora import Corpus
+from bench.eval.harness.metrics import Metrics, QueryOutcome, compute_metrics, first_hit_rank
+from bench.eval.harness.queries import QuerySet
+from bench.eval.harness.report_text import fmt
 
 if TYPE_CHECKING:
     from accounts.visibility import Viewer

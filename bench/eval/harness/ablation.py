@@ -1,6 +1,6 @@
 """The evaluation harness: run a labelled query set through search configurations (an ablation).
 
-    from search.evaluation.harness import ABLATION, run_ablation
+    from bench.eval.harness.ablation import ABLATION, run_ablation
     report = run_ablation(query_set, repo_ids=[repo.pk], k=5, with_llm=False)
     print(format_report(report))
 
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from search.evaluation.metrics import (
+from bench.eval.harness.metrics import (
     Metrics,
     QueryOutcome,
     ResultSlot,
     compute_metrics,
     first_hit_rank,
 )
-from search.evaluation.queries import QuerySet
+from bench.eval.harness.queries import QuerySet
 
 if TYPE_CHECKING:
     from accounts.visibility import Viewer
@@ -205,7 +205,7 @@ def build_request(
     viewer: Viewer | None = None,
 ) -> Any:
     """The ``SearchRequest`` for one query under one configuration, as ``viewer`` sees the
-    repositories (default: unrestricted ones only; ``manage.py eval`` sees everything)."""
+    repositories (default: unrestricted ones only; ``bench/eval/run.py`` sees everything)."""
     from search import contract
 
     unknown = set(configuration.overrides) - _request_fields()
@@ -241,7 +241,7 @@ def _ask_context(
     home: UUID | None = None,
 ) -> tuple[tuple[ResultSlot, ...], list[Any]]:
     """What ask would give the model for ``question``, as result slots, and its trace."""
-    from search.ask.evaluation import retrieve_for_evaluation
+    from bench.eval.harness.ask_checks import retrieve_for_evaluation
 
     snippets, trace = retrieve_for_evaluation(
         question,

@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from search.evaluation.metrics import percentile
+from bench.eval.harness.metrics import percentile
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 16

@@ -1,4 +1,4 @@
-"""``manage.py eval`` end to end: a tiny repository indexed for real, then the ablation."""
+"""``bench/eval/run.py`` end to end: a tiny repository indexed for real, then the ablation."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from bench.eval.harness.command import EvalCommand
 from indexing.models import IndexJob, Repository
 from indexing.services.stages import fetch_and_index
 from indexing.services.stages.embed import run_embed
@@ -103,7 +104,7 @@ def test_eval_prints_and_writes_the_ablation(
     out, err = StringIO(), StringIO()
     report_path = tmp_path / "report.json"
     call_command(
-        "eval",
+        EvalCommand(),
         "--repo",
         str(indexed_repository.pk),
         "--queries",
@@ -155,7 +156,7 @@ def test_llm_configurations_say_why_their_stage_did_not_run(
     settings.LLM_BASE_URL = "http://127.0.0.1:9"  # nothing listens: the chat model is down
     out = StringIO()
     call_command(
-        "eval",
+        EvalCommand(),
         "--repo",
         "tiny",
         "--queries",
@@ -178,15 +179,17 @@ def test_llm_configurations_say_why_their_stage_did_not_run(
 def test_bad_arguments_are_clear_errors(indexed_repository: Repository, tmp_path: Path) -> None:
     queries = _queries_file(tmp_path)
     with pytest.raises(CommandError, match="no repository"):
-        call_command("eval", "--repo", "nope", "--queries", str(queries))
+        call_command(EvalCommand(), "--repo", "nope", "--queries", str(queries))
     with pytest.raises(CommandError, match="unknown configuration"):
-        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--configs", "magic")
+        call_command(
+            EvalCommand(), "--repo", "tiny", "--queries", str(queries), "--configs", "magic"
+        )
     broken = tmp_path / "broken.json"
     broken.write_text('{"queries": [{"query": "x", "expected": []}]}')
     with pytest.raises(CommandError, match="expected"):
-        call_command("eval", "--repo", "tiny", "--queries", str(broken))
+        call_command(EvalCommand(), "--repo", "tiny", "--queries", str(broken))
     with pytest.raises(CommandError, match="--k"):
-        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--k", "0")
+        call_command(EvalCommand(), "--repo", "tiny", "--queries", str(queries), "--k", "0")
 
 
 def test_with_a_chat_model_hyde_runs_and_ask_citations_are_checked(
@@ -208,7 +211,7 @@ def test_with_a_chat_model_hyde_runs_and_ask_citations_are_checked(
     out = StringIO()
     try:
         call_command(
-            "eval",
+            EvalCommand(),
             "--repo",
             "tiny",
             "--queries",
@@ -262,12 +265,12 @@ def _manifest(tmp_path: Path, queries: Path, names: tuple[str, ...] = ("tiny",))
 
 
 def _split(tmp_path: Path, *args: str) -> tuple[str, dict[str, Any]]:
-    """``manage.py eval --split report`` on the tiny corpus: its text and its JSON report."""
+    """``bench/eval/run.py --split report`` on the tiny corpus: its text and its JSON report."""
     out = StringIO()
     report_path = tmp_path / "split.json"
     manifest = str(_manifest(tmp_path, _queries_file(tmp_path)))
     call_command(
-        "eval", "--split", "report", "--manifest", manifest, "--json", str(report_path), *args,
+        EvalCommand(), "--split", "report", "--manifest", manifest, "--json", str(report_path), *args,
         stdout=out, stderr=StringIO(),
     )  # fmt: skip
     return out.getvalue(), json.loads(report_path.read_text())
@@ -306,38 +309,40 @@ def test_split_errors_are_clear(indexed_repository: Repository, tmp_path: Path) 
     queries = _queries_file(tmp_path)
     manifest = str(_manifest(tmp_path, queries, ("tiny", "absent")))
     with pytest.raises(CommandError, match="corpus absent is not indexed: run bench/eval/index"):
-        call_command("eval", "--split", "all", "--manifest", manifest)
+        call_command(EvalCommand(), "--split", "all", "--manifest", manifest)
     with pytest.raises(CommandError, match="no corpus in split 'tune'"):
-        call_command("eval", "--split", "tune", "--manifest", manifest)
+        call_command(EvalCommand(), "--split", "tune", "--manifest", manifest)
     with pytest.raises(CommandError, match="no corpus named nine"):
-        call_command("eval", "--split", "all", "--manifest", manifest, "--corpus", "nine")
+        call_command(EvalCommand(), "--split", "all", "--manifest", manifest, "--corpus", "nine")
     with pytest.raises(CommandError, match="not among the configurations run"):
         call_command(
-            "eval", "--split", "all", "--manifest", manifest, "--corpus", "tiny",
+            EvalCommand(), "--split", "all", "--manifest", manifest, "--corpus", "tiny",
             "--configs", "hybrid", "--compare", "hybrid,vector",
         )  # fmt: skip
     with pytest.raises(CommandError, match="two different configurations"):
-        call_command("eval", "--split", "all", "--manifest", manifest, "--compare", "hybrid")
+        call_command(EvalCommand(), "--split", "all", "--manifest", manifest, "--compare", "hybrid")
     needs_split = "--compare, --corpus and --every-repository need --split"
     with pytest.raises(CommandError, match=needs_split):
-        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--compare", "a,b")
+        call_command(EvalCommand(), "--repo", "tiny", "--queries", str(queries), "--compare", "a,b")
     with pytest.raises(CommandError, match=needs_split):
-        call_command("eval", "--repo", "tiny", "--queries", str(queries), "--every-repository")
+        call_command(
+            EvalCommand(), "--repo", "tiny", "--queries", str(queries), "--every-repository"
+        )
     with pytest.raises(CommandError, match="leave out --repo"):
-        call_command("eval", "--split", "all", "--manifest", manifest, "--repo", "tiny")
+        call_command(EvalCommand(), "--split", "all", "--manifest", manifest, "--repo", "tiny")
     with pytest.raises(CommandError, match="give --split, or both"):
-        call_command("eval", "--repo", "tiny")
+        call_command(EvalCommand(), "--repo", "tiny")
     bad = tmp_path / "bad.json"
     bad.write_text('{"corpora": [{"name": "x"}]}')
     with pytest.raises(CommandError, match="missing or empty string field"):
-        call_command("eval", "--split", "all", "--manifest", str(bad))
+        call_command(EvalCommand(), "--split", "all", "--manifest", str(bad))
 
 
 def test_split_against_a_saved_baseline(indexed_repository: Repository, tmp_path: Path) -> None:
     manifest = str(_manifest(tmp_path, _queries_file(tmp_path)))
     before = tmp_path / "before.json"
     call_command(
-        "eval", "--split", "report", "--manifest", manifest, "--configs", "hybrid,vector",
+        EvalCommand(), "--split", "report", "--manifest", manifest, "--configs", "hybrid,vector",
         "--json", str(before), stdout=StringIO(), stderr=StringIO(),
     )  # fmt: skip
     saved = json.loads(before.read_text())
@@ -345,7 +350,7 @@ def test_split_against_a_saved_baseline(indexed_repository: Repository, tmp_path
     assert len(ranks) == 3 and all(r is None or 1 <= r <= 10 for r in ranks)
     out = StringIO()
     call_command(
-        "eval", "--split", "report", "--manifest", manifest, "--configs", "hybrid,hybrid+scope",
+        EvalCommand(), "--split", "report", "--manifest", manifest, "--configs", "hybrid,hybrid+scope",
         "--baseline", str(before), stdout=out, stderr=StringIO(),
     )  # fmt: skip
     text = out.getvalue()
@@ -357,6 +362,6 @@ def test_split_against_a_saved_baseline(indexed_repository: Repository, tmp_path
     other.write_text(json.dumps({**saved, "k": 5}))
     with pytest.raises(CommandError, match="different k: 5 vs 10"):
         call_command(
-            "eval", "--split", "report", "--manifest", manifest, "--configs", "hybrid",
+            EvalCommand(), "--split", "report", "--manifest", manifest, "--configs", "hybrid",
             "--baseline", str(other), stdout=StringIO(), stderr=StringIO(),
         )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from search.evaluation.bootstrap import paired_bootstrap
+from bench.eval.harness.bootstrap import paired_bootstrap
 
 # --- paired bootstrap -------------------------------------------------------------------------
 

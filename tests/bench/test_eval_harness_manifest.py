@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from search.evaluation.corpora import (
+from bench.eval.harness.corpora import (
     Corpus,
     ManifestError,
     load_manifest,
     parse_manifest,
     select_corpora,
 )
-from search.evaluation.queries import (
+from bench.eval.harness.queries import (
     ExpectedRange,
     check_expected_range,
     check_query_set,

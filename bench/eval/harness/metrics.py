@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from search.evaluation.queries import LabelledQuery
+from bench.eval.harness.queries import LabelledQuery
 
 SCOPE_KINDS = frozenset({"tests", "docs"})
 

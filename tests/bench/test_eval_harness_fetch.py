@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-from search.evaluation.corpora import Corpus
+from bench.eval.harness.corpora import Corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,8 +1,9 @@
-"""``manage.py eval``: run the evaluation ablation over a labelled query set, or over a split.
+"""The evaluation command behind ``bench/eval/run.py``: an ablation over a labelled query set,
+or over a split of the corpora manifest.
 
-    manage.py eval --repo <uuid or name> --queries bench/eval/flask-queries.json --k 5 \
+    python bench/eval/run.py --repo <uuid or name> --queries bench/eval/flask-queries.json --k 5 \
         [--json out.json] [--with-llm] [--configs fulltext,vector,hybrid]
-    manage.py eval --split report [--k 10] [--configs hybrid,hybrid+scope] \
+    python bench/eval/run.py --split report [--k 10] [--configs hybrid,hybrid+scope] \
         [--compare hybrid,hybrid+scope] [--corpus NAME] [--json out.json] [--baseline old.json]
         [--every-repository]
 
@@ -11,13 +12,14 @@ With ``--split`` the corpora come from ``bench/eval/corpora.json`` (``tune``, ``
 (``bench/eval/index_corpus.py``): this command indexes nothing. The report pools the split's
 queries, shows MRR@k per corpus and per kind, and for each ``--compare A,B`` a paired bootstrap
 interval of MRR(B) - MRR(A); ``--baseline old.json`` pairs every configuration with the same
-one in a report saved earlier (another code or index state: ``search/evaluation/compare.py``).
+one in a report saved earlier (another code or index state: ``bench/eval/harness/compare.py``).
 ``--every-repository`` searches each question over every repository instead of its corpus's
 alone (what a search box with no ``repo:`` does); a hit counts only in the question's own
 repository.
 
-An operator tool: it sees every repository, restricted ones too; ``--user NAME`` evaluates what
-that account would see instead.
+It sees every repository, restricted ones too; ``--user NAME`` evaluates what that account would
+see instead. A Django command class (its argument parsing and errors) that no app registers: the
+product does not ship it.
 """
 
 from __future__ import annotations
@@ -30,20 +32,20 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.visibility import Viewer, visible_repositories
-from indexing.models import Repository
-from search.ask.evaluation import check_citations
-from search.evaluation.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
-from search.evaluation.compare import ReportMismatch, compare_reports, format_comparison
-from search.evaluation.corpora import ManifestError, load_manifest, select_corpora
-from search.evaluation.harness import (
+from bench.eval.harness.ablation import (
     ABLATION,
     Configuration,
     chat_unavailable_reason,
     run_ablation,
 )
-from search.evaluation.queries import QuerySetError, load_query_set
-from search.evaluation.report_text import format_report
-from search.evaluation.split import CorpusRun, format_split_report, run_split
+from bench.eval.harness.ask_checks import check_citations
+from bench.eval.harness.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from bench.eval.harness.compare import ReportMismatch, compare_reports, format_comparison
+from bench.eval.harness.corpora import ManifestError, load_manifest, select_corpora
+from bench.eval.harness.queries import QuerySetError, load_query_set
+from bench.eval.harness.report_text import format_report
+from bench.eval.harness.split import CorpusRun, format_split_report, run_split
+from indexing.models import Repository
 from search.management.viewer_option import add_user_option, viewer_from_options
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -129,7 +131,7 @@ def split_runs(manifest: Path, split: str, names: list[str], viewer: Viewer) -> 
     return runs
 
 
-class Command(BaseCommand):
+class EvalCommand(BaseCommand):
     help = (
         "Evaluate search configurations (an ablation) on a labelled query set or a split. Sees"
         " every repository, restricted ones too, unless --user NAME is given."

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from search.evaluation.metrics import (
+from bench.eval.harness.metrics import (
     QueryOutcome,
     ResultSlot,
     compute_metrics,
@@ -15,7 +15,7 @@ from search.evaluation.metrics import (
     percentile,
     recall,
 )
-from search.evaluation.queries import (
+from bench.eval.harness.queries import (
     QuerySetError,
     check_query_set,
     load_query_set,

@@ -1,9 +1,9 @@
 """The ablation report as text: a plain-text (also valid Markdown) table per configuration and
-MRR by query kind, as ``manage.py eval`` prints it."""
+MRR by query kind, as ``bench/eval/run.py`` prints it."""
 
 from __future__ import annotations
 
-from search.evaluation.harness import AblationReport
+from bench.eval.harness.ablation import AblationReport
 
 
 def fmt(value: float | None, percent: bool = True) -> str:

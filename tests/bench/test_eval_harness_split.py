@@ -14,21 +14,21 @@ from typing import Any
 
 import pytest
 
-from search.evaluation.compare import (
+from bench.eval.harness.ablation import Configuration
+from bench.eval.harness.compare import (
     ReportMismatch,
     changed_questions,
     compare_reports,
     format_comparison,
 )
-from search.evaluation.corpora import (
+from bench.eval.harness.corpora import (
     parse_manifest,
 )
-from search.evaluation.harness import Configuration
-from search.evaluation.queries import (
+from bench.eval.harness.queries import (
     parse_query_set,
 )
-from search.evaluation.split import CorpusRun, compare, format_split_report, run_split
-from tests.search.test_evaluation_manifest import GOOD
+from bench.eval.harness.split import CorpusRun, compare, format_split_report, run_split
+from tests.bench.test_eval_harness_manifest import GOOD
 
 # --- run_split with a stand-in search -------------------------------------------------------
 

@@ -1,11 +1,11 @@
-"""Compare two saved split reports (``manage.py eval --split ... --json``) question by question.
+"""Compare two saved split reports (``bench/eval/run.py --split ... --json``) question by question.
 
 A lever that changes the index or the code (field weights, an embedding model, a ranking rule)
 cannot be run beside the old behaviour in one process; it is judged by running the split before
 and after and pairing the two reports' reciprocal ranks for the same (corpus, question)::
 
-    manage.py eval --split tune --json before.json       # on the old code / index
-    manage.py eval --split tune --baseline before.json   # on the new: prints the intervals
+    bench/eval/run.py --split tune --json before.json       # on the old code / index
+    bench/eval/run.py --split tune --baseline before.json   # on the new: prints the intervals
     .venv/bin/python bench/eval/compare_runs.py before.json after.json --config hybrid+scope
 
 Both reports must cover the same questions at the same k (a changed query file cannot be
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from search.evaluation.bootstrap import (
+from bench.eval.harness.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     PairedDifference,
