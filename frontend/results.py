@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Q
 from django.urls import reverse
 
 from accounts.visibility import Viewer, visible_repositories
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
 from frontend.pipeline import _int, _text
-from indexing.models import Chunk, IndexedBranch, Repository
+from frontend.stored_chunks import stored_contents
 from indexing.permalinks import Permalinks, blob_url
 from indexing.upstream_urls import upstream_file_url
 from search.symbols.hit_names import MAX_NAMES, hit_names
@@ -127,6 +126,20 @@ def build_results(
     if not isinstance(raw_results, list):
         return []
     raw_results = [item for item in raw_results[:MAX_RESULTS] if isinstance(item, Mapping)]
+    # A grouped hybrid answer (group_by "file", search.file_groups): each result, then the first
+    # of its file's other chunks the card shows; the rest are counted ("more from this file").
+    items: list[Mapping[str, Any]] = []
+    cards: list[tuple[int, int]] = []  # (chunks of the card in ``items``, chunks not shown)
+    for result in raw_results:
+        chunks = result.get("chunks")
+        nested = [c for c in chunks if isinstance(c, Mapping)] if isinstance(chunks, list) else []
+        below = [
+            {**result, "content": None, "names": None, **chunk, "chunks": None}
+            for chunk in nested[: CHUNKS_PER_CARD - 1]
+        ]
+        items += [result, *below]
+        cards.append((1 + len(below), len(nested) - len(below)))
+    raw_results = items
     repo_ids = {_text(item.get("repo_id")) for item in raw_results}
     repositories = {
         str(repo.pk): repo
@@ -138,7 +151,7 @@ def build_results(
     links = Permalinks([(repo.pk, repo.name) for repo in repositories.values()], viewer)
     terms = query_terms(query)
     views: list[ResultView] = []
-    for position, item in enumerate(raw_results, start=offset + 1):
+    for item in raw_results:
         repo_id = _text(item.get("repo_id"))
         repository = repositories.get(repo_id)
         path = _text(item.get("file_path"))
@@ -170,7 +183,7 @@ def build_results(
             omitted = 0  # "show more matches" goes on instead of "N more lines"
         views.append(
             ResultView(
-                position=position,
+                position=0,
                 repo_id=repo_id,
                 repo_name=_text(item.get("repo_name"))
                 or (repository.name if repository else repo_id[:8]),
@@ -200,41 +213,30 @@ def build_results(
                 names=name_links(item, repository.name if repository else "", language),
             )
         )
-    if views and not any(key in item for item in raw_results for key in UNSCORED_HIT_KEYS):
-        return group_by_file(views, query, offset)
-    return views
+    return file_cards(views, cards, query, offset)
 
 
-def group_by_file(views: list[ResultView], query: str, offset: int) -> list[ResultView]:
-    """One card per file (hybrid results are ranked chunks, so a file may come back several
-    times): at the rank of its best chunk, with its next ``CHUNKS_PER_CARD - 1`` chunks below
-    it and a "more from this file" search (the query inside ``repo:`` and ``file:``) past them."""
-    cards: dict[tuple[str, str, str], ResultView] = {}
-    for view in views:
-        key = (view.repo_id, view.branch, view.path)
-        card = cards.get(key)
-        if card is None:
-            cards[key] = view
-            continue
-        if len(card.also) < CHUNKS_PER_CARD - 1:
-            card.also.append(
-                ChunkView(
-                    view.location,
-                    view.symbol,
-                    view.file_url,
-                    view.lines,
-                    view.lines_omitted,
-                    view.names,
-                )
-            )
-        else:
-            card.more_in_file += 1
-    grouped = list(cards.values())
-    for position, card in enumerate(grouped, start=offset + 1):
+def file_cards(
+    views: list[ResultView], cards: Sequence[tuple[int, int]], query: str, offset: int
+) -> list[ResultView]:
+    """One card per result: its view, the file's next chunks below it (``cards``: how many
+    views each card takes, and how many more chunks its file has in the answer) and past them a
+    "more from this file" search (the query inside ``repo:`` and ``file:``)."""
+    grouped: list[ResultView] = []
+    start = 0
+    for position, (size, more) in enumerate(cards, start=offset + 1):
+        card, rest = views[start], views[start + 1 : start + size]
+        start += size
         card.position = position
-        if card.more_in_file:
+        card.also = [
+            ChunkView(v.location, v.symbol, v.file_url, v.lines, v.lines_omitted, v.names)
+            for v in rest
+        ]
+        card.more_in_file = more
+        if more:
             words = f"{query} repo:{card.repo_name} file:{card.path}"
             card.more_in_file_url = reverse("frontend:search") + "?" + urlencode({"q": words})
+        grouped.append(card)
     return grouped
 
 
@@ -326,48 +328,6 @@ def snippet_source(content: str) -> str:
         return content
     lines = content.split("\n")[:SNIPPET_SCAN_LINES]
     return "\n".join(line if len(line) <= 400 else line[:400] + " …" for line in lines)
-
-
-def stored_contents(
-    results: Sequence[Mapping[str, Any]], repositories: Mapping[str, Repository]
-) -> dict[tuple[str, str, int], str]:
-    """Chunk texts for results posted without ``content`` (the page leaves it out to keep the
-    request small), read from the generation searches see."""
-    on_branches = any(
-        repositories[key].branch != _text(item.get("branch"))
-        for item in results
-        if (key := _text(item.get("repo_id"))) in repositories and item.get("branch")
-    )
-    other = (
-        {
-            (str(repo_id), name): generation
-            for repo_id, name, generation in IndexedBranch.objects.filter(
-                repository__in=list(repositories.values()), generation__gt=0
-            ).values_list("repository_id", "name", "generation")
-        }
-        if on_branches
-        else {}
-    )
-    wanted = Q()
-    for item in results:
-        repository = repositories.get(_text(item.get("repo_id")))
-        if item.get("content") is None and repository is not None:
-            # A hit of another branch (a branch search): that branch's own or shared rows.
-            generation = other.get((str(repository.pk), _text(item.get("branch"))))
-            live = (
-                Q(generation=repository.active_generation)
-                if generation is None
-                else Q(generation=generation) | Q(file__shared_with__generation=generation)
-            )
-            wanted |= live & Q(
-                repository=repository,
-                path=_text(item.get("file_path")),
-                index=_int(item.get("chunk_index"), -1),
-            )
-    if not wanted:
-        return {}
-    rows = Chunk.objects.filter(wanted).values_list("repository_id", "path", "index", "content")
-    return {(str(repo_id), path, index): content for repo_id, path, index, content in rows}
 
 
 def _is_uuid(value: str) -> bool:

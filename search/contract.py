@@ -41,6 +41,7 @@ REQUEST_FIELDS = {
     "include_tests": "include_tests",
     "include_docs": "include_docs",
     "branches": "branches",
+    "group_by": "group_by_file",
 }
 LIST_FIELDS = frozenset({"repo_ids", "languages", "paths", "branches"})
 
@@ -57,6 +58,8 @@ def search_request(
     for name, value in fields.items():
         if name in LIST_FIELDS:
             value = list(value) if value else None
+        elif name == "group_by":
+            value = value == "file"
         values[REQUEST_FIELDS[name]] = value
     twice = set(values) & set(tuning)
     if twice:

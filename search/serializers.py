@@ -89,6 +89,14 @@ class SearchRequestSerializer(StrictSerializer):
         help_text="null: automatic (included when the query is about docs).",
     )
 
+    group_by = serializers.ChoiceField(
+        choices=["file", "chunk"],
+        default="file",
+        help_text="Hybrid: file (one result per file at the rank of its best chunk, its other "
+        "chunks of the answer in `chunks`; limit and total count files, as on a code host) or "
+        "chunk (one result per ranked chunk). Exact and regex results are one per file either "
+        "way; sym: one per definition.",
+    )
     mode = serializers.ChoiceField(
         choices=["auto", "semantic", "exact", "regex"],
         default="auto",
@@ -135,6 +143,25 @@ class SnippetSerializer(serializers.Serializer):
     start_line = serializers.IntegerField()
     end_line = serializers.IntegerField()
     content = serializers.CharField(trim_whitespace=False)
+
+
+class FileChunkSerializer(serializers.Serializer):
+    """Another chunk of a grouped hybrid result's file (its file's fields are the result's)."""
+
+    chunk_index = serializers.IntegerField()
+    content = serializers.CharField()
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    symbol = serializers.CharField()
+    kind = serializers.CharField()
+    bm25_score = serializers.FloatField(allow_null=True)
+    vector_score = serializers.FloatField(allow_null=True)
+    combined_score = serializers.FloatField()
+    rerank_score = serializers.FloatField(allow_null=True)
+    semantic = serializers.BooleanField()
+    url = serializers.CharField(help_text="The file view at this chunk's lines.")
+    upstream_url = serializers.CharField(allow_null=True)
+    names = serializers.ListField(child=serializers.CharField())
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -195,6 +222,12 @@ class SearchHitSerializer(serializers.Serializer):
         help_text="type:file hits: [start, end) of the words in file_path.",
     )
     snippets = SnippetSerializer(many=True, required=False)
+    chunks = FileChunkSerializer(
+        many=True,
+        required=False,
+        help_text='Hybrid with group_by "file": the file\'s other chunks in this answer, best '
+        "first (this result's own fields are its best chunk's).",
+    )
     names = serializers.ListField(
         child=serializers.CharField(),
         required=False,
@@ -228,8 +261,13 @@ class SearchResponseSerializer(serializers.Serializer):
         child=serializers.CharField(), help_text="The query, then the expansions used."
     )
     mode = serializers.ChoiceField(choices=["hybrid", "exact", "regex", "symbol", "file"])
+    group_by = serializers.ChoiceField(
+        choices=["file", "chunk"], required=False, help_text="Hybrid: how results are grouped."
+    )
     results = SearchHitSerializer(many=True)
-    total = serializers.IntegerField(help_text="Results (files for exact/regex) in all pages.")
+    total = serializers.IntegerField(
+        help_text="Results in all pages: files for exact/regex and grouped hybrid answers."
+    )
     total_is_lower_bound = serializers.BooleanField()
     match_total = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
     match_total_is_lower_bound = serializers.BooleanField(

@@ -36,7 +36,9 @@ class SearchRequest:
     include_tests: bool | None = None  # None: automatic (included when the query is about tests)
     include_docs: bool | None = None  # None: automatic (included when the query is about docs)
     docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
-    tests_for_check_questions: bool = False  # automatic tests also for "is it verified ..."
+    # Pages hold ``limit`` files, each with all its chunks in the answer (search.file_groups),
+    # instead of ``limit`` chunks. The executor ranks chunks either way.
+    group_by_file: bool = False
 
     # Retrieval
     fulltext_ranking: FulltextRanking = "bm25"
@@ -55,18 +57,9 @@ class SearchRequest:
     # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking.signals)
     intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
     exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
-    file_evidence: float = 0.0  # a chunk gains this x the scores of its file's other candidates
     # Tests/docs the scope left out by default come back at this share of the fusion score they
     # would have had unscoped (search.ranking.left_out); 0: they stay out.
     left_out_weight: float = 0.5
-    left_out_best_rank: int = 0  # ... and only when they would rank this high in a list (0: any)
-    # Measured levers, off by default (docs/evaluation.md, issue 16 third round):
-    soft_scope: float = 0.0  # >0: tests/docs left out by default are searched, fused x this
-    usage_docs_boost: float = 0.0  # docs included for a usage question gain this x the best
-    path_boost: float = 0.0  # a prose query's word naming the chunk's file: this x the best
-    name_boost: float = 0.0  # ... x the share of the query's words in the chunk's symbol
-    left_out_agree_rank: int = 0  # left-out chunks this high in both lists weigh ...
-    left_out_agree_weight: float = 1.0  # ... this much instead of left_out_weight
     # A trained linear model orders the fused candidates (search.ranking.learned); None:
     # REPO_SEARCH_LEARNED_FUSION decides.
     learned_fusion: bool | None = None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from search.exact.cursor import invalid_cursor, pack_cursor, query_fingerprint, unpack_cursor
 from search.executor import SearchExecutor, SearchHit, SearchRequest, SearchResult
+from search.file_groups import group_by_file, hit_file
 from search.match_strength import only_weak_matches
 
 MAX_RESULTS = 200  # hybrid results over all pages
@@ -54,6 +55,7 @@ def hybrid_fingerprint(request: SearchRequest) -> str:
         request.use_rerank,
         request.use_expansion,
         request.cross_encoder,
+        request.group_by_file,
         # Whose answer it is: another account's cursor is refused like a corrupt one.
         request.viewer.sees_everything,
         sorted(request.viewer.group_ids),
@@ -109,12 +111,20 @@ def run_hybrid_page(
     weak = only_weak_matches(request.query, result.hits)
     shown = set(seen)
     rest: list[SearchHit] = [h for h in result.hits if h.chunk_id not in shown]
-    page = rest[: request.limit]
-    more = len(rest) > len(page) and len(seen) + len(page) < MAX_RESULTS
+    if request.group_by_file:
+        # ``limit`` files, each with every chunk of it in the answer (best first), file by file
+        files = group_by_file(rest, hit_file)
+        page = [hit for group in files[: request.limit] for hit in group]
+        more = len(files) > request.limit and len(seen) + len(page) < MAX_RESULTS
+        total = len(group_by_file(result.hits, hit_file))  # files in the whole answer
+    else:
+        page = rest[: request.limit]
+        more = len(rest) > len(page) and len(seen) + len(page) < MAX_RESULTS
+        total = len(seen) + len(rest)
     result.hits = page
     return HybridPage(
         result=result,
-        total=len(seen) + len(rest),
+        total=total,
         truncated=more,
         next_cursor=encode_seen([*seen, *(h.chunk_id for h in page)], fingerprint)
         if more

@@ -18,10 +18,28 @@ from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.exact.file_names import TIERS
+from search.file_groups import document_file, group_by_file
 from search.symbols.hit_names import hit_names
 from search.types import SearchHit
 
 HIT_FIELDS = dataclasses.fields(SearchHit)
+# What a file's further chunks repeat of their hit (the file's own fields are said once).
+CHUNK_FIELDS = (
+    "chunk_index",
+    "content",
+    "start_line",
+    "end_line",
+    "symbol",
+    "kind",
+    "bm25_score",
+    "vector_score",
+    "combined_score",
+    "rerank_score",
+    "semantic",
+    "url",
+    "upstream_url",
+    "names",
+)
 
 
 def _exact_hit(hit: FileHit, links: Permalinks) -> dict[str, Any]:
@@ -86,6 +104,11 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
             urls.get(hit.repo_id, ""), hit.commit, hit.file_path, hit.start_line, hit.end_line
         )
         body.append(row)
+    if outcome.hybrid_request is not None and outcome.hybrid_request.group_by_file:
+        return [
+            {**group[0], "chunks": [{k: c[k] for k in CHUNK_FIELDS} for c in group[1:]]}
+            for group in group_by_file(body, document_file)
+        ]
     return body
 
 
@@ -125,6 +148,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         return {
             "query": request.query,
             "mode": "hybrid",
+            "group_by": "file" if request.group_by_file else "chunk",
             "queries": result.queries,
             "results": hits,
             "total": page.total,

@@ -166,15 +166,16 @@ def hybrid_hit(path: str, start: int, symbol: str, repo_id: str) -> dict[str, An
 
 
 def test_hybrid_results_are_one_card_per_file_with_its_best_chunks() -> None:
+    """The API groups (``group_by: "file"``, tests/search/test_group_by_file.py); a card shows
+    the file's best chunk, the next ones below it, then "more from this file"."""
     repo = str(uuid.uuid4())
-    hits = [
-        hybrid_hit("src/a.py", 1, "first", repo),
-        hybrid_hit("src/b.py", 1, "other", repo),
-        hybrid_hit("src/a.py", 10, "second", repo),
-        hybrid_hit("src/a.py", 20, "third", repo),
-        hybrid_hit("src/a.py", 30, "fourth", repo),
-    ]
-    response = exact_response("retry", hits, mode="hybrid", total=5)
+    below = [hybrid_hit("src/a.py", n, name, repo) for n, name in ((10, "second"), (20, "third"))]
+    best = {
+        **hybrid_hit("src/a.py", 1, "first", repo),
+        "chunks": [*below, hybrid_hit("src/a.py", 30, "fourth", repo)],
+    }
+    hits = [best, hybrid_hit("src/b.py", 1, "other", repo)]
+    response = exact_response("retry", hits, mode="hybrid", total=2, group_by="file")
     del response["match_total"]
     html = render("retry", response)
     cards = re.findall(r"<article class=\"result\".*?</article>", html, flags=re.S)

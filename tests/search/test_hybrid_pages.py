@@ -42,7 +42,7 @@ def pages_of(client: Client, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_pages_are_the_whole_ranked_answer_cut_in_pieces(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
-    pages = pages_of(client, {"query": QUESTION, "limit": 3})
+    pages = pages_of(client, {"query": QUESTION, "limit": 3, "group_by": "chunk"})
     hits = [h for page in pages for h in page["results"]]
     whole = SearchExecutor().run(
         SearchRequest(query=QUESTION, limit=MAX_RESULTS, fusion_top=MAX_RESULTS)
@@ -100,7 +100,7 @@ def test_pages_keep_to_what_the_account_may_see(corpus) -> None:  # type: ignore
     from tests.accounts.test_visibility_api import api
     from tests.accounts.visibility_corpus import leaks
 
-    question = {"query": "vault token for the connection pool", "limit": 1}
+    question = {"query": "vault token for the connection pool", "limit": 1, "group_by": "chunk"}
     names: dict[str, set[str]] = {}
     cursors: dict[str, str] = {}
     for who in ("member", "outsider"):

@@ -69,7 +69,13 @@ def test_api_command_and_mcp_tool_answer_alike() -> None:
             SourceDoc("docs/retry.md", [Piece("How retry works.\n", kind="section")], is_doc=True),
         ],
     )
-    fields = {"query": "retry call", "limit": 5, "use_vector": False, "paths": ["net/*"]}
+    fields = {
+        "query": "retry call",
+        "limit": 5,
+        "use_vector": False,
+        "paths": ["net/*"],
+        "group_by": "chunk",  # as the command and the tool answer
+    }
     response = token_client().post("/api/search", fields, format="json")
     assert response.status_code == 200, response.json()
     api = response.json()

@@ -44,7 +44,7 @@ def _key(hit: Any) -> tuple[Any, ...]:
 
 def test_plain_questions_give_the_hybrid_hits_they_gave_before(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
     for question in ORDINARY_QUESTIONS:
-        status, body = post(client, {"query": question, "limit": 10})
+        status, body = post(client, {"query": question, "limit": 10, "group_by": "chunk"})
         assert status == 200, (question, body)
         assert body["mode"] == "hybrid" and body["query"] == question.strip()
         direct = SearchExecutor().run(SearchRequest(query=question.strip(), limit=10))
@@ -63,7 +63,7 @@ def test_a_question_with_a_quoted_phrase_stays_a_question(indexed, client: Clien
     """Quotes alone are an exact search; a quoted phrase among a question's words is not: the
     question runs hybrid as written (full text requires the phrase), as before the language."""
     for question in QUESTIONS_WITH_A_PHRASE:
-        status, body = post(client, {"query": question, "limit": 10})
+        status, body = post(client, {"query": question, "limit": 10, "group_by": "chunk"})
         assert status == 200, (question, body)
         assert body["mode"] == "hybrid", question
         direct = SearchExecutor().run(SearchRequest(query=question, limit=10))

@@ -80,6 +80,13 @@
     const results = (response.results || []).map(function (result) {
       const slim = Object.assign({}, result);
       delete slim.content;
+      if (Array.isArray(slim.chunks)) {  // a file's other chunks (group_by "file")
+        slim.chunks = slim.chunks.map(function (chunk) {
+          const rest = Object.assign({}, chunk);
+          delete rest.content;
+          return rest;
+        });
+      }
       return slim;
     });
     return Object.assign({}, response, { results: results });
