@@ -5,6 +5,9 @@
 - ``clone_slot``: at most ``REPO_SEARCH_MAX_CONCURRENT_CLONES`` fetches at once, anywhere — a
   semaphore made of N keys, each taken with ``SET NX`` and a TTL so a dead worker's slot frees
   itself.
+
+Both are redis-py's ``Lock`` (token-checked release and extension), held with a short TTL that
+a thread renews while the holder runs.
 """
 
 from __future__ import annotations
@@ -19,16 +22,10 @@ from functools import lru_cache
 
 import redis
 from django.conf import settings
+from redis.exceptions import LockNotOwnedError
+from redis.lock import Lock
 
 logger = logging.getLogger(__name__)
-
-_RELEASE = (
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
-)
-_EXTEND = (
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end"
-    " return 0"
-)
 
 
 class LockBusy(Exception):
@@ -59,31 +56,30 @@ def repository_lock(
     block runs, frees the lock of a run whose worker vanished (within ``ttl_seconds``, default
     ``REPO_SEARCH_LOCK_TTL_SECS``), and the job's resumed or redelivered task takes it then.
     """
-    key = _repository_key(repository_id)
-    token = f"job:{job_id}:{uuid.uuid4().hex}"
     ttl_seconds = ttl_seconds or settings.REPO_SEARCH_LOCK_TTL_SECS
-    redis_client = client()
-    deadline = time.monotonic() + wait_seconds
-    while not redis_client.set(key, token, nx=True, ex=ttl_seconds):
-        if time.monotonic() >= deadline:
-            raise LockBusy(f"repository {repository_id} is being indexed by another run")
-        time.sleep(0.2)
-    with _renewed(redis_client, key, token, ttl_seconds, "repository lock"):
+    lock = _lock(_repository_key(repository_id), ttl_seconds)
+    token = f"job:{job_id}:{uuid.uuid4().hex}"
+    if not lock.acquire(blocking=True, blocking_timeout=wait_seconds, token=token):
+        raise LockBusy(f"repository {repository_id} is being indexed by another run")
+    with _renewed(lock, ttl_seconds, "repository lock"):
         yield
 
 
+def _lock(key: str, ttl_seconds: int) -> Lock:
+    # not thread-local: the thread that renews it holds the same token as the one that took it
+    return client().lock(key, timeout=ttl_seconds, sleep=0.2, thread_local=False)
+
+
 @contextlib.contextmanager
-def _renewed(
-    redis_client: redis.Redis, key: str, token: str, ttl_seconds: int, what: str
-) -> Iterator[None]:
-    """Keep ``key`` (held with ``token``) alive for the block, renewing it every third of its
-    TTL, and release it after: a holder that dies stops renewing, so it frees within the TTL."""
+def _renewed(lock: Lock, ttl_seconds: int, what: str) -> Iterator[None]:
+    """Keep ``lock`` (held) alive for the block, renewing it every third of its TTL, and
+    release it after: a holder that dies stops renewing, so it frees within the TTL."""
     stop = threading.Event()
 
     def keep_alive() -> None:
         while not stop.wait(ttl_seconds / 3):
-            with contextlib.suppress(redis.RedisError):
-                redis_client.eval(_EXTEND, 1, key, token, ttl_seconds)
+            with contextlib.suppress(redis.RedisError):  # (LockError too: lost, or Redis away)
+                lock.extend(ttl_seconds, replace_ttl=True)
 
     keeper = threading.Thread(target=keep_alive, name=f"{what}-keeper", daemon=True)
     keeper.start()
@@ -97,21 +93,27 @@ def _renewed(
         # tries again meanwhile, so a Redis that kept the key (its append-only file) does not
         # make the job's next stage wait out the TTL.
         try:
-            redis_client.eval(_RELEASE, 1, key, token)
+            _release(lock)
         except redis.RedisError as error:
-            logger.warning("%s %s left to expire: %s", what, key, error)
+            logger.warning("%s %s left to expire: %s", what, lock.name, error)
             threading.Thread(
-                target=_release_when_back, args=(redis_client, key, token, ttl_seconds),
+                target=_release_when_back, args=(lock, ttl_seconds),
                 name=f"{what}-release", daemon=True,
             ).start()  # fmt: skip
 
 
-def _release_when_back(redis_client: redis.Redis, key: str, token: str, ttl_seconds: int) -> None:
+def _release(lock: Lock) -> None:
+    """Release ``lock`` if it is still ours; one broken or expired meanwhile is left alone."""
+    with contextlib.suppress(LockNotOwnedError):
+        lock.release()
+
+
+def _release_when_back(lock: Lock, ttl_seconds: int) -> None:
     deadline = time.monotonic() + ttl_seconds
     while time.monotonic() < deadline:
         time.sleep(2)
         with contextlib.suppress(redis.RedisError):
-            redis_client.eval(_RELEASE, 1, key, token)
+            _release(lock)
             return
 
 
@@ -146,16 +148,14 @@ def clone_slot(wait_seconds: float, ttl_seconds: int | None = None) -> Iterator[
     Held as the repository lock is (a short TTL its holder renews), so the slot of a worker
     that vanished mid-fetch frees within ``REPO_SEARCH_LOCK_TTL_SECS``, not after the clone
     timeout: the job's redelivered fetch would otherwise wait for the dead one's slot."""
-    token = uuid.uuid4().hex
     ttl_seconds = ttl_seconds or settings.REPO_SEARCH_LOCK_TTL_SECS
     slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
-    redis_client = client()
     deadline = time.monotonic() + wait_seconds
     while True:
         for slot in range(slots):
-            key = f"reposearch:clone-slot:{slot}"
-            if redis_client.set(key, token, nx=True, ex=ttl_seconds):
-                with _renewed(redis_client, key, token, ttl_seconds, "clone slot"):
+            lock = _lock(f"reposearch:clone-slot:{slot}", ttl_seconds)
+            if lock.acquire(blocking=False):
+                with _renewed(lock, ttl_seconds, "clone slot"):
                     yield slot
                 return
         if time.monotonic() >= deadline:
