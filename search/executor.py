@@ -38,9 +38,6 @@ from search.ranking.learned import learned_order, question_shape
 from search.ranking.left_out import QueryMemoEmbedder, place_left_out
 from search.ranking.signals import (
     apply_signals,
-    content_words,
-    soft_scope_demotion,
-    widened_scope,
 )
 from search.retrieval.facts import ChunkFacts, chunk_facts
 from search.retrieval.fulltext import fulltext_search
@@ -113,9 +110,8 @@ class SearchExecutor:
         # Bad input (unknown repositories, unusable globs) raises: it is the caller's error.
         scope_started = time.perf_counter()
         scope = resolve_scope(request)
-        demote = soft_scope_demotion(scope, request.soft_scope)
         scope_filter = build_scope_filter(
-            widened_scope(scope, demote),
+            scope,
             scope_repositories(request.repo_ids, request.viewer, request.branches),
             request.exclude_path_globs,
             request.exclude_languages,
@@ -133,7 +129,6 @@ class SearchExecutor:
                     "docs": scope.docs_reason,
                     "prefer_tests": scope.prefer_tests,
                     "prefer_docs": scope.prefer_docs,
-                    **({"soft_scope": demote} if demote else {}),
                 },
             )
         )
@@ -141,7 +136,7 @@ class SearchExecutor:
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
         left_out_filter = None
-        if request.left_out_weight > 0 and not demote:
+        if request.left_out_weight > 0:
             left_out_filter = build_left_out_filter(
                 scope,
                 scope_filter.repositories,
@@ -177,9 +172,6 @@ class SearchExecutor:
                 lists,
                 left_out_lists,
                 weight=request.left_out_weight,
-                best_rank_at_most=request.left_out_best_rank,
-                agree_rank=request.left_out_agree_rank,
-                agree_weight=request.left_out_agree_weight,
                 depth=request.list_depth,
                 k=request.rrf_k,
                 original_weight=request.original_weight,
@@ -193,20 +185,8 @@ class SearchExecutor:
                 prefer_tests=scope.prefer_tests,
                 prefer_docs=scope.prefer_docs,
                 intent_boost=request.intent_boost,
-                file_evidence=request.file_evidence,
                 identifier=identifier_query(request.query),
                 exact_symbol_boost=request.exact_symbol_boost,
-                demote_tests=demote.get("tests", 1.0),
-                demote_docs=demote.get("docs", 1.0),
-                usage_docs=scope.docs_reason.startswith("usage question"),
-                usage_docs_boost=request.usage_docs_boost,
-                query_words=(
-                    content_words(request.query)
-                    if request.path_boost > 0 or request.name_boost > 0
-                    else ()
-                ),
-                path_boost=request.path_boost,
-                name_boost=request.name_boost,
                 top=len(fused) if learned else request.fusion_top,
             )
             if learned:  # search.ranking.learned: a trained model orders the same pool

@@ -3,12 +3,13 @@
     .venv/bin/python bench/eval/levers.py --corpus flask-3.0.3=bench/eval/flask-queries.json \\
         --corpus gorilla-mux-1.8.0=bench/eval/gorilla-mux-queries.json [--levers intent,k1]
 
-Every lever is a set of ``SearchRequest`` overrides and/or module constants of the full-text
-ranking (``search.retrieval.fulltext.K1`` / ``B`` / ``FIELD_WEIGHTS``), run through the same
-``SearchExecutor`` as ``POST /api/search`` with the default (automatic) scope and k = 10. For
+Every lever is a set of ``SearchRequest`` overrides (nothing is patched: BM25's parameters are
+the index's, ``search.retrieval.bm25``), run through the same ``SearchExecutor`` as
+``POST /api/search`` with the default (automatic) scope and k = 10. For
 each corpus it prints MRR@10 overall and per query kind, and the paired difference against
 the defaults with a 95 % paired bootstrap interval (``bench.eval.harness.bootstrap``, 2,000
-resamples, seed 16; pooled over several corpora, resampled within each corpus). Tune only on tuning-split corpora (``docs/evaluation.md``).
+resamples, seed 16; pooled over several corpora, resampled within each corpus). Tune only on
+tuning-split corpora (``docs/benchmarks.md``). ``--json`` also writes every figure.
 
 The corpora must be indexed and embedded already (``bench/eval/index_corpus.py``).
 """
@@ -19,8 +20,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,30 +28,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 K = 10
-
-
-@contextmanager
-def fulltext_constants(**values: Any) -> Iterator[None]:
-    """Set module constants for the run: ``NAME`` of ``search.retrieval.fulltext``, or
-    ``module.path:NAME`` of any other module."""
-    import importlib
-
-    targets = []
-    for key, value in values.items():
-        module_name, _, name = key.rpartition(":")
-        module = importlib.import_module(module_name or "search.retrieval.fulltext")
-        targets.append((module, name, getattr(module, name), value))
-    for module, name, _, value in targets:
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for module, name, saved, _ in targets:
-            setattr(module, name, saved)
-
-
-def _weights(symbol: float, path: float, body: float = 1.0) -> dict[str, float]:
-    return {"A": symbol, "B": path, "C": 1.0, "D": body}
 
 
 def _cross_encoder(weight: float, top: int, tokens: int) -> dict[str, Any]:
@@ -64,124 +40,55 @@ def _cross_encoder(weight: float, top: int, tokens: int) -> dict[str, Any]:
     }
 
 
-# name -> (SearchRequest overrides, search.retrieval.fulltext constants)
-LEVERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "defaults": ({}, {}),
+# name -> SearchRequest overrides. Levers measured and not adopted left the product with their
+# fields (issue 30; their rounds are in the history of docs/evaluation.md and this file).
+LEVERS: dict[str, dict[str, Any]] = {
+    "defaults": {},
     # issue 31: the local cross-encoder (search/ranking/cross_encoder.py), with no time limit
-    "no cross-encoder": ({"cross_encoder": False}, {}),
-    "ce top15": (_cross_encoder(0.3, 15, 256), {}),
+    "no cross-encoder": {"cross_encoder": False},
+    "ce top15": _cross_encoder(0.3, 15, 256),
     **{
-        f"ce w{w} top{top} t{tokens}": (_cross_encoder(w, top, tokens), {})
+        f"ce w{w} top{top} t{tokens}": _cross_encoder(w, top, tokens)
         for w in (0.3, 0.5, 0.7, 1.0)
         for top in (5, 10, 20, 30)
         for tokens in (128, 256)
     },
-    "no intent": ({"intent_boost": 0.0}, {}),
-    "intent 0.25": ({"intent_boost": 0.25}, {}),
-    "intent 0.5": ({"intent_boost": 0.5}, {}),
-    "no usage docs": ({"docs_for_usage_questions": False}, {}),
-    "none (before)": (
-        {"intent_boost": 0.0, "docs_for_usage_questions": False, "exact_symbol_boost": 0.0},
-        {},
-    ),
-    "no exact name": ({"exact_symbol_boost": 0.0}, {}),
-    "file 0.1": ({"file_evidence": 0.1}, {}),
-    "file 0.2": ({"file_evidence": 0.2}, {}),
-    "rrf k 20": ({"rrf_k": 20}, {}),
-    "rrf k 100": ({"rrf_k": 100}, {}),
-    "first bonus 0": ({"first_rank_bonus": 0.0}, {}),
-    "first bonus 0.02": ({"first_rank_bonus": 0.02}, {}),
-    "depth 30": ({"list_depth": 30}, {}),
-    "depth 100": ({"list_depth": 100}, {}),
-    "all-words boost 0": ({"all_terms_boost": 0.0}, {}),
-    "all-words boost 0.5": ({"all_terms_boost": 0.5}, {}),
-    "all-words boost 1.0": ({"all_terms_boost": 1.0}, {}),
-    "k1 0.9": ({}, {"K1": 0.9}),
-    "k1 1.5": ({}, {"K1": 1.5}),
-    "b 0.5": ({}, {"B": 0.5}),
-    "b 0.9": ({}, {"B": 0.9}),
-    "symbol x2": ({}, {"FIELD_WEIGHTS": _weights(2.0, 1.5)}),
-    "symbol x5": ({}, {"FIELD_WEIGHTS": _weights(5.0, 1.5)}),
-    "path x1": ({}, {"FIELD_WEIGHTS": _weights(3.0, 1.0)}),
-    "path x3": ({}, {"FIELD_WEIGHTS": _weights(3.0, 3.0)}),
-    # issue 16, second round (search/ranking/left_out.py, search/retrieval/query.py)
-    "left-out 0.3": ({"left_out_weight": 0.3}, {}),
-    "left-out 0.5": ({"left_out_weight": 0.5}, {}),
-    "left-out 0.7": ({"left_out_weight": 0.7}, {}),
-    "left-out 1.0": ({"left_out_weight": 1.0}, {}),
-    "left-out 1.0 r1": ({"left_out_weight": 1.0, "left_out_best_rank": 1}, {}),
-    "left-out 1.0 r2": ({"left_out_weight": 1.0, "left_out_best_rank": 2}, {}),
-    "left-out 1.0 r3": ({"left_out_weight": 1.0, "left_out_best_rank": 3}, {}),
-    "left-out 0.7 r1": ({"left_out_weight": 0.7, "left_out_best_rank": 1}, {}),
-    "left-out 1.5 r1": ({"left_out_weight": 1.5, "left_out_best_rank": 1}, {}),
-    "rrf k 5": ({"rrf_k": 5}, {}),
-    "rrf k 10": ({"rrf_k": 10}, {}),
-    "rrf k 30": ({"rrf_k": 30}, {}),
-    "rrf k 10 bonus 0": ({"rrf_k": 10, "first_rank_bonus": 0.0}, {}),
-    "rrf k 20 bonus 0": ({"rrf_k": 20, "first_rank_bonus": 0.0}, {}),
-    "left-out 0.5 + stopwords + rrf k 5": (
-        {"left_out_weight": 0.5, "rrf_k": 5},
-        {"search.retrieval.query:DROP_STOPWORDS": True},
-    ),
-    "bonus ranks 2": ({}, {"search.ranking.fusion:BONUS_RANKS": 2}),
-    "bonus ranks 3": ({}, {"search.ranking.fusion:BONUS_RANKS": 3}),
-    "bonus ranks 3 x 0.1": (
-        {"first_rank_bonus": 0.1},
-        {"search.ranking.fusion:BONUS_RANKS": 3},
-    ),
-    "left-out docs only 0.5": ({}, {"search.retrieval.scope:LEFT_OUT_KINDS": ("docs",)}),
-    "left-out tests only 0.5": ({}, {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)}),
-    "left-out docs only 1.0": (
-        {"left_out_weight": 1.0},
-        {"search.retrieval.scope:LEFT_OUT_KINDS": ("docs",)},
-    ),
-    "left-out tests only 1.0": (
-        {"left_out_weight": 1.0},
-        {"search.retrieval.scope:LEFT_OUT_KINDS": ("tests",)},
-    ),
-    "stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": True}),
-    # issue 16, third round (search/ranking/signals.py)
-    "soft scope 0.3": ({"soft_scope": 0.3}, {}),
-    "soft scope 0.5": ({"soft_scope": 0.5}, {}),
-    "soft scope 0.7": ({"soft_scope": 0.7}, {}),
-    "soft scope 0.85": ({"soft_scope": 0.85}, {}),
-    "unscoped": ({"soft_scope": 1.0}, {}),
-    "left-out 0.5 best 2": ({"left_out_weight": 0.5, "left_out_best_rank": 2}, {}),
-    "left-out agree 3 x1.0": ({"left_out_agree_rank": 3}, {}),
-    "left-out agree 5 x1.0": ({"left_out_agree_rank": 5}, {}),
-    "left-out agree 3 x2.0": ({"left_out_agree_rank": 3, "left_out_agree_weight": 2.0}, {}),
-    "left-out agree 1 x2.0": ({"left_out_agree_rank": 1, "left_out_agree_weight": 2.0}, {}),
-    "usage docs 0.1": ({"usage_docs_boost": 0.1}, {}),
-    "usage docs 0.25": ({"usage_docs_boost": 0.25}, {}),
-    "usage docs 0.5": ({"usage_docs_boost": 0.5}, {}),
-    "path 0.05": ({"path_boost": 0.05}, {}),
-    "path 0.1": ({"path_boost": 0.1}, {}),
-    "path 0.25": ({"path_boost": 0.25}, {}),
-    "path+dirs 0.1": ({"path_boost": 0.1}, {"search.ranking.signals:PATH_DIRECTORIES": True}),
-    "other lists 0.5": ({}, {"search.ranking.fusion:OTHER_LISTS_SHARE": 0.5}),
-    "other lists 0.75": ({}, {"search.ranking.fusion:OTHER_LISTS_SHARE": 0.75}),
-    "other lists 0.75 k 30": ({"rrf_k": 30}, {"search.ranking.fusion:OTHER_LISTS_SHARE": 0.75}),
-    "check tests": ({"tests_for_check_questions": True}, {}),
-    "name 0.1": ({"name_boost": 0.1}, {}),
-    "name 0.25": ({"name_boost": 0.25}, {}),
-    "name 0.5": ({"name_boost": 0.5}, {}),
-    "name 1.0": ({"name_boost": 1.0}, {}),
-    "heading 0.25": ({"name_boost": 0.25}, {"search.ranking.signals:NAME_DOCS_ONLY": True}),
-    "heading 0.5": ({"name_boost": 0.5}, {"search.ranking.signals:NAME_DOCS_ONLY": True}),
-    "heading 1.0": ({"name_boost": 1.0}, {"search.ranking.signals:NAME_DOCS_ONLY": True}),
-    "file 0.05": ({"file_evidence": 0.05}, {}),
-    "file 0.1 top1": ({"file_evidence": 0.1}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
-    "file 0.2 top1": ({"file_evidence": 0.2}, {"search.ranking.signals:FILE_EVIDENCE_CHUNKS": 1}),
-    "no stopwords": ({}, {"search.retrieval.query:DROP_STOPWORDS": False}),
+    "no intent": {"intent_boost": 0.0},
+    "intent 0.25": {"intent_boost": 0.25},
+    "intent 0.5": {"intent_boost": 0.5},
+    "no usage docs": {"docs_for_usage_questions": False},
+    "none (before)": {
+        "intent_boost": 0.0,
+        "docs_for_usage_questions": False,
+        "exact_symbol_boost": 0.0,
+    },
+    "no exact name": {"exact_symbol_boost": 0.0},
+    "rrf k 5": {"rrf_k": 5},
+    "rrf k 10": {"rrf_k": 10},
+    "rrf k 20": {"rrf_k": 20},
+    "rrf k 30": {"rrf_k": 30},
+    "rrf k 100": {"rrf_k": 100},
+    "first bonus 0": {"first_rank_bonus": 0.0},
+    "first bonus 0.02": {"first_rank_bonus": 0.02},
+    "rrf k 10 bonus 0": {"rrf_k": 10, "first_rank_bonus": 0.0},
+    "rrf k 20 bonus 0": {"rrf_k": 20, "first_rank_bonus": 0.0},
+    "depth 30": {"list_depth": 30},
+    "depth 100": {"list_depth": 100},
+    "all-words boost 0": {"all_terms_boost": 0.0},
+    "all-words boost 0.5": {"all_terms_boost": 0.5},
+    "all-words boost 1.0": {"all_terms_boost": 1.0},
+    # issue 16, second round (search/ranking/left_out.py)
+    "left-out 0": {"left_out_weight": 0.0},
+    "left-out 0.3": {"left_out_weight": 0.3},
+    "left-out 0.7": {"left_out_weight": 0.7},
+    "left-out 1.0": {"left_out_weight": 1.0},
     # issue 16, fourth round (search/ranking/learned.py)
-    "learned": ({"learned_fusion": True}, {}),
-    "rules": ({"learned_fusion": False}, {}),
+    "learned": {"learned_fusion": True},
+    "rules": {"learned_fusion": False},
 }
 
 
-def reciprocal_ranks(
-    query_set: Any, repo_id: Any, overrides: dict[str, Any], constants: dict[str, Any]
-) -> list[float]:
+def reciprocal_ranks(query_set: Any, repo_id: Any, overrides: dict[str, Any]) -> list[float]:
     from bench.eval.harness.ablation import Configuration, run_configuration
     from bench.eval.harness.metrics import first_hit_rank
     from search.executor import SearchExecutor
@@ -189,10 +96,9 @@ def reciprocal_ranks(
     configuration = Configuration(
         "lever", {"include_tests": None, "include_docs": None, **overrides}
     )
-    with fulltext_constants(**constants):
-        report = run_configuration(
-            configuration, query_set, k=K, repo_ids=[repo_id], search=SearchExecutor().run
-        )
+    report = run_configuration(
+        configuration, query_set, k=K, repo_ids=[repo_id], search=SearchExecutor().run
+    )
     ranks = [first_hit_rank(outcome, K) for outcome in report.outcomes]
     return [1.0 / rank if rank else 0.0 for rank in ranks]
 
@@ -252,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         base: list[float] = []
         figures[name] = {}
         for lever in chosen:
-            overrides, constants = LEVERS[lever]
-            rr = reciprocal_ranks(query_set, repo_id, overrides, constants)
+            rr = reciprocal_ranks(query_set, repo_id, LEVERS[lever])
             pooled[lever] += rr
             figures[name][lever] = {"mrr": _mean(rr)}
             if lever == "defaults":

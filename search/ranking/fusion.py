@@ -16,12 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-# Measured and left at 1 (docs/evaluation.md): ranks 2..BONUS_RANKS would get bonus / rank.
-BONUS_RANKS = 1
-# Measured and left at 1 (docs/evaluation.md): below 1, a chunk keeps its best list's RRF share
-# in full and only this share of the others' (a strong single-list match counts for more).
-OTHER_LISTS_SHARE = 1.0
-
 
 @dataclass
 class RankedList:
@@ -54,27 +48,20 @@ def fuse_ranked_lists(
 ) -> list[FusedCandidate]:
     """Weighted RRF over ``lists``; the best ``top`` candidates (None: all), best first."""
     fused: dict[int, FusedCandidate] = {}
-    best_share: dict[int, float] = {}
     for ranked_list in lists:
         weight = ranked_list.weight(original_weight)
         for position, (chunk_id, score) in enumerate(ranked_list.ranked, start=1):
             candidate = fused.get(chunk_id)
             if candidate is None:
                 candidate = fused[chunk_id] = FusedCandidate(chunk_id, 0.0, best_rank=position)
-            share = weight / (k + position)
-            candidate.score += share
-            best_share[chunk_id] = max(best_share.get(chunk_id, 0.0), share)
+            candidate.score += weight / (k + position)
             candidate.best_rank = min(candidate.best_rank, position)
             previous = candidate.method_scores.get(ranked_list.method)
             if previous is None or score > previous:
                 candidate.method_scores[ranked_list.method] = score
-    if OTHER_LISTS_SHARE != 1.0:
-        for candidate in fused.values():
-            best = best_share[candidate.chunk_id]
-            candidate.score = best + OTHER_LISTS_SHARE * (candidate.score - best)
     for candidate in fused.values():
-        if candidate.best_rank <= BONUS_RANKS:
-            candidate.score += first_rank_bonus / candidate.best_rank
+        if candidate.best_rank == 1:
+            candidate.score += first_rank_bonus
     ordered = sorted(fused.values(), key=lambda c: (-c.score, c.best_rank, c.chunk_id))
     if top is not None:
         ordered = ordered[:top]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from search.ranking.fusion import FusedCandidate, RankedList
-from search.ranking.signals import ChunkFacts, _path_words, content_words, same_word
+from search.ranking.signals import ChunkFacts, content_words, path_words, same_word
 from search.retrieval.query import identifier_query
 from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
 from search.types import ScopeApplied
@@ -181,7 +181,7 @@ def features(
             symbol_words = [w for w in _split(fact.symbol) if len(w) >= 3]
             matched = sum(1 for q in asked if any(same_word(q, w) for w in symbol_words))
             name_overlap = matched / len(asked)
-        named = _path_words(fact.path)
+        named = path_words(fact.path)
         path_overlap = 1.0 if any(same_word(q, w) for q in asked for w in named) else 0.0
         exact = 0.0
         if identifier and (fact.symbol == identifier or fact.symbol.endswith("." + identifier)):

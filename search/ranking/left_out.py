@@ -47,23 +47,17 @@ def place_left_out(
     k: int = 60,
     original_weight: float = 2.0,
     first_rank_bonus: float = 0.05,
-    best_rank_at_most: int = 0,
-    agree_rank: int = 0,
-    agree_weight: float = 1.0,
 ) -> tuple[list[FusedCandidate], int]:
     """``fused`` (the scoped lists' fusion) with the left-out chunks added at ``weight`` times
     their virtual-rank RRF score, best first and re-ranked; and how many were added.
 
     A virtual rank beyond ``depth`` (the scoped lists' depth) earns nothing, as it would not
-    have made an unscoped list of that depth. With ``agree_rank`` > 0, a chunk whose virtual
-    rank is at most ``agree_rank`` in the original query's full-text *and* vector lists (both
-    methods agree it beats the code) gets ``agree_weight`` instead of ``weight``.
+    have made an unscoped list of that depth.
     """
     if weight <= 0 or not left_out_lists:
         return list(fused), 0
     scoped = {(rl.method, rl.query_index): rl for rl in lists}
     added: dict[int, FusedCandidate] = {}
-    first_ranks: dict[int, dict[str, float]] = {}
     for ranked_list in left_out_lists:
         in_scope = _scores_ascending(scoped.get((ranked_list.method, ranked_list.query_index)))
         list_weight = ranked_list.weight(original_weight)
@@ -79,19 +73,13 @@ def place_left_out(
                 candidate = added[chunk_id] = FusedCandidate(chunk_id, 0.0, best_rank=depth + 1)
             candidate.score += list_weight / (k + rank)
             candidate.best_rank = min(candidate.best_rank, math.ceil(rank))
-            if ranked_list.query_index == 0:
-                first_ranks.setdefault(chunk_id, {})[ranked_list.method] = rank
             previous = candidate.method_scores.get(ranked_list.method)
             if previous is None or score > previous:
                 candidate.method_scores[ranked_list.method] = score
-    if best_rank_at_most > 0:
-        added = {cid: c for cid, c in added.items() if c.best_rank <= best_rank_at_most}
     for candidate in added.values():
         if candidate.best_rank == 1:
             candidate.score += first_rank_bonus
-        ranks = first_ranks.get(candidate.chunk_id, {})
-        agreed = agree_rank > 0 and len(ranks) >= 2 and max(ranks.values()) <= agree_rank
-        candidate.score *= agree_weight if agreed else weight
+        candidate.score *= weight
     # They come back to answer better than some of the code, never to fill the slots the code
     # leaves empty (a small repository's code query would otherwise list its tests after it).
     floor = min((c.score for c in fused), default=float("inf"))

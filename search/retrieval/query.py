@@ -6,12 +6,9 @@ meet: each gives ``parse``, ``http``, ``header``, and a compound identifier also
 form (``parsehttpheader``) so that the exact identifier ranks first. Text between double quotes
 is a phrase: its tokens must appear in that order (``<->`` in the tsquery).
 
-English function words written as words of their own in a question (``where``, ``does``,
-``the``, ``of``: ``STOPWORDS``) are not search terms while ``DROP_STOPWORDS`` is on: in code they
-are rare enough to score like a name (``where`` matches SQL and comments) and they fill the
-scored-term budget before the question's last content words. A token that also comes from an
-identifier (``is`` of ``is_valid``, ``before`` of ``before_request``) or from a quoted phrase
-stays, and a query made of nothing else keeps them all.
+English function words (``where``, ``does``, ``the``, ``of``: ``STOPWORDS``) stay search terms
+(BM25's idf weighs them down); the learned ranking model leaves them out of the question's
+content words (``search.ranking.signals.content_words``).
 
 Every token is a run of letters and digits; tsquery literals are still quoted and escaped.
 """
@@ -29,9 +26,6 @@ MAX_PHRASES = 4
 _PHRASE = re.compile(r'"([^"]*)"')
 _IDENTIFIER_QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
 _SEPARATORS = re.compile(r"::|#|->")
-_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]{1,2})?")
-_PUNCTUATION = "?!,.;:()[]{}<>`'\""
-DROP_STOPWORDS = False
 # Pronouns, articles, auxiliaries, question words, and prepositions and conjunctions that have
 # no meaning of their own in code. Words that do name things in code (not, no, all, any, each,
 # first, last, new, before, after, into, over, only, once, next, out, up, down...) are not here.
@@ -69,37 +63,10 @@ def parse_query(text: str) -> ParsedQuery:
         if len(tokens) > 1 and len(phrases) < MAX_PHRASES:
             phrases.append(tokens)
     plain = text.replace('"', " ")
-    terms = identifier_words(plain, unique=True)
-    if DROP_STOPWORDS:
-        terms = _without_stopwords(text, terms)
-    terms = terms[:MAX_TERMS]
+    terms = identifier_words(plain, unique=True)[:MAX_TERMS]
     split_words = {word for chunk in plain.split() for word in split_identifier(chunk)}
     words = tuple(term for term in terms if term in split_words) or tuple(terms)
     return ParsedQuery(text=text, terms=tuple(terms), words=words, phrases=tuple(phrases))
-
-
-def _without_stopwords(text: str, terms: list[str]) -> list[str]:
-    """``terms`` less the stop words that appear only as plain words outside quotes."""
-    candidates: set[str] = set()
-    kept_by_others: set[str] = set()
-    for match in _PHRASE.finditer(text):
-        kept_by_others.update(identifier_words(match.group(1)))
-    for chunk in _PHRASE.sub(" ", text).split():
-        word = chunk.strip(_PUNCTUATION)
-        tokens = identifier_words(word)
-        if _PLAIN_WORD.fullmatch(word) and not (word.isupper() and len(word) > 1):
-            head, _, contraction = word.lower().partition("'")
-            if head in STOPWORDS:
-                candidates.add(head)
-            else:
-                kept_by_others.add(head)
-            if contraction:
-                candidates.add(contraction)  # what's, don't, we're
-        else:
-            kept_by_others.update(tokens)
-    drop = candidates - kept_by_others
-    kept = [t for t in terms if t not in drop]
-    return kept or terms
 
 
 def normalise_symbol(symbol: str) -> str:

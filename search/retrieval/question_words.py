@@ -1,6 +1,6 @@
 """What a question's words say about the chunks it wants: tests, documentation, a usage question
-("how do I ..."), a check ("is it verified ..."). ``search.retrieval.scope`` decides the scope
-from them; the ranking signals read the same words.
+("how do I ..."). ``search.retrieval.scope`` decides the scope from them; the ranking signals
+read the same words.
 """
 
 from __future__ import annotations
@@ -58,11 +58,6 @@ NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocki
 # or "how to ..." is a usage question: documentation may answer it, so it is searched too --
 # included, not preferred (code still answers most of them).
 USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
-# Measured, off by default (``tests_for_check_questions``): a question about checking a
-# behaviour ("is it verified that ...") also searches the tests -- included, not preferred.
-CHECK_WORDS = frozenset(
-    {"verify", "verifies", "verified", "checked", "ensures", "ensured", "asserted", "asserts"}
-)
 _TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
 
 

@@ -28,7 +28,6 @@ from indexing.models import RepositoryStatus
 from reposearch.domain_errors import DomainError
 from search.retrieval.globs import paths_regex
 from search.retrieval.question_words import (
-    CHECK_WORDS,
     DOC_WORDS,
     TEST_WORDS,
     query_intent,
@@ -38,7 +37,6 @@ from search.retrieval.question_words import (
 from search.types import ScopeApplied, SearchRequest
 
 LEFT_OUT_BY_DEFAULT = "left out by default"
-LEFT_OUT_KINDS = ("tests", "docs")  # which kinds left out by default may come back (left_out.py)
 
 
 class UnknownRepositories(DomainError, LookupError):
@@ -67,10 +65,6 @@ def resolve_scope(request: SearchRequest) -> ScopeApplied:
         word = query_mentions(request.query, vocabulary)
         if word:
             return True, f"query mentions {word!r}"
-        if vocabulary is TEST_WORDS and request.tests_for_check_questions:
-            check = query_mentions(request.query, CHECK_WORDS)
-            if check:
-                return True, f"check question ({check!r})"
         if vocabulary is DOC_WORDS and request.docs_for_usage_questions:
             usage = usage_question(request.query)
             if usage:
@@ -311,7 +305,6 @@ def build_left_out_filter(
     kept), or None when it left nothing out that way (``search.ranking.left_out``)."""
     tests = not scope.include_tests and scope.tests_reason == LEFT_OUT_BY_DEFAULT
     docs = not scope.include_docs and scope.docs_reason == LEFT_OUT_BY_DEFAULT
-    tests, docs = tests and "tests" in LEFT_OUT_KINDS, docs and "docs" in LEFT_OUT_KINDS
     if not (tests or docs):
         return None
     # Explicitly excluded kinds stay excluded; the left-out kinds are the only ones searched.

@@ -221,15 +221,15 @@ def test_list_chunks(corpora: TinyCorpora) -> None:
 def test_levers(corpora: TinyCorpora, tmp_path: Path) -> None:
     report = tmp_path / "levers.json"
     run_script(
-        "eval/levers.py", *corpora.corpus_args(), "--levers", "no intent,k1 1.5",
+        "eval/levers.py", *corpora.corpus_args(), "--levers", "no intent,rrf k 20",
         "--json", str(report), env=corpora.env,
     )  # fmt: skip
     figures = json.loads(report.read_text())["figures"]
     assert set(figures) == {"retrykit-1.0", "slugkit-1.0", "pooled"}
     for levers in figures.values():
-        assert list(levers) == ["defaults", "no intent", "k1 1.5"]
+        assert list(levers) == ["defaults", "no intent", "rrf k 20"]
         assert all(_is_rate(lever["mrr"]) for lever in levers.values())
-        for name in ("no intent", "k1 1.5"):
+        for name in ("no intent", "rrf k 20"):
             lever = levers[name]
             assert lever["low"] <= lever["difference"] <= lever["high"]
             assert lever["mrr"] - levers["defaults"]["mrr"] == pytest.approx(lever["difference"])

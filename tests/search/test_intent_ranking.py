@@ -179,20 +179,6 @@ def test_intent_puts_the_intended_kind_first_in_fusion_order() -> None:
     assert [c.chunk_id for c in unchanged] == [1, 2, 3, 4]
 
 
-def test_file_evidence_lifts_a_chunk_whose_file_has_other_strong_chunks() -> None:
-    facts = {
-        1: ChunkFacts("r/a.py", False, False),
-        2: ChunkFacts("r/b.py", False, False),
-        3: ChunkFacts("r/b.py", False, False),
-        5: ChunkFacts("r/c.py", False, False),
-    }
-    ordered, touched = apply_signals(
-        _candidates(0.10, 0.09, 0.05, 0.0, 0.01), facts, file_evidence=0.5, top=3
-    )
-    assert [c.chunk_id for c in ordered] == [2, 1, 3]  # 4 is not live, the cut keeps 3
-    assert touched["file_lifted"] == 2
-
-
 @pytest.mark.parametrize(
     ("query", "name"),
     [

@@ -106,33 +106,3 @@ def test_bad_globs_are_refused() -> None:
         glob_to_regex("x" * 301)
     with pytest.raises(InvalidGlob):
         paths_regex(["*.py"] * 21)
-
-
-@pytest.fixture
-def stopwords(monkeypatch: pytest.MonkeyPatch) -> None:
-    from search.retrieval import query
-
-    monkeypatch.setattr(query, "DROP_STOPWORDS", True)
-
-
-@pytest.mark.usefixtures("stopwords")
-@pytest.mark.parametrize(
-    ("text", "terms"),
-    [
-        ("where does a subrouter inherit the settings of its parent route",
-         ("subrouter", "inherit", "settings", "parent", "route")),
-        ("what's the minimum supported rust version?", ("minimum", "supported", "rust", "version")),
-        # Parts of identifiers and words in quotes are kept; capitals may be constants.
-        ("is_valid", ("is", "valid", "isvalid")),
-        ("how are before_request functions called before the view",
-         ("before", "request", "beforerequest", "functions", "called", "view")),
-        ('"the end" of it', ("the", "end")),
-        ("IF the OR", ("if", "or")),
-        # Nothing but stop words: all of them stay.
-        ("what is it", ("what", "is", "it")),
-    ],
-)  # fmt: skip
-def test_stop_words_written_as_words_are_not_search_terms(
-    text: str, terms: tuple[str, ...]
-) -> None:
-    assert parse_query(text).terms == terms
