@@ -130,7 +130,8 @@ def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
     """Every match scored in SQL from its tsvector: the reference ranking."""
     from django.db import connection
 
-    from search.retrieval.fulltext import K1, MAX_SCORED_TERMS, B, idf, plan_candidates
+    from search.retrieval.bm25 import BM25
+    from search.retrieval.fulltext import MAX_SCORED_TERMS, idf, plan_candidates
     from search.retrieval.postings_format import TF2_SQL
     from search.retrieval.query import tsquery_any
     from search.retrieval.scope import LIVE_CHUNKS_SQL
@@ -146,9 +147,9 @@ def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
         FROM indexing_chunk c {LIVE_CHUNKS_SQL}
         CROSS JOIN LATERAL (
             SELECT array_agg(u.lexeme) AS present,
-                   sum(w.idf * (({TF2_SQL}) / 2.0) * {K1 + 1}
+                   sum(w.idf * (({TF2_SQL}) / 2.0) * {BM25.k1 + 1}
                        / (({TF2_SQL}) / 2.0
-                          + {K1} * (1 - {B} + {B} * greatest(c.token_count, 1) / %s::float8)))
+                          + {BM25.k1} * (1 - {BM25.b} + {BM25.b} * greatest(c.token_count, 1) / %s::float8)))
                      AS score
             FROM unnest(c.search_vector) u
             JOIN unnest(%s::text[], %s::float8[]) w(term, idf) ON w.term = u.lexeme

@@ -36,6 +36,7 @@ from typing import Any
 from django.db import connection
 
 from search.retrieval import parallel
+from search.retrieval.bm25 import BM25
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
 from search.retrieval.facts import ChunkFacts
@@ -50,9 +51,6 @@ from search.retrieval.query import (
 )
 from search.retrieval.scope import ScopeFilter, ScopeRepository
 
-K1 = 1.2
-B = 0.75
-FIELD_WEIGHTS = {"A": 3.0, "B": 1.5, "C": 1.0, "D": 1.0}  # symbol, path, (unused), body
 COMMON_SHARE = 0.25  # a word in more than this share of chunks is not "informative"
 MAX_SCORED_TERMS = 12
 # Over this many chunks in scope, a query of several tokens has its exact top-k read in
@@ -74,12 +72,6 @@ class FulltextList:
 
 def idf(documents: int, df: int) -> float:
     return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
-
-
-def _weights() -> tuple[list[float], float]:
-    top = max(FIELD_WEIGHTS.values())
-    # ts_rank_cd wants weights in [0, 1], in the order D, C, B, A.
-    return [FIELD_WEIGHTS[w] / top for w in "DCBA"], top
 
 
 @dataclass
@@ -319,7 +311,8 @@ def _capped(
         score_params: list[Any] = [tsquery_any(present)]
         tf_sql, tf_params = "", []
     else:
-        weights, scale = _weights()
+        weights, scale = BM25.rank_weights()
+        k1, b = BM25.k1, BM25.b
         tf_columns = ", ".join(
             f"ts_rank_cd(%s::float4[], c.search_vector, %s::tsquery, 0) * {scale} AS tf{i}"
             for i in range(len(present))
@@ -327,8 +320,8 @@ def _capped(
         tf_sql = f"CROSS JOIN LATERAL (SELECT {tf_columns}) tf"
         tf_params = [p for term in present for p in (weights, lexeme(term))]
         avg = stats.average_length or 1.0
-        norm = f"({K1} * (1 - {B} + {B} * greatest(c.token_count, 1) / %s::float8))"
-        parts = [f"%s * tf{i} * {K1 + 1} / (tf{i} + {norm})" for i in range(len(present))]
+        norm = f"({k1} * (1 - {b} + {b} * greatest(c.token_count, 1) / %s::float8))"
+        parts = [f"%s * tf{i} * {k1 + 1} / (tf{i} + {norm})" for i in range(len(present))]
         score_sql = " + ".join(parts)
         score_params = [p for term in present for p in (idf(stats.documents, stats.df[term]), avg)]
     sql = f"""

@@ -34,6 +34,7 @@ from uuid import UUID
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
+from search.retrieval.bm25 import BM25
 from search.retrieval.db import array_literal, binary_cursor, search_cursor
 from search.retrieval.postings_bounds import (
     CHECK_BATCH,
@@ -49,7 +50,6 @@ from search.retrieval.postings_check import SEED_ROWS, ExactScores, check_chunks
 from search.retrieval.postings_format import (
     DOC_FLAG,
     HEADER,
-    K1,
     RECORD,
     TEST_FLAG,
     buckets,
@@ -341,7 +341,7 @@ def _fetch(
     base = np.repeat(np.asarray([lists.base[key] for key in keys], dtype=np.int64), counts)
     ids, length, tf2, flags = decode(records, base)
     keep = lists.in_scope(flags)
-    contribution = idf[term_of[keep]] * (K1 + 1) * saturation(tf2[keep], length[keep], average)
+    contribution = idf[term_of[keep]] * (BM25.k1 + 1) * saturation(tf2[keep], length[keep], average)
     lists.add(ids[keep], contribution, 1 << term_of[keep], source_of[keep], flags[keep])
     # Where each list now stops: the stored order's impact (the repository's own average).
     last = np.cumsum(counts) - 1
@@ -360,5 +360,5 @@ def _cut_matrix(lists: Lists, idf: np.ndarray, slack: dict[UUID, float]) -> np.n
     source_slack = [slack[repository] for repository, _part in lists.sources]
     for (si, tj), df in lists.df.items():
         if df > lists.read[(si, tj)] and admitted[si]:
-            cut[si, tj] = idf[tj] * (K1 + 1) * lists.cut[(si, tj)] * source_slack[si]
+            cut[si, tj] = idf[tj] * (BM25.k1 + 1) * lists.cut[(si, tj)] * source_slack[si]
     return cut

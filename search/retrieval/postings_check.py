@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
+from search.retrieval.bm25 import BM25
 from search.retrieval.db import array_literal
-from search.retrieval.postings_format import K1, RANK_WEIGHTS, saturation
+from search.retrieval.postings_format import RANK_WEIGHTS, saturation
 from search.retrieval.query import lexeme
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
@@ -84,7 +85,7 @@ def check_chunks(
         table = np.asarray(rows, dtype=np.float64)
         tf2 = table[:, 3:]
         sat = saturation(tf2, np.repeat(table[:, 1:2], len(terms), axis=1), average)
-        scores = (idf[None, :] * (K1 + 1) * sat).sum(axis=1)
+        scores = (idf[None, :] * (BM25.k1 + 1) * sat).sum(axis=1)
         if wanted:
             scores = np.where((tf2[:, wanted] > 0).all(axis=1), scores * boost, scores)
         read = table[:, 0].astype(np.int64).tolist()

@@ -31,13 +31,13 @@ from uuid import UUID
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
-K1 = 1.2
-B = 0.75
+from search.retrieval.bm25 import BM25
+
 RECORD = np.dtype([("id", ">u4"), ("word", ">u4")])
 TEST_FLAG, DOC_FLAG = 1, 2
 MAX_LEN = (1 << 15) - 1
 HEADER = 8
-RANK_WEIGHTS = [2 / 6, 2 / 6, 3 / 6, 1.0]  # ts_rank_cd's D, C, B, A: tf2 / 6 per position
+RANK_WEIGHTS = BM25.rank_weights()[0]  # ts_rank_cd's D, C, B, A: tf2 / 6 per position
 # twice the field-weighted term frequency of an ``unnest(tsvector)`` row ``u``
 TF2_SQL = (
     "(6 * cardinality(array_positions(u.weights, 'A'))"
@@ -55,7 +55,7 @@ WITH lists AS MATERIALIZED (
            int8send(min(p.block_base)) || string_agg(
                int8send(((p.id - p.block_base) << 32) | (p.len << 16) | (p.flags << 14) | p.tf2),
                ''::bytea
-               ORDER BY p.tf2 / (p.tf2 + 2 * {K1} * (1 - {B} + {B} * greatest(p.len, 1)
+               ORDER BY p.tf2 / (p.tf2 + 2 * {BM25.k1} * (1 - {BM25.b} + {BM25.b} * greatest(p.len, 1)
                                                       / %(average)s::float8)) DESC, p.id)
              AS postings
     FROM (
@@ -120,5 +120,5 @@ def decode(records: np.ndarray, base: np.ndarray | int) -> tuple[np.ndarray, ...
 def saturation(tf2: np.ndarray, length: np.ndarray, average: float | np.ndarray) -> np.ndarray:
     """``tf / (tf + k1 * (1 - b + b * len / avg))`` -- BM25 without ``idf * (k1 + 1)``."""
     tf = tf2.astype(np.float64) / 2.0
-    norm = K1 * (1 - B + B * np.maximum(length, 1).astype(np.float64) / average)
+    norm = BM25.k1 * (1 - BM25.b + BM25.b * np.maximum(length, 1).astype(np.float64) / average)
     return tf / (tf + norm)

@@ -25,11 +25,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
+from search.retrieval.bm25 import BM25
 from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
 from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_cache import KeptLists, TermList
-from search.retrieval.postings_format import K1, MAX_LEN, B
+from search.retrieval.postings_format import MAX_LEN
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 # A repository's lists are packed when their chunk ids spread over more than this many slots
@@ -99,7 +100,7 @@ def memory_top_k(
 def _length_norm(average: float) -> np.ndarray:
     """BM25's length normalisation by token count, as ``postings_format.saturation`` has it."""
     length = np.maximum(np.arange(MAX_LEN + 1), 1).astype(np.float64)
-    norm = K1 * (1 - B + B * length / average)
+    norm = BM25.k1 * (1 - BM25.b + BM25.b * length / average)
     norm.flags.writeable = False
     return norm
 
@@ -127,7 +128,7 @@ class _Pass:
         self.wants = wants
         self.informative = sum(1 << terms.index(w) for w in informative if w in terms)
         self.boost = 1.0 + all_terms_boost if self.informative else 1.0
-        self.coefficients = [idf * (K1 + 1) for idf in idfs]
+        self.coefficients = [idf * (BM25.k1 + 1) for idf in idfs]
         self.norm = _length_norm(average)
         self.read = 0
 
