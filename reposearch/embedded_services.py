@@ -13,10 +13,12 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 
+from reposearch import audit_owner
 from reposearch import embedded_credentials as credentials
 from reposearch.embedded_provision import HBA, hba_is_weak, provision, set_superuser_password_sql
 
@@ -263,6 +265,20 @@ class EmbeddedPostgres:
             for item in (hba, marker):
                 shutil.chown(item, user=self.run_as)
 
+    @contextlib.contextmanager
+    def audit_log_open(self) -> Iterator[None]:
+        """The audit table the application's for the block (the migrations, which may change
+        it), then its own role's again (``reposearch.audit_owner``)."""
+        with self._superuser_connection(credentials.APP_DATABASE) as conn:
+            audit_owner.unseal(conn)
+        try:
+            yield
+        finally:
+            with self._superuser_connection(credentials.APP_DATABASE) as conn:
+                if audit_owner.seal(conn):
+                    say(f"the audit log belongs to {audit_owner.AUDIT_OWNER}: the application"
+                        " may only add to it and read it")  # fmt: skip
+
     def stop(self) -> None:
         pid = self.running_pid()
         if pid is None:
@@ -373,3 +389,12 @@ def wait_until(predicate, seconds: float) -> bool:  # type: ignore[no-untyped-de
             return True
         time.sleep(0.1)
     return False
+
+
+def audit_log_open(
+    servers: list[EmbeddedPostgres | EmbeddedRedis],
+) -> contextlib.AbstractContextManager[None]:
+    """``EmbeddedPostgres.audit_log_open`` of the embedded PostgreSQL among ``servers``; nothing
+    with a PostgreSQL of your own (docs/operators/deploy.md says what to run there)."""
+    postgres = next((s for s in servers if isinstance(s, EmbeddedPostgres)), None)
+    return postgres.audit_log_open() if postgres is not None else contextlib.nullcontext()

@@ -34,6 +34,7 @@ from reposearch import embedded_credentials as credentials
 from reposearch.embedded_services import (
     EmbeddedPostgres,
     EmbeddedRedis,
+    audit_log_open,
     free_port,
     pid_alive,
     port_open,
@@ -169,7 +170,8 @@ def command_up(args: argparse.Namespace) -> int:
         env = _child_env(extra)
         manage = [sys.executable, "manage.py"]
         say("applying migrations")
-        subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
+        with audit_log_open(servers):  # a superuser hands the audit table back and over again
+            subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
         # The first start on an empty database: `admin`'s secrets go to a file, never the screen.
         subprocess.run([*manage, "initial_admin"], env=env, check=True)
