@@ -3,7 +3,8 @@
 Django runs as its WSGI application in a thread pool (``a2wsgi``), as it did under gunicorn's
 threads: under Django's own ASGI handler every synchronous view of a process shares one
 thread, so one slow ``/api/ask`` would hold up every other request. ``/mcp`` and the ASGI
-lifespan (which starts the MCP session manager) go to the MCP app. Every request's body has
+lifespan (which starts the MCP session manager) go to the MCP app (POST only, with the site's
+security headers: ``reposearch/mcp_edge.py``). Every request's body has
 arrived, whole and in time, before either sees it (``reposearch/request_bodies.py``): a client
 that sends half a body holds no thread.
 """
@@ -26,6 +27,7 @@ django.setup(set_prefix=False)
 from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
+from reposearch.mcp_edge import mcp_edge  # noqa: E402
 from reposearch.request_bodies import BodyGate  # noqa: E402
 from search.ask.disconnects import watch as watch_disconnects  # noqa: E402
 from search.mcp.http import MCP_PATH, authenticated, build_http_app  # noqa: E402
@@ -38,7 +40,7 @@ def build_application(django_threads: int = 8) -> BodyGate:
     django_app: Any = WSGIMiddleware(get_wsgi_application(), workers=django_threads)  # type: ignore[arg-type]
     django_app = watch_disconnects(django_app)  # a streamed ask stops when its client leaves
     mcp_app = build_http_app()
-    guarded_mcp = authenticated(mcp_app)
+    guarded_mcp = mcp_edge(authenticated(mcp_app))  # security headers; POST only
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
