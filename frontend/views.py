@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
@@ -20,25 +20,26 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.visibility import Viewer, viewer_for, visible_repositories
 from frontend.access import account_page, may, reader_fragment, reader_page
 from frontend.pipeline import build_pipeline
+from frontend.result_facets import facet_links
 from frontend.results import build_results, describe_filters, mode_label
 from indexing.models import SourceFile
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 
-def _languages(viewer: Viewer) -> list[tuple[str, int]]:
-    """(language, files) of what the viewer's searches see (each repository's active
-    generation): the language filter's facet counts."""
+def _languages(viewer: Viewer) -> list[str]:
+    """The languages of what the viewer's searches see (each repository's active generation):
+    the language filter's choices. (How many files of a search's results each holds is the
+    results' facets: ``frontend.result_facets``.)"""
     visible = visible_repositories(viewer).filter(active_generation__gt=0)
-    rows = (
+    return list(
         SourceFile.objects.filter(
             repository__in=visible, generation=F("repository__active_generation")
         )
         .exclude(language="")
-        .values_list("language")
-        .annotate(files=Count("id"))
+        .values_list("language", flat=True)
+        .distinct()
         .order_by("language")
     )
-    return [(language, files) for language, files in rows]
 
 
 @require_GET
@@ -85,6 +86,7 @@ def render_results(request: HttpRequest) -> HttpResponse:
     results = build_results(response, query, viewer, offset=offset)
     # Only a hybrid search ranks by full-text and vector lists; other modes' counts are 0s.
     ranked = response.get("mode") in (None, "hybrid")
+    facets = facet_links(response, query) if offset == 0 else None
     return render(
         request,
         "frontend/_results.html",
@@ -106,6 +108,10 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "truncated": response.get("truncated"),
             "mode": mode_label(response.get("mode")),
             "searched": describe_filters(search_request, repo_names),
+            "facets": facets,
+            "facet_groups": [("Repositories", facets.repositories), ("Languages", facets.languages)]
+            if facets
+            else [],
         },
     )
 

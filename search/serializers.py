@@ -255,6 +255,29 @@ class ScopeSerializer(serializers.Serializer):
     docs_reason = serializers.CharField()
 
 
+class RepositoryFacetSerializer(serializers.Serializer):
+    repo_id = serializers.UUIDField()
+    name = serializers.CharField()
+    files = serializers.IntegerField()
+
+
+class LanguageFacetSerializer(serializers.Serializer):
+    language = serializers.CharField()
+    files = serializers.IntegerField()
+
+
+class FacetsSerializer(serializers.Serializer):
+    basis = serializers.ChoiceField(
+        choices=["matching_files", "ranked_candidates"],
+        help_text="matching_files (exact, regex): every file that matches; ranked_candidates "
+        "(hybrid): the files of the ranked answer the search kept (up to 200 chunks), not every "
+        "file holding a word.",
+    )
+    is_lower_bound = serializers.BooleanField(help_text="Counting stopped early (exact, regex).")
+    repositories = RepositoryFacetSerializer(many=True, help_text="Most files first.")
+    languages = LanguageFacetSerializer(many=True, help_text="Most files first.")
+
+
 class SearchResponseSerializer(serializers.Serializer):
     query = serializers.CharField()
     queries = serializers.ListField(
@@ -272,6 +295,11 @@ class SearchResponseSerializer(serializers.Serializer):
     match_total = serializers.IntegerField(required=False, help_text="Exact/regex: lines.")
     match_total_is_lower_bound = serializers.BooleanField(
         required=False, help_text="Exact/regex: counting stopped early; match_total is a minimum."
+    )
+    facets = FacetsSerializer(
+        required=False,
+        help_text="Result files per repository and language (hybrid, and the first page of "
+        "exact/regex), for filters: add repo:NAME or lang:LANGUAGE to the query.",
     )
     only_weak_matches = serializers.BooleanField(
         required=False,

@@ -109,6 +109,9 @@ class ExactResult:
     candidates_checked: int
     ms: float
     detail: dict[str, Any] = field(default_factory=dict)
+    # (repository id, name, language) of every matching file found from the page's start on,
+    # the page's and those counted after it (search.facets); earlier pages' are not in it.
+    files: list[tuple[Any, str, str]] = field(default_factory=list)
 
 
 def match_file(
@@ -206,6 +209,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
     reader = CandidateReader(request.scope, request.conditions, after=after, clock=clock)
     page_end: PagePosition | None = None  # where the next page starts once this one is full
     extra_files = extra_matches = checked = 0
+    found_files: list[tuple[Any, str, str]] = []
     exhausted = timed_out = counting_stopped = False
     while not (exhausted or timed_out or counting_stopped):
         remaining = request.budget_ms - elapsed_ms()
@@ -274,6 +278,7 @@ def run_exact(request: ExactRequest) -> ExactResult:
             if found is None:
                 continue
             count, kept, snippets = found
+            found_files.append((candidate.repo_id, candidate.repo_name, candidate.language))
             if page_full:
                 extra_files += 1
                 extra_matches += count
@@ -306,4 +311,5 @@ def run_exact(request: ExactRequest) -> ExactResult:
         timed_out=timed_out,
         candidates_checked=checked,
         ms=round((time.perf_counter() - wall_started) * 1000, 1),
+        files=found_files,
     )

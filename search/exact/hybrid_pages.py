@@ -13,10 +13,12 @@ another query or mode, or one that does not decode, is a 400 like exact search's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from search.exact.cursor import invalid_cursor, pack_cursor, query_fingerprint, unpack_cursor
 from search.executor import SearchExecutor, SearchHit, SearchRequest, SearchResult
+from search.facets import facet_counts
 from search.file_groups import group_by_file, hit_file
 from search.match_strength import only_weak_matches
 
@@ -32,6 +34,8 @@ class HybridPage:
     seen_before: list[int]  # chunk ids earlier pages showed
     fingerprint: str
     only_weak_matches: bool = False  # no strong match in the answer (search.match_strength)
+    # the files of the whole ranked answer per repository and language (search.facets)
+    facets: dict[str, Any] = field(default_factory=dict)
 
     def cursor_after(self, shown: list[int]) -> str:
         """The cursor of the page after this one's first hits, ``shown`` (chunk ids): for a
@@ -109,6 +113,12 @@ def run_hybrid_page(
     deep = replace(request, limit=MAX_RESULTS, fusion_top=max(request.fusion_top, MAX_RESULTS))
     result = executor.run(deep)
     weak = only_weak_matches(request.query, result.hits)
+    heads = [group[0] for group in group_by_file(result.hits, hit_file)]  # a hit per file
+    facets = facet_counts(
+        ((h.repo_id, h.repo_name, h.language) for h in heads),
+        basis="ranked_candidates",
+        is_lower_bound=False,
+    )
     shown = set(seen)
     rest: list[SearchHit] = [h for h in result.hits if h.chunk_id not in shown]
     if request.group_by_file:
@@ -116,7 +126,7 @@ def run_hybrid_page(
         files = group_by_file(rest, hit_file)
         page = [hit for group in files[: request.limit] for hit in group]
         more = len(files) > request.limit and len(seen) + len(page) < MAX_RESULTS
-        total = len(group_by_file(result.hits, hit_file))  # files in the whole answer
+        total = len(heads)  # files in the whole answer
     else:
         page = rest[: request.limit]
         more = len(rest) > len(page) and len(seen) + len(page) < MAX_RESULTS
@@ -132,4 +142,5 @@ def run_hybrid_page(
         seen_before=seen,
         fingerprint=fingerprint,
         only_weak_matches=weak,
+        facets=facets,
     )

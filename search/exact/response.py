@@ -18,6 +18,7 @@ from indexing.upstream_urls import upstream_file_url
 from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.exact.file_names import TIERS
+from search.facets import facet_counts
 from search.file_groups import document_file, group_by_file
 from search.symbols.hit_names import hit_names
 from search.types import SearchHit
@@ -154,6 +155,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             "total": page.total,
             "total_is_lower_bound": False,
             "only_weak_matches": page.only_weak_matches,
+            "facets": page.facets,
             "truncated": page.truncated,
             "next_cursor": page.next_cursor,
             "timed_out": False,
@@ -183,6 +185,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
         "total_is_lower_bound": exact.total_is_lower_bound,
         "match_total": exact.match_total,
         "match_total_is_lower_bound": exact.total_is_lower_bound,
+        **_exact_facets(outcome),
         "truncated": exact.truncated,
         "next_cursor": exact.next_cursor,
         "timed_out": exact.timed_out,
@@ -201,6 +204,20 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             }
         ],
         "ms": exact.ms,
+    }
+
+
+def _exact_facets(outcome: SearchOutcome) -> dict[str, Any]:
+    """``facets`` of an exact or regex answer's first page: every matching file the engine
+    found (the count's, so a lower bound exactly when the totals are). Later pages have none:
+    the files of earlier pages are not in their count."""
+    exact, request = outcome.exact, outcome.exact_request
+    if exact is None or (request is not None and request.cursor):
+        return {}
+    return {
+        "facets": facet_counts(
+            exact.files, basis="matching_files", is_lower_bound=exact.total_is_lower_bound
+        )
     }
 
 

@@ -168,6 +168,13 @@
   results.addEventListener("click", function (event) {
     const button = event.target.closest && event.target.closest("button.more-matches");
     if (button) showMoreMatches(button);
+    // A facet adds its repo: / lang: filter to the query; the other filters stay as they are.
+    const facet = event.target.closest && event.target.closest("a.facet[data-query]");
+    if (facet && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
+      event.preventDefault();
+      box.value = facet.dataset.query;
+      form.requestSubmit();
+    }
   });
 
   async function search(state) {
