@@ -145,8 +145,8 @@ class SnippetSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=False)
 
 
-class FileChunkSerializer(serializers.Serializer):
-    """Another chunk of a grouped hybrid result's file (its file's fields are the result's)."""
+class ChunkFieldsSerializer(serializers.Serializer):
+    """The fields of one ranked chunk: a hit's own, and each of a grouped file's other chunks."""
 
     chunk_index = serializers.IntegerField()
     content = serializers.CharField()
@@ -158,23 +158,29 @@ class FileChunkSerializer(serializers.Serializer):
     vector_score = serializers.FloatField(allow_null=True)
     combined_score = serializers.FloatField()
     rerank_score = serializers.FloatField(allow_null=True)
-    semantic = serializers.BooleanField()
-    url = serializers.CharField(help_text="The file view at this chunk's lines.")
-    upstream_url = serializers.CharField(allow_null=True)
-    names = serializers.ListField(child=serializers.CharField())
+    semantic = serializers.BooleanField(
+        required=False, help_text="Found by the vector lists alone (similar, not the words)."
+    )
+    url = serializers.CharField(required=False, help_text="The file view at these lines.")
+    upstream_url = serializers.CharField(required=False, allow_null=True)
+    names = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Identifiers on this hit: the name its chunk defines (hybrid, sym:), then the "
+        "identifiers the search matched (exact, regex). Pass one as name= to "
+        "/api/symbols/definitions (go to definition) or /api/symbols/references.",
+    )
 
 
-class SearchHitSerializer(serializers.Serializer):
+class FileChunkSerializer(ChunkFieldsSerializer):
+    """Another chunk of a grouped hybrid result's file (its file's fields are the result's)."""
+
+
+class SearchHitSerializer(ChunkFieldsSerializer):
     repo_id = serializers.UUIDField()
     repo_name = serializers.CharField()
     file_path = serializers.CharField()
-    chunk_index = serializers.IntegerField()
-    content = serializers.CharField()
     language = serializers.CharField()
-    start_line = serializers.IntegerField()
-    end_line = serializers.IntegerField()
-    symbol = serializers.CharField()
-    kind = serializers.CharField()
     commit = serializers.CharField(help_text="The indexed commit this hit comes from.")
     branch = serializers.CharField(help_text="The branch that commit was the tip of.")
     branches = serializers.ListField(
@@ -187,15 +193,6 @@ class SearchHitSerializer(serializers.Serializer):
     )
     is_test = serializers.BooleanField()
     is_doc = serializers.BooleanField()
-    bm25_score = serializers.FloatField(allow_null=True)
-    vector_score = serializers.FloatField(allow_null=True)
-    combined_score = serializers.FloatField()
-    rerank_score = serializers.FloatField(allow_null=True)
-    semantic = serializers.BooleanField(
-        required=False, help_text="Found by the vector lists alone (similar, not the words)."
-    )
-    url = serializers.CharField(required=False, help_text="The file view at the hit's lines.")
-    upstream_url = serializers.CharField(required=False, allow_null=True)
     match_count = serializers.IntegerField(
         required=False, help_text="Exact/regex: the file's matching lines, all of them."
     )
@@ -227,13 +224,6 @@ class SearchHitSerializer(serializers.Serializer):
         required=False,
         help_text='Hybrid with group_by "file": the file\'s other chunks in this answer, best '
         "first (this result's own fields are its best chunk's).",
-    )
-    names = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Identifiers on this hit: the name its chunk defines (hybrid, sym:), then the "
-        "identifiers the search matched (exact, regex). Pass one as name= to "
-        "/api/symbols/definitions (go to definition) or /api/symbols/references.",
     )
 
 

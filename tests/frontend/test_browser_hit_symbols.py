@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -33,25 +35,30 @@ FILES = [
 ]
 
 
-def card_of(browser: Any, path: str) -> Any:
-    cards = browser.find_elements(By.CSS_SELECTOR, "#results .result")
-    found = [card for card in cards if path in card.find_element(By.CSS_SELECTOR, "h2").text]
-    assert found, [card.text[:80] for card in cards]
-    return found[0]
+@contextmanager
+def searched(live_server: Any, query: str, path: str) -> Iterator[tuple[Any, Any, str]]:
+    """(browser, the result card of ``path``, the indexed commit) of a search for ``query``
+    (URL-encoded) over the corpus, indexed with a real clone, as a reader."""
+    commit = indexed_repository("acme/retry", FILES, clone=True).last_indexed_commit
+    with chromium() as browser:
+        sign_in_browser(browser, live_server.url, "read")
+        browser.get(f"{live_server.url}/?q={query}")
+        wait_until(browser, lambda d: path in d.find_element(By.ID, "results").text)
+        cards = browser.find_elements(By.CSS_SELECTOR, "#results .result")
+        found = [card for card in cards if path in card.find_element(By.CSS_SELECTOR, "h2").text]
+        assert found, [card.text[:80] for card in cards]
+        yield browser, found[0], commit
 
 
 def test_an_exact_hit_goes_to_the_definition_of_what_it_matched(
     live_server: Any, transactional_db: Any
 ) -> None:
-    repository = indexed_repository("acme/retry", FILES, clone=True)
-    commit = repository.last_indexed_commit
-    with chromium() as browser:
-        sign_in_browser(browser, live_server.url, "read")
-        browser.get(f"{live_server.url}/?q=%22retry_with_backoff%22")
-        wait_until(
-            browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results .result")) == 2
-        )
-        card = card_of(browser, "src/client.py")
+    with searched(live_server, "%22retry_with_backoff%22", "src/client.py") as (
+        browser,
+        card,
+        commit,
+    ):
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#results .result")) == 2
         assert card.find_element(By.CSS_SELECTOR, ".hit-names code").text == "retry_with_backoff"
         card.find_element(By.CSS_SELECTOR, "a.go-definition").click()
         wait_until(browser, lambda d: "/-/blob/" in d.current_url)
@@ -65,13 +72,11 @@ def test_an_exact_hit_goes_to_the_definition_of_what_it_matched(
 def test_a_hybrid_hit_finds_the_references_of_the_name_it_defines(
     live_server: Any, transactional_db: Any
 ) -> None:
-    repository = indexed_repository("acme/retry", FILES, clone=True)
-    commit = repository.last_indexed_commit
-    with chromium() as browser:
-        sign_in_browser(browser, live_server.url, "read")
-        browser.get(f"{live_server.url}/?q=retry+with+backoff&vector=0")
-        wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#results .result"))
-        card = card_of(browser, "src/retry.py")
+    with searched(live_server, "retry+with+backoff&vector=0", "src/retry.py") as (
+        browser,
+        card,
+        commit,
+    ):
         names = [n.text for n in card.find_elements(By.CSS_SELECTOR, ".hit-names code")]
         assert names == ["retry_with_backoff"]
         card.find_element(By.CSS_SELECTOR, "a.find-references").click()
@@ -79,8 +84,5 @@ def test_a_hybrid_hit_finds_the_references_of_the_name_it_defines(
         assert "References to retry_with_backoff" in browser.find_element(By.TAG_NAME, "h1").text
         links = browser.find_elements(By.CSS_SELECTOR, ".symbol-results a.symbol-location")
         assert [a.text for a in links] == ["acme/retry · src/client.py:2"]
-        assert (
-            links[0]
-            .get_attribute("href")
-            .endswith(f"/repos/acme/retry/-/blob/{commit}/src/client.py#L2")
-        )
+        href = links[0].get_attribute("href")
+        assert href.endswith(f"/repos/acme/retry/-/blob/{commit}/src/client.py#L2")
