@@ -16,8 +16,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
+from bench.eval.harness.command import find_repository
 from indexing.models import IndexJob, Repository
-from search.management.commands.eval import find_repository
 from tests.accounts.visibility_corpus import GROUP, SECRET, Corpus, leaks
 from tests.accounts_support import make_account, token_client
 
