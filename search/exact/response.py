@@ -20,7 +20,7 @@ from search.exact.engine import FileHit
 from search.exact.file_names import TIERS
 from search.facets import facet_counts
 from search.file_groups import document_file, group_by_file
-from search.symbols.hit_names import hit_names
+from search.symbols.hit_names import code_words, hit_names, words_in
 from search.types import SearchHit
 
 HIT_FIELDS = dataclasses.fields(SearchHit)
@@ -91,13 +91,15 @@ def _hybrid_hits(outcome: SearchOutcome) -> list[dict[str, Any]]:
     urls = dict(
         Repository.objects.filter(pk__in={h.repo_id for h in hits}).values_list("pk", "url")
     )
+    request = outcome.hybrid_request
+    words = code_words(request.query) if request is not None else []
     body = []
     for hit in hits:
         # (its fields as they are: ``asdict`` deep-copies every value, a cost per hit)
         row = {f.name: getattr(hit, f.name) for f in HIT_FIELDS}
         row["branches"] = list(hit.branches)
         row["semantic"] = hit.bm25_score is None and hit.vector_score is not None
-        row["names"] = hit_names(hit.symbol)
+        row["names"] = hit_names(hit.symbol, words_in(hit.content, words))
         row["url"] = links.blob(
             hit.repo_id, hit.commit, hit.file_path, hit.start_line, hit.end_line
         )

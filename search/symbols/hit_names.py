@@ -2,7 +2,9 @@
 
 A hit's ``names``: the name its chunk defines (``send`` of ``Client.send``: hybrid and ``sym:``
 hits), then the identifiers the search matched on its lines (exact and regex hits: the text of
-each match range that is one whole identifier), in order, each once, at most ``MAX_NAMES``.
+each match range that is one whole identifier; hybrid hits: the query's words that read as code
+-- ``max_retries``, ``parseHttpHeader`` -- where the chunk holds them as whole words), in order,
+each once, at most ``MAX_NAMES``.
 The API carries them on every hit (``names``) so a client can call ``/api/symbols/definitions``
 or ``/api/symbols/references`` with one; the results page links both for each.
 """
@@ -17,6 +19,7 @@ from search.symbols.lookup import MAX_NAME_CHARS
 
 MAX_NAMES = 3
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_CODE_LIKE = re.compile(r"[\dA-Z]")
 
 
 def defined_name(symbol: str) -> str:
@@ -40,6 +43,28 @@ def matched_identifiers(matches: Iterable[Mapping[str, Any]]) -> list[str]:
                 found.append(piece)
                 if len(found) >= MAX_NAMES:
                     return found
+    return found
+
+
+def code_words(query: str) -> list[str]:
+    """The words of a natural-language ``query`` that read as code identifiers: with an
+    underscore, a digit or a capital after the first letter (``max_retries``, ``parseHttp``),
+    not plain words (``retry``) that would find every use of an English word."""
+    return [
+        word
+        for word in dict.fromkeys(_IDENTIFIER.findall(query))
+        if len(word) <= MAX_NAME_CHARS and ("_" in word or _CODE_LIKE.search(word[1:]))
+    ]
+
+
+def words_in(content: str, words: Iterable[str]) -> list[dict[str, Any]]:
+    """``words`` that ``content`` holds as whole words, as match ranges ``matched_identifiers``
+    reads (one line holding each)."""
+    found = []
+    for word in words:
+        hit = re.search(r"(?<![\w$])" + re.escape(word) + r"(?![\w$])", content)
+        if hit:
+            found.append({"text": word, "ranges": [(0, len(word))]})
     return found
 
 

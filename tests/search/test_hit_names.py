@@ -51,3 +51,16 @@ def test_part_of_a_word_names_nothing() -> None:
     line = {"text": "pool_maxsize = max(1, max_retries)", "ranges": [[5, 8], [15, 18]]}
     assert hit_names("", [line]) == ["max"]  # max( is a whole word; the max of maxsize is not
     assert hit_names("Client.send", [line]) == ["send", "max"]
+
+
+def test_a_hybrid_hit_also_names_the_identifiers_of_the_question_it_holds(
+    indexed, client: Client
+) -> None:  # type: ignore[no-untyped-def]
+    body = search(client, "where is follow_redirects set on the client", group_by="chunk")
+    holding = [hit for hit in body["results"] if "follow_redirects" in hit["content"]]
+    assert holding
+    for hit in holding:
+        assert "follow_redirects" in hit["names"], hit["symbol"]
+        assert "client" not in hit["names"] and "where" not in hit["names"]  # plain words
+    others = [hit for hit in body["results"] if "follow_redirects" not in hit["content"]]
+    assert all("follow_redirects" not in hit["names"] for hit in others)
