@@ -71,3 +71,14 @@ def test_hybrid_facets_count_the_files_of_the_ranked_answer(
     assert sum(counted(body)[0].values()) == body["total"]
     page = search(client, query="auth token user", include_docs=True, include_tests=True, limit=1)
     assert counted(page) == counted(body)
+
+
+def test_a_repository_facet_narrows_to_exactly_its_count(
+    three_repositories, client: Client
+) -> None:  # type: ignore[no-untyped-def]
+    repositories, _ = counted(search(client, query='"client"'))
+    for name, files in repositories.items():  # acme/httpclient is a prefix of another name
+        narrowed = search(client, query=f'"client" repo:{name}')
+        assert narrowed["total"] == files and {h["repo_name"] for h in narrowed["results"]} == {
+            name
+        }
