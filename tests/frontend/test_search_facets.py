@@ -56,12 +56,18 @@ def test_facets_count_the_files_of_this_search_not_the_index(indexed) -> None:  
     assert "Files in the ranked answer" in hybrid and "not every file" in hybrid
 
 
+def filter_count(browser: Any, name: str, value: str) -> str:
+    attribute = "data-facet-repo" if name == "repo" else "data-facet-lang"
+    span = browser.find_element(By.CSS_SELECTOR, f'#filters [{attribute}="{value}"]')
+    return str(browser.execute_script("return arguments[0].textContent", span))
+
+
 @pytest.mark.e2e
 @pytest.mark.timeout(120)
 def test_clicking_a_language_facet_narrows_the_search(
     live_server: Any, transactional_db: Any
 ) -> None:
-    indexed_repository(
+    repository = indexed_repository(
         "acme/mixed",
         [
             SourceDoc("app/a.py", [Piece("x = 'needle_mark'\n", "")]),
@@ -77,6 +83,10 @@ def test_clicking_a_language_facet_narrows_the_search(
         )
         facets = browser.find_element(By.CSS_SELECTOR, "#results nav.facets").text
         assert "python 2" in facets and "javascript 1" in facets and "acme/mixed 3" in facets
+        # the filter checkboxes count this search's files too (not the files indexed)
+        assert filter_count(browser, "lang", "python") == "2"
+        assert filter_count(browser, "lang", "javascript") == "1"
+        assert filter_count(browser, "repo", str(repository.pk)) == "3"
         browser.find_element(
             By.XPATH, "//nav[@aria-label='Filter these results']//a[text()='javascript']"
         ).click()
@@ -88,4 +98,6 @@ def test_clicking_a_language_facet_narrows_the_search(
             == '"needle_mark" lang:javascript'
         )
         assert "web/c.js" in browser.find_element(By.CSS_SELECTOR, "#results .result h2").text
+        assert filter_count(browser, "lang", "python") == "0"  # counts of the narrowed search
+        assert filter_count(browser, "lang", "javascript") == "1"
         assert "lang%3Ajavascript" in browser.current_url

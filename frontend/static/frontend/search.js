@@ -108,6 +108,24 @@
     results.replaceChildren(el("div", { className: "panel error", role: "alert" }, children));
   }
 
+  /** The filter checkboxes count this search's result files (the API's `facets`): the files of
+   * each repository and language among the results; none shown for a search without facets. */
+  function showFacetCounts(facets) {
+    const repos = {};
+    const langs = {};
+    if (facets) {
+      (facets.repositories || []).forEach(function (row) { repos[row.repo_id] = row.files; });
+      (facets.languages || []).forEach(function (row) { langs[row.language] = row.files; });
+    }
+    const plus = facets && facets.is_lower_bound ? "+" : "";
+    form.querySelectorAll("[data-facet-repo]").forEach(function (span) {
+      span.textContent = facets ? (repos[span.dataset.facetRepo] || 0) + plus : "";
+    });
+    form.querySelectorAll("[data-facet-lang]").forEach(function (span) {
+      span.textContent = facets ? (langs[span.dataset.facetLang] || 0) + plus : "";
+    });
+  }
+
   /** Every mode pages with a cursor (exact and regex by file, hybrid by hit): "Load more"
    * sends it back and appends. */
   function addLoadMore(request, data) {
@@ -189,6 +207,7 @@
     if (!answer.ok) {
       results.removeAttribute("aria-busy");
       status.textContent = "";
+      showFacetCounts(null);
       showError(answer.message, answer.data && answer.data.error && answer.data.error.details);
       return;
     }
@@ -198,6 +217,7 @@
     results.removeAttribute("aria-busy");
     if (!rendered.ok) { status.textContent = ""; showError(await rendered.text()); return; }
     results.innerHTML = await rendered.text();
+    showFacetCounts(answer.data.facets);
     window.reposearch.rememberPipeline(results);
     addLoadMore(request, answer.data);
     const count = results.querySelectorAll(".result").length;
