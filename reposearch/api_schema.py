@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
@@ -43,6 +44,36 @@ class ErrorSerializer(serializers.Serializer):
     """``{"error": {"code", "message", "details"}}``: every 4xx/5xx answer of the API."""
 
     error = ErrorDetailSerializer()
+
+
+# ECMA-262 (the schema's regex dialect), Python's ``re`` and Rust's ``regex`` alike read these.
+NUL_FREE = r"^[^\x00]*$"
+# What Python's str.strip() removes (so DRF's trim_whitespace): ECMA's \s is not the same set.
+SPACES = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NON_BLANK_TEXT = rf"^[^\x00]*[^\x00{SPACES}][^\x00]*$"
+
+
+class NonBlankText(OpenApiSerializerFieldExtension):
+    """A text field of a request that refuses blank text (DRF's ``CharField`` default: ``""``, and
+    with ``trim_whitespace`` only spaces, are "This field may not be blank") says so in the
+    schema: ``minLength: 1`` and a non-space character; and no text may hold a NUL (DRF refuses
+    it). Without it the schema called ``{"url": ""}`` valid and the API answered 400."""
+
+    target_class = "rest_framework.fields.CharField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        field = self.target
+        schema = auto_schema._map_serializer_field(field, direction, bypass_extensions=True)
+        if direction != "request" or schema.get("type") != "string" or "pattern" in schema:
+            return schema
+        if not field.allow_blank:
+            schema.setdefault("minLength", 1)
+        # DRF refuses NUL in any text; a blank-refusing trimmed field wants a non-space too.
+        schema["pattern"] = (
+            NON_BLANK_TEXT if field.trim_whitespace and not field.allow_blank else NUL_FREE
+        )
+        return schema
 
 
 def error_responses(*statuses: int, **descriptions: str) -> dict[int, OpenApiResponse]:
@@ -93,6 +124,11 @@ def declare_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, An
                 wanted.append(404)
             for status in wanted:
                 responses.setdefault(str(status), _error_response(status))
+            # reposearch.request_guards answers 400 to a NUL in any query parameter.
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if parameter.get("in") == "query" and schema.get("type") == "string":
+                    schema.setdefault("pattern", NUL_FREE)
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     # Request bodies refuse fields they do not declare (StrictSerializer, the config's own).
     for name in _request_components(result):

@@ -54,13 +54,20 @@ class TokenListView(AuditedWrites, APIView):
     @extend_schema(
         operation_id="tokens_list",
         parameters=[
-            OpenApiParameter("all", OpenApiTypes.BOOL, description="Admins: everyone's tokens.")
+            OpenApiParameter(
+                "all", OpenApiTypes.BOOL, description="Admins: everyone's tokens (true or false)."
+            )
         ],
         responses={200: TokenListSerializer},
     )
     def get(self, request: Request) -> Response:
         rows = _visible_tokens(request)
-        if request.query_params.get("all") not in ("1", "true", "yes"):
+        everyone = request.query_params.getlist("all")
+        if len(everyone) > 1 or not set(everyone) <= {*TRUE_WORDS, *FALSE_WORDS}:
+            raise ApiError(  # "null", "maybe" or two answers: not a boolean
+                "all: expected true or false", details={"fields": {"all": "not a boolean"}}
+            )
+        if not everyone or everyone[0] not in TRUE_WORDS:
             rows = rows.filter(user_id=request.user.pk or 0)
         return Response({"results": TokenSerializer(rows, many=True).data})
 
@@ -144,6 +151,15 @@ def _time_param(request: Request, name: str) -> datetime | None:
     return value
 
 
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def _whole_number(low: int, high: int) -> dict[str, Any]:
+    """A query parameter's schema: a whole number from ``low`` to ``high`` (what ``_int_param``
+    accepts)."""
+    return {"type": "integer", "minimum": low, "maximum": high}
+
+
 def _int_param(request: Request, name: str, default: int | None, high: int) -> int | None:
     raw = request.query_params.get(name)
     if raw is None:
@@ -167,8 +183,14 @@ class AuditLogView(APIView):
             OpenApiParameter("action", str, description="e.g. repository.add; a prefix with *."),
             OpenApiParameter("since", OpenApiTypes.DATETIME),
             OpenApiParameter("until", OpenApiTypes.DATETIME),
-            OpenApiParameter("before", int, description="The `next_before` of the last page."),
-            OpenApiParameter("limit", int, description=f"1 to {AUDIT_PAGE_MAX}, default 50."),
+            OpenApiParameter(
+                "before", _whole_number(1, 2**62), description="The `next_before` of the last page."
+            ),
+            OpenApiParameter(
+                "limit",
+                _whole_number(1, AUDIT_PAGE_MAX),
+                description=f"1 to {AUDIT_PAGE_MAX}, default 50.",
+            ),
         ],
         responses={200: AuditPageSerializer},
     )
