@@ -91,11 +91,11 @@ class SearchRequestSerializer(StrictSerializer):
 
     group_by = serializers.ChoiceField(
         choices=["file", "chunk"],
-        default="file",
-        help_text="Hybrid: file (one result per file at the rank of its best chunk, its other "
-        "chunks of the answer in `chunks`; limit and total count files, as on a code host) or "
-        "chunk (one result per ranked chunk). Exact and regex results are one per file either "
-        "way; sym: one per definition.",
+        default="chunk",
+        help_text="Hybrid: chunk (one result per ranked chunk, the default) or file (one result "
+        "per file at the rank of its best chunk, its other chunks of the answer in `chunks`; "
+        "limit and total count files, as on a code host; what the search page shows). Exact "
+        "and regex results are one per file either way; sym: one per definition.",
     )
     mode = serializers.ChoiceField(
         choices=["auto", "semantic", "exact", "regex"],

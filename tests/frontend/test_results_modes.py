@@ -26,7 +26,7 @@ def articles(html: str) -> list[str]:
 
 def test_hits_found_by_meaning_alone_carry_a_semantic_badge(indexed) -> None:  # type: ignore[no-untyped-def]
     for query in ("tokenise colon separated pairs", "parse http header"):
-        request = {"query": query}
+        request = {"query": query, "group_by": "file"}  # as the search page asks
         response = search(**request)
         assert response["mode"] == "hybrid" and response["results"]
         status, html = render({"request": request, "response": response})

@@ -1,6 +1,7 @@
 """``POST /api/search`` groups hybrid results by file, as a code host does (issue 29 item 3):
-one result per file at the rank of its best chunk, its other chunks under it; ``limit``,
-``total`` and the pages count files. ``group_by: "chunk"`` keeps one result per chunk."""
+with ``group_by: "file"`` (what the search page asks for), one result per file at the rank of its
+best chunk, its other chunks under it; ``limit``, ``total`` and the pages count files. The
+default, ``group_by: "chunk"``, keeps one result per chunk, as scripts written before had it."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ QUERY = "auth token user client"
 
 
 def search(client: Client, **fields: Any) -> dict[str, Any]:
-    body = {"query": QUERY, "use_vector": False, "include_tests": True, "include_docs": True}
+    body = {"query": QUERY, "use_vector": False, "include_tests": True, "include_docs": True,
+            "group_by": "file"}  # fmt: skip
     body.update(fields)
+    body = {name: value for name, value in body.items() if value is not None}  # None: unasked
     answer = client.post("/api/search", json.dumps(body), content_type="application/json")
     assert answer.status_code == 200, answer.content
     return answer.json()  # type: ignore[no-any-return]
@@ -31,8 +34,11 @@ def test_hybrid_results_are_one_per_file_with_its_other_chunks(indexed, client: 
     assert chunks["group_by"] == "chunk"
     paths = [hit["file_path"] for hit in chunks["results"]]
     assert paths.count("src/httpclient/client.py") >= 3  # the file repeats, chunk by chunk
-    files = search(client, limit=50)  # the default
+    files = search(client, limit=50)
     assert files["group_by"] == "file"
+    unasked = search(client, limit=50, group_by=None)
+    assert unasked["group_by"] == "chunk"  # the default
+    assert [hit["file_path"] for hit in unasked["results"]] == paths
     grouped = [hit["file_path"] for hit in files["results"]]
     assert grouped == list(dict.fromkeys(paths))  # each file once, at its best chunk's rank
     assert files["total"] == len(grouped)

@@ -65,11 +65,12 @@ def test_exact_counts_equal_the_files_that_hold_the_text(
 def test_hybrid_facets_count_the_files_of_the_ranked_answer(
     three_repositories, client: Client
 ) -> None:  # type: ignore[no-untyped-def]
-    body = search(client, query="auth token user", include_docs=True, include_tests=True)
+    asked = {"query": "auth token user", "include_docs": True, "include_tests": True}
+    body = search(client, **asked, group_by="file")
     assert body["facets"]["basis"] == "ranked_candidates"
     assert counted(body) == of_results(body["results"])  # one result per file (group_by file)
     assert sum(counted(body)[0].values()) == body["total"]
-    page = search(client, query="auth token user", include_docs=True, include_tests=True, limit=1)
+    page = search(client, **asked, group_by="file", limit=1)
     assert counted(page) == counted(body)
 
 

@@ -64,7 +64,7 @@
 
   function apiRequest(state) {
     const request = { query: state.q, limit: LIMIT, use_bm25: state.bm25, use_vector: state.vector,
-      use_rerank: state.rerank, use_expansion: state.expand };
+      use_rerank: state.rerank, use_expansion: state.expand, group_by: "file" };
     // Unchecked means "automatic": the server includes tests/docs when the query is about them.
     if (state.tests) request.include_tests = true;
     if (state.docs) request.include_docs = true;
