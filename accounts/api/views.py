@@ -82,8 +82,13 @@ class TokenListView(AuditedWrites, APIView):
         fields = serializer.validated_data
         ceiling = request_role(request)
         if ceiling is not None and Role.parse(fields["scope"]) > ceiling:
-            raise serializers.ValidationError(
-                {"scope": f"above what this request acts as ({ceiling.label})"}
+            # Well-formed but not allowed to this caller: 403, as any other role refusal.
+            above = f"above what this request acts as ({ceiling.label})"
+            raise ApiError(
+                f"scope: {above}",
+                code="permission_denied",
+                status_code=status.HTTP_403_FORBIDDEN,
+                details={"fields": {"scope": above}},
             )
         # A token makes children of itself: no longer-lived, no higher, revoked with it.
         parent = request.auth if isinstance(request.auth, ApiToken) else None

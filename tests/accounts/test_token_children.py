@@ -57,7 +57,7 @@ def test_a_child_may_not_ask_for_more_days_than_its_parent_has() -> None:
 def test_a_child_is_no_higher_than_its_parent() -> None:
     _, secret, _ = _one_day_write_token()
     higher = _with(secret).post("/api/tokens", {"name": "c", "scope": "admin"}, format="json")
-    assert higher.status_code == 400
+    assert higher.status_code == 403
     assert "scope" in higher.json()["error"]["details"]["fields"]
     same = _with(secret).post("/api/tokens", {"name": "c", "scope": "write"}, format="json")
     assert same.status_code == 201
