@@ -41,39 +41,22 @@ from search.exact.file_names import (
 from search.exact.hybrid_pages import HybridPage, run_hybrid_page
 from search.exact.match_count import count_exact_matches
 from search.exact.mode_requests import (
-    Mode,
     RanMode,
+    SearchCall,
     candidate_scope,
     choose_mode,
     exact_request,
     hybrid_request,
     scope_fingerprint,
 )
+from search.exact.pattern_logic import Term
 from search.exact.query_filters import closest_languages, normalize_language
-from search.exact.query_language import SearchQuery, Term, parse_search_query
+from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
 from search.retrieval import parallel
 from search.symbols.lookup import DefinitionHit, find_definitions
-
-
-@dataclass
-class SearchCall:
-    """One search as a caller asks for it: the query text plus the panel's structured filters."""
-
-    request: SearchRequest  # the hybrid request the caller would have run (query included)
-    mode: Mode = "auto"
-    cursor: str | None = None
-    context_lines: int = 2
-    count_exact_matches: bool = True
-    executor: SearchExecutor | None = None
-    # Exact/regex only: one file (its exact path) and the matching lines of each file to skip,
-    # so a file's matches past the first page can be read ("show more matches").
-    file_path: str | None = None
-    match_offset: int = 0
-    # Whose costly searches this one counts among (``search.fair_use.caller_of``; None: no limit).
-    caller: str | None = None
 
 
 @dataclass

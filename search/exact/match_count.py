@@ -13,8 +13,8 @@ from accounts.visibility import Viewer
 from indexing.models import Repository
 from search.exact.candidates import CandidateScope, PatternCondition, branch_entries
 from search.exact.engine import ExactRequest, run_exact
+from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term
-from search.exact.query_language import Term
 from search.exact.repositories import ready_repositories
 from search.lru import Lru
 

@@ -1,4 +1,5 @@
-"""What a parsed query becomes: the mode that runs it (``choose_mode``) and the request of that
+"""What a caller asks for (``SearchCall``: the query and the panel's filters) and what its parsed
+query becomes: the mode that runs it (``choose_mode``) and the request of that
 mode -- the hybrid executor's (``hybrid_request``), the exact engine's (``exact_request``) and
 the candidate files both search within (``candidate_scope``). ``search.exact.dispatch.run_search``
 runs them.
@@ -6,8 +7,8 @@ runs them.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from search.exact.candidates import (
     CandidateScope,
@@ -19,19 +20,34 @@ from search.exact.candidates import (
 from search.exact.cursor import query_fingerprint
 from search.exact.engine import ExactRequest, count_budgets
 from search.exact.errors import QueryRejected
-from search.exact.pattern_logic import AllOf, Expr, TermRef, describe
+from search.exact.pattern_logic import AllOf, Expr, Term, TermRef, describe
 from search.exact.patterns import LineMatcher, compile_term, regex_required_literals
-from search.exact.query_language import SearchQuery, Term
+from search.exact.query_language import SearchQuery
 from search.exact.repositories import ready_repositories, resolve_repositories
-from search.executor import SearchRequest
+from search.executor import SearchExecutor, SearchRequest
 from search.retrieval.globs import InvalidGlob, exact_path_regex, paths_regex
-
-if TYPE_CHECKING:
-    from search.exact.dispatch import SearchCall
 
 MODES = ("auto", "semantic", "exact", "regex")
 Mode = Literal["auto", "semantic", "exact", "regex"]
 RanMode = Literal["hybrid", "exact", "regex", "symbol", "file"]
+
+
+@dataclass
+class SearchCall:
+    """One search as a caller asks for it: the query text plus the panel's structured filters."""
+
+    request: SearchRequest  # the hybrid request the caller would have run (query included)
+    mode: Mode = "auto"
+    cursor: str | None = None
+    context_lines: int = 2
+    count_exact_matches: bool = True
+    executor: SearchExecutor | None = None
+    # Exact/regex only: one file (its exact path) and the matching lines of each file to skip,
+    # so a file's matches past the first page can be read ("show more matches").
+    file_path: str | None = None
+    match_offset: int = 0
+    # Whose costly searches this one counts among (``search.fair_use.caller_of``; None: no limit).
+    caller: str | None = None
 
 
 def _hybrid(parsed: SearchQuery) -> tuple[RanMode, list[Term]]:

@@ -15,6 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
+
+TermKind = Literal["literal", "regex"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """A quoted literal or a ``/regex/``, as written (escapes resolved), and where it started."""
+
+    kind: TermKind
+    text: str
+    position: int
 
 
 @dataclass(frozen=True)

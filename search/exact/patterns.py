@@ -27,7 +27,7 @@ import re2
 
 from search.exact.errors import QueryRejected
 from search.exact.file_text import FileText
-from search.exact.query_language import Term
+from search.exact.pattern_logic import Term
 
 REGEX_MAX_MEM = 8 << 20
 MAX_PATTERN_CHARS = 10_000

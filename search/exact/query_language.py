@@ -35,10 +35,9 @@ or parenthesis, an operator without its terms, a combination that only leaves fi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from search.exact.errors import QueryRejected
-from search.exact.pattern_logic import Expr, matches_without_terms
+from search.exact.pattern_logic import Expr, Term, matches_without_terms
 from search.exact.query_filters import (
     FILTER_NAMES,
     FOREIGN_FILTERS,
@@ -65,17 +64,6 @@ from search.exact.query_syntax import (
 MAX_FILTERS = 50
 MAX_PATTERNS = 10
 MAX_VALUE_CHARS = 300
-
-TermKind = Literal["literal", "regex"]
-
-
-@dataclass(frozen=True)
-class Term:
-    """A quoted literal or a ``/regex/``, as written (escapes resolved), and where it started."""
-
-    kind: TermKind
-    text: str
-    position: int
 
 
 @dataclass

@@ -7,14 +7,11 @@ one query (``Item``: its tokens classified, filters applied, patterns with their
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from search.exact.errors import QueryRejected
-from search.exact.pattern_logic import AllOf, AnyOf, Expr, Not, TermRef
+from search.exact.pattern_logic import AllOf, AnyOf, Expr, Not, Term, TermRef
 from search.exact.query_scanner import Token
-
-if TYPE_CHECKING:
-    from search.exact.query_language import Term
 
 OPERATORS = ("OR", "AND", "NOT")
 ItemKind = Literal["pattern", "plain", "word", "filter", "op", "neg", "lparen", "rparen"]

@@ -26,11 +26,11 @@ from uuid import UUID
 
 from accounts.visibility import Viewer
 from search.exact.candidates import CandidateFile, CandidateScope
-from search.exact.dispatch import SearchCall
 from search.exact.engine import run_exact
 from search.exact.file_names import FileNameRequest, run_file_names
-from search.exact.mode_requests import candidate_scope, exact_request
-from search.exact.query_language import SearchQuery, Term
+from search.exact.mode_requests import SearchCall, candidate_scope, exact_request
+from search.exact.pattern_logic import Term
+from search.exact.query_language import SearchQuery
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor
 from search.localize.extract import IssueClues, extract_clues

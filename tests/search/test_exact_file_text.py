@@ -9,8 +9,8 @@ import pytest
 
 from search.exact.engine import match_file
 from search.exact.file_text import FileText
+from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term, touched_lines
-from search.exact.query_language import Term
 
 # Among them the Kelvin sign and the long s, which fold to ASCII letters.
 PIECES = ["a", "b", "ab", " ", "\t", "_", "1", "é", "€x", "\u212a", "\u017f", "x", "\r", "ß"]

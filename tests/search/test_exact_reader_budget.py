@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 
 from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.engine import ExactRequest, run_exact
+from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term
-from search.exact.query_language import Term
 from search.exact.reader import CandidateReader
 from tests.indexing.real_run import index, mirror
 from tests.search.exact_corpus import FILES, three_repositories

@@ -14,8 +14,8 @@ from django.test import Client
 
 from search.exact.candidates import CandidateScope, PatternCondition
 from search.exact.engine import ExactRequest, run_exact
+from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term
-from search.exact.query_language import Term
 from search.executor import SearchExecutor, SearchRequest
 from tests.search.exact_corpus import FILES
 from tests.search.test_query_language import ORDINARY_QUESTIONS
