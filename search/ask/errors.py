@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from reposearch.domain_errors import DomainError
 
-if TYPE_CHECKING:
-    from search.ask.service import AskResult
+
+class RetrievedSoFar(Protocol):
+    """What a failed answer still reports (``search.ask.service.AskResult``): the snippets
+    retrieved for the model, and the whole result as the API's body."""
+
+    @property
+    def retrieved(self) -> list[dict[str, Any]]: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
 
 
 class AskFailed(DomainError):
@@ -22,7 +29,7 @@ class AskFailed(DomainError):
         "model_bad_response": HTTPStatus.BAD_GATEWAY,
     }
 
-    def __init__(self, code: str, message: str, result: AskResult) -> None:
+    def __init__(self, code: str, message: str, result: RetrievedSoFar) -> None:
         super().__init__(message)
         self.code = code  # "model_unavailable" | "model_busy" | "model_bad_response"
         self.message = message
