@@ -216,7 +216,7 @@ def _kill_below(lists: Lists, state: State, exact: ExactScores) -> None:
     dead = np.ones(len(state.ids), dtype=bool)
     for want in lists.wants:
         admitted = want.admits(state.flags)
-        _ids, scores = exact.of(want)
+        _ids, scores = want.admitted(exact)
         if len(scores) >= want.limit:
             kth = float(np.partition(scores, len(scores) - want.limit)[len(scores) - want.limit])
             dead &= ~admitted | (state.upper < kth)

@@ -32,6 +32,14 @@ class Want:
             keep &= (flags & self.wanted_flags) != 0
         return keep
 
+    def admitted(self, exact: ExactScores) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and exact scores of the chunks read by id that this list admits."""
+        count = len(exact.scores)
+        ids = np.fromiter(exact.scores, dtype=np.int64, count=count)
+        values = np.fromiter(exact.scores.values(), dtype=np.float64, count=count)
+        keep = self.admits(np.fromiter(exact.flags.values(), dtype=np.int64, count=count))
+        return ids[keep], values[keep]
+
 
 @dataclass
 class Lists:
@@ -173,7 +181,7 @@ def decide(
     # (chunks read by id and found out of scope are no longer alive: not in ``state``)
     ids, lower, upper = ids[keep], state.lower[keep].copy(), state.upper[keep].copy()
     checked = np.zeros(len(ids), dtype=bool)
-    known_ids, known_values = exact.of(want)
+    known_ids, known_values = want.admitted(exact)
     if len(known_ids):
         where = np.searchsorted(ids, known_ids)
         found = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == known_ids)

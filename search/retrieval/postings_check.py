@@ -5,7 +5,6 @@ the scope and permission filters applied in the same statement (``search.retriev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from django.db.backends.utils import CursorWrapper
@@ -15,9 +14,6 @@ from search.retrieval.db import array_literal
 from search.retrieval.postings_format import RANK_WEIGHTS, saturation
 from search.retrieval.query import lexeme
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
-
-if TYPE_CHECKING:
-    from search.retrieval.postings_bounds import Want
 
 # Chunks holding every informative word, read first (GIN, any order) when the lists are long:
 # real scores, so a cut-off to prune with before the lists have shown the chunks that match
@@ -33,14 +29,6 @@ class ExactScores:
     scores: dict[int, float] = field(default_factory=dict)
     flags: dict[int, int] = field(default_factory=dict)
     rejected: set[int] = field(default_factory=set)
-
-    def of(self, want: Want) -> tuple[np.ndarray, np.ndarray]:
-        """Ids and exact scores of the chunks read by id that ``want``'s list admits."""
-        count = len(self.scores)
-        ids = np.fromiter(self.scores, dtype=np.int64, count=count)
-        values = np.fromiter(self.scores.values(), dtype=np.float64, count=count)
-        keep = want.admits(np.fromiter(self.flags.values(), dtype=np.int64, count=count))
-        return ids[keep], values[keep]
 
 
 def check_chunks(
