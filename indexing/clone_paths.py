@@ -4,12 +4,14 @@ and the names of what a fetch keeps beside it while it runs.
 A fetch writes into a staging directory ``<id>.fetch-<random>`` beside the clone and holds an
 ``flock`` on ``<id>.fetch-<random>.lock`` while its run lives (``clone_swap.staging_area``).
 A run that dies leaves both behind, its lock no longer held: the next fetch of the repository
-removes them, and ``manage.py doctor`` finds those no fetch will come back for.
+removes them (``remove_stale_staging``; so does deleting the repository), and
+``manage.py doctor`` finds those no fetch will come back for.
 """
 
 from __future__ import annotations
 
 import fcntl
+import shutil
 import uuid
 from pathlib import Path
 
@@ -60,3 +62,26 @@ def lock_held(lock: Path) -> bool:
     except OSError:
         return False
     return False
+
+
+def remove_stale_staging(target: Path) -> list[Path]:
+    """Remove what runs that died mid-fetch left beside ``target`` (staging directories and
+    their locks). A staging directory whose lock a live process holds is left alone, even when
+    that run lost its claim: it removes its own when it stops, and can never move it in."""
+    removed: list[Path] = []
+    if not target.parent.is_dir():
+        return removed
+    prefix = target.name + STAGING_MARK
+    for entry in sorted(target.parent.iterdir()):
+        if not entry.name.startswith(prefix) or entry.name.endswith(LOCK_SUFFIX):
+            continue
+        lock = lock_of(entry)
+        if lock.exists() and lock_held(lock):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+        removed.append(entry)
+    for lock in target.parent.glob(f"{prefix}*{LOCK_SUFFIX}"):  # a run that died before mkdir
+        if not lock.with_name(lock.name[: -len(LOCK_SUFFIX)]).exists() and not lock_held(lock):
+            lock.unlink(missing_ok=True)
+    return removed

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from accounts.visibility import Viewer, visible_repositories
-from indexing.clone_paths import repository_dir
+from indexing.clone_paths import remove_stale_staging, repository_dir
 from indexing.enqueue import enqueue_embed, enqueue_fetch
 from indexing.exceptions import (
     DuplicateRepository,
@@ -28,7 +28,6 @@ from indexing.git.branch_names import branch_name_problem
 from indexing.git.url_safety import UnsafeRepositoryUrl, check_repository_url
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Repository
 from indexing.services.locks import LockBusy, repository_lock
-from indexing.services.stages.clone_swap import remove_stale_staging
 from indexing.services.visibility import groups_named
 from indexing.source_identity import source_identity
 

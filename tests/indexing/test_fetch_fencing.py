@@ -21,12 +21,11 @@ import pytest
 from django.conf import settings
 from dulwich.repo import Repo
 
-from indexing.clone_paths import repository_dir
+from indexing.clone_paths import remove_stale_staging, repository_dir
 from indexing.models import IndexJob, JobState, Repository
 from indexing.services.stages.clone_swap import (
     copy_for_update,
     move_into_place,
-    remove_stale_staging,
     staging_area,
     staging_dir,
 )

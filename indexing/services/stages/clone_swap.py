@@ -26,7 +26,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from indexing.clone_paths import LOCK_SUFFIX, STAGING_MARK, lock_held, lock_of, staging_dir
+from indexing.clone_paths import lock_of, remove_stale_staging, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -49,29 +49,6 @@ def staging_area(target: Path) -> Iterator[Path]:
         finally:
             shutil.rmtree(staging, ignore_errors=True)  # gone already once moved into place
             lock.unlink(missing_ok=True)
-
-
-def remove_stale_staging(target: Path) -> list[Path]:
-    """Remove what runs that died mid-fetch left beside ``target`` (staging directories and
-    their locks). A staging directory whose lock a live process holds is left alone, even when
-    that run lost its claim: it removes its own when it stops, and can never move it in."""
-    removed: list[Path] = []
-    if not target.parent.is_dir():
-        return removed
-    prefix = target.name + STAGING_MARK
-    for entry in sorted(target.parent.iterdir()):
-        if not entry.name.startswith(prefix) or entry.name.endswith(LOCK_SUFFIX):
-            continue
-        lock = lock_of(entry)
-        if lock.exists() and lock_held(lock):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        lock.unlink(missing_ok=True)
-        removed.append(entry)
-    for lock in target.parent.glob(f"{prefix}*{LOCK_SUFFIX}"):  # a run that died before mkdir
-        if not lock.with_name(lock.name[: -len(LOCK_SUFFIX)]).exists() and not lock_held(lock):
-            lock.unlink(missing_ok=True)
-    return removed
 
 
 def copy_for_update(target: Path, staging: Path) -> None:
