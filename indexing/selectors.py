@@ -11,17 +11,9 @@ from indexing.models import (
     FINISHED_JOB_STATES,
     Chunk,
     ChunkEmbedding,
-    EmbeddingSpace,
     IndexJob,
     Repository,
 )
-
-
-def current_space() -> EmbeddingSpace | None:
-    """The embedding space of the model in force, if any vector was ever stored in it."""
-    from llm import current_space_key
-
-    return EmbeddingSpace.objects.filter(key=current_space_key()).first()
 
 
 def _count_per_repository(rows: QuerySet[Any]) -> Coalesce:

@@ -82,15 +82,6 @@ def get_client() -> httpx.Client:
     return _client
 
 
-def close_client() -> None:
-    """Close the shared client (tests; process shutdown)."""
-    global _client, _client_pid
-    with _client_lock:
-        if _client is not None and _client_pid == os.getpid():
-            _client.close()
-        _client, _client_pid = None, None
-
-
 def retry_after_secs(response: httpx.Response) -> float | None:
     """The ``Retry-After`` header as seconds (delta or HTTP date), or None."""
     value = response.headers.get("retry-after", "").strip()

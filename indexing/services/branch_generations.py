@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -245,13 +244,3 @@ def drop_branch_rows(branch: IndexedBranch) -> None:
             IndexedBranch.objects.filter(pk=branch.pk).update(generation=0)
             # (search statistics exist for the default branch's generation only: none to drop)
             _retire(cursor, branch.repository_id, generation)
-
-
-def branch_of_generation(repository: Repository) -> dict[int, str]:
-    """Branch name of each live generation of ``repository``."""
-    names: dict[int, Any] = {repository.active_generation: repository.branch}
-    for name, generation in repository.indexed_branches.filter(generation__gt=0).values_list(
-        "name", "generation"
-    ):
-        names[generation] = name
-    return {gen: name for gen, name in names.items() if gen}

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository, RepositoryStatus
@@ -83,11 +83,6 @@ def transition(job: IndexJob, new_state: str, *, error: str = "", **fields: Any)
 def heartbeat(job_id: int, **counters: int) -> None:
     """Record that the job is alive, optionally setting counters, in one UPDATE."""
     IndexJob.objects.filter(pk=job_id).update(heartbeat_at=timezone.now(), **counters)
-
-
-def add_to_counters(job_id: int, **increments: int) -> None:
-    updates = {name: F(name) + value for name, value in increments.items()}
-    IndexJob.objects.filter(pk=job_id).update(heartbeat_at=timezone.now(), **updates)
 
 
 def reap_stale_jobs(

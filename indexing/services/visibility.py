@@ -48,11 +48,6 @@ def groups_named(names: Sequence[str]) -> list[Group]:
     return groups
 
 
-def set_visibility_groups(repository: Repository, names: Sequence[str]) -> None:
-    """Restrict ``repository`` to members of the groups ``names`` ([]: visible to everyone)."""
-    repository.visible_to_groups.set(groups_named(names))
-
-
 def visibility_group_names(repository: Repository) -> list[str]:
     """The names of the groups ``repository`` is restricted to (prefetched when listed)."""
     return sorted(group.name for group in repository.visible_to_groups.all())

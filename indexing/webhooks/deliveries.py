@@ -45,10 +45,6 @@ class DeliveryResult:
     commit: str = ""
     job_id: int | None = None
 
-    @property
-    def accepted_work(self) -> bool:
-        return self.status in ("queued", "coalesced")
-
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 

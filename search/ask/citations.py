@@ -37,11 +37,6 @@ class ParsedCitations:
     markdown: str  # like ``text``, each marker a markdown link (``link_for``)
     removed_locations: list[str] = field(default_factory=list)  # locations the model typed
 
-    @property
-    def renumbering(self) -> dict[int, int]:
-        """Snippet number -> the source's 1-based position."""
-        return {number: position for position, number in enumerate(self.cited, start=1)}
-
 
 def _numbers(group: str) -> list[int]:
     numbers: list[int] = []

@@ -117,13 +117,3 @@ def build_prompt(
     ]
     tokens = sum(estimate_tokens(m["content"]) for m in messages)
     return Prompt(messages, len(blocks), len(snippets) - len(blocks), tokens, budget, room)
-
-
-def build_messages(question: str, snippets: Sequence[ContextSnippet]) -> list[dict[str, str]]:
-    """System + user messages for every snippet, numbered from 1 (no window to fit)."""
-    per_snippet = max(400, min(MAX_SNIPPET_CHARS, MAX_CONTEXT_CHARS // max(1, len(snippets))))
-    blocks = [snippet_block(i, s, per_snippet) for i, s in enumerate(snippets, start=1)]
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": _user(question, blocks)},
-    ]

@@ -42,10 +42,6 @@ def current_caller() -> Caller:
     return _caller.get() or Caller()
 
 
-def current_role() -> Role | None:
-    return current_caller().role
-
-
 def act_as(viewer: Viewer, caller: Caller | None = None) -> contextvars.Token[Viewer | None]:
     _caller.set(caller)
     return _viewer.set(viewer)

@@ -20,7 +20,6 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
-from indexing.models import Repository
 from search.retrieval.db import array_literal
 from search.retrieval.postings_cache import KeptLists, kept_lists
 from search.retrieval.postings_format import buckets, build_postings
@@ -90,14 +89,6 @@ def refresh_search_stats(repository_id: UUID) -> None:
             # disk: ~80 MB for 12 k chunks.
             cursor.execute(f"SET LOCAL work_mem = '{BUILD_WORK_MEM}'")
             build_postings(cursor, repository_id, generation, int(total_length or 0) / chunks)
-
-
-def refresh_all_search_stats() -> int:
-    """Rebuild statistics for every indexed repository (after a migration or by hand)."""
-    ids = list(Repository.objects.filter(active_generation__gt=0).values_list("pk", flat=True))
-    for repository_id in ids:
-        refresh_search_stats(repository_id)
-    return len(ids)
 
 
 def corpus_stats(

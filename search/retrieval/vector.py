@@ -78,17 +78,6 @@ def repositories_with_vectors(space: EmbeddingSpace, scope: ScopeFilter) -> list
     return [repository_id for repository_id in ids if repository_id in found]
 
 
-def repositories_being_reembedded(repository_ids: list[Any]) -> set[Any]:
-    """Repositories whose vectors for the current model are still being computed."""
-    from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind
-
-    return set(
-        IndexJob.objects.filter(repository_id__in=repository_ids, kind=JobKind.REEMBED)
-        .exclude(state__in=FINISHED_JOB_STATES)
-        .values_list("repository_id", flat=True)
-    )
-
-
 def previous_spaces(
     current: EmbeddingSpace | None, scope: ScopeFilter
 ) -> list[tuple[EmbeddingSpace, list[Any]]]:
