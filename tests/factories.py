@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from dulwich.objects import Blob
 
 from indexing.models import Repository
-from indexing.services.storing import FileToStore, StoredChunk, store_files, swap_generation
+from indexing.services.branch_generations import swap_branch_generation
+from indexing.services.storing import FileToStore, StoredChunk, store_files
 
 
 @dataclass
@@ -107,7 +108,11 @@ def index_generation(
     generation = repository.active_generation + 1
     store_files(repository.pk, generation, [to_store(d) for d in docs])
     if swap:
-        repository = swap_generation(repository.pk, generation, [], commit or f"commit{generation}")
+        swapped = swap_branch_generation(
+            repository.pk, None, generation, [], commit or f"commit{generation}"
+        )
+        assert isinstance(swapped, Repository)
+        repository = swapped
         if stats:
             refresh_search_stats(repository.pk)
     return repository

@@ -9,7 +9,6 @@ import zlib
 from dataclasses import dataclass
 
 from dulwich.objects import Blob, Commit, ObjectID, Tree, hex_to_sha
-from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 logger = logging.getLogger(__name__)
@@ -76,16 +75,6 @@ class GitTreeReader:
 
     def close(self) -> None:
         self._repo.close()
-
-    def resolve_commit(self, ref_or_sha: str) -> str:
-        """Hex sha of a commit given its sha or a ref such as "HEAD" or "refs/heads/main"."""
-        key = ObjectID(ref_or_sha.encode("ascii"))
-        if len(key) != 40:
-            key = self._repo.refs[Ref(key)]
-        obj = self._store[key]
-        if not isinstance(obj, Commit):
-            raise ValueError(f"{ref_or_sha} is not a commit")
-        return obj.id.decode("ascii")
 
     def list_tree(self, commit_sha: str) -> list[TreeEntry]:
         """Every blob, symlink and submodule in the commit's tree, sorted by path."""
@@ -288,9 +277,3 @@ def read_blob(repo_dir: str | os.PathLike[str], sha: str) -> bytes:
     """One blob's content; prefer `GitTreeReader` when reading many."""
     with GitTreeReader(repo_dir) as reader:
         return reader.read_blob(sha)
-
-
-def changed_paths(repo_dir: str | os.PathLike[str], old_commit: str, new_commit: str) -> TreeDiff:
-    """Blob-level diff between two commits; see `GitTreeReader.diff`."""
-    with GitTreeReader(repo_dir) as reader:
-        return reader.diff(old_commit, new_commit)

@@ -63,22 +63,6 @@ class CheckedUrl:
     display_name: str  # e.g. "org/repo"
     local_path: str | None = None  # absolute path for local mirrors
 
-    @property
-    def is_local(self) -> bool:
-        return self.local_path is not None
-
-
-def safe_display_url(url: str) -> str:
-    """Return `url` with any userinfo (user:password@) removed, for messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid url>"
-    if "@" not in parts.netloc:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
 
 def is_public_address(address: str | IpAddress) -> bool:
     """True if connecting to `address` reaches the public internet.

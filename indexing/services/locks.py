@@ -161,8 +161,3 @@ def clone_slot(wait_seconds: float, ttl_seconds: int | None = None) -> Iterator[
         if time.monotonic() >= deadline:
             raise LockBusy(f"all {slots} clone slots are busy")
         time.sleep(0.5)
-
-
-def clone_slots_in_use() -> int:
-    slots = settings.REPO_SEARCH_MAX_CONCURRENT_CLONES
-    return sum(1 for slot in range(slots) if client().exists(f"reposearch:clone-slot:{slot}"))

@@ -1,4 +1,5 @@
-"""Store a generation's files and chunks in bulk, then swap it in atomically.
+"""Store a generation's files and chunks in bulk (``indexing.services.branch_generations`` then
+swaps it in atomically).
 
 Each chunk's ``tsvector`` is built in SQL from identifier-split text: symbol (weight A) and path
 (weight B) rank above the body (weight D), so ``parseHttpHeader``, ``parse_http_header`` and
@@ -161,37 +162,3 @@ def discard_unfinished_generations(repository: Repository) -> None:
     from indexing.services.branch_generations import discard_unfinished_generations as discard
 
     discard(repository.pk)
-
-
-def swap_generation(
-    repository_id: UUID,
-    new_generation: int,
-    carried_paths: Sequence[str],
-    commit_sha: str,
-    *,
-    before_swap: Callable[[], None] | None = None,
-) -> Repository:
-    """Make ``new_generation`` the default branch's live one in one transaction.
-
-    Files in ``carried_paths`` did not change since the live generation: their rows (and their
-    chunks' vectors) move to the new generation instead of being re-chunked and re-embedded.
-    The rest of the old generation is deleted, except rows another branch still uses
-    (``indexing.services.branch_generations``, which does the work).
-    """
-    from indexing.services.branch_generations import swap_branch_generation
-
-    old = Repository.objects.filter(pk=repository_id).values_list("active_generation", flat=True)
-    reused: list[tuple[str, str]] = []
-    if carried_paths:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT path, blob_sha FROM indexing_sourcefile WHERE repository_id = %s"
-                " AND generation = %s AND path = ANY(%s)",
-                [repository_id, old.first() or 0, list(carried_paths)],
-            )
-            reused = [(path, sha) for path, sha in cursor.fetchall()]
-    swapped = swap_branch_generation(
-        repository_id, None, new_generation, reused, commit_sha, before_swap=before_swap
-    )
-    assert isinstance(swapped, Repository)
-    return swapped

@@ -18,7 +18,6 @@ from indexing.git.tree import (
     MODE_SYMLINK,
     GitTreeReader,
     _packed_object_size,
-    changed_paths,
     list_tree,
     read_blob,
 )
@@ -138,21 +137,15 @@ def test_diff_by_blob_sha(repo):
     store.add_object(tree)
     newest = commit_tree(repo, tree, parent=new)
 
-    diff = changed_paths(repo.path, old.decode(), newest)
+    with GitTreeReader(repo.path) as reader:
+        diff = reader.diff(old.decode(), newest)
+        unchanged = reader.diff(newest, newest)
     assert [e.path for e in diff.added] == ["becomes_dir/inner.py", "lib/deep/b.py"]
     assert [e.path for e in diff.modified] == ["edit.py", "tool.sh"]
     assert diff.deleted == ["becomes_dir", "gone.py"]
     assert diff.changed_paths == ["becomes_dir/inner.py", "edit.py", "lib/deep/b.py", "tool.sh"]
     assert {e.path: e.mode for e in diff.modified}["tool.sh"] == MODE_EXECUTABLE
-    assert changed_paths(repo.path, newest, newest).changed_paths == []
-
-
-def test_resolve_commit_accepts_refs(repo):
-    sha = commit_files(repo, {"a": "a"}).decode()
-    with GitTreeReader(repo.path) as reader:
-        assert reader.resolve_commit("HEAD") == sha
-        assert reader.resolve_commit("refs/heads/main") == sha
-        assert reader.resolve_commit(sha) == sha
+    assert unchanged.changed_paths == []
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")

@@ -10,11 +10,13 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState
+from indexing.models import FINISHED_JOB_STATES, IndexJob, JobState, Repository
+from indexing.services.branch_generations import swap_branch_generation
 from indexing.services.jobs import reap_stale_jobs
+from indexing.services.stages.claims import StageClaim
 from indexing.services.stages.embed import run_embed
-from indexing.services.stages.run_context import JobCancelled, check_alive, lock_if_alive
-from indexing.services.storing import store_files, swap_generation
+from indexing.services.stages.run_context import JobCancelled, check_alive
+from indexing.services.storing import store_files
 from search.executor import SearchExecutor, SearchRequest
 from tests import factories
 
@@ -43,12 +45,13 @@ def test_a_job_failed_by_the_reaper_never_swaps_its_generation() -> None:
         "l/b", OLD, url="https://example.org/l/b.git", commit="c" * 40
     )
     job = _stale_job(repository, JobState.STORING)
+    claim = StageClaim.of(job)
     # The slow run got this far.
     store_files(repository.pk, 2, [factories.stored_functions("src/new.py", 3)])
 
     assert reap_stale_jobs(timedelta(minutes=10)) == [job.pk]
-    with pytest.raises(JobCancelled, match="not swapped in"):
-        swap_generation(repository.pk, 2, [], "d" * 40, before_swap=lambda: lock_if_alive(job.pk))
+    with pytest.raises(JobCancelled, match="failed"):
+        swap_branch_generation(repository.pk, None, 2, [], "d" * 40, before_swap=claim.check)
 
     repository.refresh_from_db()
     assert repository.active_generation == 1 and repository.last_indexed_commit == "c" * 40
@@ -61,10 +64,14 @@ def test_a_running_job_swaps_as_before() -> None:
     repository = factories.indexed_repository("l/c", OLD, url="https://example.org/l/c.git")
     job = IndexJob.objects.create(repository=repository, state=JobState.STORING)
     store_files(repository.pk, 2, [factories.stored_functions("src/new.py", 2)])
-    swapped = swap_generation(
-        repository.pk, 2, [], "d" * 40, before_swap=lambda: lock_if_alive(job.pk)
+    swapped = swap_branch_generation(
+        repository.pk, None, 2, [], "d" * 40, before_swap=StageClaim.of(job).check
     )
-    assert swapped.active_generation == 2 and swapped.chunk_count == 2
+    assert (
+        isinstance(swapped, Repository)
+        and swapped.active_generation == 2
+        and swapped.chunk_count == 2
+    )
 
 
 @pytest.mark.django_db

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from indexing.models import Chunk, IndexJob, JobState
+from indexing.models import Chunk, IndexJob, JobState, Repository
 from indexing.services import jobs
+from indexing.services.branch_generations import swap_branch_generation
 from indexing.services.stages.claims import StageClaim
 from indexing.services.stages.run_context import JobCancelled
-from indexing.services.storing import store_files, swap_generation
+from indexing.services.storing import store_files
 from tests import factories
 
 OLD = ["def parse_http_header(line):\n    return line.split(':', 1)"]
@@ -38,7 +39,7 @@ def test_a_run_taken_over_by_another_writes_no_batch_and_never_swaps() -> None:
             repository.pk, 2, [factories.stored_functions("src/two.py", 3)], fence=first.check
         )
     with pytest.raises(JobCancelled, match="taken over"):
-        swap_generation(repository.pk, 2, [], "d" * 40, before_swap=first.check)
+        swap_branch_generation(repository.pk, None, 2, [], "d" * 40, before_swap=first.check)
     with pytest.raises(JobCancelled, match="taken over"):
         first.advance(job, JobState.EMBEDDING)
     assert not Chunk.objects.filter(repository=repository, path="src/two.py").exists()
@@ -48,8 +49,8 @@ def test_a_run_taken_over_by_another_writes_no_batch_and_never_swaps() -> None:
     store_files(
         repository.pk, 2, [factories.stored_functions("src/three.py", 4)], fence=second.check
     )
-    swapped = swap_generation(repository.pk, 2, [], "d" * 40, before_swap=second.check)
-    assert swapped.active_generation == 2
+    swapped = swap_branch_generation(repository.pk, None, 2, [], "d" * 40, before_swap=second.check)
+    assert isinstance(swapped, Repository) and swapped.active_generation == 2
     assert swapped.chunk_count == 2 + 4  # the new run discards first's rows in the real stage
 
 

@@ -12,7 +12,6 @@ from indexing.git.url_safety import (
     UnsafeRepositoryUrl,
     check_repository_url,
     is_public_address,
-    safe_display_url,
 )
 
 PUBLIC_V4 = "140.82.112.3"
@@ -52,7 +51,7 @@ def test_public_https_url_is_normalized():
     assert checked.port == 443
     assert checked.display_name == "Org/Repo"
     assert checked.addresses == (PUBLIC_V4,)
-    assert not checked.is_local
+    assert checked.local_path is None
 
 
 def test_non_default_port_and_git_scheme_kept():
@@ -191,12 +190,6 @@ def test_credentials_in_url_refused_without_echoing_them():
         check("https://ghp_tokenonly@github.com/o/r.git")
 
 
-def test_safe_display_url_strips_userinfo():
-    assert safe_display_url("https://u:p@github.com/o/r") == "https://github.com/o/r"
-    assert safe_display_url("https://tok@h:8443/o/r?q") == "https://h:8443/o/r?q"
-    assert safe_display_url("https://github.com/o/r") == "https://github.com/o/r"
-
-
 def test_local_paths_refused_unless_allowed(tmp_path: Path):
     for location in (str(tmp_path), f"file://{tmp_path}", "/etc"):
         with pytest.raises(UnsafeRepositoryUrl, match="REPO_SEARCH_ALLOW_LOCAL_PATHS=1"):
@@ -221,7 +214,6 @@ def test_local_path_must_be_an_existing_git_repository(tmp_path: Path):
     bare = tmp_path / "mirror.git"
     Repo.init_bare(str(bare), mkdir=True)
     checked = check(f"file://{bare}", local=True)
-    assert checked.is_local
     assert checked.local_path == str(bare.resolve())
     assert checked.url == f"file://{bare.resolve()}"
     assert checked.display_name == "mirror"

@@ -51,19 +51,6 @@ def check_alive(job_id: int) -> None:
         raise JobCancelled(f"job {job_id} is {state or 'gone'}; the stage stops")
 
 
-def lock_if_alive(job_id: int) -> None:
-    """Inside a transaction: lock the job row and raise ``JobCancelled`` when it has ended.
-
-    The reaper and cancellation change the job under the same row lock, so whatever commits
-    under this lock (the generation swap) cannot follow a job that was already failed.
-    """
-    state = (
-        IndexJob.objects.select_for_update().filter(pk=job_id).values_list("state", flat=True)
-    ).first()
-    if state is None or state in FINISHED_JOB_STATES:
-        raise JobCancelled(f"job {job_id} is {state or 'gone'}; its generation is not swapped in")
-
-
 def fail_job(job: IndexJob, message: str) -> None:
     """End the job with a plain message; the repository keeps its last complete generation.
 
