@@ -24,7 +24,6 @@ from llm import http
 from llm.config import ModelSettings
 from llm.errors import ModelResponseError
 
-RERANK_PROVIDERS = ("local", "server")
 CHARS_PER_TOKEN = 4  # a server tokenizes itself: passages are cut to about max_tokens
 
 

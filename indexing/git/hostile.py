@@ -21,7 +21,6 @@ from indexing.git.errors import GitFetchError
 
 CORRUPT_OBJECT_ERRORS = (ObjectFormatException, ChecksumMismatch, ApplyDeltaError)
 TREE_MODE = 0o040000
-SUBMODULE_MODE = 0o160000
 
 
 class RefusedRedirect(GitFetchError):
