@@ -278,13 +278,13 @@ def _check_local_path(path: str, allow_local_paths: bool) -> CheckedUrl:
             "local paths are not allowed (set REPO_SEARCH_ALLOW_LOCAL_PATHS=1 for local mirrors)"
         )
     absolute = os.path.realpath(path)
-    if not os.path.isdir(absolute):
-        raise UnsafeRepositoryUrl(f"local path does not exist: {absolute}")
     is_bare = os.path.isfile(os.path.join(absolute, "HEAD")) and os.path.isdir(
         os.path.join(absolute, "objects")
     )
     if not is_bare and not os.path.exists(os.path.join(absolute, ".git")):
-        raise UnsafeRepositoryUrl(f"local path is not a git repository: {absolute}")
+        # One answer whether the path is missing or holds no repository, naming the path as
+        # typed (not resolved through symlinks): an error must not map the server's disk.
+        raise UnsafeRepositoryUrl(f"{path[:200]} is not a git repository on this server")
     name = os.path.basename(absolute)
     if name.endswith(".git"):
         name = name[: -len(".git")]

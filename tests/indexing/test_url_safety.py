@@ -204,10 +204,17 @@ def test_relative_paths_are_not_resolved_against_the_servers_directory(location:
 
 
 def test_local_path_must_be_an_existing_git_repository(tmp_path: Path):
-    with pytest.raises(UnsafeRepositoryUrl, match="does not exist"):
-        check(str(tmp_path / "missing"), local=True)
-    with pytest.raises(UnsafeRepositoryUrl, match="not a git repository"):
-        check(str(tmp_path), local=True)
+    # Missing or not a repository: the same answer, so errors do not tell which server paths
+    # exist, and the path as typed, not resolved through a symlink.
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    answers = []
+    for typed in (tmp_path / "missing", tmp_path, tmp_path / "link"):
+        with pytest.raises(UnsafeRepositoryUrl) as refused:
+            check(str(typed), local=True)
+        answers.append(str(refused.value).replace(str(typed), "PATH"))
+        assert str(refused.value) == f"{typed} is not a git repository on this server"
+    assert len(set(answers)) == 1
+    assert "elsewhere" not in answers[0]
     with pytest.raises(UnsafeRepositoryUrl, match="must not name a host"):
         check("file://otherhost/srv/repo.git", local=True)
 
