@@ -205,14 +205,16 @@ def add_repository(
 ) -> IndexJob:
     """Validate, create the repository and its first job, and enqueue it after commit.
 
-    ``visibility_groups`` (names of existing groups) restricts it to their members; without
-    them, another branch of a restricted repository takes that repository's groups. ``viewer``
-    is who adds it (for the duplicate check; default: the admin's all-seeing view).
+    ``visibility_groups`` (names of existing groups; for a writer, groups they are in)
+    restricts it to their members; without them, another branch of a restricted repository
+    takes that repository's groups. ``viewer`` is who adds it (for the duplicate check and the
+    groups; default: the admin's all-seeing view).
     ``managed_by_file``: added by the repository file (``indexing.repository_sets``)."""
     from indexing.models import IndexedBranch
     from indexing.services.branches import clean_branch_specs, is_glob
 
-    groups = groups_named(visibility_groups) if visibility_groups else []
+    among = None if viewer is None or viewer.sees_everything else viewer.group_ids
+    groups = groups_named(visibility_groups, among) if visibility_groups else []
     specs = clean_branch_specs(list(branches)) if branches else []
     display = (name or "").strip()
     if len(display) > 200:

@@ -25,9 +25,11 @@ from indexing.models import Repository
 MAX_VISIBILITY_GROUPS = 50
 
 
-def groups_named(names: Sequence[str]) -> list[Group]:
+def groups_named(names: Sequence[str], among: frozenset[int] | None = None) -> list[Group]:
     """The groups called ``names`` (each once). Raises ``InvalidRepositoryInput`` naming the
-    ones that do not exist."""
+    ones that do not exist -- or, with ``among`` (a writer's own groups), that are not among
+    them: a writer may restrict what they add only to groups they are in, and learns nothing
+    of the others, existing or not."""
     wanted = list(dict.fromkeys(str(name).strip() for name in names))
     if len(wanted) > MAX_VISIBILITY_GROUPS:
         raise InvalidRepositoryInput(
@@ -35,14 +37,16 @@ def groups_named(names: Sequence[str]) -> list[Group]:
             f"at most {MAX_VISIBILITY_GROUPS} visibility groups",
             {"field": "visibility_groups"},
         )
-    groups = list(Group.objects.filter(name__in=wanted).order_by("name"))
+    found = Group.objects.filter(name__in=wanted).order_by("name")
+    groups = list(found if among is None else found.filter(pk__in=among))
     unknown = sorted(set(wanted) - {group.name for group in groups})
     if unknown:
+        takes = "existing groups" if among is None else "groups you are a member of"
         raise InvalidRepositoryInput(
             "unknown_group",
             "no group named "
             + ", ".join(repr(name) for name in unknown)
-            + " (visibility_groups takes names of existing groups; [] = every account)",
+            + f" (visibility_groups takes names of {takes}; [] = every account)",
             {"field": "visibility_groups", "unknown": unknown},
         )
     return groups

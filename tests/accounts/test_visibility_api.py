@@ -163,15 +163,22 @@ def test_posted_results_never_read_an_invisible_repositorys_chunks(corpus: Corpu
 def test_visibility_groups_are_set_checked_and_cleared_through_the_api(
     corpus: Corpus, public_dns: None
 ) -> None:
-    Group.objects.get_or_create(name="team-b")
+    team_b, _ = Group.objects.get_or_create(name="team-b")
+    Group.objects.get_or_create(name="team-c")  # exists; the writer is not in it
+    corpus.writer.groups.add(Group.objects.get(name=GROUP), team_b)
     writer = api(corpus.writer)
     url = "https://example.org/acme/ledger.git"
-    refused = writer.post(
-        "/api/repos", {"url": url, "visibility_groups": ["team-a", "no-such"]}, format="json"
-    )
-    assert refused.status_code == 400
-    assert refused.json()["error"]["code"] == "unknown_group"
-    assert refused.json()["error"]["details"]["unknown"] == ["no-such"]
+    answers = []
+    for other in ("no-such", "team-c"):
+        refused = writer.post(
+            "/api/repos", {"url": url, "visibility_groups": [GROUP, other]}, format="json"
+        )
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "unknown_group"
+        assert refused.json()["error"]["details"]["unknown"] == [other]
+        answers.append(json.dumps(refused.json()).replace(other, "NAME"))
+    # A group the writer is not in answers exactly as one that does not exist.
+    assert answers[0] == answers[1]
     assert not Repository.objects.filter(url=url).exists()
     added = writer.post(
         "/api/repos", {"url": url, "visibility_groups": ["team-b", GROUP]}, format="json"
@@ -181,6 +188,7 @@ def test_visibility_groups_are_set_checked_and_cleared_through_the_api(
     assert api(corpus.member).get(f"/api/repos/{ledger}").status_code == 200
     assert api(corpus.outsider).get(f"/api/repos/{ledger}").status_code == 404
     # The same URL again, by someone who may not see the copy: refused without naming it.
+    corpus.writer.groups.remove(Group.objects.get(name=GROUP), team_b)
     again = writer.post("/api/repos", {"url": url}, format="json")
     assert again.status_code == 409 and not leaks(again.json(), Repository.objects.get(pk=ledger))
     # Once it exists, who sees it is an administrator's decision (issue 33): a writer who can
