@@ -116,6 +116,24 @@ def test_history_on_the_shallow_clone_says_where_it_ends(demo: Repository) -> No
     assert f'href="https://github.com/acme/demo/commits/{commit}/{PATH}"' in html
 
 
+def test_with_a_history_depth_the_pipelines_own_clone_has_git_logs_history(
+    settings: Any, tmp_path: Path, source: Path
+) -> None:
+    settings.REPO_SEARCH_DATA_DIR = tmp_path / "data"
+    settings.REPO_SEARCH_ALLOW_LOCAL_PATHS = True
+    settings.REPO_SEARCH_HISTORY_DEPTH = 0  # the whole history
+    repository = fetch_and_index(source).repository
+    repository.refresh_from_db()
+    commit = repository.last_indexed_commit
+    expected = git_log(source / ".git", commit)
+    assert len(expected) > 1
+    html = _get(ui_client("read"), f"/repos/acme/demo/-/commits/{commit}/{PATH}")
+    listed = html.split('class="history-list"', 1)[1].split("</ol>", 1)[0]
+    shown = re.findall(r'href="/repos/acme/demo/-/blob/([0-9a-f]{40})/' + PATH + '"', listed)
+    assert shown == expected
+    assert "data-shallow-end" not in html
+
+
 def test_history_past_its_bound_says_so(
     demo: Repository, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

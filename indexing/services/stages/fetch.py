@@ -48,6 +48,7 @@ class FetchLimits:
     allow_local_paths: bool
     token: str | None
     token_hosts: list[str]
+    depth: int | None  # commits of history (None: all)
 
     def as_kwargs(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -65,6 +66,7 @@ def _limits(job: IndexJob) -> FetchLimits:
         allow_local_paths=settings.REPO_SEARCH_ALLOW_LOCAL_PATHS,
         token=settings.REPO_SEARCH_GIT_TOKEN,
         token_hosts=settings.REPO_SEARCH_GIT_TOKEN_HOSTS,
+        depth=settings.REPO_SEARCH_HISTORY_DEPTH or None,
     )
 
 
