@@ -15,7 +15,9 @@ class SymbolQuerySerializer(serializers.Serializer):
     repo = serializers.CharField(required=False, max_length=300, help_text=REPO_HELP)
     lang = serializers.CharField(required=False, max_length=MAX_FILTER_CHARS)
     kind = serializers.CharField(
-        required=False, max_length=MAX_FILTER_CHARS, help_text="function, method, class, ..."
+        required=False,
+        max_length=MAX_FILTER_CHARS,
+        help_text="function, method, class, module or section (another is a 400).",
     )
     branch = serializers.CharField(
         required=False,

@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from accounts.visibility import Viewer, visible_repositories
+from indexing.chunking.model import KIND_CLASS, KIND_FUNCTION, KIND_METHOD, KIND_MODULE
+from indexing.chunking.prose import KIND_SECTION
 from indexing.models import RepositoryStatus
 from indexing.repository_refs import find_repository
 from search.exact.candidates import CandidateScope, branch_entries
 from search.exact.errors import QueryRejected
+from search.exact.query_filters import closest, closest_languages, normalize_language
 from search.symbols.lookup import (
     MAX_NAME_CHARS,
     DefinitionHit,
@@ -59,6 +62,10 @@ def _checked_limit(limit: int) -> int:
     return limit
 
 
+# What ``kind`` may name: the kinds the chunkers give a definition.
+DEFINITION_KINDS = (KIND_FUNCTION, KIND_METHOD, KIND_CLASS, KIND_MODULE, KIND_SECTION)
+
+
 def _checked_filter(value: str | None, field: str) -> str | None:
     if value is None or not value.strip():
         return None
@@ -67,6 +74,38 @@ def _checked_filter(value: str | None, field: str) -> str | None:
             "invalid", f"{field} is not a {field} name", {"field": field, "max": MAX_FILTER_CHARS}
         )
     return value.strip().lower()
+
+
+def _checked_language(value: str | None) -> str | None:
+    """``lang`` as a language id (``py``, ``Python`` -> ``python``); an unknown one is refused
+    with the nearest, as the query language's ``lang:`` is."""
+    text = _checked_filter(value, "lang")
+    if text is None:
+        return None
+    language = normalize_language(text)
+    if language is None:
+        nearest = closest_languages(text)
+        hint = f" — did you mean {nearest[0]}?" if nearest else ""
+        raise QueryRejected(
+            "unknown_language",
+            f"unknown language {value!r} in lang{hint}",
+            {"field": "lang", "value": value, "suggestions": nearest},
+        )
+    return language
+
+
+def _checked_kind(value: str | None) -> str | None:
+    """``kind`` as one of the kinds the chunker gives a definition; another is refused."""
+    kind = _checked_filter(value, "kind")
+    if kind is None or kind in DEFINITION_KINDS:
+        return kind
+    nearest = closest(kind, DEFINITION_KINDS)
+    hint = f" — did you mean {nearest[0]}?" if nearest else ""
+    raise QueryRejected(
+        "invalid",
+        f"unknown kind {value!r}; use one of {', '.join(DEFINITION_KINDS)}{hint}",
+        {"field": "kind", "value": value, "choices": list(DEFINITION_KINDS)},
+    )
 
 
 def readable_repository_ids(viewer: Viewer, repo: str | None) -> list[UUID]:
@@ -98,8 +137,8 @@ def search_symbols(
     names its branch). An unknown branch is ``UnknownBranch``."""
     name = checked_name(q)
     limit = _checked_limit(limit)
-    language = _checked_filter(lang, "lang")
-    kind_name = _checked_filter(kind, "kind")
+    language = _checked_language(lang)
+    kind_name = _checked_kind(kind)
     repo_ids = readable_repository_ids(viewer, repo)
     if not repo_ids:
         return SymbolAnswer(name, [], False)
@@ -127,7 +166,7 @@ def go_to_definition(
     ``repo`` and in ``lang`` first. An unknown ``repo`` is ``RepositoryNotFound``."""
     symbol = checked_name(name, "name")
     limit = _checked_limit(limit)
-    language = _checked_filter(lang, "lang") or ""
+    language = _checked_language(lang) or ""
     prefer = find_repository(repo, viewer).pk if repo and repo.strip() else None
     repo_ids = readable_repository_ids(viewer, None)
     if not repo_ids:

@@ -177,3 +177,19 @@ def test_symbol_endpoints_are_declared_in_the_schema(client: Client) -> None:
         assert {"200", "400", "404"} <= set(responses), path
     params = {p["name"] for p in schema["paths"]["/api/symbols"]["get"]["parameters"]}
     assert {"q", "repo", "lang", "kind", "limit"} <= params
+
+
+def test_an_unknown_kind_or_language_is_refused_with_the_nearest(indexed, client: Client) -> None:  # type: ignore[no-untyped-def]
+    """A filter is applied or refused, never an empty answer that reads as "no such symbol"."""
+    status, body = get(client, "/api/symbols", q="Client", kind="clas")
+    assert status == 400
+    assert "did you mean class?" in body["error"]["message"]
+    assert body["error"]["details"]["field"] == "kind"
+    status, body = get(client, "/api/symbols", q="Client", lang="pyton")
+    assert status == 400 and body["error"]["code"] == "unknown_language"
+    assert body["error"]["details"]["suggestions"][0] == "python"
+    status, body = get(client, "/api/symbols/definitions", name="Client", lang="pyton")
+    assert status == 400 and body["error"]["code"] == "unknown_language"
+    # Another spelling of a known language is that language.
+    status, body = get(client, "/api/symbols", q="Client", lang="Py", kind="Class")
+    assert status == 200 and [hit["symbol"] for hit in body["results"]] == ["Client"]
