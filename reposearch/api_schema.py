@@ -70,9 +70,8 @@ class NonBlankText(OpenApiSerializerFieldExtension):
         if not field.allow_blank:
             schema.setdefault("minLength", 1)
         # DRF refuses NUL in any text; a blank-refusing trimmed field wants a non-space too.
-        schema["pattern"] = (
-            NON_BLANK_TEXT if field.trim_whitespace and not field.allow_blank else NUL_FREE
-        )
+        refuses_blank = field.trim_whitespace or getattr(field, "refuses_blank_text", False)
+        schema["pattern"] = NON_BLANK_TEXT if refuses_blank and not field.allow_blank else NUL_FREE
         return schema
 
 

@@ -34,6 +34,24 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class NonBlankTextField(StrictCharField):
+    """Free text kept as typed (not trimmed) that must hold something besides spaces; the
+    schema says so (``reposearch.api_schema.NonBlankText``)."""
+
+    refuses_blank_text = True
+    default_error_messages = {"only_spaces": "must not be empty or only whitespace"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not value.strip():
+            self.fail("only_spaces")
+        return value
+
+
 class StrictSerializer(serializers.Serializer):
     """A request body may only hold the fields the serializer declares (typos get a 400)."""
 

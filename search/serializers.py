@@ -13,6 +13,7 @@ from typing import Any
 from rest_framework import serializers
 
 from reposearch.api_serializers import (
+    NonBlankTextField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -24,8 +25,7 @@ MAX_LIMIT = 100
 
 
 class SearchRequestSerializer(StrictSerializer):
-    query = StrictCharField(
-        trim_whitespace=False,
+    query = NonBlankTextField(
         help_text=f"What to look for (1..{MAX_QUERY_CHARS} characters), in the query language "
         '(docs/query-language.md): words, "exact text", /regex/, OR / NOT / - / ( ) over those, '
         "filters repo: lang: file: case: branch: sym: type: content: (and GitHub's language: "
@@ -125,8 +125,6 @@ class SearchRequestSerializer(StrictSerializer):
     )
 
     def validate_query(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("must not be empty or only whitespace")
         return value.strip()
 
 

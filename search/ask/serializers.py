@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from reposearch.api_serializers import (
+    NonBlankTextField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -17,8 +18,7 @@ MAX_DEPTH = 4
 
 
 class AskRequestSerializer(StrictSerializer):
-    question = StrictCharField(
-        trim_whitespace=False,
+    question = NonBlankTextField(
         help_text=f"The question about the indexed code (1..{MAX_QUESTION_CHARS} characters).",
     )
     # As POST /api/search's: ids or names, in either field (search.contract.repository_ids).
@@ -62,8 +62,6 @@ class AskRequestSerializer(StrictSerializer):
     )
 
     def validate_question(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("must not be empty or only whitespace")
         return value.strip()
 
 

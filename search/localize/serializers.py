@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from reposearch.api_serializers import (
+    NonBlankTextField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -18,8 +19,7 @@ MAX_FILES = 50
 
 
 class LocalizeRequestSerializer(StrictSerializer):
-    issue = StrictCharField(
-        trim_whitespace=False,
+    issue = NonBlankTextField(
         help_text=f"The issue or stack trace, as written (1..{MAX_ISSUE_CHARS} characters): its "
         "title, prose, paths, tracebacks, backticked names, error messages and code blocks.",
     )
@@ -42,11 +42,6 @@ class LocalizeRequestSerializer(StrictSerializer):
         default=False, help_text="Rank test files too (left out by default: fixes go in code)."
     )
     include_docs = StrictBooleanField(default=False, help_text="Rank docs and config too.")
-
-    def validate_issue(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("must not be empty or only whitespace")
-        return value
 
 
 class LocatedFunctionSerializer(serializers.Serializer):

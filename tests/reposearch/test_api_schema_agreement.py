@@ -43,6 +43,10 @@ def valid(document: dict[str, Any], schema: dict[str, Any], value: Any) -> bool:
         ("ConfigUpdate", "chat_model"),
         ("SearchRequest", "cursor"),
         ("LocalizeRequest", "branch"),
+        # free text kept as typed, refused when only spaces
+        ("SearchRequest", "query"),
+        ("AskRequest", "question"),
+        ("LocalizeRequest", "issue"),
     ],
 )
 def test_blank_text_the_api_refuses_is_invalid_in_the_schema(component: str, field: str) -> None:
