@@ -47,8 +47,6 @@ CSRF_TRUSTED_ORIGINS = env.csv("CSRF_TRUSTED_ORIGINS", "")
 REPO_SEARCH_MAX_REPOS = env.positive_int("REPO_SEARCH_MAX_REPOS", 500)
 REPO_SEARCH_MAX_REPO_SIZE_MB = env.positive_int("REPO_SEARCH_MAX_REPO_SIZE_MB", 500)
 REPO_SEARCH_CLONE_TIMEOUT_SECS = env.positive_int("REPO_SEARCH_CLONE_TIMEOUT_SECS", 300)
-# Commits of history a clone keeps (file history and blame read them): 1, the indexed commit
-# alone (the smallest fetch); 0, the whole history.
 REPO_SEARCH_HISTORY_DEPTH = env.non_negative_int("REPO_SEARCH_HISTORY_DEPTH", 1)
 REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT_CLONES", 2)
 REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 2_000_000)
