@@ -6,7 +6,7 @@
 ``--source`` (default: the installed Django package) is committed into a throwaway git
 repository, fetched and indexed by the real pipeline (walk, chunk, store; no embeddings --
 exact search does not read them) into the benchmarks' PostgreSQL (``bench_db``). Every query
-runs through ``search.exact.dispatch.run_search`` -- the code ``POST /api/search`` runs --
+runs through ``search.router.run_search`` -- the code ``POST /api/search`` runs --
 once to warm up, then ``--repeats`` times, first page of 10 files. ``rg`` (Debian's ripgrep)
 runs the same search over the same files, checked out, for the ratio (``-L``: the copies are
 symbolic links to the one tree). Sizes: the GIN trigram index (``chunk_repo_content_trgm``,
@@ -183,8 +183,8 @@ def _make_copies(repository: Any, copies: int) -> float:
 def _time_queries(
     tree: Path, scope: str, copies: int, repeats: int, rg_repeats: int
 ) -> list[dict[str, Any]]:
-    from search.exact.dispatch import SearchCall, run_search
     from search.executor import SearchRequest
+    from search.router import SearchCall, run_search
 
     rows = []
     rg_root = tree

@@ -1,4 +1,4 @@
-"""``POST /api/search``: serializer -> ``search.contract`` -> ``search.exact.dispatch.run_search``
+"""``POST /api/search``: serializer -> ``search.contract`` -> ``search.router.run_search``
 -> document.
 
 The query language (``search.exact.query_language``) picks the mode: plain text is hybrid
@@ -25,8 +25,8 @@ from accounts.visibility import viewer_for
 from reposearch.api_schema import error_responses
 from reposearch.api_serializers import refuse_too_long
 from search import contract, fair_use
-from search.exact.dispatch import SearchCall, run_search
-from search.exact.response import search_body
+from search.response import search_body
+from search.router import SearchCall, run_search
 from search.serializers import (
     MAX_QUERY_CHARS,
     SearchRequestSerializer,

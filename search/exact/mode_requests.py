@@ -1,7 +1,7 @@
 """What a caller asks for (``SearchCall``: the query and the panel's filters) and what its parsed
 query becomes: the mode that runs it (``choose_mode``) and the request of that
 mode -- the hybrid executor's (``hybrid_request``), the exact engine's (``exact_request``) and
-the candidate files both search within (``candidate_scope``). ``search.exact.dispatch.run_search``
+the candidate files both search within (``candidate_scope``). ``search.router.run_search``
 runs them.
 """
 

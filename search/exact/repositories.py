@@ -1,5 +1,5 @@
 """Which repositories a parsed query's ``repo:`` / ``-repo:`` filters and requested ids leave,
-for every search mode (``search.exact.dispatch``); invisible and missing look the same, and the
+for every search mode (``search.router``); invisible and missing look the same, and the
 names an error suggests are only ever those the viewer may see (``accounts.visibility``)."""
 
 from __future__ import annotations

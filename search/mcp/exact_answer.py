@@ -19,9 +19,9 @@ from search.exact.cursor import (
     encode_cursor,
     encode_offset,
 )
-from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.mcp.budget import estimate_tokens, fit, largest_that_fits
+from search.router import SearchOutcome
 
 MAX_LINES_PER_FILE = 20
 LINE_LEVELS = (MAX_LINES_PER_FILE, 10, 5, 2, 1)

@@ -16,8 +16,8 @@ from typing import Any
 from accounts.visibility import Viewer
 from search.ask.callgraph import ExpansionLimits, expand_call_graph
 from search.ask.context import ContextSnippet, load_snippets
-from search.exact.dispatch import SearchOutcome
 from search.mcp.budget import estimate_tokens, fit, largest_that_fits, trim_lines
+from search.router import SearchOutcome
 
 SNIPPET_LEVELS = (20, 10, 5, 2, 0)
 

@@ -22,7 +22,6 @@ from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, S
 from indexing.selectors import indexed_branch_summaries
 from search import contract, fair_use
 from search.exact.cursor import MAX_CURSOR_CHARS
-from search.exact.dispatch import SearchCall, run_search
 from search.exact.errors import QueryRejected
 from search.exact.mode_requests import MODES
 from search.mcp.budget import (
@@ -43,6 +42,7 @@ from search.mcp.hybrid_answer import hybrid_answer
 from search.mcp.identity import current_caller
 from search.retrieval.globs import InvalidGlob
 from search.retrieval.scope import UnknownBranch, UnknownRepositories
+from search.router import SearchCall, run_search
 
 DEFAULTS: dict[str, Any] = {
     "k": 8,

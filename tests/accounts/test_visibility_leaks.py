@@ -19,10 +19,10 @@ from search.ask.callgraph import expand_call_graph
 from search.ask.context import load_snippets
 from search.ask.hyde import run_hyde
 from search.ask.service import AskRequest, answer_question
-from search.exact.dispatch import SearchCall, SearchOutcome, run_search
 from search.exact.errors import QueryRejected
 from search.mcp import tools
 from search.retrieval.scope import UnknownRepositories
+from search.router import SearchCall, SearchOutcome, run_search
 from tests.accounts.visibility_corpus import SECRET, Corpus, leaks
 
 OUTSIDERS = ("outsider", "anonymous")

@@ -19,7 +19,7 @@ SOURCE = "pool_maxsize = 10\nmax_retries = 3\nretries = max(1, max_retries)\n"
 
 
 def exact_hit(**extra: Any) -> dict[str, Any]:
-    """One file of an exact answer, shaped as ``search.exact.response._exact_hit`` writes it."""
+    """One file of an exact answer, shaped as ``search.response._exact_hit`` writes it."""
     hit: dict[str, Any] = {
         "repo_id": str(uuid.uuid4()),
         "repo_name": "acme/demo",

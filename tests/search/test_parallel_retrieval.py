@@ -155,13 +155,13 @@ def test_merge_top_k_orders_by_score_then_id_and_is_exact_only_if_every_part_is(
     assert merged.rounds == 2
 
 
-# A hybrid answer's count of exact matches runs beside the search (search.exact.dispatch).
+# A hybrid answer's count of exact matches runs beside the search (search.router).
 
 
 def test_an_identifiers_exact_matches_are_counted_beside_the_search(indexed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import threading
 
-    import search.exact.dispatch as dispatch
+    import search.router as dispatch
 
     threads: list[str] = []
     count = dispatch.count_exact_matches

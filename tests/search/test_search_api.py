@@ -11,8 +11,8 @@ from django.test import Client
 
 from accounts.visibility import Viewer
 from search import contract
-from search.exact.dispatch import SearchCall, run_search
-from search.exact.response import search_body
+from search.response import search_body
+from search.router import SearchCall, run_search
 from search.serializers import SearchResponseSerializer, serialize_response
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 

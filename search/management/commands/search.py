@@ -15,12 +15,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexing.repository_refs import AmbiguousRepository
 from search import contract
-from search.exact.dispatch import SearchCall, SearchOutcome, run_search
 from search.exact.errors import QueryRejected
-from search.exact.response import search_body
 from search.management.viewer_option import add_user_option, viewer_from_options
+from search.response import search_body
 from search.retrieval.globs import InvalidGlob
 from search.retrieval.scope import UnknownRepositories
+from search.router import SearchCall, SearchOutcome, run_search
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
 SNIPPET_LINES = 6

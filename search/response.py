@@ -15,11 +15,11 @@ from typing import Any
 from indexing.models import IndexedBranch, Repository
 from indexing.permalinks import Permalinks
 from indexing.upstream_urls import upstream_file_url
-from search.exact.dispatch import SearchOutcome
 from search.exact.engine import FileHit
 from search.exact.file_names import TIERS
 from search.facets import facet_counts
 from search.file_groups import document_file, group_by_file
+from search.router import SearchOutcome
 from search.symbols.hit_names import code_words, hit_names, words_in
 from search.types import SearchHit
 

@@ -11,7 +11,7 @@
 * ``mode`` (``auto|semantic|exact|regex``) overrides: ``exact`` / ``regex`` take the free text as
   one literal / pattern, ``semantic`` always runs hybrid.
 
-The body is built here for the API view and the MCP tool alike (``search.exact.response``).
+The body is built here for the API view and the MCP tool alike (``search.response``).
 
 Every mode keeps to the repositories the request's ``viewer`` may see: ``repo:`` patterns are
 matched among those only (so a restricted repository's name matches nothing, exactly like a
