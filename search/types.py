@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -156,3 +157,25 @@ class SearchResult:
 
     def stage(self, name: str) -> StageTrace | None:
         return next((s for s in self.trace if s.name == name), None)
+
+
+# What retrieval hands to fusion (search.ranking.fusion) and the stages after it.
+@dataclass
+class RankedList:
+    """One retrieval list: chunk ids best first, with the list's own scores."""
+
+    method: str  # "fulltext" | "vector"
+    query_index: int  # 0 = the original query
+    ranked: Sequence[tuple[int, float]]
+
+    def weight(self, original_weight: float) -> float:
+        return original_weight if self.query_index == 0 else 1.0
+
+
+@dataclass
+class FusedCandidate:
+    chunk_id: int
+    score: float
+    rank: int = 0  # 1-based rank after fusion
+    best_rank: int = 0  # best 1-based rank in any list
+    method_scores: dict[str, float] = field(default_factory=dict)  # best score per method

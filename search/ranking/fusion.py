@@ -14,28 +14,10 @@ stands for them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
+from search.types import FusedCandidate, RankedList
 
-@dataclass
-class RankedList:
-    """One retrieval list: chunk ids best first, with the list's own scores."""
-
-    method: str  # "fulltext" | "vector"
-    query_index: int  # 0 = the original query
-    ranked: Sequence[tuple[int, float]]
-
-    def weight(self, original_weight: float) -> float:
-        return original_weight if self.query_index == 0 else 1.0
-
-
-@dataclass
-class FusedCandidate:
-    chunk_id: int
-    score: float
-    rank: int = 0  # 1-based rank after fusion
-    best_rank: int = 0  # best 1-based rank in any list
-    method_scores: dict[str, float] = field(default_factory=dict)  # best score per method
+__all__ = ["FusedCandidate", "RankedList", "blend", "fuse_ranked_lists", "fusion_weight"]
 
 
 def fuse_ranked_lists(

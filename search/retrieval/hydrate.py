@@ -12,9 +12,8 @@ from typing import Any
 
 from django.db import connection
 
-from search.ranking.fusion import FusedCandidate
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter, ScopeRepository
-from search.types import SearchHit
+from search.types import FusedCandidate, SearchHit
 
 _HYDRATE_SQL = """
     SELECT c.id, c.repository_id, r.name, r.last_indexed_commit, c.path, c."index", c.content,
