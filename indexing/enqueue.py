@@ -3,7 +3,9 @@
 Each function sends its task once the current transaction commits (``transaction.on_commit``,
 what Celery's ``delay_on_commit`` does), so a task never looks for a job row that is not there
 yet; outside a transaction it is sent at once.
-Routing to the ``git`` / ``index`` / ``embed`` queues is in the settings (``CELERY_TASK_ROUTES``).
+Tasks are sent by name (``indexing.task_names``), so this module, which the services call,
+imports no task module (whose bodies call the services). Routing to the ``git`` / ``index`` /
+``embed`` queues is in the settings (``CELERY_TASK_ROUTES``), which sending by name follows.
 """
 
 from __future__ import annotations
@@ -11,18 +13,18 @@ from __future__ import annotations
 import logging
 import time
 from functools import partial
-from typing import Any
 
 from django.db import transaction
+
+from indexing import task_names
+from reposearch.celery import app
 
 logger = logging.getLogger(__name__)
 
 
 def enqueue_fetch(job_id: int) -> None:
     """Fetch the job's repository (then index and embed it)."""
-    from indexing.tasks.git import fetch_repository
-
-    transaction.on_commit(partial(fetch_repository.delay, job_id))
+    _send(task_names.FETCH, job_id, wait_for_broker=False)
 
 
 # A stage's task handing its job over to the next stage must not lose it to a broker outage at
@@ -32,49 +34,43 @@ def enqueue_fetch(job_id: int) -> None:
 HANDOVER_DELAYS_SECS = (1, 2, 4, 8, 15, *([30] * 18))
 
 
-def _publish_waiting_for_broker(task: Any, job_id: int) -> None:
+def _publish_waiting_for_broker(name: str, job_id: int) -> None:
     from kombu.exceptions import OperationalError
 
     for delay in (*HANDOVER_DELAYS_SECS, None):
         try:
-            task.apply_async((job_id,))
+            app.send_task(name, args=(job_id,))
             return
         except OperationalError as error:
             if delay is None:
                 raise
             logger.warning(
                 "job=%s broker unreachable, handing over to %s (%s); again in %s s",
-                job_id, task.name, error, delay,
+                job_id, name, error, delay,
             )  # fmt: skip
             time.sleep(delay)
 
 
-def _send(task: Any, job_id: int, *, wait_for_broker: bool) -> None:
+def _send(name: str, job_id: int, *, wait_for_broker: bool) -> None:
     if wait_for_broker:
-        transaction.on_commit(partial(_publish_waiting_for_broker, task, job_id))
+        transaction.on_commit(partial(_publish_waiting_for_broker, name, job_id))
     else:
-        transaction.on_commit(partial(task.delay, job_id))
+        transaction.on_commit(partial(app.send_task, name, args=(job_id,)))
 
 
 def enqueue_index(job_id: int) -> None:
     """Walk, chunk and store the fetched commit (then embed it); sent by the fetch stage."""
-    from indexing.tasks.index import index_repository
-
-    _send(index_repository, job_id, wait_for_broker=True)
+    _send(task_names.INDEX, job_id, wait_for_broker=True)
 
 
 def enqueue_embed(job_id: int, *, wait_for_broker: bool = False) -> None:
     """Embed the job's chunks that have no vector in the current embedding space.
     ``wait_for_broker``: the index stage's hand-over (see ``HANDOVER_DELAYS_SECS``)."""
-    from indexing.tasks.embed import embed_repository
-
-    _send(embed_repository, job_id, wait_for_broker=wait_for_broker)
+    _send(task_names.EMBED, job_id, wait_for_broker=wait_for_broker)
 
 
 def enqueue_poll(repository_id: object, countdown: float = 0.0) -> None:
     """Check the repository's remote for a new tip (``indexing.services.polling``)."""
-    from indexing.tasks.polling import poll_repository
-
     transaction.on_commit(
-        partial(poll_repository.apply_async, args=(str(repository_id),), countdown=countdown)
+        partial(app.send_task, task_names.POLL, args=(str(repository_id),), countdown=countdown)
     )

@@ -23,15 +23,13 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from indexing import task_names
 from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState
+from reposearch.celery import app
 
 logger = logging.getLogger(__name__)
 
-STAGE_TASKS = {
-    "indexing.tasks.git.fetch_repository",
-    "indexing.tasks.index.index_repository",
-    "indexing.tasks.embed.embed_repository",
-}
+STAGE_TASKS = {task_names.FETCH, task_names.INDEX, task_names.EMBED}
 MAX_RESUMES = 3
 PRIORITY_SEPARATOR = "\x06\x16"  # kombu's Redis transport: "<queue><sep><priority>" lists
 
@@ -94,8 +92,6 @@ def _job_id_in_message(raw: bytes | str) -> int | None:
 
 def census(timeout: float = 1.0) -> TaskCensus | None:
     """Where every stage task is; None when no worker answers (then nothing can be judged)."""
-    from reposearch.celery import app
-
     try:
         inspector = app.control.inspect(timeout=timeout)
         active = inspector.active()
@@ -169,27 +165,24 @@ def recover(quiet_for: timedelta, *, hung_after: timedelta | None = None) -> Rec
 def resume(job: IndexJob) -> str:
     """Send the task of the stage ``job`` is in again; returns the task's name."""
     from indexing.services.locks import break_repository_lock
-    from indexing.tasks.embed import embed_repository
-    from indexing.tasks.git import fetch_repository
-    from indexing.tasks.index import index_repository
 
     if job.state == JobState.EMBEDDING or (
         job.state == JobState.QUEUED and job.kind == JobKind.REEMBED
     ):
-        task = embed_repository
+        task = task_names.EMBED
     elif job.state in (JobState.WALKING, JobState.CHUNKING, JobState.STORING) and job.commit:
-        task = index_repository  # restarts the walk; an unfinished generation is discarded
+        task = task_names.INDEX  # restarts the walk; an unfinished generation is discarded
     else:
-        task = fetch_repository  # queued, cloning, or an index stage without a fetched commit
+        task = task_names.FETCH  # queued, cloning, or an index stage without a fetched commit
     resumes = job.resumes + 1
     IndexJob.objects.filter(pk=job.pk).update(resumes=resumes)
     break_repository_lock(job.repository_id)  # held by the lost run, if by anyone
-    task.delay(job.pk)
+    app.send_task(task, args=(job.pk,))
     logger.warning(
         "job=%s repository=%s resumed in %s (resume %s): its task was lost",
         job.pk,
         job.repository_id,
-        task.name,
+        task,
         resumes,
     )
-    return str(task.name)
+    return task
