@@ -3,8 +3,8 @@
 A repository with no visibility groups is visible to every account; otherwise only to members of
 one of its groups (and to administrators). Every read path (search of every kind, ask, the file
 view, MCP tools, repository and job lists, counts and the evaluation command) narrows
-``Repository`` rows with ``visible_repositories(viewer)`` before anything else, so a repository
-a viewer cannot see answers exactly like one that does not exist.
+``Repository`` rows with ``indexing.visible.visible_repositories(viewer)`` before anything else,
+so a repository a viewer cannot see answers exactly like one that does not exist.
 
 The default ``Viewer()`` sees only unrestricted repositories: code that forgets to say who is
 asking fails safe. ``Viewer.everything()`` is for administrators and maintenance code.
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-
-from django.db.models import Q, QuerySet
 
 from accounts.roles import Role, role_of
 
@@ -30,17 +28,6 @@ class Viewer:
     def everything(cls, username: str = "") -> Viewer:
         return cls(sees_everything=True, username=username)
 
-    def repository_filter(self, prefix: str = "") -> Q:
-        """A ``Q`` on a model whose ``prefix`` leads to ``Repository`` ("" for Repository itself)."""
-        if self.sees_everything:
-            return Q()
-        from indexing.models import Repository
-
-        restricted = Repository.visible_to_groups.through.objects.values("repository_id")
-        visible_restricted = restricted.filter(group_id__in=list(self.group_ids))
-        key = f"{prefix}pk"
-        return ~Q(**{f"{key}__in": restricted}) | Q(**{f"{key}__in": visible_restricted})
-
 
 def viewer_for(user: Any) -> Viewer:
     """The viewer for a Django user (anonymous: unrestricted repositories only)."""
@@ -51,11 +38,3 @@ def viewer_for(user: Any) -> Viewer:
         return Viewer.everything(user.get_username())
     group_ids = frozenset(user.groups.values_list("pk", flat=True))
     return Viewer(group_ids=group_ids, username=user.get_username())
-
-
-def visible_repositories(viewer: Viewer, queryset: QuerySet[Any] | None = None) -> QuerySet[Any]:
-    """``Repository`` rows (or ``queryset`` of them) that ``viewer`` may see."""
-    from indexing.models import Repository
-
-    rows = Repository.objects.all() if queryset is None else queryset
-    return rows.filter(viewer.repository_filter())

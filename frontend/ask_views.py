@@ -14,9 +14,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.visibility import viewer_for, visible_repositories
+from accounts.visibility import viewer_for
 from frontend.access import reader_fragment, reader_page
 from frontend.ask import build_answer, build_ask_pipeline, build_failure
+from indexing.visible import visible_repositories
 from search.ask.serializers import MAX_QUESTION_CHARS
 
 

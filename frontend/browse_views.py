@@ -24,7 +24,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from dulwich.errors import NotGitRepository
 
-from accounts.visibility import Viewer, viewer_for, visible_repositories
+from accounts.visibility import Viewer, viewer_for
 from frontend.access import reader_page
 from frontend.file_tree import TreeRow, sidebar_rows
 from frontend.highlighting import highlight_lines
@@ -40,6 +40,7 @@ from indexing.repository_refs import (
     link_refs,
 )
 from indexing.upstream_urls import upstream_file_url
+from indexing.visible import visible_repositories
 
 MAX_SHOWN_BYTES = 2 * 1024 * 1024
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")

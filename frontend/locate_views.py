@@ -16,8 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from accounts.visibility import viewer_for, visible_repositories
+from accounts.visibility import viewer_for
 from frontend.access import reader_page
+from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
 from search.localize.response import localize_document
 from search.localize.service import MAX_ISSUE_CHARS, LocalizeRequest, localize

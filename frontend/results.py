@@ -15,12 +15,13 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from frontend.highlighting import Line, highlight_lines, query_terms, snippet_window
 from frontend.pipeline import _int, _text
 from frontend.stored_chunks import stored_contents
 from indexing.permalinks import Permalinks, blob_url
 from indexing.upstream_urls import upstream_file_url
+from indexing.visible import visible_repositories
 from search.symbols.hit_names import MAX_NAMES, hit_names
 
 SNIPPET_MAX_LINES = 14

@@ -17,12 +17,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.visibility import Viewer, viewer_for, visible_repositories
+from accounts.visibility import Viewer, viewer_for
 from frontend.access import account_page, may, reader_fragment, reader_page
 from frontend.pipeline import build_pipeline
 from frontend.result_facets import facet_links
 from frontend.results import build_results, describe_filters, mode_label
 from indexing.models import SourceFile
+from indexing.visible import visible_repositories
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 

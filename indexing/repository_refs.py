@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.models import Repository
+from indexing.visible import visible_repositories
 from reposearch.domain_errors import DomainError
 
 MAX_REF_CHARS = 300

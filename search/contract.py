@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.repository_refs import AmbiguousRepository, parse_id
+from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
 from search.exact.repositories import nearest_names
 from search.serializers import SearchResponseSerializer

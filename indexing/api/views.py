@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from accounts.audit import AuditedWrites
-from accounts.visibility import Viewer, viewer_for, visible_repositories
+from accounts.visibility import Viewer, viewer_for
 from indexing.api.serializers import (
     IndexJobSerializer,
     RepositoryCreateSerializer,
@@ -39,6 +39,7 @@ from indexing.services.repositories import (
     update_repository,
 )
 from indexing.services.visibility import change_visibility, check_visibility_change
+from indexing.visible import repository_filter, visible_repositories
 from reposearch.api_errors import ApiError
 from reposearch.api_schema import error_responses
 
@@ -195,7 +196,7 @@ class JobDetailView(APIView):
     @extend_schema(responses={200: IndexJobSerializer, **error_responses(404)})
     def get(self, request: Request, job_id: int) -> Response:
         # A job of a repository the account may not see is a 404 like a missing one.
-        jobs = IndexJob.objects.filter(viewer_of(request).repository_filter("repository__"))
+        jobs = IndexJob.objects.filter(repository_filter(viewer_of(request), "repository__"))
         return Response(IndexJobSerializer(get_object_or_404(jobs, pk=job_id)).data)
 
 

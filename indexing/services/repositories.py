@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.clone_paths import remove_stale_staging, repository_dir
 from indexing.enqueue import enqueue_embed, enqueue_fetch
 from indexing.exceptions import (
@@ -30,6 +30,7 @@ from indexing.models import FINISHED_JOB_STATES, IndexJob, JobKind, JobState, Re
 from indexing.services.locks import LockBusy, repository_lock
 from indexing.services.visibility import groups_named
 from indexing.source_identity import source_identity
+from indexing.visible import visible_repositories
 
 logger = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from indexing.models import Chunk, RepositoryStatus
 from indexing.permalinks import blob_url
 from indexing.repository_refs import link_refs
 from indexing.upstream_urls import upstream_file_url
+from indexing.visible import repository_filter
 
 Origin = Literal["search", "hyde", "callee", "caller"]
 
@@ -105,7 +106,7 @@ def live_chunks(viewer: Viewer, **filters: Any) -> Any:
             repository__status=RepositoryStatus.READY,
             **filters,
         )
-        .filter(viewer.repository_filter("repository__"))
+        .filter(repository_filter(viewer, "repository__"))
         .select_related("repository")
     )
 
@@ -147,7 +148,7 @@ def load_snippets(
     branches (``search.retrieval.scope``), whose chunks are not the default generation's."""
     chunks = (
         Chunk.objects.filter(pk__in=list(chunk_ids), repository__status=RepositoryStatus.READY)
-        .filter(viewer.repository_filter("repository__"))
+        .filter(repository_filter(viewer, "repository__"))
         .select_related("repository")
         if any_branch
         else live_chunks(viewer, pk__in=list(chunk_ids))

@@ -10,8 +10,9 @@ import re
 from typing import Any
 from uuid import UUID
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.models import RepositoryStatus
+from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
 from search.exact.query_language import SearchQuery
 from search.retrieval.scope import UnknownRepositories

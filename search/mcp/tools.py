@@ -17,9 +17,10 @@ import json
 import uuid
 from typing import Any
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
 from indexing.selectors import indexed_branch_summaries
+from indexing.visible import visible_repositories
 from search import contract, fair_use
 from search.exact.cursor import MAX_CURSOR_CHARS
 from search.exact.errors import QueryRejected

@@ -23,8 +23,9 @@ from uuid import UUID
 from django.core.exceptions import EmptyResultSet
 from django.db import connection
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.models import RepositoryStatus
+from indexing.visible import visible_repositories
 from reposearch.domain_errors import DomainError
 from search.retrieval.globs import paths_regex
 from search.retrieval.question_words import (

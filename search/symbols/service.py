@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from indexing.chunking.model import KIND_CLASS, KIND_FUNCTION, KIND_METHOD, KIND_MODULE
 from indexing.chunking.prose import KIND_SECTION
 from indexing.models import RepositoryStatus
 from indexing.repository_refs import find_repository
+from indexing.visible import visible_repositories
 from search.exact.candidates import CandidateScope, branch_entries
 from search.exact.errors import QueryRejected
 from search.exact.query_filters import closest, closest_languages, normalize_language

@@ -18,8 +18,9 @@ from rest_framework.test import APIClient
 from accounts.models import ApiToken, AuditEntry
 from accounts.roles import ROLE_GROUPS, Role, role_of
 from accounts.tokens import token_for_secret
-from accounts.visibility import viewer_for, visible_repositories
+from accounts.visibility import viewer_for
 from indexing.models import Repository
+from indexing.visible import visible_repositories
 from tests.accounts_support import make_account, token_for
 
 pytestmark = pytest.mark.django_db

@@ -31,7 +31,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.visibility import Viewer, visible_repositories
+from accounts.visibility import Viewer
 from bench.eval.harness.ablation import (
     ABLATION,
     Configuration,
@@ -46,6 +46,7 @@ from bench.eval.harness.queries import QuerySetError, load_query_set
 from bench.eval.harness.report_text import format_report
 from bench.eval.harness.split import CorpusRun, format_split_report, run_split
 from indexing.models import Repository
+from indexing.visible import visible_repositories
 from search.management.viewer_option import add_user_option, viewer_from_options
 
 ROOT = Path(__file__).resolve().parents[3]
