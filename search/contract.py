@@ -1,4 +1,4 @@
-"""The search contract: ``POST /api/search``'s request and response document, built in one place.
+"""The search contract: ``POST /api/search``'s request, built in one place for every caller.
 
 - ``search_request(fields, **tuning)`` turns the API's request fields, validated by the caller,
   into the executor's ``SearchRequest``. ``fields`` uses the API's names (``REQUEST_FIELDS``);
@@ -9,8 +9,7 @@
   ``ask`` and the evaluation harness all build their requests here.
 - ``repository_ids(refs, viewer)`` turns the API's ``repo_ids`` / ``repos`` entries -- ids or
   names, as API paths take them (``indexing.repository_refs``) -- into ids.
-- ``response_document(request, result)`` turns a ``SearchResult`` into the JSON document the API
-  answers and ``manage.py search --json`` prints (shape: ``SearchResponseSerializer``).
+The response document every mode answers is built by ``search.response``.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ from indexing.repository_refs import AmbiguousRepository, parse_id
 from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
 from search.exact.repositories import nearest_names
-from search.serializers import SearchResponseSerializer
-from search.types import SearchRequest, SearchResult
+from search.types import SearchRequest
 
 # API field -> SearchRequest field
 REQUEST_FIELDS = {
@@ -107,18 +105,3 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
             raise AmbiguousRepository(ref.strip(), [str(m) for m in matches])
         ids.append(matches[0])
     return list(dict.fromkeys(ids))
-
-
-def response_document(request: SearchRequest, result: SearchResult) -> dict[str, Any]:
-    """The API's response document for ``result`` (the run of ``request``)."""
-    body = {
-        "query": request.query,
-        "queries": result.queries,
-        "results": result.hits,
-        "total_bm25_hits": result.total_bm25_hits,
-        "total_vector_hits": result.total_vector_hits,
-        "scope": result.scope,
-        "trace": result.trace,
-        "ms": result.ms,
-    }
-    return SearchResponseSerializer(body).data
