@@ -22,7 +22,7 @@ import pytest
 from accounts.roles import role_of
 from accounts.visibility import viewer_for
 from search import fair_use
-from search.exact import dispatch
+from search import router as dispatch
 from search.exact.engine import ExactRequest, ExactResult
 from search.mcp.identity import Caller, acting_as
 from search.mcp.tools import ToolInputError, search_code
