@@ -225,7 +225,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         cursor.execute("SELECT count(*) FROM indexing_embeddingvector")
         distinct = cursor.fetchone()[0]
     t0 = time.monotonic()
-    from search.retrieval.corpus_stats import refresh_search_stats
+    from indexing.services.search_stats import refresh_search_stats
 
     for repo in repos:
         refresh_search_stats(repo.pk)  # BM25 statistics, as the index stage refreshes them

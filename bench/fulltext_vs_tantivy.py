@@ -130,9 +130,9 @@ def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
     """Every match scored in SQL from its tsvector: the reference ranking."""
     from django.db import connection
 
-    from search.retrieval.bm25 import BM25
+    from indexing.bm25 import BM25
+    from indexing.postings_format import TF2_SQL
     from search.retrieval.fulltext import MAX_SCORED_TERMS, idf, plan_candidates
-    from search.retrieval.postings_format import TF2_SQL
     from search.retrieval.query import tsquery_any
     from search.retrieval.scope import LIVE_CHUNKS_SQL
 

@@ -55,9 +55,9 @@ def package_repository(name: str) -> Any:
     from indexing.chunking import chunk_file
     from indexing.languages import is_doc_path, is_test_path
     from indexing.models import Repository
+    from indexing.services.search_stats import refresh_search_stats
     from indexing.services.storing import FileToStore, StoredChunk, store_files
     from indexing.services.vectors import embed_repository, space_for
-    from search.retrieval.corpus_stats import refresh_search_stats
 
     found = Repository.objects.filter(name=f"pkg-{name}").first()
     if found is not None and found.embedded_count:

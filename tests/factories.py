@@ -102,7 +102,7 @@ def index_generation(
     commit: str | None = None,
 ) -> Repository:
     """Store ``docs`` as the next generation; swap it in (and refresh statistics) unless told."""
-    from search.retrieval.corpus_stats import refresh_search_stats
+    from indexing.services.search_stats import refresh_search_stats
 
     repository.refresh_from_db()
     generation = repository.active_generation + 1

@@ -4,7 +4,7 @@
         --corpus gorilla-mux-1.8.0=bench/eval/gorilla-mux-queries.json [--levers intent,k1]
 
 Every lever is a set of ``SearchRequest`` overrides (nothing is patched: BM25's parameters are
-the index's, ``search.retrieval.bm25``), run through the same ``SearchExecutor`` as
+the index's, ``indexing.bm25``), run through the same ``SearchExecutor`` as
 ``POST /api/search`` with the default (automatic) scope and k = 10. For
 each corpus it prints MRR@10 overall and per query kind, and the paired difference against
 the defaults with a 95 % paired bootstrap interval (``bench.eval.harness.bootstrap``, 2,000

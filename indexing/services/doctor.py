@@ -245,7 +245,7 @@ def _orphan_vectors(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
 
 
 def _missing_search_stats(report: DoctorReport, repair: bool, busy: set[Any]) -> None:
-    from search.retrieval.corpus_stats import refresh_search_stats
+    from indexing.services.search_stats import refresh_search_stats
 
     with connection.cursor() as cursor:
         cursor.execute(

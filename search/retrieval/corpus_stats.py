@@ -1,10 +1,10 @@
 """Corpus statistics for BM25: document frequencies, chunk counts and lengths per generation.
 
-``refresh_search_stats`` runs inside each generation swap's transaction (``in_swap`` of
-``indexing.services.branch_generations.swap_branch_generation``), so a generation is never live
-without them: it builds the term postings of the new generation (``search.retrieval.postings``, derived from the chunks' stored
-``tsvector``; their lengths are the document frequencies) and the facet counts, paid at index
-time, never per query.
+They are built by indexing, inside each generation swap's transaction
+(``indexing.services.search_stats.refresh_search_stats``), so a generation is never live without
+them: the term postings of the new generation (derived from the chunks' stored ``tsvector``;
+their lengths are the document frequencies) and the facet counts, paid at index time, never per
+query.
 ``corpus_stats`` reads them for a query's terms over the repositories in scope; for a
 repository whose live generation has no statistics (a failed build, or rows inserted by hand)
 it counts them on the fly, which is slower but exact.
@@ -17,15 +17,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
+from indexing.postings_format import buckets
+from indexing.services.search_stats import refresh_search_stats
 from search.retrieval.db import array_literal
 from search.retrieval.postings_cache import KeptLists, kept_lists
-from search.retrieval.postings_format import buckets, build_postings
 
 logger = logging.getLogger(__name__)
-BUILD_WORK_MEM = "256MB"
+
+# ``refresh_search_stats`` is a temporary re-export (issue 30): the tests
+# tests/search/test_postings_memory.py and test_search_postings.py still import the build from
+# here; it leaves ``__all__`` and the imports once they import indexing.services.search_stats.
+__all__ = ["CorpusStats", "corpus_stats", "refresh_search_stats"]
 
 
 @dataclass
@@ -46,49 +51,6 @@ class CorpusStats:
     @property
     def average_length(self) -> float:
         return self.total_length / self.documents if self.documents else 1.0
-
-
-def refresh_search_stats(repository_id: UUID) -> None:
-    """Rebuild the statistics of the repository's live generation; drop those of others."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtext('search-stats:' || %s))", [str(repository_id)]
-        )
-        cursor.execute(
-            "SELECT active_generation FROM indexing_repository WHERE id = %s", [repository_id]
-        )
-        row = cursor.fetchone()
-        if row is None:
-            return
-        generation = int(row[0])
-        cursor.execute("DELETE FROM search_termpostings WHERE repository_id = %s", [repository_id])
-        cursor.execute("DELETE FROM search_termbucket WHERE repository_id = %s", [repository_id])
-        cursor.execute(
-            "DELETE FROM search_chunkfacetstat WHERE repository_id = %s", [repository_id]
-        )
-        if generation == 0:
-            return
-        cursor.execute(
-            """
-            INSERT INTO search_chunkfacetstat
-                (repository_id, generation, language, is_test, is_doc, chunks, total_length)
-            SELECT repository_id, generation, language, is_test, is_doc, count(*), sum(token_count)
-            FROM indexing_chunk WHERE repository_id = %s AND generation = %s
-            GROUP BY repository_id, generation, language, is_test, is_doc
-            """,
-            [repository_id, generation],
-        )
-        cursor.execute(
-            "SELECT sum(chunks), sum(total_length) FROM search_chunkfacetstat"
-            " WHERE repository_id = %s AND generation = %s",
-            [repository_id, generation],
-        )
-        chunks, total_length = cursor.fetchone()
-        if chunks:
-            # The lists' sort (every (lexeme, chunk) pair of the generation) in memory, not on
-            # disk: ~80 MB for 12 k chunks.
-            cursor.execute(f"SET LOCAL work_mem = '{BUILD_WORK_MEM}'")
-            build_postings(cursor, repository_id, generation, int(total_length or 0) / chunks)
 
 
 def corpus_stats(

@@ -10,6 +10,7 @@ from django.db import connection
 
 from accounts.visibility import Viewer
 from indexing.models import EmbeddingSpace, Repository, SourceFile
+from indexing.services.search_stats import refresh_search_stats
 from indexing.services.vectors import (
     embed_repository,
     embedding_space,
@@ -19,7 +20,6 @@ from indexing.services.vectors import (
 from search.executor import SearchExecutor, SearchRequest
 from search.ranking.fusion import RankedList, fuse_ranked_lists
 from search.ranking.left_out import place_left_out
-from search.retrieval.corpus_stats import refresh_search_stats
 from search.retrieval.scope import (
     build_left_out_filter,
     build_scope_filter,

@@ -27,13 +27,13 @@ from indexing.services.branch_generations import (
     stored_files,
     swap_branch_generation,
 )
+from indexing.services.search_stats import refresh_search_stats
 from indexing.services.stages.claims import StageClaim, drop_late_delivery
 from indexing.services.stages.fetch import run_fetch
 from indexing.services.stages.index_batches import BatchedWalk, BatchLimits, chunk_inputs, classify
 from indexing.services.stages.run_context import check_alive, fail_job, load_run, record_timing
 from indexing.services.storing import INSERT_BATCH_BYTES, FileToStore, StoredChunk, store_files
 from indexing.walking import WalkedFile
-from search.retrieval.corpus_stats import refresh_search_stats
 
 logger = logging.getLogger(__name__)
 
