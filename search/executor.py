@@ -329,7 +329,6 @@ class SearchExecutor:
                     scope_filter,
                     limit=request.list_depth,
                     cap=request.fulltext_candidates,
-                    ranking=request.fulltext_ranking,
                     all_terms_boost=request.all_terms_boost,
                     timeout_ms=self.timeout_ms,
                     left_out=left_out_filter,
@@ -340,7 +339,7 @@ class SearchExecutor:
                 if found.left_out is not None and left_out_lists is not None:
                     left_out_lists.append(RankedList("fulltext", index, found.left_out.ranked))
                 per_query.append({"query": query, "hits": len(found.ranked), **found.detail})
-            stage.set("ran", ranking=request.fulltext_ranking, queries=per_query)
+            stage.set("ran", ranking="bm25", queries=per_query)
 
     def _vector(
         self,

@@ -11,7 +11,6 @@ from uuid import UUID
 from accounts.visibility import Viewer
 
 StageStatus = Literal["ran", "skipped", "failed"]
-FulltextRanking = Literal["bm25", "ts_rank_cd"]
 
 
 @dataclass
@@ -23,7 +22,7 @@ class SearchRequest:
     # Who is asking: every retrieval query keeps to the repositories this viewer may see. The
     # default sees only unrestricted repositories (code that forgets to say fails safe).
     viewer: Viewer = field(default_factory=Viewer)
-    use_bm25: bool = True  # the full-text lists (ranked by ``fulltext_ranking``)
+    use_bm25: bool = True  # the full-text lists (BM25)
     use_vector: bool = True
     use_rerank: bool = False
     use_expansion: bool = False
@@ -42,7 +41,6 @@ class SearchRequest:
     group_by_file: bool = False
 
     # Retrieval
-    fulltext_ranking: FulltextRanking = "bm25"
     list_depth: int = 50  # results taken from each ranked list
     fulltext_candidates: int = 1000  # rows ranked per full-text query at most
     all_terms_boost: float = 0.25  # BM25 x (1 + boost) when every query word matches

@@ -5,7 +5,8 @@ once built, so a process keeps the lists its searches read (``ListCache``: least
 first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all) under a key that names what they were built
 from -- repository, generation, and the transaction that built its statistics (``xmin`` of its
 facet rows, new with every rebuild) -- and a search whose lists are all there reads none of them
-from the database. Lists not kept yet are read whole, in one statement (``kept_lists``).
+from the database. Lists not kept yet are read whole, in one statement (``kept_lists``); those
+of a search too large to keep serve that search only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from search.retrieval.db import array_literal, binary_cursor, search_cursor
 from search.retrieval.postings_format import HEADER, RECORD, buckets, list_base
 
 logger = logging.getLogger(__name__)
-TOO_LARGE_REMEMBERED = 10_000  # searches remembered as too large to keep (then forgotten)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
 
 
@@ -54,23 +54,10 @@ Key = tuple[int, int, int, str]
 
 
 class ListCache(Lru[Key, TermList]):
-    """Whole term lists by ``Key``, the least recently used dropped past ``budget`` bytes; and
-    the searches found too large to keep (their repositories' builds and terms), so that the
-    next one goes to the database at once instead of reading the lists whole again."""
+    """Whole term lists by ``Key``, the least recently used dropped past ``budget`` bytes."""
 
     def __init__(self, budget: int) -> None:
         super().__init__(budget, weight=lambda value: value.nbytes)
-        self.too_large: set[tuple[int, frozenset[str]]] = set()
-
-    def clear(self) -> None:
-        super().clear()
-        self.too_large.clear()
-
-    def mark_too_large(self, key: tuple[int, frozenset[str]]) -> None:
-        with self._lock:
-            if len(self.too_large) >= TOO_LARGE_REMEMBERED:
-                self.too_large.clear()
-            self.too_large.add(key)
 
 
 _CACHE: ListCache | None = None
@@ -78,7 +65,7 @@ _CACHE_LOCK = threading.Lock()
 
 
 def cache() -> ListCache:
-    """This process's cache (sized by ``REPO_SEARCH_POSTINGS_MEMORY_MB``; 0 turns it off)."""
+    """This process's cache (sized by ``REPO_SEARCH_POSTINGS_MEMORY_MB``; 0 keeps no list)."""
     global _CACHE
     with _CACHE_LOCK:
         budget = int(settings.REPO_SEARCH_POSTINGS_MEMORY_MB) * 1024 * 1024
@@ -104,23 +91,20 @@ class KeptLists:
 
 
 class Unsupported(Exception):
-    """Lists this path cannot rank (the rounds can)."""
+    """Lists the in-memory pass cannot rank (the SQL fallback of ``fulltext`` does)."""
 
 
 def kept_lists(
     repositories: list[tuple[UUID, int, int]], terms: list[str], timeout_ms: int = 5000
 ) -> KeptLists | None:
     """The whole lists of ``terms`` in ``repositories`` ((id, generation, statistics' build)),
-    those not in memory read in one statement and kept; None when the cache is off or cannot
-    hold them (more than half of it), or ids of a generation span 2^32 or more."""
+    those not in memory read in one statement. They are kept for the next searches when they
+    fit in half of the cache (more would push out everything else, and not stay); else, or
+    with the cache off, they serve this search only. None when they cannot be read: ids of a
+    generation spanning 2^32 or more, or the statement failed (e.g. timed out)."""
     store = cache()
-    if not store.budget:
-        return None
-    signature = (hash(tuple(repositories)), frozenset(terms))
-    if signature in store.too_large:
-        return None
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
-    found = store.get_many(keys)
+    found = store.get_many(keys) if store.budget else {}
     missing = [key for key in keys if key not in found]
     loaded: dict[Key, TermList] = {}
     if missing:
@@ -128,16 +112,13 @@ def kept_lists(
             with search_cursor(timeout_ms) as cursor:
                 loaded = _load(cursor, missing)
         except Unsupported:
-            store.mark_too_large(signature)
             return None
-        except DatabaseError:  # e.g. the statement timed out: the rounds read only the heads
+        except DatabaseError:
             logger.warning("posting lists not read whole", exc_info=True)
             return None
         found.update(loaded)
-    if sum(v.nbytes for v in found.values()) > store.budget // 2:
-        store.mark_too_large(signature)  # it would push out everything else, and not stay
-        return None
-    store.put_many(loaded)
+    if sum(v.nbytes for v in found.values()) <= store.budget // 2:
+        store.put_many(loaded)
     lists = [[found[(r.int, g, b, term)] for term in terms] for r, g, b in repositories]
     return KeptLists(list(repositories), list(terms), lists, len(missing))
 

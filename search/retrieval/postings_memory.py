@@ -10,11 +10,10 @@ no bounds, no rounds, no chunk read by id to learn its score. The only statement
 that applies the scope and permission filters to the chunks ranked (languages and paths are not
 in the postings; tests and docs are), which also drops chunks of a generation retired since.
 
-Scores are computed as ``postings_check.check_chunks`` computes them (the same operations in the
-same order), so a chunk scores the same here as read by id. A search whose lists cannot be kept
-(``postings_cache.kept_lists`` gives None: larger than half the cache, ids of one generation
-spanning 2^32 or more, the cache turned off) is ranked by the rounds of
-``search.retrieval.postings``.
+Every score is the BM25 of ``search.retrieval.bm25`` over the lists' field-weighted term
+frequencies, the same number the SQL fallback of ``search.retrieval.fulltext`` computes from the
+chunks' ``tsvector`` (the oracle tests hold them equal). The lists of a search too large to keep
+are read for that search only (``postings_cache.kept_lists``).
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ from django.db.backends.utils import CursorWrapper
 from search.retrieval.bm25 import BM25
 from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
-from search.retrieval.postings_bounds import Want
 from search.retrieval.postings_cache import KeptLists, TermList
-from search.retrieval.postings_format import MAX_LEN
+from search.retrieval.postings_format import DOC_FLAG, MAX_LEN, TEST_FLAG
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 # A repository's lists are packed when their chunk ids spread over more than this many slots
@@ -38,6 +36,32 @@ from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 SPARSE_SLOTS = 4
 DENSE_SLOTS = 1 << 16
 NO_IDS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Want:
+    """One ranked list of a pass: the chunks whose test/doc flags it admits, and how many."""
+
+    limit: int
+    excluded_flags: int = 0  # chunks with any of these flags are out of this list
+    wanted_flags: int = 0  # when set, only chunks with one of these flags are in it
+
+    def admits(self, flags: np.ndarray) -> np.ndarray:
+        keep = (flags & self.excluded_flags) == 0
+        if self.wanted_flags:
+            keep &= (flags & self.wanted_flags) != 0
+        return keep
+
+
+def want_of(scope: ScopeFilter, limit: int) -> Want:
+    """The list ``scope``'s test/doc filters make (its other filters apply in ``_in_scope``)."""
+    return Want(
+        limit=limit,
+        excluded_flags=(0 if scope.include_tests else TEST_FLAG)
+        | (0 if scope.include_docs else DOC_FLAG),
+        wanted_flags=(TEST_FLAG if "tests" in scope.only_kinds else 0)
+        | (DOC_FLAG if "docs" in scope.only_kinds else 0),
+    )
 
 
 @dataclass

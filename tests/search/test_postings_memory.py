@@ -1,6 +1,7 @@
-"""Term postings kept in memory between searches (``search.retrieval.postings_cache`` and ``postings_memory``): the same
-ranking as the rounds and as ranking every match, no list read twice, nothing served stale after
-a rebuild, scope filters that drop the best chunks, and lists too large to keep."""
+"""Term postings kept in memory between searches (``search.retrieval.postings_cache`` and
+``postings_memory``): the same ranking as ranking every match, no list read twice, nothing served
+stale after a rebuild, scope filters that drop the best chunks, lists too large to keep, and the
+fallback when lists cannot be read."""
 
 from __future__ import annotations
 
@@ -60,18 +61,18 @@ def corpus() -> None:
     indexed_repository("memory-b", [*docs[2:], chunk("b.py", "only_b", "refresh session token")])
 
 
-def test_a_second_search_reads_no_list_and_ranks_as_the_rounds_and_every_match(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_search_reads_no_list_and_ranks_as_every_match(settings) -> None:  # type: ignore[no-untyped-def]
     corpus()
     for query in ("session refresh", "user token", "refresh token expires"):
         settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
         first, second = fulltext(query), fulltext(query)
-        assert first.detail["in_memory"] and first.detail["lists_loaded"] > 0, query
-        assert second.detail["in_memory"] and second.detail["lists_loaded"] == 0, query
+        assert "fallback" not in first.detail and first.detail["lists_loaded"] > 0, query
+        assert "fallback" not in second.detail and second.detail["lists_loaded"] == 0, query
         assert first.ranked == second.ranked and first.ranked
-        settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0
-        rounds = fulltext(query)
-        assert "in_memory" not in rounds.detail
-        same_ranking(second, rounds)
+        settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0  # nothing kept: read for each search
+        unkept = [fulltext(query), fulltext(query)]
+        assert [u.detail["lists_loaded"] > 0 for u in unkept] == [True, True]
+        same_ranking(second, unkept[1])
         same_ranking(second, fulltext(query, use_postings=False), rel=1e-5)  # every match
 
 
@@ -82,11 +83,11 @@ def test_a_search_from_memory_runs_fewer_statements(settings) -> None:  # type: 
     with CaptureQueriesContext(connection) as warm:
         fulltext("session refresh token")
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0
-    with CaptureQueriesContext(connection) as rounds:
+    with CaptureQueriesContext(connection) as cold:
         fulltext("session refresh token")
     reads_lists = ["p.postings" in q["sql"] for q in warm.captured_queries]
-    assert not any(reads_lists) and any("p.postings" in q["sql"] for q in rounds.captured_queries)
-    assert len(warm.captured_queries) < len(rounds.captured_queries)
+    assert not any(reads_lists) and any("p.postings" in q["sql"] for q in cold.captured_queries)
+    assert len(warm.captured_queries) < len(cold.captured_queries)
 
 
 def test_statistics_rebuilt_for_the_same_generation_are_not_served_stale(settings) -> None:  # type: ignore[no-untyped-def]
@@ -121,23 +122,22 @@ def test_a_path_filter_that_drops_the_best_chunks_still_gives_its_top_k(settings
     docs += [chunk(f"src/s{i}.py", f"own_{i}", "parse " + "x " * i + "header") for i in range(3)]
     indexed_repository("filtered", docs)
     found = fulltext("parse header", limit=2, path_globs=["src/**"])
-    assert found.detail["in_memory"] and found.detail["chunks_checked"] > 2  # looked deeper
+    assert "fallback" not in found.detail and found.detail["chunks_checked"] > 2  # looked deeper
     every = fulltext("parse header", limit=2, path_globs=["src/**"], use_postings=False)
     same_ranking(found, every, rel=1e-5)
     assert len(found.ranked) == 2
 
 
-def test_lists_larger_than_half_the_memory_are_ranked_by_the_rounds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_lists_larger_than_half_the_memory_serve_their_search_only(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     corpus()
     small = ListCache(budget=2 * postings_cache.ENTRY_OVERHEAD)
     monkeypatch.setattr(postings_cache, "cache", lambda: small)
     found = fulltext("session refresh")
-    assert "in_memory" not in found.detail and found.detail["exact"] is True
-    assert found.ranked and len(small) == 0  # nothing kept that would not fit
-    with CaptureQueriesContext(connection) as again:
-        assert fulltext("session refresh").ranked == found.ranked
-    # remembered as too large: the whole lists are not read a second time
-    assert not any("AS g(repository_id, generation, n)" in q["sql"] for q in again.captured_queries)
+    assert "fallback" not in found.detail and found.detail["exact"] is True
+    assert found.ranked and len(small) == 0  # nothing kept that would push out the rest
+    again = fulltext("session refresh")
+    assert again.detail["lists_loaded"] > 0 and again.ranked == found.ranked
+    same_ranking(found, fulltext("session refresh", use_postings=False), rel=1e-5)
 
 
 def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None:
@@ -156,7 +156,7 @@ def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None
     assert store.used == 3 * size and len(store) == 3
 
 
-def test_lists_that_cannot_be_read_whole_are_ranked_by_the_rounds(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_lists_that_cannot_be_read_whole_are_ranked_by_the_fallback(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from django.db import OperationalError
 
     corpus()
@@ -167,11 +167,12 @@ def test_lists_that_cannot_be_read_whole_are_ranked_by_the_rounds(settings, monk
 
     monkeypatch.setattr(postings_cache, "_load", timed_out)
     found = fulltext("session refresh")
-    assert "in_memory" not in found.detail and found.detail["exact"] is True
+    assert found.detail["fallback"] == "posting lists not read whole"
     monkeypatch.undo()
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
     kept = fulltext("session refresh")  # the next search reads them (a timeout is not remembered)
-    assert kept.detail["in_memory"] and kept.ranked == found.ranked
+    assert "fallback" not in kept.detail and kept.detail["lists_loaded"] > 0
+    same_ranking(kept, found, rel=1e-5)  # the fallback ranked every match (under its cap)
 
 
 def test_the_warm_up_builds_the_loops_a_search_runs():
@@ -200,7 +201,7 @@ def test_the_warm_up_builds_the_loops_a_search_runs():
     assert ranked == [[1], [6]]
     corpus()
     found = fulltext("session refresh")
-    assert found.detail.get("in_memory") and found.ranked
+    assert "fallback" not in found.detail and found.ranked
     assert {str(s) for s in accumulate.signatures} <= set(warm_accumulate)
     assert {str(s) for s in offer.signatures} <= set(warm_offer)
 
@@ -229,7 +230,7 @@ def test_chunk_ids_spread_far_apart_rank_without_a_buffer_as_long_as_their_range
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert found.detail["in_memory"] and found.detail["lists_loaded"] == 0
+    assert "fallback" not in found.detail and found.detail["lists_loaded"] == 0
     assert far in [cid for cid, _ in found.ranked]
     same_ranking(found, fulltext("lantern wick", use_postings=False), rel=1e-5)
     assert peak < 8 * 2**20  # a buffer over the range would take 40 M slots: ~840 MB

@@ -10,7 +10,7 @@ import pytest
 from accounts.visibility import Viewer
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.models import TermBucket, TermPostings
-from search.retrieval.fulltext import fulltext_search
+from search.retrieval.fulltext import FulltextList, fulltext_search
 from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
 from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository, no_chat
@@ -18,11 +18,11 @@ from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repo
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True, params=["in-memory", "rounds"])
-def engine(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Every test twice: with the lists kept in memory (``postings_memory``, the default) and
-    with the rounds that read the lists' heads from the database (``postings``)."""
-    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64 if request.param == "in-memory" else 0
+@pytest.fixture(autouse=True, params=["kept", "not kept"])
+def memory(request: pytest.FixtureRequest, settings: Any) -> str:
+    """Every test twice: with the lists kept in memory between searches (the default) and with
+    none kept (each search reads its lists from the database)."""
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64 if request.param == "kept" else 0
     return str(request.param)
 
 
@@ -50,15 +50,18 @@ def stored_lists(
     return sorted(f for f in found if term is None or f[0] == term)
 
 
-def ranked(query: str, *, use_postings: bool, limit: int = 8) -> list[tuple[int, float]]:
+def fulltext(query: str, *, use_postings: bool, limit: int = 8) -> FulltextList:
     request = SearchRequest(query=query)
     scope = build_scope_filter(
         resolve_scope(request), scope_repositories(None, Viewer.everything())
     )
-    found = fulltext_search(
+    return fulltext_search(
         parse_query(query), scope, limit=limit, cap=10**6, use_postings=use_postings
     )
-    return found.ranked
+
+
+def ranked(query: str, *, use_postings: bool, limit: int = 8) -> list[tuple[int, float]]:
+    return fulltext(query, use_postings=use_postings, limit=limit).ranked
 
 
 def test_the_best_chunk_is_found_however_late_it_was_stored() -> None:
@@ -94,7 +97,7 @@ def test_the_top_k_equals_ranking_every_match() -> None:
     indexed_repository("cache-b", [*docs[3:], chunk("extra.py", "extra", "cache key timeout")])
     for query in ("cache key", "cache get timeout", "return key", "make key version"):
         exact = ranked(query, use_postings=True)
-        every = ranked(query, use_postings=False)  # the old path, uncapped: every match
+        every = ranked(query, use_postings=False)  # the fallback, uncapped: every match
         assert [cid for cid, _ in exact] == [cid for cid, _ in every], query
         assert [s for _, s in exact] == pytest.approx([s for _, s in every], rel=1e-5)
 
@@ -201,7 +204,7 @@ def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
         assert tf2[0] == 2 * {"plain": 1, "in_test": 2, "in_doc": 3}[stored.symbol]
 
 
-def test_chunk_ids_of_one_generation_may_span_more_than_32_bits() -> None:
+def test_chunk_ids_of_one_generation_may_span_more_than_32_bits_and_fall_back() -> None:
     from django.db import connection
 
     from indexing.models import Chunk
@@ -215,7 +218,9 @@ def test_chunk_ids_of_one_generation_may_span_more_than_32_bits() -> None:
     refresh_search_stats(repository.pk)
     parts = [(part, df) for _t, part, df, _g, _v in stored_lists(repository, "spool")]
     assert parts == [(0, 4), (4, 1)]  # the far id has a list of its own
-    exact = ranked("spool", use_postings=True)
+    found = fulltext("spool", use_postings=True)
+    assert found.detail["fallback"] == "posting lists not read whole"  # the pass holds 32 bits
+    exact = found.ranked
     assert exact[0][0] == far.pk + 2**32  # its real id, and the best score (nine spools)
     every = ranked("spool", use_postings=False)
     assert [cid for cid, _ in exact] == [cid for cid, _ in every]
@@ -294,3 +299,20 @@ def test_short_lists_are_packed_and_long_ones_have_rows_of_their_own() -> None:
     assert [s for _, s in exact] == pytest.approx([s for _, s in every], rel=1e-5)
     assert exact[0][0] == search(words[3]).hits[0].chunk_id
     assert [hit.symbol for hit in search(words[3]).hits] == ["step_3"]
+
+
+def test_a_quoted_phrase_is_ranked_by_the_engine_as_every_match_would() -> None:
+    docs = [chunk(f"src/m{i}.py", f"near_{i}", "request then retry " * (i + 1)) for i in range(8)]
+    docs += [
+        chunk("src/phrase.py", "has_phrase", "request retry"),
+        chunk("src/twice.py", "twice", "request retry then request retry backoff"),
+    ]
+    indexed_repository("phrases", docs)
+    found = fulltext('"request retry" backoff', use_postings=True)
+    assert "fallback" not in found.detail and found.detail["exact"] is True
+    every = fulltext('"request retry" backoff', use_postings=False)
+    assert [cid for cid, _ in found.ranked] == [cid for cid, _ in every.ranked]
+    assert [s for _, s in found.ranked] == pytest.approx([s for _, s in every.ranked], rel=1e-5)
+    hits = search('"request retry" backoff').hits
+    # only the chunks holding the words side by side, in that order; the better one first
+    assert [hit.symbol for hit in hits] == ["twice", "has_phrase"]
