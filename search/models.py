@@ -21,7 +21,7 @@ class TermPostings(models.Model):
     ordered by BM25 impact.
 
     ``postings`` packs an 8-byte header and one 8-byte record per chunk holding the lexeme
-    (``search.retrieval.postings_format``: chunk id less the header's, token count, twice the
+    (``indexing.postings_format``: chunk id less the header's, token count, twice the
     field-weighted term frequency, test/doc flags), best single-term impact first, so a search
     reads only the head of each list (``substring`` of an uncompressed, ``EXTERNAL`` value
     fetches only the TOAST chunks it needs). ``part`` is the chunks' test/doc flags (``& 3``)
@@ -49,7 +49,7 @@ class TermBucket(models.Model):
     """The short lists of one repository generation (at most ``RARE_DF`` chunks: most lexemes
     of a code base are in one or two chunks), packed many to a row by a hash of the lexeme, so
     that they do not pay a row and an index entry each. Element ``i`` of the arrays is one list,
-    as a ``TermPostings`` row would hold it (``search.retrieval.postings_format``)."""
+    as a ``TermPostings`` row would hold it (``indexing.postings_format``)."""
 
     pk = models.CompositePrimaryKey("repository", "bucket")
     repository = models.ForeignKey(

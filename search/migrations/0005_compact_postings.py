@@ -1,4 +1,4 @@
-"""Term postings in the 8-byte record format (``search.retrieval.postings_format``).
+"""Term postings in the 8-byte record format (``indexing.postings_format``).
 
 Lists still in the 15-byte format of 0004 (``length = 15 * df``; a list of the new format is
 ``8 + 8 * df`` long) are dropped, with the facet counts of their repositories, so those

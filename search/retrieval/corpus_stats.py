@@ -21,16 +21,10 @@ from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from indexing.postings_format import buckets
-from indexing.services.search_stats import refresh_search_stats
 from search.retrieval.db import array_literal
 from search.retrieval.postings_cache import KeptLists, kept_lists
 
 logger = logging.getLogger(__name__)
-
-# ``refresh_search_stats`` is a temporary re-export (issue 30): the tests
-# tests/search/test_postings_memory.py and test_search_postings.py still import the build from
-# here; it leaves ``__all__`` and the imports once they import indexing.services.search_stats.
-__all__ = ["CorpusStats", "corpus_stats", "refresh_search_stats"]
 
 
 @dataclass

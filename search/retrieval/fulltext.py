@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from search.retrieval.bm25 import BM25
+from indexing.bm25 import BM25
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
 from search.retrieval.facts import ChunkFacts

@@ -1,6 +1,6 @@
 """Term posting lists kept in a process's memory between searches (``postings_memory`` ranks them).
 
-The term postings (``search.retrieval.postings_format``) of a repository generation do not change
+The term postings (``indexing.postings_format``) of a repository generation do not change
 once built, so a process keeps the lists its searches read (``ListCache``: least recently used
 first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all) under a key that names what they were built
 from -- repository, generation, and the transaction that built its statistics (``xmin`` of its
@@ -22,9 +22,9 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.db.backends.utils import CursorWrapper
 
+from indexing.postings_format import HEADER, RECORD, buckets, list_base
 from search.lru import Lru
 from search.retrieval.db import array_literal, binary_cursor, search_cursor
-from search.retrieval.postings_format import HEADER, RECORD, buckets, list_base
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)

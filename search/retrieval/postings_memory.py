@@ -10,7 +10,7 @@ no bounds, no rounds, no chunk read by id to learn its score. The only statement
 that applies the scope and permission filters to the chunks ranked (languages and paths are not
 in the postings; tests and docs are), which also drops chunks of a generation retired since.
 
-Every score is the BM25 of ``search.retrieval.bm25`` over the lists' field-weighted term
+Every score is the BM25 of ``indexing.bm25`` over the lists' field-weighted term
 frequencies, the same number the SQL fallback of ``search.retrieval.fulltext`` computes from the
 chunks' ``tsvector`` (the oracle tests hold them equal). The lists of a search too large to keep
 are read for that search only (``postings_cache.kept_lists``).
@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 from django.db.backends.utils import CursorWrapper
 
-from search.retrieval.bm25 import BM25
+from indexing.bm25 import BM25
+from indexing.postings_format import DOC_FLAG, MAX_LEN, TEST_FLAG
 from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
 from search.retrieval.postings_cache import KeptLists, TermList
-from search.retrieval.postings_format import DOC_FLAG, MAX_LEN, TEST_FLAG
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
 
 # A repository's lists are packed when their chunk ids spread over more than this many slots

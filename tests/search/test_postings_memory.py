@@ -92,7 +92,7 @@ def test_a_search_from_memory_runs_fewer_statements(settings) -> None:  # type: 
 
 def test_statistics_rebuilt_for_the_same_generation_are_not_served_stale(settings) -> None:  # type: ignore[no-untyped-def]
     from indexing.models import Chunk
-    from search.retrieval.corpus_stats import refresh_search_stats
+    from indexing.services.search_stats import refresh_search_stats
 
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
     repository = indexed_repository(
@@ -212,7 +212,7 @@ def test_chunk_ids_spread_far_apart_rank_without_a_buffer_as_long_as_their_range
     import tracemalloc
 
     from indexing.models import Chunk
-    from search.retrieval.corpus_stats import refresh_search_stats
+    from indexing.services.search_stats import refresh_search_stats
 
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
     docs = [chunk(f"lamps/l{i}.py", f"lamp_{i}", "lantern " + "wick " * i) for i in range(6)]

@@ -180,7 +180,7 @@ def test_the_records_decode_to_the_chunks_they_were_built_from() -> None:
     import numpy as np
 
     from indexing.models import Chunk
-    from search.retrieval.postings_format import HEADER, RECORD, decode, list_base
+    from indexing.postings_format import HEADER, RECORD, decode, list_base
 
     repository = indexed_repository(
         "decode",
@@ -208,7 +208,7 @@ def test_chunk_ids_of_one_generation_may_span_more_than_32_bits_and_fall_back() 
     from django.db import connection
 
     from indexing.models import Chunk
-    from search.retrieval.corpus_stats import refresh_search_stats
+    from indexing.services.search_stats import refresh_search_stats
 
     docs = [chunk(f"src/n{i}.py", f"near_{i}", "spool " * (i + 1)) for i in range(4)]
     repository = indexed_repository("wide-ids", [*docs, chunk("src/far.py", "far", "spool " * 9)])
@@ -281,7 +281,7 @@ def test_one_reading_of_the_postings_gives_the_scoped_and_the_left_out_lists() -
 
 
 def test_short_lists_are_packed_and_long_ones_have_rows_of_their_own() -> None:
-    from search.retrieval.postings_format import RARE_DF
+    from indexing.postings_format import RARE_DF
 
     words = ["quokka", "wombat", "numbat", "dingo", "bilby"][: RARE_DF + 3]
     docs = [chunk(f"src/m{i}.py", f"step_{i}", f"retry retry {w}") for i, w in enumerate(words)]
