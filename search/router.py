@@ -50,7 +50,7 @@ from search.exact.mode_requests import (
     scope_fingerprint,
 )
 from search.exact.pattern_logic import Term
-from search.exact.query_filters import closest_languages, normalize_language
+from search.exact.query_filters import checked_language
 from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
@@ -161,24 +161,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
 def _languages(request: SearchRequest) -> list[str]:
     """The request's ``languages`` field as language ids (``Python``, ``py`` -> ``python``); an
     unknown one is refused with the nearest, as ``lang:`` is."""
-    known: list[str] = []
-    for value in request.languages or []:
-        language = normalize_language(value)
-        if language is None:
-            nearest = closest_languages(value)
-            hint = f" — did you mean {nearest[0]}?" if nearest else ""
-            raise QueryRejected(
-                "unknown_language",
-                f"unknown language {value!r} in languages{hint}",
-                {
-                    "field": "languages",
-                    "value": value,
-                    "suggestions": nearest,
-                    **({"suggestion": nearest[0]} if nearest else {}),
-                },
-            )
-        known.append(language)
-    return known
+    return [checked_language(value, "languages") for value in request.languages or []]
 
 
 def _file_search(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> SearchOutcome:

@@ -3,8 +3,9 @@ hosts' filters it refuses (with what to write instead), language names, and the 
 for a typo.
 
 This is the one list every caller checks against: the parser (``search.exact.query_language``),
-its errors (they list ``FILTER_NAMES`` and name the closest), and the manual's query-language
-page (``tests/search/test_query_language_page.py`` checks the page against these tables).
+its errors (they list ``FILTER_NAMES`` and name the closest), the language fields of the search
+and symbol APIs (``checked_language``), and the manual's query-language page
+(``tests/search/test_query_language_page.py`` checks the page against these tables).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import difflib
 from collections.abc import Iterable
 
 from indexing.languages import EXTENSIONS, FILENAMES, INTERPRETERS
+from search.exact.errors import QueryRejected
 
 # The filters, by their canonical names, and the spellings other code hosts use for them.
 FILTERS = ("repo", "lang", "file", "case", "branch", "sym", "type", "content")
@@ -121,3 +123,25 @@ def closest_languages(value: str) -> list[str]:
     ids = closest(lowered, KNOWN_LANGUAGES)
     aliased = [LANGUAGE_ALIASES[a] for a in closest(lowered, LANGUAGE_ALIASES, n=1)]
     return list(dict.fromkeys([*ids, *aliased]))[:3]
+
+
+def checked_language(value: str, field: str) -> str:
+    """The language id ``value`` names (``Python``, ``py`` -> ``python``); an unknown one is
+    ``QueryRejected`` (``unknown_language``) naming ``field`` and the nearest ids. For the
+    request fields (a search's ``languages``, the symbol API's ``lang``); the query language's
+    ``lang:`` is refused by its parser, which also says where in the query."""
+    language = normalize_language(value)
+    if language is not None:
+        return language
+    nearest = closest_languages(value)
+    hint = f" — did you mean {nearest[0]}?" if nearest else ""
+    raise QueryRejected(
+        "unknown_language",
+        f"unknown language {value!r} in {field}{hint}",
+        {
+            "field": field,
+            "value": value,
+            "suggestions": nearest,
+            **({"suggestion": nearest[0]} if nearest else {}),
+        },
+    )

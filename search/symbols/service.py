@@ -20,7 +20,7 @@ from indexing.repository_refs import find_repository
 from indexing.visible import visible_repositories
 from search.exact.candidates import CandidateScope, branch_entries
 from search.exact.errors import QueryRejected
-from search.exact.query_filters import closest, closest_languages, normalize_language
+from search.exact.query_filters import checked_language, closest
 from search.symbols.lookup import (
     MAX_NAME_CHARS,
     DefinitionHit,
@@ -80,19 +80,9 @@ def _checked_filter(value: str | None, field: str) -> str | None:
 def _checked_language(value: str | None) -> str | None:
     """``lang`` as a language id (``py``, ``Python`` -> ``python``); an unknown one is refused
     with the nearest, as the query language's ``lang:`` is."""
-    text = _checked_filter(value, "lang")
-    if text is None:
+    if value is None or _checked_filter(value, "lang") is None:
         return None
-    language = normalize_language(text)
-    if language is None:
-        nearest = closest_languages(text)
-        hint = f" — did you mean {nearest[0]}?" if nearest else ""
-        raise QueryRejected(
-            "unknown_language",
-            f"unknown language {value!r} in lang{hint}",
-            {"field": "lang", "value": value, "suggestions": nearest},
-        )
-    return language
+    return checked_language(value, "lang")
 
 
 def _checked_kind(value: str | None) -> str | None:
