@@ -49,11 +49,6 @@ class Configuration:
 
 ABLATION: tuple[Configuration, ...] = (
     Configuration("fulltext", {"use_vector": False, **NO_SCOPE}, description="BM25 full-text only"),
-    Configuration(
-        "fulltext-tsrank",
-        {"use_vector": False, "fulltext_ranking": "ts_rank_cd", **NO_SCOPE},
-        description="ts_rank_cd full-text only",
-    ),
     Configuration("vector", {"use_bm25": False, **NO_SCOPE}, description="HNSW cosine only"),
     Configuration("hybrid", dict(NO_SCOPE), description="BM25 + vector, RRF, tests/docs kept"),
     Configuration(
@@ -70,11 +65,6 @@ ABLATION: tuple[Configuration, ...] = (
         "hybrid+scope",
         {"include_tests": None, "include_docs": None},
         description="hybrid, tests/docs out unless the query asks",
-    ),
-    Configuration(
-        "hybrid-tsrank+scope",
-        {"fulltext_ranking": "ts_rank_cd", "include_tests": None, "include_docs": None},
-        description="hybrid+scope with ts_rank_cd",
     ),
     Configuration(
         "+learned",
