@@ -2,8 +2,8 @@
 
 The term postings of a generation are built in the generation swap
 (``indexing.services.search_stats``) and read by every full-text search
-(``search.retrieval.postings``, ``postings_cache``, ``postings_memory``), so their format lives
-here, in the lower layer, and both sides import it.
+(``search.retrieval.postings_cache``, ``postings_memory``, ``corpus_stats``), so their format
+lives here, in the lower layer, and both sides import it.
 
 ``search_termpostings`` rows per (repository, lexeme, ``part``): one list for each kind of chunk
 (``part & 3``: the test/doc flags, so a scope that leaves tests and docs out never reads their
@@ -13,9 +13,9 @@ range). Lists of at most ``RARE_DF`` records -- most lexemes of a code base are 
 chunks -- are packed instead, many to a ``search_termbucket`` row chosen by a hash of the lexeme
 (``BUCKET_SQL``; ``buckets`` is its twin in Python), so they do not pay a row and an index entry
 each. A list is an 8-byte header (``HEADER``: the chunk id its record ids are relative to,
-big-endian) and then 8-byte ``RECORD``s ordered by single-term BM25 impact (``saturation``),
-best first, built from the chunks' stored ``tsvector`` in one statement. A record is two
-big-endian words:
+big-endian) and then 8-byte ``RECORD``s ordered by single-term BM25 impact, best first
+(``tf / (tf + k1 * (1 - b + b * len / avg))``, the parameters of ``indexing.bm25``), built
+from the chunks' stored ``tsvector`` in one statement. A record is two big-endian words:
 
 - ``id``: the chunk id less the header's (less than 2^32 by construction);
 - ``word``: the token count (15 bits, saturating at ``MAX_LEN`` -- a chunk is at most the
@@ -35,13 +35,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from indexing.bm25 import BM25
-
 RECORD = np.dtype([("id", ">u4"), ("word", ">u4")])
 TEST_FLAG, DOC_FLAG = 1, 2
 MAX_LEN = (1 << 15) - 1
 HEADER = 8
-RANK_WEIGHTS = BM25.rank_weights()[0]  # ts_rank_cd's D, C, B, A: tf2 / 6 per position
 # twice the field-weighted term frequency of an ``unnest(tsvector)`` row ``u``
 TF2_SQL = (
     "(6 * cardinality(array_positions(u.weights, 'A'))"
@@ -74,10 +71,3 @@ def decode(records: np.ndarray, base: np.ndarray | int) -> tuple[np.ndarray, ...
     word = records["word"].astype(np.int64)
     ids = records["id"].astype(np.int64) + base
     return ids, word >> 16, word & 0x3FFF, (word >> 14) & 3
-
-
-def saturation(tf2: np.ndarray, length: np.ndarray, average: float | np.ndarray) -> np.ndarray:
-    """``tf / (tf + k1 * (1 - b + b * len / avg))`` -- BM25 without ``idf * (k1 + 1)``."""
-    tf = tf2.astype(np.float64) / 2.0
-    norm = BM25.k1 * (1 - BM25.b + BM25.b * np.maximum(length, 1).astype(np.float64) / average)
-    return tf / (tf + norm)
