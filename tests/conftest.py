@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -14,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings
 from django.db import connection
+from django.db.models.signals import post_migrate
 
 from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
+from tests.parallel_workers import use_own_redis_database
 from tests.refusals import public_dns  # noqa: F401 - a fixture for every test module
 from tests.shared_rows import ROW_FIXTURES, open_shared_rows
 from tests.tier_times import pytest_runtest_logreport, pytest_terminal_summary, record_tiers
@@ -25,6 +29,7 @@ from tests.tier_times import pytest_runtest_logreport, pytest_terminal_summary, 
 __all__ = ["pytest_runtest_logreport", "pytest_terminal_summary"]  # hooks: time by tier
 
 ROOT = Path(__file__).resolve().parent.parent
+use_own_redis_database()  # under pytest-xdist: this worker's Redis database
 
 
 def _test_database_url() -> str:
@@ -42,7 +47,9 @@ class WorkerProcess:
         self.env = env
         self.process: subprocess.Popen[bytes] | None = None
         (ROOT / ".pytest_cache").mkdir(exist_ok=True)
-        self.log_path = ROOT / ".pytest_cache" / "celery-worker.log"
+        xdist_worker = os.environ.get("PYTEST_XDIST_WORKER")  # one log per pytest-xdist worker
+        name = f"celery-worker-{xdist_worker}.log" if xdist_worker else "celery-worker.log"
+        self.log_path = ROOT / ".pytest_cache" / name
 
     @property
     def pid(self) -> int:
@@ -89,6 +96,26 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, 9)
             self.process.wait(10)
+
+
+def _role_groups_after_a_flush(using: str = "default", **_: Any) -> None:
+    """A transactional test ends with a flush of every table, then Django's ``post_migrate``
+    (which makes content types and permissions again); this puts back the role groups the
+    migrations make, as every other test expects them. In a serial run pytest-django runs the
+    transactional tests last; under pytest-xdist a worker runs each module's tests together, so
+    other modules' tests follow a flush."""
+    from django.contrib.auth.models import Group
+
+    migration = importlib.import_module("accounts.migrations.0003_role_groups")
+    for name in migration.ROLE_GROUP_NAMES:
+        Group.objects.using(using).get_or_create(name=name)
+
+
+post_migrate.connect(
+    _role_groups_after_a_flush,
+    sender=django_apps.get_app_config("accounts"),
+    dispatch_uid="tests.role_groups_after_a_flush",
+)
 
 
 @pytest.fixture
@@ -158,11 +185,21 @@ def _fresh_throttle_counters() -> Iterator[None]:
 @pytest.hookimpl(trylast=True)  # after pytest-django's order (db tests, then transactional)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Within each module's run of tests, those that ask for no shared rows run first: they
-    never see the rows a module-scoped ``rows_fixture`` keeps while it lives."""
+    never see the rows a module-scoped ``rows_fixture`` keeps while it lives.
+
+    Under pytest-xdist (``--dist loadfile``) a worker runs a module's tests one after the other,
+    wherever pytest-django's order had put them, so a module's transactional tests would run
+    while its shared rows are open: there a module's tests are taken together first (in the
+    order above: rolled back, then transactional, then those that want shared rows)."""
 
     def wants_rows(item: pytest.Item) -> bool:
         return bool(ROW_FIXTURES & set(getattr(item, "fixturenames", ())))
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        modules: dict[Path, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(item.path, []).append(item)
+        items[:] = [item for run in modules.values() for item in run]
     ordered: list[pytest.Item] = []
     start = 0
     for end in range(1, len(items) + 1):

@@ -106,7 +106,9 @@ class FaultStack(WatchesJobs):
             start_new_session=True,
         )  # fmt: skip
         log.close()
-        app = Celery(broker=self.redis.url())
+        # Not the current app: shared tasks (``.delay()``) of later tests in this process would
+        # go to this stack's Redis, long stopped, instead of the session's.
+        app = Celery(broker=self.redis.url(), set_as_current=False)
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:

@@ -6,7 +6,8 @@ A test's tier is what it needs to run, the costliest first: a real model server
 own (``e2e``), a benchmark script (tests/bench), a database whose rows are committed
 (``transactional_db``, ``live_server``), a database in a rolled-back transaction, or nothing.
 Its time is setup + call + teardown, so a module-scoped fixture counts in the test that
-first asked for it.
+first asked for it. Under pytest-xdist the workers collect and the controller prints: the tier
+travels with each report (its ``user_properties``), and the times are summed over the workers.
 """
 
 from __future__ import annotations
@@ -49,11 +50,16 @@ def tier(item: pytest.Item) -> str:
 
 
 def record_tiers(items: list[pytest.Item]) -> None:
-    _tier_of.update((item.nodeid, tier(item)) for item in items)
+    for item in items:
+        _tier_of[item.nodeid] = tier(item)
+        item.user_properties.append(("tier", _tier_of[item.nodeid]))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     name = _tier_of.get(report.nodeid)
+    for key, value in report.user_properties:  # from an xdist worker, which collected the item
+        if key == "tier":
+            name = value
     if name is not None:
         _seconds[name] += report.duration
         _tests[name].add(report.nodeid)

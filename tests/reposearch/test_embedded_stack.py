@@ -97,10 +97,11 @@ def test_redis_left_running_by_an_earlier_run_is_replaced(data_root: Path) -> No
         second.stop()
 
 
-def test_stop_works_when_pg_ctl_can_no_longer_reach_the_data_directory(tmp_path: Path) -> None:
+def test_stop_works_when_pg_ctl_can_no_longer_reach_the_data_directory(pg_home: Path) -> None:
     # PostgreSQL runs as an unprivileged user; a parent directory made private after the start
     # (another pytest session resets /tmp/pytest-of-root to 0700) makes `pg_ctl stop` fail.
-    private = tmp_path / "private"
+    # (pg_home, not tmp_path: under pytest-xdist the socket's path would pass 107 bytes.)
+    private = pg_home / "private"
     private.mkdir()
     postgres = EmbeddedPostgres(private / "data", free_port())
     postgres.start()
