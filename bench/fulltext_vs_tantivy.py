@@ -206,7 +206,7 @@ def run_query(
             t0 = time.perf_counter()
             call()
             timings[name].setdefault(group, []).append((time.perf_counter() - t0) * 1000)
-    stats = corpus_stats(scope_filter.repository_ids, parsed.terms)
+    stats = corpus_stats(scope_filter.repositories, parsed.terms)
     truth = set(uncapped(parsed, scope_filter, stats, boost))
     found = results["retrieval"]
     lists = {
@@ -218,7 +218,6 @@ def run_query(
     for name, ids in lists.items():
         row[name] = len(truth & set(ids[:K])) if truth else K
     row["postings_read"] = found.detail.get("postings_read")
-    row["rounds"] = found.detail.get("rounds")
     row["chunks_checked"] = found.detail.get("chunks_checked")
     return row
 
@@ -261,7 +260,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(
                 f"  {group:12s} {query[:34]:34s} agree postings {row['postings']:2d}"
                 f" capped {row['capped']:2d} tantivy {row['tantivy']:2d}"
-                f"  rounds {row['rounds']} read {row['postings_read']}",
+                f"  read {row['postings_read']}",
                 flush=True,
             )
     report: dict[str, Any] = {"chunks": len(docs), "repeats": args.repeats, "queries": per_query,

@@ -4,8 +4,8 @@
 repository generation;
 ``ChunkFacetStat`` holds the chunk count and total length per (language, test, doc) facet,
 which gives BM25's N and average length, and an estimate of how many rows a filtered vector
-search has to look at. Both are rebuilt by ``search.retrieval.corpus_stats.refresh_search_stats``
-inside the transaction that swaps a generation in; rows of other generations are dropped then.
+search has to look at. Both are rebuilt by ``indexing.services.search_stats.refresh_search_stats``
+inside the transaction that swaps a generation in; rows of generations no branch has live are dropped then.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from indexing.models import Repository
 
 
 class TermPostings(models.Model):
-    """One lexeme's posting list in one repository generation, for one kind of chunk (``part``),
-    ordered by BM25 impact.
+    """One lexeme's posting list in one repository generation (every branch's live one has its
+    own), for one kind of chunk (``part``), ordered by BM25 impact.
 
     ``postings`` packs an 8-byte header and one 8-byte record per chunk holding the lexeme
     (``indexing.postings_format``: chunk id less the header's, token count, twice the
@@ -29,7 +29,7 @@ class TermPostings(models.Model):
     the document frequency BM25 needs.
     """
 
-    pk = models.CompositePrimaryKey("repository", "term", "part")
+    pk = models.CompositePrimaryKey("repository", "generation", "term", "part")
     repository = models.ForeignKey(
         Repository, on_delete=models.CASCADE, related_name="+", db_index=False
     )
@@ -51,7 +51,7 @@ class TermBucket(models.Model):
     that they do not pay a row and an index entry each. Element ``i`` of the arrays is one list,
     as a ``TermPostings`` row would hold it (``indexing.postings_format``)."""
 
-    pk = models.CompositePrimaryKey("repository", "bucket")
+    pk = models.CompositePrimaryKey("repository", "generation", "bucket")
     repository = models.ForeignKey(
         Repository, on_delete=models.CASCADE, related_name="+", db_index=False
     )

@@ -27,6 +27,7 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from indexing.models import IndexedBranch, Repository, RepositoryStatus
+from indexing.services.search_stats import drop_search_stats
 
 logger = logging.getLogger(__name__)
 
@@ -126,11 +127,12 @@ def swap_branch_generation(
     commit_sha: str,
     *,
     before_swap: Callable[[], None] | None = None,
-    in_swap: Callable[[UUID], None] | None = None,
+    in_swap: Callable[[UUID, int], None] | None = None,
 ) -> Repository | IndexedBranch:
     """Make ``new_generation`` the live one of a branch (None: the default) in one transaction.
 
-    ``in_swap(repository_id)`` runs inside that transaction once the new generation is live in
+    ``in_swap(repository_id, new_generation)`` runs inside that transaction once the new
+    generation is live in
     it (search statistics are built there, so no search sees the generation without them); it
     fails alone: its savepoint rolls back, it is logged, and the swap still commits.
 
@@ -194,21 +196,24 @@ def swap_branch_generation(
             repository.last_indexed_commit, repository.last_indexed_at = commit_sha, now
             repository.status, repository.error = RepositoryStatus.READY, ""
             repository.save()
-            if in_swap is not None:
-                _run_in_savepoint(in_swap, repository_id)
-            return repository
-        branch.generation = new_generation
-        branch.file_count, branch.chunk_count = counts["files"], counts["chunks"]
-        branch.shared_file_count = counts["shared_files"]
-        branch.last_indexed_commit, branch.last_indexed_at, branch.error = commit_sha, now, ""
-        branch.save()
-        return branch
+        else:
+            branch.generation = new_generation
+            branch.file_count, branch.chunk_count = counts["files"], counts["chunks"]
+            branch.shared_file_count = counts["shared_files"]
+            branch.last_indexed_commit, branch.last_indexed_at = commit_sha, now
+            branch.error = ""
+            branch.save()
+        if in_swap is not None:
+            _run_in_savepoint(in_swap, repository_id, new_generation)
+        return repository if branch is None else branch
 
 
-def _run_in_savepoint(step: Callable[[UUID], None], repository_id: UUID) -> None:
+def _run_in_savepoint(
+    step: Callable[[UUID, int], None], repository_id: UUID, generation: int
+) -> None:
     try:
         with transaction.atomic():
-            step(repository_id)
+            step(repository_id, generation)
     except Exception:
         logger.exception("repository=%s: a step of the generation swap failed", repository_id)
 
@@ -242,5 +247,5 @@ def drop_branch_rows(branch: IndexedBranch) -> None:
         )
         if generation:
             IndexedBranch.objects.filter(pk=branch.pk).update(generation=0)
-            # (search statistics exist for the default branch's generation only: none to drop)
             _retire(cursor, branch.repository_id, generation)
+            drop_search_stats(cursor, branch.repository_id, generation)

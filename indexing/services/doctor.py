@@ -248,12 +248,18 @@ def _missing_search_stats(report: DoctorReport, repair: bool, busy: set[Any]) ->
     from indexing.services.search_stats import refresh_search_stats
 
     with connection.cursor() as cursor:
+        # Every branch's live generation (the default's, then the others', which a migration
+        # may have left without statistics) that shows chunks and has none.
         cursor.execute(
-            "SELECT r.id FROM indexing_repository r WHERE r.active_generation > 0"
-            " AND EXISTS (SELECT 1 FROM indexing_chunk c WHERE c.repository_id = r.id"
-            " AND c.generation = r.active_generation) AND NOT EXISTS (SELECT 1 FROM"
-            " search_chunkfacetstat s WHERE s.repository_id = r.id"
-            " AND s.generation = r.active_generation)"
+            "SELECT DISTINCT g.id FROM ("
+            "  SELECT r.id, r.active_generation AS generation FROM indexing_repository r"
+            "  WHERE r.active_generation > 0 AND EXISTS (SELECT 1 FROM indexing_chunk c"
+            "    WHERE c.repository_id = r.id AND c.generation = r.active_generation)"
+            "  UNION ALL"
+            "  SELECT b.repository_id, b.generation FROM indexing_indexedbranch b"
+            "  WHERE b.generation > 0 AND b.chunk_count > 0) g"
+            " WHERE NOT EXISTS (SELECT 1 FROM search_chunkfacetstat s"
+            "   WHERE s.repository_id = g.id AND s.generation = g.generation)"
         )
         missing = [row[0] for row in cursor.fetchall()]
     for repository in Repository.objects.filter(pk__in=missing).order_by("name"):
@@ -261,7 +267,8 @@ def _missing_search_stats(report: DoctorReport, repair: bool, busy: set[Any]) ->
             continue  # its job's swap refreshes them
         finding = Finding(
             "missing_search_stats",
-            "its live generation has no full-text statistics (ranked on the fly, slower)",
+            "a live generation (of its default branch or another) has no full-text statistics"
+            " (ranked by the capped fallback, slower)",
             str(repository.pk),
             repository.name,
         )

@@ -23,20 +23,19 @@ from django.db.backends.utils import CursorWrapper
 from indexing.postings_format import buckets
 from search.retrieval.db import array_literal
 from search.retrieval.postings_cache import KeptLists, kept_lists
+from search.retrieval.scope import ScopeRepository, live_chunks_sql
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class CorpusStats:
-    """BM25's view of the corpus in scope (summed over repositories)."""
+    """BM25's view of the corpus in scope (summed over the branches' generations in scope)."""
 
     documents: int = 0
     total_length: int = 0
     df: dict[str, int] = field(default_factory=dict)
     computed_on_the_fly: list[UUID] = field(default_factory=list)
-    # Average chunk length of each repository with statistics (the postings' impact order).
-    repository_average: dict[UUID, float] = field(default_factory=dict)
     # The terms' whole lists from this process's memory (``corpus_stats(keep_lists=True)``),
     # keyed by what they were built from: repository, generation, and ``xmin`` of its facet
     # rows (a new transaction with every rebuild of its statistics).
@@ -48,101 +47,104 @@ class CorpusStats:
 
 
 def corpus_stats(
-    repository_ids: Sequence[UUID],
+    repositories: Sequence[ScopeRepository],
     terms: Sequence[str],
     *,
     keep_lists: bool = False,
     timeout_ms: int = 5000,
 ) -> CorpusStats:
-    """Summed N, total length and per-term document frequency over the live generations.
+    """Summed N, total length and per-term document frequency over the generations in scope
+    (each repository's branch: its default branch's live generation, or another's).
 
     ``keep_lists``: the terms' whole posting lists are taken from the memory of this process
     (``search.retrieval.postings_memory``, read once when they are not there) and the document
     frequencies counted from them (``stats.kept``; ``timeout_ms`` for the statement that reads
-    those not kept yet); else, or when they cannot be kept, summed from the lists' rows in the
+    those not kept yet); else, or when they cannot be read, summed from the lists' rows in the
     database."""
     stats = CorpusStats(df=dict.fromkeys(terms, 0))
-    if not repository_ids:
+    if not repositories:
         return stats
-    ids = list(repository_ids)
+    pairs = list(dict.fromkeys((r.id, r.generation) for r in repositories))
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT r.id, r.active_generation, sum(f.chunks), sum(f.total_length),
+            SELECT f.repository_id, f.generation, sum(f.chunks), sum(f.total_length),
                    max(f.xmin::text::bigint)
-            FROM indexing_repository r
-            JOIN search_chunkfacetstat f
-              ON f.repository_id = r.id AND f.generation = r.active_generation
-            WHERE r.id = ANY(%s::uuid[])
-            GROUP BY r.id
+            FROM search_chunkfacetstat f
+            JOIN unnest(%s::uuid[], %s::int[]) AS g(repository_id, generation)
+              ON f.repository_id = g.repository_id AND f.generation = g.generation
+            GROUP BY f.repository_id, f.generation
             """,
-            [array_literal(ids)],
+            [array_literal(r for r, _g in pairs), array_literal(g for _r, g in pairs)],
         )
         covered = []
         for repository_id, generation, count, total_length, built in cursor.fetchall():
             covered.append((repository_id, int(generation), int(built)))
             stats.documents += int(count)
             stats.total_length += int(total_length or 0)
-            # as ``build_postings`` ordered the lists (1.0 when every chunk is empty)
-            average = int(total_length or 0) / int(count or 1)
-            stats.repository_average[repository_id] = average or 1.0
         if covered and terms:
             stats.kept = kept_lists(covered, list(terms), timeout_ms) if keep_lists else None
             if stats.kept is not None:
                 stats.df.update(stats.kept.document_frequencies())
             else:
-                _sum_document_frequencies(cursor, [r for r, _g, _b in covered], terms, stats)
-        missing = [rid for rid in repository_ids if rid not in stats.repository_average]
+                _sum_document_frequencies(cursor, [(r, g) for r, g, _b in covered], terms, stats)
+        found = {(r, g) for r, g, _b in covered}
+        missing = [r for r in repositories if (r.id, r.generation) not in found]
         if missing:
             _count_on_the_fly(cursor, missing, terms, stats)
     return stats
 
 
 def _sum_document_frequencies(
-    cursor: CursorWrapper, repository_ids: list[UUID], terms: Sequence[str], stats: CorpusStats
+    cursor: CursorWrapper,
+    generations: list[tuple[UUID, int]],
+    terms: Sequence[str],
+    stats: CorpusStats,
 ) -> None:
-    """The terms' document frequencies summed over the repositories' lists, long and packed."""
+    """The terms' document frequencies summed over the generations' lists, long and packed."""
+    ids = array_literal(r for r, _g in generations)
+    numbers = array_literal(g for _r, g in generations)
     cursor.execute(
         """
+        WITH g AS (SELECT * FROM unnest(%s::uuid[], %s::int[]) AS g(repository_id, generation))
         SELECT t.term, sum(t.df)
         FROM search_termpostings t
-        JOIN indexing_repository r
-          ON r.id = t.repository_id AND t.generation = r.active_generation
-        WHERE t.repository_id = ANY(%s) AND t.term = ANY(%s)
+        JOIN g ON g.repository_id = t.repository_id AND g.generation = t.generation
+        WHERE t.term = ANY(%s)
         GROUP BY t.term
         UNION ALL
         SELECT u.term, sum(u.df)
         FROM search_termbucket b
-        JOIN indexing_repository r
-          ON r.id = b.repository_id AND b.generation = r.active_generation
+        JOIN g ON g.repository_id = b.repository_id AND g.generation = b.generation
         CROSS JOIN LATERAL unnest(b.terms, b.dfs) AS u(term, df)
-        WHERE b.repository_id = ANY(%s) AND b.bucket = ANY(%s) AND u.term = ANY(%s)
+        WHERE b.bucket = ANY(%s) AND u.term = ANY(%s)
         GROUP BY u.term
         """,
-        [repository_ids, list(terms), repository_ids, buckets(terms), list(terms)],
+        [ids, numbers, list(terms), buckets(terms), list(terms)],
     )
     for term, count in cursor.fetchall():
         stats.df[term] += int(count)
 
 
 def _count_on_the_fly(
-    cursor: CursorWrapper, repository_ids: list[UUID], terms: Sequence[str], stats: CorpusStats
+    cursor: CursorWrapper,
+    repositories: list[ScopeRepository],
+    terms: Sequence[str],
+    stats: CorpusStats,
 ) -> None:
-    logger.info("search statistics missing; counting on the fly repositories=%s", repository_ids)
-    live = (
-        "FROM indexing_chunk c JOIN indexing_repository r"
-        " ON r.id = c.repository_id AND c.generation = r.active_generation WHERE r.id = ANY(%s)"
-    )
-    cursor.execute(f"SELECT count(*), coalesce(sum(c.token_count), 0) {live}", [repository_ids])
+    ids = list(dict.fromkeys(r.id for r in repositories))
+    logger.info("search statistics missing; counting on the fly repositories=%s", ids)
+    live = f"FROM indexing_chunk c {live_chunks_sql(repositories)} WHERE r.id = ANY(%s)"
+    cursor.execute(f"SELECT count(*), coalesce(sum(c.token_count), 0) {live}", [ids])
     documents, total_length = cursor.fetchone()
     if not documents:
         return
     stats.documents += int(documents)
     stats.total_length += int(total_length)
-    stats.computed_on_the_fly.extend(repository_ids)
+    stats.computed_on_the_fly.extend(ids)
     for term in terms:
         cursor.execute(
             f"SELECT count(*) {live} AND c.search_vector @@ quote_literal(%s)::tsquery",
-            [repository_ids, term],
+            [ids, term],
         )
         stats.df[term] += int(cursor.fetchone()[0])

@@ -14,9 +14,9 @@ def accumulate(
     offsets: np.ndarray, words: np.ndarray, coefficient: float, norm: np.ndarray, bit: int,
     admitted: np.ndarray,
 ) -> int:  # fmt: skip
-    """Add one list's contributions (``postings_format.saturation`` times ``coefficient``, in
-    the same operations; ``norm`` by token count) to its chunks' scores, and the slots seen for
-    the first time to ``touched`` (``count`` of them so far); the new count."""
+    """Add one list's contributions (``tf / (tf + norm[len])`` times ``coefficient``, with
+    ``norm`` BM25's length normalisation by token count) to its chunks' scores, and the slots
+    seen for the first time to ``touched`` (``count`` of them so far); the new count."""
     for i in range(offsets.shape[0]):
         word = np.int64(words[i])
         kind = (word >> 14) & 3

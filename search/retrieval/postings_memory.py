@@ -29,7 +29,7 @@ from indexing.postings_format import DOC_FLAG, MAX_LEN, TEST_FLAG
 from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
 from search.retrieval.postings_cache import KeptLists, TermList
-from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter
+from search.retrieval.scope import ScopeFilter
 
 # A repository's lists are packed when their chunk ids spread over more than this many slots
 # per record they hold (and more than ``DENSE_SLOTS``, ~1.4 MB of buffers, in all).
@@ -122,7 +122,7 @@ def memory_top_k(
 
 @functools.lru_cache(maxsize=64)
 def _length_norm(average: float) -> np.ndarray:
-    """BM25's length normalisation by token count, as ``postings_format.saturation`` has it."""
+    """BM25's length normalisation by token count: ``k1 * (1 - b + b * len / average)``."""
     length = np.maximum(np.arange(MAX_LEN + 1), 1).astype(np.float64)
     norm = BM25.k1 * (1 - BM25.b + BM25.b * length / average)
     norm.flags.writeable = False
@@ -242,11 +242,12 @@ def warm_up() -> list[tuple[list[int], list[float]]]:
 def _in_scope(
     cursor: CursorWrapper, ids: list[int], scopes: list[ScopeFilter], facts: dict[int, ChunkFacts]
 ) -> list[set[int]]:
-    """Per scope, those of ``ids`` that are live chunks of its repositories, through its
-    filters (one statement for all); the facts of the live ones go into ``facts``."""
+    """Per scope, those of ``ids`` that are live chunks of its repositories' branches (the same
+    for every scope of a pass), through its filters (one statement for all); the facts of the
+    live ones go into ``facts``."""
     columns = ", ".join(f"(r.id = ANY(%s::uuid[]) AND {scope.sql})" for scope in scopes)
     cursor.execute(
-        f"SELECT c.id, {FACTS_COLUMNS}, {columns} FROM indexing_chunk c {LIVE_CHUNKS_SQL}"  # noqa: S608
+        f"SELECT c.id, {FACTS_COLUMNS}, {columns} FROM indexing_chunk c {scopes[0].live_sql}"  # noqa: S608
         " WHERE c.id = ANY(%s::bigint[]) AND r.id = ANY(%s::uuid[])",
         [*(p for scope in scopes for p in (array_literal(scope.repository_ids), *scope.params)),
          array_literal(ids), array_literal({r for scope in scopes for r in scope.repository_ids})],

@@ -251,7 +251,7 @@ class ScopeFilter:
 
     @property
     def default_branches(self) -> bool:
-        """Every repository on its default branch (the term postings cover exactly that)."""
+        """Every repository on its default branch (its rows need no membership join)."""
         return all(r.default for r in self.repositories)
 
     @property

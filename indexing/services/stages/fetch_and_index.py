@@ -181,10 +181,10 @@ def run_index(job_id: int, *, task_id: str = "") -> bool:
         repository.pk, job.branch_id, generation,
         [(path, current[path]) for path in summary.carried], job.commit,
         before_swap=claim.check,
-        # BM25's statistics of the new generation are built in the swap's own transaction, so
-        # no search sees it without them (another branch's swap leaves the default's as they
-        # were). Should the build fail, BM25 counts them on the fly: slower, still exact.
-        in_swap=refresh_search_stats if branch is None else None,
+        # BM25's statistics of the new generation (the default branch's or another's) are built
+        # in the swap's own transaction, so no search sees it without them. Should the build
+        # fail, full text counts them on the fly: slower, still exact.
+        in_swap=refresh_search_stats,
     )  # fmt: skip
     jobs.heartbeat(job_id)
     IndexJob.objects.filter(pk=job.pk).update(
