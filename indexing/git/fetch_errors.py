@@ -69,8 +69,9 @@ def classify_fetch_error(
     full = no_space_left(_chain(exc))
     if full is not None:
         return full
-    if guard.expired:
-        # Whatever the symptom (reset, hang-up, EOF), the watchdog caused it.
+    if guard.expired or guard.remaining_s() == 0.0:
+        # Whatever the symptom (reset, hang-up, EOF, a socket's read timeout, which is as long
+        # as the whole clone's and may fire before the watchdog does), the deadline caused it.
         return guard.timeout_error()
     if isinstance(exc, GitFetchError):
         return exc
