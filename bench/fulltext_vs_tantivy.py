@@ -190,7 +190,7 @@ def run_query(
 
     def retrieval(exact: bool = True) -> Any:
         return fulltext_search(
-            parsed, scope_filter, limit=K, cap=request.fulltext_candidates,
+            parsed, scope_filter, limit=K, cap=request.tuning.fulltext_candidates,
             use_postings=exact, all_terms_boost=boost, timeout_ms=60_000,
         )  # fmt: skip
 
@@ -231,7 +231,8 @@ def percentiles(values: list[float]) -> dict[str, float]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
 
-    from search.executor import SearchExecutor, SearchRequest
+    from search.executor import SearchExecutor
+    from search.types import SearchTuning
 
     started = time.monotonic()
     docs = chunk_texts()
@@ -245,7 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         postings_bytes, bucket_bytes, facet_bytes = cursor.fetchone()
     executor = SearchExecutor()
-    boost = SearchRequest(query="x").all_terms_boost
+    boost = SearchTuning().all_terms_boost
     load = {"start": [round(v, 1) for v in os.getloadavg()]}
     systems = ("retrieval", "capped", "search", "tantivy")
     timings: dict[str, dict[str, list[float]]] = {s: {} for s in systems}

@@ -1,10 +1,10 @@
 """The search contract: ``POST /api/search``'s request, built in one place for every caller.
 
-- ``search_request(fields, **tuning)`` turns the API's request fields, validated by the caller,
-  into the executor's ``SearchRequest``. ``fields`` uses the API's names (``REQUEST_FIELDS``);
-  any of them but ``query`` may be left out and then takes the executor's default; empty lists
-  mean "no filter". ``tuning`` sets executor fields the API does not expose (the evaluation
-  harness's configurations). ``viewer`` says who is asking (``accounts.visibility.Viewer``;
+- ``search_request(fields, **executor_only)`` turns the API's request fields, validated by the
+  caller, into the executor's ``SearchRequest``. ``fields`` uses the API's names
+  (``REQUEST_FIELDS``); any of them but ``query`` may be left out and then takes the executor's
+  default; empty lists mean "no filter". ``executor_only`` sets request fields the API does not
+  expose (the evaluation harness's configurations; their ``tuning`` too). ``viewer`` says who is asking (``accounts.visibility.Viewer``;
   left out: unrestricted repositories only). The view, ``manage.py search``, the MCP tool,
   ``ask`` and the evaluation harness all build their requests here.
 - ``repository_ids(refs, viewer)`` turns the API's ``repo_ids`` / ``repos`` entries -- ids or
@@ -46,10 +46,10 @@ LIST_FIELDS = frozenset({"repo_ids", "languages", "paths", "branches"})
 
 
 def search_request(
-    fields: Mapping[str, Any], *, viewer: Viewer | None = None, **tuning: Any
+    fields: Mapping[str, Any], *, viewer: Viewer | None = None, **executor_only: Any
 ) -> SearchRequest:
-    """The executor's request for validated API ``fields`` (plus executor-only ``tuning``),
-    searching what ``viewer`` may see."""
+    """The executor's request for validated API ``fields`` (plus ``executor_only`` fields the
+    API does not have, e.g. ``exclude_languages``), searching what ``viewer`` may see."""
     unknown = set(fields) - set(REQUEST_FIELDS)
     if unknown:
         raise ValueError(f"not search request fields: {sorted(unknown)}")
@@ -60,10 +60,10 @@ def search_request(
         elif name == "group_by":
             value = value == "file"
         values[REQUEST_FIELDS[name]] = value
-    twice = set(values) & set(tuning)
+    twice = set(values) & set(executor_only)
     if twice:
-        raise ValueError(f"set both as request fields and as tuning: {sorted(twice)}")
-    return SearchRequest(**values, **tuning, viewer=viewer or Viewer())
+        raise ValueError(f"set both as API fields and as executor-only ones: {sorted(twice)}")
+    return SearchRequest(**values, **executor_only, viewer=viewer or Viewer())
 
 
 def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:

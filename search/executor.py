@@ -136,7 +136,7 @@ class SearchExecutor:
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
         left_out_filter = None
-        if request.left_out_weight > 0:
+        if request.tuning.left_out_weight > 0:
             left_out_filter = build_left_out_filter(
                 scope,
                 scope_filter.repositories,
@@ -154,7 +154,9 @@ class SearchExecutor:
                 {cid for rl in lists if rl.method == method for cid, _ in rl.ranked}
             )
         full = {
-            method: any(len(rl.ranked) >= request.list_depth for rl in lists if rl.method == method)
+            method: any(
+                len(rl.ranked) >= request.tuning.list_depth for rl in lists if rl.method == method
+            )
             for method in totals
         }
 
@@ -162,37 +164,39 @@ class SearchExecutor:
         with record_stage(trace, "fusion") as stage:
             fused = fuse_ranked_lists(
                 lists,
-                k=request.rrf_k,
-                original_weight=request.original_weight,
-                first_rank_bonus=request.first_rank_bonus,
+                k=request.tuning.rrf_k,
+                original_weight=request.tuning.original_weight,
+                first_rank_bonus=request.tuning.first_rank_bonus,
                 top=None,
             )
             fused, left_out_added = place_left_out(
                 fused,
                 lists,
                 left_out_lists,
-                weight=request.left_out_weight,
-                depth=request.list_depth,
-                k=request.rrf_k,
-                original_weight=request.original_weight,
-                first_rank_bonus=request.first_rank_bonus,
+                weight=request.tuning.left_out_weight,
+                depth=request.tuning.list_depth,
+                k=request.tuning.rrf_k,
+                original_weight=request.tuning.original_weight,
+                first_rank_bonus=request.tuning.first_rank_bonus,
             )
             facts = chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql, known)
-            learned = learned_fusion_enabled(request.learned_fusion)
+            learned = learned_fusion_enabled(request.tuning.learned_fusion)
             candidates, touched = apply_signals(
                 fused,
                 facts,
                 prefer_tests=scope.prefer_tests,
                 prefer_docs=scope.prefer_docs,
-                intent_boost=request.intent_boost,
+                intent_boost=request.tuning.intent_boost,
                 identifier=identifier_query(request.query),
-                exact_symbol_boost=request.exact_symbol_boost,
-                top=len(fused) if learned else request.fusion_top,
+                exact_symbol_boost=request.tuning.exact_symbol_boost,
+                top=len(fused) if learned else request.tuning.fusion_top,
             )
             if learned:  # search.ranking.learned: a trained model orders the same pool
                 shape = question_shape(request.query, scope)
                 pool = [*lists, *left_out_lists]
-                candidates = learned_order(candidates, pool, facts, shape, top=request.fusion_top)
+                candidates = learned_order(
+                    candidates, pool, facts, shape, top=request.tuning.fusion_top
+                )
                 touched["learned_order"] = len(candidates)
             stage.set("ran", lists=len(lists), candidates=len(candidates), signals=touched)
             if left_out_filter is not None:
@@ -208,9 +212,9 @@ class SearchExecutor:
                 ordered = blend(
                     candidates,
                     rerank_scores,
-                    top3=request.blend_top3,
-                    top10=request.blend_top10,
-                    rest=request.blend_rest,
+                    top3=request.tuning.blend_top3,
+                    top10=request.tuning.blend_top10,
+                    rest=request.tuning.blend_rest,
                 )
                 stage.set("ran", blended=len(rerank_scores))
             else:
@@ -251,7 +255,7 @@ class SearchExecutor:
         read = 0
         wanted = request.limit
         if cross_encoder_on(request):  # the cross-encoder reads the best ones' text
-            wanted = max(wanted, request.cross_encoder_top)
+            wanted = max(wanted, request.tuning.cross_encoder_top)
         while read < len(candidates) and len(hits) < wanted:
             batch = candidates[read : read + wanted - len(hits)]
             read += len(batch)
@@ -327,9 +331,9 @@ class SearchExecutor:
                 found = fulltext_search(
                     parse_query(query),
                     scope_filter,
-                    limit=request.list_depth,
-                    cap=request.fulltext_candidates,
-                    all_terms_boost=request.all_terms_boost,
+                    limit=request.tuning.list_depth,
+                    cap=request.tuning.fulltext_candidates,
+                    all_terms_boost=request.tuning.all_terms_boost,
                     timeout_ms=self.timeout_ms,
                     left_out=left_out_filter,
                 )

@@ -30,8 +30,8 @@ def expansion_stage(
         expansion = expand_query(
             chat(),
             request.query,
-            count=request.expansion_count,
-            timeout_s=request.expansion_timeout_s,
+            count=request.tuning.expansion_count,
+            timeout_s=request.tuning.expansion_timeout_s,
         )
         stage.set(
             expansion.status,
@@ -64,15 +64,15 @@ def rerank_stage(
                 symbol=hits[c.chunk_id].symbol,
                 content=hits[c.chunk_id].content,
             )
-            for c in candidates[: request.rerank_top]
+            for c in candidates[: request.tuning.rerank_top]
         ]
         outcome = rerank_candidates(
             chat(),
             request.query,
             chosen,
-            concurrency=request.rerank_concurrency,
-            budget_s=request.rerank_budget_s,
-            max_chars=request.rerank_max_chars,
+            concurrency=request.tuning.rerank_concurrency,
+            budget_s=request.tuning.rerank_budget_s,
+            max_chars=request.tuning.rerank_max_chars,
         )
         stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
         return outcome.scores
@@ -104,7 +104,7 @@ def cross_encoder_stage(
             # Measured: it never changed an identifier question's answer (docs/benchmarks.md).
             stage.set("skipped", "an identifier query: the fusion's exact-name order stands")
             return candidates
-        top = [c for c in candidates[: request.cross_encoder_top] if c.chunk_id in hits]
+        top = [c for c in candidates[: request.tuning.cross_encoder_top] if c.chunk_id in hits]
         if len(top) < 2:
             stage.set("skipped", "fewer than two candidates to reorder")
             return candidates
@@ -124,9 +124,9 @@ def cross_encoder_stage(
             model,
             request.query,
             passages,
-            budget_s=request.cross_encoder_budget_s,
-            max_tokens=request.cross_encoder_tokens,
-            weight=request.cross_encoder_weight,
+            budget_s=request.tuning.cross_encoder_budget_s,
+            max_tokens=request.tuning.cross_encoder_tokens,
+            weight=request.tuning.cross_encoder_weight,
         )
         stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
         if not outcome.order:

@@ -13,32 +13,12 @@ from accounts.visibility import Viewer
 StageStatus = Literal["ran", "skipped", "failed"]
 
 
-@dataclass
-class SearchRequest:
-    """What to search and how. Every SPEC §3 parameter is a field with its default."""
-
-    query: str
-    limit: int = 10
-    # Who is asking: every retrieval query keeps to the repositories this viewer may see. The
-    # default sees only unrestricted repositories (code that forgets to say fails safe).
-    viewer: Viewer = field(default_factory=Viewer)
-    use_bm25: bool = True  # the full-text lists (BM25)
-    use_vector: bool = True
-    use_rerank: bool = False
-    use_expansion: bool = False
-    repo_ids: list[UUID] | None = None  # None: every ready repository
-    # Branch names or globs ("*": every indexed branch); None: each repository's default branch
-    branches: list[str] | None = None
-    languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
-    path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
-    exclude_path_globs: list[str] | None = None  # "-file:" of the query language
-    exclude_languages: list[str] | None = None  # "-lang:" of the query language
-    include_tests: bool | None = None  # None: automatic (included when the query is about tests)
-    include_docs: bool | None = None  # None: automatic (included when the query is about docs)
-    docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
-    # Pages hold ``limit`` files, each with all its chunks in the answer (search.file_groups),
-    # instead of ``limit`` chunks. The executor ranks chunks either way.
-    group_by_file: bool = False
+@dataclass(frozen=True)
+class SearchTuning:
+    """The constants retrieval and ranking are tuned with, in one place: each default is what
+    the split benchmark measured (docs/benchmarks.md); the product never changes them, the
+    benchmarks (``bench/eval``) vary them per run. Not a caller's choice: the API has no field
+    for any of them."""
 
     # Retrieval
     list_depth: int = 50  # results taken from each ranked list
@@ -63,9 +43,8 @@ class SearchRequest:
     # REPO_SEARCH_LEARNED_FUSION decides.
     learned_fusion: bool | None = None
 
-    # The local cross-encoder (search.ranking.cross_encoder); None: REPO_SEARCH_CROSS_ENCODER
-    # decides. It reads the best ``cross_encoder_top`` fused candidates within the budget.
-    cross_encoder: bool | None = None
+    # The local cross-encoder (search.ranking.cross_encoder, when on) reads the best
+    # ``cross_encoder_top`` fused candidates within the budget.
     cross_encoder_top: int = 10
     cross_encoder_budget_s: float = 1.5  # past it, the candidates scored so far are reordered
     cross_encoder_tokens: int = 256  # query + chunk text, in model tokens
@@ -83,6 +62,41 @@ class SearchRequest:
     blend_top3: float = 0.75
     blend_top10: float = 0.60
     blend_rest: float = 0.40
+
+
+@dataclass
+class SearchRequest:
+    """What to search and how: what a caller may ask for (every SPEC §3 parameter is a field
+    with its default), and the tuning it runs with."""
+
+    query: str
+    limit: int = 10
+    # Who is asking: every retrieval query keeps to the repositories this viewer may see. The
+    # default sees only unrestricted repositories (code that forgets to say fails safe).
+    viewer: Viewer = field(default_factory=Viewer)
+    use_bm25: bool = True  # the full-text lists (BM25)
+    use_vector: bool = True
+    use_rerank: bool = False
+    use_expansion: bool = False
+    repo_ids: list[UUID] | None = None  # None: every ready repository
+    # Branch names or globs ("*": every indexed branch); None: each repository's default branch
+    branches: list[str] | None = None
+    languages: list[str] | None = None  # e.g. ["python", "go"]; None: all
+    path_globs: list[str] | None = None  # fnmatch-style: "src/**/*.py", "*_test.go"
+    exclude_path_globs: list[str] | None = None  # "-file:" of the query language
+    exclude_languages: list[str] | None = None  # "-lang:" of the query language
+    include_tests: bool | None = None  # None: automatic (included when the query is about tests)
+    include_docs: bool | None = None  # None: automatic (included when the query is about docs)
+    docs_for_usage_questions: bool = True  # automatic docs also for "how do I ..." questions
+    # Pages hold ``limit`` files, each with all its chunks in the answer (search.file_groups),
+    # instead of ``limit`` chunks. The executor ranks chunks either way.
+    group_by_file: bool = False
+
+    # The local cross-encoder (search.ranking.cross_encoder); None: REPO_SEARCH_CROSS_ENCODER
+    # decides (the API's ``use_cross_encoder``).
+    cross_encoder: bool | None = None
+    # How retrieval and ranking are tuned: the measured defaults unless a benchmark varies them.
+    tuning: SearchTuning = field(default_factory=SearchTuning)
 
 
 @dataclass

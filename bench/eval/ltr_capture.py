@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
     from bench.eval.harness.queries import load_query_set
     from indexing.models import Repository
     from search.executor import SearchExecutor
-    from search.types import SearchRequest
+    from search.types import SearchRequest, SearchTuning
 
     repo = Repository.objects.get(name=name + variant)
     query_set = load_query_set(queries_path)
@@ -64,9 +65,12 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
     try:
         for query in query_set.queries:
             # The rules' order (learned fusion off): that is what the model is trained to improve.
-            base = dict(query=query.query, limit=10, repo_ids=[repo.pk], learned_fusion=False)
-            default = SearchExecutor().run(SearchRequest(**base))
-            deep = SearchExecutor().run(SearchRequest(**base, list_depth=depth))
+            base = dict(query=query.query, limit=10, repo_ids=[repo.pk])
+            rules = SearchTuning(learned_fusion=False)
+            default = SearchExecutor().run(SearchRequest(**base, tuning=rules))
+            deep = SearchExecutor().run(
+                SearchRequest(**base, tuning=replace(rules, list_depth=depth))
+            )
             scope = deep.scope
             record = {
                 "id": query.id,

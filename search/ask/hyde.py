@@ -88,8 +88,8 @@ def search_with_snippet(
         estimated_rows=estimate_rows(
             scope_filter, scope.languages, scope.include_tests, scope.include_docs
         ),
-        exact_max_rows=request.exact_scan_max_rows,
-        ef_search=request.hnsw_ef_search,
+        exact_max_rows=request.tuning.exact_scan_max_rows,
+        ef_search=request.tuning.hnsw_ef_search,
         timeout_ms=timeout_ms,
     )
     return found.ranked, found.detail

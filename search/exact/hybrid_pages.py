@@ -1,6 +1,6 @@
 """Pages of a hybrid (natural-language) search: the ranked answer cut into pages by a cursor.
 
-A hybrid search ranks the fused top of its lists (``SearchRequest.list_depth`` per list, at most
+A hybrid search ranks the fused top of its lists (``SearchTuning.list_depth`` per list, at most
 ``MAX_RESULTS`` in all). Every page runs the same search again, as deep as the whole answer
 (``fusion_top`` raised, which only lengthens the ranked list: its head is the same), and
 leaves out the chunks earlier pages showed. The cursor carries those chunk ids (delta-encoded),
@@ -110,7 +110,8 @@ def run_hybrid_page(
     """One page of ``request`` (``request.limit`` hits) after what ``cursor`` showed."""
     fingerprint = hybrid_fingerprint(request)
     seen = decode_seen(cursor, fingerprint)
-    deep = replace(request, limit=MAX_RESULTS, fusion_top=max(request.fusion_top, MAX_RESULTS))
+    tuning = replace(request.tuning, fusion_top=max(request.tuning.fusion_top, MAX_RESULTS))
+    deep = replace(request, limit=MAX_RESULTS, tuning=tuning)
     result = executor.run(deep)
     weak = only_weak_matches(request.query, result.hits)
     heads = [group[0] for group in group_by_file(result.hits, hit_file)]  # a hit per file

@@ -264,7 +264,7 @@ def learned_order(
 
 
 def enabled(request_value: bool | None) -> bool:
-    """``SearchRequest.learned_fusion``, or ``REPO_SEARCH_LEARNED_FUSION`` when it is None."""
+    """``SearchTuning.learned_fusion``, or ``REPO_SEARCH_LEARNED_FUSION`` when it is None."""
     if request_value is not None:
         return request_value
     from django.conf import settings

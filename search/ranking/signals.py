@@ -1,4 +1,4 @@
-"""Ranking signals applied to the fused candidates before fusion's cut (``SearchRequest.fusion_top``).
+"""Ranking signals applied to the fused candidates before fusion's cut (``SearchTuning.fusion_top``).
 
 Fusion (``search.ranking.fusion``) only sees ranks. Two signals need to know what a candidate *is*:
 

@@ -57,10 +57,10 @@ def _search_space(
             vector,
             space,
             space_scope,
-            limit=request.list_depth,
+            limit=request.tuning.list_depth,
             estimated_rows=estimated,
-            exact_max_rows=request.exact_scan_max_rows,
-            ef_search=request.hnsw_ef_search,
+            exact_max_rows=request.tuning.exact_scan_max_rows,
+            ef_search=request.tuning.hnsw_ef_search,
             timeout_ms=timeout_ms,
         )
         lists.append(RankedList("vector", index, found.ranked))

@@ -14,6 +14,7 @@ from llm.config import ModelSettings
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.ranking.rerank import VERDICT_SCHEMA
 from search.retrieval.expansion import expansion_schema
+from search.types import SearchTuning
 from tests.model_server import ModelServer
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
@@ -145,7 +146,9 @@ def test_rerank_threads_follow_the_call_limit_and_snippets_the_context_window(
     model_server.delay = 0.05  # long enough for overlapping calls to show up at the server
     model_server.chat_handler = lambda messages: '{"relevant": true, "confidence": 0.7}'
     chat = chat_for(model_server, context_tokens=400)
-    result = run(chat, use_rerank=True, rerank_concurrency=4, rerank_budget_s=10)
+    result = run(
+        chat, use_rerank=True, tuning=SearchTuning(rerank_concurrency=4, rerank_budget_s=10)
+    )
     rerank = stage(result, "rerank")
     assert rerank.status == "ran" and rerank.detail["judged"] == 3
     assert rerank.detail["concurrency"] == 1

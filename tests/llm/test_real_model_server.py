@@ -26,7 +26,7 @@ import llm
 import llm.config
 from indexing.models import Chunk
 from search.executor import SearchExecutor, SearchRequest
-from search.types import SearchHit, SearchResult
+from search.types import SearchHit, SearchResult, SearchTuning
 from tests.accounts_support import bearer, make_account, token_client, token_for
 from tests.asgi_server import serving_the_site
 from tests.ask import corpus, test_ask_stream
@@ -151,7 +151,7 @@ def test_chat_answers_with_text_through_the_openai_provider(real_chat) -> None:
 
 
 def test_expansion_reads_the_real_phrasings_and_searches_them(shop, real_chat) -> None:
-    result = run_search(use_expansion=True, expansion_timeout_s=GENEROUS_S)
+    result = run_search(use_expansion=True, tuning=SearchTuning(expansion_timeout_s=GENEROUS_S))
     expansion = result.stage("expansion")
     assert expansion is not None and expansion.status == "ran", expansion
     # Asked under a JSON schema (llama.cpp turns it into a grammar): read as JSON.
@@ -167,7 +167,9 @@ def test_expansion_reads_the_real_phrasings_and_searches_them(shop, real_chat) -
 
 def test_rerank_judges_every_candidate_and_orders_by_its_verdicts(shop, real_chat) -> None:
     plain = run_search()
-    result = run_search(use_rerank=True, rerank_top=4, rerank_budget_s=GENEROUS_S)
+    result = run_search(
+        use_rerank=True, tuning=SearchTuning(rerank_top=4, rerank_budget_s=GENEROUS_S)
+    )
     rerank = result.stage("rerank")
     assert rerank is not None and rerank.status == "ran", rerank
     detail = rerank.detail

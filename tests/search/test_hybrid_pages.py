@@ -12,6 +12,7 @@ from django.test import Client
 
 from search.exact.hybrid_pages import MAX_RESULTS
 from search.executor import SearchExecutor, SearchRequest
+from search.types import SearchTuning
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +46,9 @@ def test_pages_are_the_whole_ranked_answer_cut_in_pieces(indexed, client: Client
     pages = pages_of(client, {"query": QUESTION, "limit": 3, "group_by": "chunk"})
     hits = [h for page in pages for h in page["results"]]
     whole = SearchExecutor().run(
-        SearchRequest(query=QUESTION, limit=MAX_RESULTS, fusion_top=MAX_RESULTS)
+        SearchRequest(
+            query=QUESTION, limit=MAX_RESULTS, tuning=SearchTuning(fusion_top=MAX_RESULTS)
+        )
     )
     assert len(pages) > 2  # the corpus has more than 6 chunks for the question
     assert [_key(h) for h in hits] == [

@@ -18,6 +18,7 @@ from search.ranking.signals import ChunkFacts, apply_signals
 from search.retrieval.query import identifier_query
 from search.retrieval.question_words import usage_question
 from search.retrieval.scope import resolve_scope
+from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 CODE = (
@@ -83,7 +84,9 @@ def paths(body: dict[str, Any]) -> list[str]:
 def test_a_docs_question_gets_the_doc_page_first(client: Client, repository) -> None:  # type: ignore[no-untyped-def]
     query = "docs on configuration from environment variables with a prefix"
     # Fusion alone ranks the code first: it shares more words with the question.
-    plain = SearchExecutor().run(SearchRequest(query=query, use_vector=False, intent_boost=0.0))
+    plain = SearchExecutor().run(
+        SearchRequest(query=query, use_vector=False, tuning=SearchTuning(intent_boost=0.0))
+    )
     assert [h.file_path for h in plain.hits][:2] == ["confkit/env.py", "README.md"]
 
     body = search(client, query=query)
@@ -221,7 +224,9 @@ def test_a_name_query_gets_its_definition_first(client: Client) -> None:
         ],
     )
     plain = SearchExecutor().run(
-        SearchRequest(query="parse_header", use_vector=False, exact_symbol_boost=0.0)
+        SearchRequest(
+            query="parse_header", use_vector=False, tuning=SearchTuning(exact_symbol_boost=0.0)
+        )
     )
     assert plain.hits[0].symbol != "parse_header"  # the long definition loses on BM25 alone
     body = search(client, query="parse_header")

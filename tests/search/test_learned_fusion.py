@@ -23,6 +23,7 @@ from search.ranking.learned import (
 )
 from search.ranking.signals import ChunkFacts
 from search.retrieval.scope import resolve_scope
+from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 FACTS = {
@@ -159,7 +160,9 @@ def test_search_with_learned_fusion_on_answers_and_says_so(  # type: ignore[no-u
     # The same pool of candidates either way: only the order may differ.
     assert sorted(_where(body)) == sorted(_where(rules))
     # Through the executor the request field overrides the setting.
-    off = SearchExecutor().run(SearchRequest(query=query, use_vector=False, learned_fusion=False))
+    off = SearchExecutor().run(
+        SearchRequest(query=query, use_vector=False, tuning=SearchTuning(learned_fusion=False))
+    )
     assert [(h.file_path, h.start_line) for h in off.hits] == _where(rules)
     assert default_model().weights  # the committed model was the one used
 

@@ -9,6 +9,7 @@ from search.executor import SearchExecutor, SearchRequest
 from search.ranking.fusion import RankedList, fuse_ranked_lists
 from search.ranking.left_out import place_left_out
 from search.retrieval.scope import build_left_out_filter, resolve_scope
+from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 
@@ -100,7 +101,9 @@ def test_a_test_that_answers_better_than_the_code_comes_back() -> None:
     plain = SearchExecutor().run(SearchRequest(query=query, use_vector=False))
     assert [h.file_path for h in plain.hits] == ["backoff/retry.py"]
 
-    result = SearchExecutor().run(SearchRequest(query=query, use_vector=False, left_out_weight=1.0))
+    result = SearchExecutor().run(
+        SearchRequest(query=query, use_vector=False, tuning=SearchTuning(left_out_weight=1.0))
+    )
     assert [h.file_path for h in result.hits] == ["tests/test_retry.py", "backoff/retry.py"]
     assert result.hits[0].is_test
     fusion = result.stage("fusion")
@@ -108,7 +111,12 @@ def test_a_test_that_answers_better_than_the_code_comes_back() -> None:
     assert result.scope.include_tests is False  # the scope itself is as before
 
     kept_out = SearchExecutor().run(
-        SearchRequest(query=query, use_vector=False, left_out_weight=1.0, include_tests=False)
+        SearchRequest(
+            query=query,
+            use_vector=False,
+            include_tests=False,
+            tuning=SearchTuning(left_out_weight=1.0),
+        )
     )
     assert [h.file_path for h in kept_out.hits] == ["backoff/retry.py"]
 

@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from search.mcp import tools
+from search.types import SearchTuning
 from tests.frontend.signed_in import ui_client
 from tests.search.test_exact_search import post
 
@@ -84,6 +85,6 @@ def test_list_totals_cut_at_their_depth_are_lower_bounds(indexed) -> None:  # ty
     """Lists as deep as 2 chunks: more than that match "client", so both counts are minimums."""
     from search.executor import SearchExecutor, SearchRequest
 
-    result = SearchExecutor().run(SearchRequest(query="client", list_depth=2))
+    result = SearchExecutor().run(SearchRequest(query="client", tuning=SearchTuning(list_depth=2)))
     assert result.total_bm25_hits >= 2 and result.bm25_hits_is_lower_bound is True
     assert result.vector_hits_is_lower_bound is True

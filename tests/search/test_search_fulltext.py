@@ -6,6 +6,7 @@ import pytest
 
 from indexing.services.storing import discard_unfinished_generations
 from search.executor import SearchExecutor, SearchRequest, SearchResult
+from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository, no_chat
 
 pytestmark = pytest.mark.django_db
@@ -139,11 +140,11 @@ def test_broad_queries_rank_a_capped_candidate_set() -> None:
     docs = fillers(80, "widget = widget + 1")
     docs.append(SourceDoc("rare.py", [Piece("def rare():\n    widget(gizmo)\n", "rare")]))
     indexed_repository("cap", docs)
-    result = search("widget gizmo", fulltext_candidates=10)
+    result = search("widget gizmo", tuning=SearchTuning(fulltext_candidates=10))
     assert symbols(result)[0] == "rare"
     detail = result.stage("fulltext").detail["queries"][0]  # type: ignore[union-attr]
     assert detail["capped"] is True
-    broad = search("widget", fulltext_candidates=10, limit=100)
+    broad = search("widget", tuning=SearchTuning(fulltext_candidates=10), limit=100)
     assert 0 < broad.total_bm25_hits <= 20  # two tiers of at most 10 rows, never all 81
 
 

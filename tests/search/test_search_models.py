@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from search.executor import SearchExecutor, SearchRequest, SearchResult
+from search.types import SearchTuning
 from tests.model_server import ModelServer
 from tests.search.corpus import Piece, SourceDoc, indexed_repository, no_chat, server_chat
 
@@ -110,7 +111,11 @@ def test_chat_server_down(model_server: ModelServer) -> None:
 
 def test_chat_server_too_slow_for_the_budget(model_server: ModelServer) -> None:
     model_server.delay = 3.0
-    result = run(server_chat(model_server.url, timeout=10), use_rerank=True, rerank_budget_s=0.5)
+    result = run(
+        server_chat(model_server.url, timeout=10),
+        use_rerank=True,
+        tuning=SearchTuning(rerank_budget_s=0.5),
+    )
     status, reason = stage(result, "rerank")
     assert status == "skipped"
     assert reason.startswith("chat model timed out after 0.5 s (")
@@ -126,7 +131,11 @@ def test_chat_server_too_slow_for_the_budget(model_server: ModelServer) -> None:
 
 def test_expansion_timeout(model_server: ModelServer) -> None:
     model_server.delay = 3.0
-    result = run(server_chat(model_server.url), use_expansion=True, expansion_timeout_s=0.5)
+    result = run(
+        server_chat(model_server.url),
+        use_expansion=True,
+        tuning=SearchTuning(expansion_timeout_s=0.5),
+    )
     status, reason = stage(result, "expansion")
     assert status == "skipped" and "timeout 0.5 s" in reason
     assert result.queries == ["image crop"] and result.hits
@@ -140,8 +149,7 @@ def test_partial_rerank_blends_only_the_judged(model_server: ModelServer) -> Non
         server_chat(model_server.url, timeout=10),
         "image",
         use_rerank=True,
-        rerank_budget_s=1.5,
-        rerank_concurrency=2,
+        tuning=SearchTuning(rerank_budget_s=1.5, rerank_concurrency=2),
     )
     status, reason = stage(result, "rerank")
     assert status == "ran"

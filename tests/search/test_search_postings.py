@@ -13,6 +13,7 @@ from search.models import TermBucket, TermPostings
 from search.retrieval.fulltext import FulltextList, fulltext_search
 from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository, no_chat
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +74,7 @@ def test_the_best_chunk_is_found_however_late_it_was_stored() -> None:
     ]
     docs.append(chunk("pkg/widgets.py", "widgets", "widget(widget, widget, widget)"))
     indexed_repository("late", docs)
-    result = search("widget", fulltext_candidates=10, limit=5)
+    result = search("widget", tuning=SearchTuning(fulltext_candidates=10), limit=5)
     assert [hit.symbol for hit in result.hits][:1] == ["widgets"]
     detail = result.stage("fulltext").detail["queries"][0]  # type: ignore[union-attr]
     assert detail["exact"] is True and detail["capped"] is True
@@ -113,10 +114,10 @@ def test_scope_filters_apply_to_the_postings() -> None:
         ],
     )
     # The scope's own lists (left_out_weight 0: no left-out lists that may bring tests back).
-    found = [hit.symbol for hit in search("pool", left_out_weight=0.0).hits]
+    found = [hit.symbol for hit in search("pool", tuning=SearchTuning(left_out_weight=0.0)).hits]
     assert "test_pool" not in found and "pool_doc" not in found
     assert set(found) == {"make_pool", "PoolGo"}
-    src_only = search("pool", path_globs=["src/**"], left_out_weight=0.0).hits
+    src_only = search("pool", path_globs=["src/**"], tuning=SearchTuning(left_out_weight=0.0)).hits
     assert [hit.symbol for hit in src_only] == ["make_pool"]
     assert "test_pool" in [hit.symbol for hit in search("pool", include_tests=True).hits]
 

@@ -180,10 +180,8 @@ class AblationReport:
 SearchFunction = Callable[[Any], Any]
 
 
-def _request_fields() -> set[str]:
-    from search.executor import SearchRequest
-
-    return {f.name for f in dataclasses.fields(SearchRequest)}
+def _field_names(cls: Any) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
 
 
 def build_request(
@@ -195,14 +193,18 @@ def build_request(
     viewer: Viewer | None = None,
 ) -> Any:
     """The ``SearchRequest`` for one query under one configuration, as ``viewer`` sees the
-    repositories (default: unrestricted ones only; ``bench/eval/run.py`` sees everything)."""
+    repositories (default: unrestricted ones only; ``bench/eval/run.py`` sees everything).
+    A configuration names request and tuning fields alike (``SearchTuning``'s go there)."""
     from search import contract
+    from search.types import SearchRequest, SearchTuning
 
-    unknown = set(configuration.overrides) - _request_fields()
+    tuned = {n: v for n, v in configuration.overrides.items() if n in _field_names(SearchTuning)}
+    rest = {n: v for n, v in configuration.overrides.items() if n not in tuned}
+    unknown = set(rest) - _field_names(SearchRequest)
     if unknown:
         raise ValueError(f"{configuration.name}: SearchRequest has no field(s) {sorted(unknown)}")
     fields = {"query": query, "limit": k, "repo_ids": repo_ids}
-    return contract.search_request(fields, viewer=viewer, **configuration.overrides)
+    return contract.search_request(fields, viewer=viewer, tuning=SearchTuning(**tuned), **rest)
 
 
 def _slots(result: Any, home: UUID | None = None) -> tuple[ResultSlot, ...]:
