@@ -139,7 +139,7 @@ def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
     terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
     if not terms:
         return []
-    informative = plan_candidates(parsed, stats, 10**12, "bm25").informative
+    informative = plan_candidates(parsed, stats, 10**12).informative
     idfs = [idf(stats.documents, stats.df[t]) for t in terms]
     sql = f"""
         SELECT c.id, s.score * CASE WHEN s.present @> %s::text[] AND cardinality(%s::text[]) > 0
