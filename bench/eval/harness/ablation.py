@@ -4,11 +4,10 @@
     report = run_ablation(query_set, repo_ids=[repo.pk], k=5, with_llm=False)
     print(format_report(report))
 
-Each configuration is a set of ``SearchRequest`` overrides run through the same
-``SearchExecutor`` the API uses, so what is measured is what users get. Configurations that need
-a chat model (expansion, rerank) run only when asked for and a chat model is configured; when
-they are skipped, or when their stage did not actually run (model unreachable), the report says
-so and why instead of presenting fusion-only numbers under their name.
+Each configuration (request and tuning overrides) runs through the ``SearchExecutor`` the API
+uses: what is measured is what users get. Those that need a chat model run only when asked for
+and one is configured; skipped, or with their stage not run, the report says why instead of
+presenting fusion-only numbers under their name.
 """
 
 from __future__ import annotations
@@ -338,6 +337,14 @@ def chat_unavailable_reason() -> str | None:
     return None
 
 
+def _forget_scores() -> None:
+    from search.ranking import cross_encoder
+    from search.retrieval import query_vectors
+
+    cross_encoder.clear_cache()
+    query_vectors.clear()
+
+
 def run_ablation(
     query_set: QuerySet,
     *,
@@ -378,6 +385,7 @@ def run_ablation(
             continue
         if on_progress:
             on_progress(configuration.name)
+        _forget_scores()  # each configuration pays its own query embeddings and model scores
         reports.append(
             run_configuration(
                 configuration,
