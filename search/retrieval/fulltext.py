@@ -6,15 +6,15 @@ in one compiled pass; the exact top ``limit`` over every match, with the scope a
 filters applied in the one statement that reads the ranked chunks. A quoted phrase is such a
 filter (the chunks whose ``tsvector`` holds it); its words score like any others.
 
-Every branch's live generation has its own postings, so a search of another branch than the
-default ranks the same way.
+Every branch's live generation has its own postings, so a search of other branches than the
+default ranks the same way (several branches of one repository: their statistics summed, a
+chunk they share ranked once).
 
-**The fallback** (``_capped``): a search of several branches of one repository at once (their
-statistics summed), a generation whose statistics are missing (counted on the fly), and lists
-that cannot be read whole (ids spanning 2^32, or the statement timed out); the trace says
-which (``fallback``). Same BM25, in SQL: ``ts_rank_cd`` of a one-term query with normalisation
-0 is exactly the sum of the term's position weights in the ``tsvector``, so with weights
-{D, C, B, A} it is a field-weighted term frequency (symbol x3, path x1.5, body x1 --
+**The fallback** (``_capped``): a generation whose statistics are missing (counted on the fly),
+and lists that cannot be read whole (ids spanning 2^32, or the statement timed out); the trace
+says which (``fallback``). Same BM25, in SQL: ``ts_rank_cd`` of a one-term query with
+normalisation 0 is exactly the sum of the term's position weights in the ``tsvector``, so with
+weights {D, C, B, A} it is a field-weighted term frequency (symbol x3, path x1.5, body x1 --
 BM25F-style)::
 
     score = sum_t idf(t) * tf(t) * (k1 + 1) / (tf(t) + k1 * (1 - b + b * len / avglen))
@@ -112,18 +112,10 @@ def with_phrase(scope: ScopeFilter | None, tsquery: str | None) -> ScopeFilter |
     )
 
 
-def one_branch_each(scope: ScopeFilter) -> bool:
-    """No repository is in scope on two branches (each branch's lists would offer the chunks
-    the branches share once each)."""
-    return len(scope.repository_ids) == len(scope.repositories)
-
-
 def fallback_reason(scope: ScopeFilter, stats: CorpusStats, engine: bool) -> str | None:
     """Why the capped SQL ranks this search instead of the engine (None: it does not)."""
     if not engine:
         return "asked for"
-    if not one_branch_each(scope):
-        return "several branches of one repository (a chunk they share is one hit)"
     if stats.computed_on_the_fly:
         return "statistics missing (counted on the fly)"
     if stats.kept is None:
@@ -154,8 +146,9 @@ def fulltext_search(
         return result
     phrases = required_tsquery(parsed)
     searched = with_phrase(scope, phrases) or scope
-    engine = use_postings and one_branch_each(scope)
-    stats = corpus_stats(scope.repositories, parsed.terms, keep_lists=engine, timeout_ms=timeout_ms)
+    stats = corpus_stats(
+        scope.repositories, parsed.terms, keep_lists=use_postings, timeout_ms=timeout_ms
+    )
     plan = plan_candidates(parsed, stats, cap)
     result.detail.update(
         terms=list(parsed.terms),

@@ -19,6 +19,7 @@ are read for that search only (``postings_cache.kept_lists``).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -150,6 +151,10 @@ class _Pass:
         # id is ``base + slot``).
         self.ids = [self._pack(r) for r in range(len(self.lists))]
         self.wants = wants
+        # A repository in scope on several branches has a row of lists per branch, and a chunk
+        # the branches share is in each: the heaps hold that many times more, and each chunk
+        # is kept once (its copies score the same: same records, same order of terms).
+        self.copies = max(Counter(r for r, _g, _b in kept.repositories).values(), default=1)
         self.informative = sum(1 << terms.index(w) for w in informative if w in terms)
         self.boost = 1.0 + all_terms_boost if self.informative else 1.0
         self.coefficients = [idf * (BM25.k1 + 1) for idf in idfs]
@@ -196,13 +201,13 @@ class _Pass:
         masks = np.zeros(size, dtype=np.int32)
         kinds = np.zeros(size, dtype=np.int8)
         touched = np.zeros(size + 1, dtype=np.int64)  # the slots some list read, in any order
-        width = max(limits)
+        width = max(limits) * self.copies
         heap_score = np.empty((len(wants), width), dtype=np.float64)
         heap_id = np.empty((len(wants), width), dtype=np.int64)
         sizes = np.zeros(len(wants), dtype=np.int64)
         excluded = np.asarray([w.excluded_flags for w in wants], dtype=np.int64)
         wanted = np.asarray([w.wanted_flags for w in wants], dtype=np.int64)
-        limit = np.asarray(limits, dtype=np.int64)
+        limit = np.asarray(limits, dtype=np.int64) * self.copies
         dead_ids = np.asarray(sorted(dead), dtype=np.int64)
         for r, row in enumerate(self.lists):
             if not self.spans[r]:
@@ -224,7 +229,12 @@ class _Pass:
         for i in range(len(wants)):
             ids, values = heap_id[i, : sizes[i]], heap_score[i, : sizes[i]]
             order = np.lexsort((ids, -values))
-            found_lists.append((ids[order].tolist(), values[order].tolist()))
+            ids, values = ids[order], values[order]
+            if self.copies > 1:  # a shared chunk's copies are side by side: keep the first
+                first = np.ones(len(ids), dtype=np.bool_)
+                first[1:] = ids[1:] != ids[:-1]
+                ids, values = ids[first][: limits[i]], values[first][: limits[i]]
+            found_lists.append((ids.tolist(), values.tolist()))
         return found_lists
 
 

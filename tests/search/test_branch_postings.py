@@ -84,12 +84,13 @@ def test_a_branch_is_ranked_by_its_own_postings_as_every_match_would(tmp_path: P
     assert fulltext("patch release checksum", ["release/1.0"]).ranked[0][0] == hotfix
     assert stats_generations(repository.pk) == {repository.active_generation, branch.generation}
 
-    # Both branches at once: their statistics would count a shared chunk twice -- the fallback
-    # ranks them, and a chunk both show is one result.
-    both = fulltext("patch release checksum", ["*"])
-    assert both.detail["fallback"].startswith("several branches of one repository")
-    assert [cid for cid, _ in both.ranked][:1] == [hotfix]
-    assert len({cid for cid, _ in both.ranked}) == len(both.ranked)
+    # Both branches at once: each chunk they share is in both branches' lists, and is one
+    # result, ranked as every match would be over the two branches' chunks.
+    for query in queries:
+        both = fulltext(query, ["*"])
+        assert_ranked_as_every_match(both, fulltext(query, ["*"], engine=False))
+        assert len({cid for cid, _ in both.ranked}) == len(both.ranked) > 0
+    assert fulltext("patch release checksum", ["*"]).ranked[0][0] == hotfix
 
     delete_branch(branch)
     assert stats_generations(repository.pk) == {repository.active_generation}
