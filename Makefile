@@ -54,9 +54,13 @@ check: install-dev
 		$(PY) manage.py check --fail-level WARNING && \
 		$(PY) manage.py makemigrations --check --dry-run'
 
+# Three pytest-xdist workers, a module's tests on one worker (tests/conftest.py); PYTEST_WORKERS=
+# runs the suite in one process.
+PYTEST_WORKERS ?= -n 3 --dist loadfile
+
 test: install-dev lint check
 	@bash scripts/ensure_test_packages.sh
-	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest --durations=40 $(PYTEST_ARGS)
+	$(PY) -m reposearch.embedded_stack run -- $(PY) -m pytest --durations=40 $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Refresh every pin (after editing pyproject.toml or requirements/*.in); commit the results.
 lock:
