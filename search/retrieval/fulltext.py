@@ -112,7 +112,7 @@ def with_phrase(scope: ScopeFilter | None, tsquery: str | None) -> ScopeFilter |
     )
 
 
-def fallback_reason(scope: ScopeFilter, stats: CorpusStats, engine: bool) -> str | None:
+def fallback_reason(stats: CorpusStats, engine: bool) -> str | None:
     """Why the capped SQL ranks this search instead of the engine (None: it does not)."""
     if not engine:
         return "asked for"
@@ -161,7 +161,7 @@ def fulltext_search(
         result.detail["stats_computed_on_the_fly"] = [str(r) for r in stats.computed_on_the_fly]
     if not plan.scored:
         return result
-    fallback = fallback_reason(scope, stats, use_postings)
+    fallback = fallback_reason(stats, use_postings)
     if fallback is None:
         _in_memory(result, parsed, searched, with_phrase(left_out, phrases), stats, plan, limit,
                    cap, all_terms_boost, timeout_ms)  # fmt: skip
