@@ -32,18 +32,24 @@ from search.llm_stages import (
     expansion_stage,
     rerank_stage,
 )
-from search.ranking.fusion import FusedCandidate, RankedList, blend, fuse_ranked_lists
+from search.ranking.fusion import (
+    FusedCandidate,
+    RankedList,
+    blend,
+    fuse_ranked_lists,
+    place_left_out,
+)
 from search.ranking.learned import enabled as learned_fusion_enabled
 from search.ranking.learned import learned_order, question_shape
-from search.ranking.left_out import QueryMemoEmbedder, place_left_out
 from search.ranking.signals import (
     apply_signals,
 )
+from search.retrieval.db import run_beside
 from search.retrieval.facts import ChunkFacts, chunk_facts
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import hydrate_hits
-from search.retrieval.parallel import run_beside
 from search.retrieval.query import identifier_query, parse_query
+from search.retrieval.query_vectors import QueryMemoEmbedder
 from search.retrieval.scope import (
     LIVE_CHUNKS_SQL,
     ScopeFilter,
@@ -53,13 +59,13 @@ from search.retrieval.scope import (
     scope_repositories,
 )
 from search.retrieval.vector_stage import run_vector_stage
-from search.tracing import record_stage
 from search.types import (
     ScopeApplied,
     SearchHit,
     SearchRequest,
     SearchResult,
     StageTrace,
+    record_stage,
 )
 
 __all__ = [

@@ -14,8 +14,7 @@ from search.ranking.fusion import FusedCandidate
 from search.ranking.rerank import RerankCandidate, rerank_candidates
 from search.retrieval.expansion import expand_query
 from search.retrieval.query import identifier_query
-from search.tracing import record_stage
-from search.types import SearchHit, SearchRequest, StageTrace
+from search.types import SearchHit, SearchRequest, StageTrace, record_stage
 
 
 def expansion_stage(

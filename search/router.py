@@ -55,7 +55,7 @@ from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
-from search.retrieval import parallel
+from search.retrieval.db import soon
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 
@@ -107,7 +107,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
             # counted while the hybrid search runs, on a connection of its own when it can be
             stripped = request.query.strip().strip("`").removesuffix("()")
             branches = list(request.branches or []) or None
-            counted = parallel.soon(
+            counted = soon(
                 count_exact_matches, stripped, request.repo_ids, request.viewer, branches
             )
         page = run_hybrid_page(call.executor or SearchExecutor(), request, call.cursor)

@@ -1,8 +1,12 @@
-"""The executor's data: requests, hits, stage traces and results (see ``search.executor``)."""
+"""The executor's data: requests, hits, stage traces and results (see ``search.executor``), and
+``record_stage``, which times one stage and records it in the trace."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -11,6 +15,7 @@ from uuid import UUID
 from accounts.visibility import Viewer
 
 StageStatus = Literal["ran", "skipped", "failed"]
+logger = logging.getLogger("search.executor")
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class SearchTuning:
     intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
     exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
     # Tests/docs the scope left out by default come back at this share of the fusion score they
-    # would have had unscoped (search.ranking.left_out); 0: they stay out.
+    # would have had unscoped (search.ranking.fusion.place_left_out); 0: they stay out.
     left_out_weight: float = 0.5
     # A trained linear model orders the fused candidates (search.ranking.learned); None:
     # REPO_SEARCH_LEARNED_FUSION decides.
@@ -137,6 +142,32 @@ class StageTrace:
     reason: str = ""
     ms: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+class StageRecorder:
+    """Times one stage and records its outcome (``ran`` unless told otherwise)."""
+
+    def __init__(self, name: str) -> None:
+        self.trace = StageTrace(name=name, status="ran")
+
+    def set(self, status: StageStatus | str, reason: str = "", **detail: Any) -> None:
+        self.trace.status = status  # type: ignore[assignment]
+        self.trace.reason = reason
+        self.trace.detail.update(detail)
+
+
+@contextmanager
+def record_stage(trace: list[StageTrace], name: str) -> Iterator[StageRecorder]:
+    stage = StageRecorder(name)
+    started = time.perf_counter()
+    try:
+        yield stage
+    except Exception as exc:  # a stage's failure must never fail the search
+        logger.exception("search stage %s failed", name)
+        stage.set("failed", f"{type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        stage.trace.ms = round((time.perf_counter() - started) * 1000, 1)
+        trace.append(stage.trace)
 
 
 @dataclass

@@ -77,7 +77,7 @@ LEVERS: dict[str, dict[str, Any]] = {
     "all-words boost 0": {"all_terms_boost": 0.0},
     "all-words boost 0.5": {"all_terms_boost": 0.5},
     "all-words boost 1.0": {"all_terms_boost": 1.0},
-    # issue 16, second round (search/ranking/left_out.py)
+    # issue 16, second round (search/ranking/fusion.py, place_left_out)
     "left-out 0": {"left_out_weight": 0.0},
     "left-out 0.3": {"left_out_weight": 0.3},
     "left-out 0.7": {"left_out_weight": 0.7},

@@ -64,9 +64,8 @@ def replay(
 ) -> tuple[list[Any], list[Any], Any]:
     """The default pipeline replayed for one captured question: (pool in the default order,
     every list -- scoped and left out, cut to ``depth`` --, the question's shape)."""
-    from search.ranking.fusion import RankedList, fuse_ranked_lists
+    from search.ranking.fusion import RankedList, fuse_ranked_lists, place_left_out
     from search.ranking.learned import QuestionShape
-    from search.ranking.left_out import place_left_out
     from search.ranking.signals import apply_signals
     from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
 

@@ -6,7 +6,7 @@ from .base import *  # noqa: F403
 from .base import env
 
 # No connection outlives its use: the test database can be dropped at the end of the session
-# even though search threads (search/retrieval/parallel.py) have their own connections.
+# even though search threads (search/retrieval/db.py) have their own connections.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 # No pool either (its idle connections would hold the test database), unless a test's own
 # server process asks for one (the HTTP concurrency benchmark's smoke run).

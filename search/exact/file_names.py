@@ -23,7 +23,7 @@ from search.exact.candidates import CandidateFile, CandidateScope, escape_like
 from search.exact.cursor import invalid_cursor, pack_cursor, unpack_cursor
 from search.exact.errors import QueryRejected
 from search.retrieval.db import search_cursor
-from search.retrieval.globs import InvalidGlob, glob_to_regex
+from search.retrieval.query import InvalidGlob, glob_to_regex
 
 GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 4000

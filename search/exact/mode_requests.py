@@ -25,7 +25,7 @@ from search.exact.patterns import LineMatcher, compile_term, regex_required_lite
 from search.exact.query_language import SearchQuery
 from search.exact.repositories import ready_repositories, resolve_repositories
 from search.executor import SearchExecutor, SearchRequest
-from search.retrieval.globs import InvalidGlob, exact_path_regex, paths_regex
+from search.retrieval.query import InvalidGlob, exact_path_regex, paths_regex
 
 MODES = ("auto", "semantic", "exact", "regex")
 Mode = Literal["auto", "semantic", "exact", "regex"]

@@ -15,7 +15,7 @@ from accounts.visibility import Viewer
 from indexing.models import SourceFile
 from search.exact.errors import QueryRejected
 from search.mcp.tools import ToolInputError, branches_hint, resolve_repository
-from search.retrieval.globs import InvalidGlob, glob_to_regex
+from search.retrieval.query import InvalidGlob, glob_to_regex
 from search.retrieval.scope import UnknownBranch
 from search.symbols.references import find_references as references_of
 from search.symbols.service import search_symbols

@@ -41,7 +41,7 @@ from search.mcp.exact_answer import (
 )
 from search.mcp.hybrid_answer import hybrid_answer
 from search.mcp.identity import current_caller
-from search.retrieval.globs import InvalidGlob
+from search.retrieval.query import InvalidGlob
 from search.retrieval.scope import UnknownBranch, UnknownRepositories
 from search.router import SearchCall, run_search
 

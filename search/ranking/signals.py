@@ -3,7 +3,7 @@
 Fusion (``search.ranking.fusion``) only sees ranks. Two signals need to know what a candidate *is*:
 
 - **intent**: a question that is about tests or documentation (its words say so: "tests for
-  ...", "docs on ...", see ``search.retrieval.question_words.query_intent``) wants those chunks first, not merely
+  ...", "docs on ...", see ``search.retrieval.query.query_intent``) wants those chunks first, not merely
   among the code. Every candidate of the intended kind gains ``intent_boost`` times the best
   fused score, so with a boost of 1 or more the intended kind leads and keeps its own fusion
   order; code follows. Scope flags set explicitly (``include_docs: true``, the UI's

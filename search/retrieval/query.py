@@ -1,24 +1,37 @@
-"""Parsing a search query into full-text terms, the same way chunks were indexed.
+"""What a user typed, read: full-text terms and phrases, what the question's words ask for, and
+path globs.
 
-Tokens come from ``indexing.identifiers.identifier_words`` -- the function that built every
-chunk's ``tsvector`` -- so ``parseHttpHeader``, ``parse_http_header`` and ``parse http header``
-meet: each gives ``parse``, ``http``, ``header``, and a compound identifier also gives its whole
-form (``parsehttpheader``) so that the exact identifier ranks first. Text between double quotes
-is a phrase: its tokens must appear in that order (``<->`` in the tsquery).
+**Terms.** Tokens come from ``indexing.identifiers.identifier_words`` -- the function that built
+every chunk's ``tsvector`` -- so ``parseHttpHeader``, ``parse_http_header`` and ``parse http
+header`` meet: each gives ``parse``, ``http``, ``header``, and a compound identifier also gives its
+whole form (``parsehttpheader``) so that the exact identifier ranks first. Text between double
+quotes is a phrase: its tokens must appear in that order (``<->`` in the tsquery). English function
+words (``where``, ``does``, ``the``, ``of``: ``STOPWORDS``) stay search terms (BM25's idf weighs
+them down); the learned ranking model leaves them out of the question's content words
+(``search.ranking.signals.content_words``). Every token is a run of letters and digits; tsquery
+literals are still quoted and escaped.
 
-English function words (``where``, ``does``, ``the``, ``of``: ``STOPWORDS``) stay search terms
-(BM25's idf weighs them down); the learned ranking model leaves them out of the question's
-content words (``search.ranking.signals.content_words``).
+**Question words** say what chunks a question wants: tests, documentation, a usage question ("how
+do I ..."). ``search.retrieval.scope`` decides the scope from them; the ranking signals read the
+same words.
 
-Every token is a run of letters and digits; tsquery literals are still quoted and escaped.
+**Path globs** (the ``file:`` / ``path:`` filters and ``paths`` of every search mode) are
+fnmatch-style and become anchored PostgreSQL regular expressions: ``*`` and ``?`` stay within one
+path segment, ``**`` crosses directories, ``[abc]`` / ``[!a]`` are character classes, and a glob
+without ``/`` matches the file name in any directory (``*.py``, ``test_*.go``); a glob ending in
+``/`` matches everything under that directory. Every other character is escaped, so a glob can
+never inject regex syntax.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from indexing.identifiers import identifier_words, split_identifier
+from reposearch.domain_errors import DomainError
 
 MAX_TERMS = 32
 MAX_PHRASE_TOKENS = 16
@@ -105,3 +118,167 @@ def required_tsquery(parsed: ParsedQuery) -> str | None:
     if not parsed.phrases:
         return None
     return " & ".join(f"({tsquery_phrase(p)})" for p in parsed.phrases)
+
+
+# What the question's words ask for
+
+TEST_WORDS = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "tested",
+        "spec",
+        "specs",
+        "pytest",
+        "unittest",
+        "unittests",
+        "fixture",
+        "fixtures",
+        "conftest",
+        "mock",
+        "mocks",
+        "mocking",
+        "testcase",
+        "testcases",
+    }
+)
+DOC_WORDS = frozenset(
+    {
+        "doc",
+        "docs",
+        "documentation",
+        "documented",
+        "readme",
+        "guide",
+        "guides",
+        "tutorial",
+        "tutorials",
+        "howto",
+        "manual",
+        "changelog",
+        "docstring",
+        "docstrings",
+        "rst",
+        "markdown",
+        "faq",
+    }
+)
+# Words that bring tests / docs into scope but do not say the question wants them first: a
+# docstring or a mock is as often the code's own business ("where are docstrings parsed").
+NOT_INTENT_WORDS = frozenset({"docstring", "docstrings", "mock", "mocks", "mocking"})
+# A question asked in the first person ("how do I install it", "can I change the error page")
+# or "how to ..." is a usage question: documentation may answer it, so it is searched too --
+# included, not preferred (code still answers most of them).
+USAGE_WORDS = frozenset({"i", "i'm", "i've", "i'd", "me", "my", "we", "our"})
+_TOKEN_SPLIT = re.compile(r"[\s,.;:!?()\[\]\"]+")
+
+
+def query_mentions(query: str, vocabulary: frozenset[str]) -> str | None:
+    """The first word of ``query`` in ``vocabulary`` (identifiers split), or None."""
+    for word in identifier_words(query):
+        if word in vocabulary:
+            return word
+    return None
+
+
+def query_intent(query: str, vocabulary: frozenset[str]) -> str | None:
+    """The first word of ``query`` that says it wants that kind of chunk first, or None."""
+    return query_mentions(query, vocabulary - NOT_INTENT_WORDS)
+
+
+def usage_question(query: str) -> str | None:
+    """What makes ``query`` a usage question (first person, "how to"), or None."""
+    lowered = query.lower()
+    if re.search(r"\bhow to\b", lowered):
+        return "how to"
+    for token in _TOKEN_SPLIT.split(lowered):
+        if token in USAGE_WORDS:
+            return token
+    return None
+
+
+# Path globs
+
+MAX_GLOBS = 20
+MAX_GLOB_LENGTH = 300
+
+
+class InvalidGlob(DomainError, ValueError):
+    """A path glob the search cannot use; the API names the ``paths`` field."""
+
+    def api_code(self) -> str:
+        return "invalid"
+
+    def api_message(self) -> str:
+        return "paths: " + str(self)
+
+    def api_details(self) -> dict[str, Any]:
+        return {"field": "paths"}
+
+
+def glob_to_regex(glob: str) -> str:
+    """An anchored PostgreSQL (ARE) regex for one fnmatch-style path glob."""
+    if not glob or len(glob) > MAX_GLOB_LENGTH or "\x00" in glob:
+        raise InvalidGlob(f"path glob must be 1..{MAX_GLOB_LENGTH} characters")
+    pattern = glob.lstrip("/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    prefix = "^" if "/" in pattern.rstrip("/") else "^(?:.*/)?"
+    if pattern.endswith("/"):
+        pattern += "**"
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            body = pattern[i + 1 : end] if end != -1 else ""
+            negate = body[:1] in ("!", "^")
+            members = body[1:] if negate else body
+            if end != -1 and members and re.fullmatch(r"[\w.\-]+", members):
+                escaped = "".join(_class_member(m) for m in members)
+                out.append(f"[{'^' if negate else ''}{escaped}]")
+                i = end + 1
+                continue
+            out.append(_literal(ch))
+        else:
+            out.append(_literal(ch))
+        i += 1
+    return prefix + "".join(out) + "$"
+
+
+def _literal(ch: str) -> str:
+    return ch if ch.isalnum() or ch == "/" else "\\" + ch
+
+
+def _class_member(ch: str) -> str:
+    # A range needs its dash; anything else in a class is a plain member.
+    return ch if ch.isalnum() or ch in "-_" else "\\" + ch
+
+
+def exact_path_regex(path: str) -> str:
+    """An anchored PostgreSQL regex matching ``path`` and nothing else."""
+    if not path or len(path) > MAX_GLOB_LENGTH or "\x00" in path:
+        raise InvalidGlob(f"a path must be 1..{MAX_GLOB_LENGTH} characters")
+    return "^" + "".join(_literal(ch) for ch in path.lstrip("/")) + "$"
+
+
+def paths_regex(globs: Sequence[str] | None) -> str | None:
+    if not globs:
+        return None
+    if len(globs) > MAX_GLOBS:
+        raise InvalidGlob(f"at most {MAX_GLOBS} path globs")
+    return "|".join(f"(?:{glob_to_regex(g)})" for g in globs)

@@ -6,7 +6,7 @@ about them (``pytest fixture for the client``, ``readme install steps``); explic
 are pushed down into every retrieval query as one SQL fragment (``ScopeFilter.sql``), always
 together with the live generation of ready repositories.
 
-Path globs become anchored PostgreSQL regexes in ``search.retrieval.globs``.
+Path globs become anchored PostgreSQL regexes in ``search.retrieval.query``.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from accounts.visibility import Viewer
 from indexing.models import RepositoryStatus
 from indexing.visible import visible_repositories
 from reposearch.domain_errors import DomainError
-from search.retrieval.globs import paths_regex
-from search.retrieval.question_words import (
+from search.retrieval.query import (
     DOC_WORDS,
     TEST_WORDS,
+    paths_regex,
     query_intent,
     query_mentions,
     usage_question,
@@ -303,7 +303,7 @@ def build_left_out_filter(
     exclude_languages: Sequence[str] | None = None,
 ) -> ScopeFilter | None:
     """The chunks ``scope`` left out *by default* (tests, docs or both; every other filter
-    kept), or None when it left nothing out that way (``search.ranking.left_out``)."""
+    kept), or None when it left nothing out that way (``search.ranking.fusion.place_left_out``)."""
     tests = not scope.include_tests and scope.tests_reason == LEFT_OUT_BY_DEFAULT
     docs = not scope.include_docs and scope.docs_reason == LEFT_OUT_BY_DEFAULT
     if not (tests or docs):

@@ -17,7 +17,7 @@ tests/docs; path globs cannot be estimated and count as no reduction):
   the exact scan runs instead.
 
 The left-out lists (``ScopeFilter.only_kinds``: only the tests and docs the scope left out by
-default, ``search.ranking.left_out``) are such a selective filter -- a few per cent of the
+default, ``search.ranking.fusion.place_left_out``) are such a selective filter -- a few per cent of the
 chunks, whose vectors sit away from most queries: at 1 M chunks the filtered HNSW scan visited
 ~15,000 vectors to keep 2-8 of them (0.45-2 s per statement; ~380 ms of database CPU per search
 on average). On the HNSW path they take the k nearest chunks of the wider scope

@@ -17,8 +17,7 @@ from search.retrieval.query_vectors import embed_queries
 from search.retrieval.scope import ScopeApplied, ScopeFilter
 from search.retrieval.vector import estimate_rows, previous_spaces, vector_search
 from search.retrieval.vector_plan import plan_vector_search
-from search.tracing import StageRecorder
-from search.types import RankedList, SearchRequest
+from search.types import RankedList, SearchRequest, StageRecorder
 
 
 def _narrow(scope: ScopeFilter, repository_ids: list[Any]) -> ScopeFilter:

@@ -134,7 +134,7 @@ def test_eval_prints_and_writes_the_ablation(
     ident = next(q for q in configs["hybrid+scope"]["queries"] if q["id"] == "ident")
     assert ident["results"][0] == "src/app/retry.py:6-13 retry_with_backoff"
     # Without scope the test file shows up for code queries; with scope it comes back only where
-    # it beats some of the code (search.ranking.left_out), so less of it, and it still comes
+    # it beats some of the code (search.ranking.fusion.place_left_out), so less of it, and it still comes
     # back for the query about tests.
     scoped = configs["hybrid+scope"]
     assert (

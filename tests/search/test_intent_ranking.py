@@ -15,8 +15,7 @@ from django.test import Client
 from search.executor import SearchExecutor, SearchRequest
 from search.ranking.fusion import FusedCandidate
 from search.ranking.signals import ChunkFacts, apply_signals
-from search.retrieval.query import identifier_query
-from search.retrieval.question_words import usage_question
+from search.retrieval.query import identifier_query, usage_question
 from search.retrieval.scope import resolve_scope
 from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from search.executor import SearchExecutor, SearchRequest
-from search.ranking.fusion import RankedList, fuse_ranked_lists
-from search.ranking.left_out import place_left_out
+from search.ranking.fusion import RankedList, fuse_ranked_lists, place_left_out
 from search.retrieval.scope import build_left_out_filter, resolve_scope
 from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository

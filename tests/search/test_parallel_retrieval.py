@@ -48,16 +48,16 @@ def test_lists_are_built_concurrently_with_the_same_results(indexed) -> None:
 
 
 def test_busy_counts_tasks_until_they_end_even_when_they_fail() -> None:
-    from search.retrieval import parallel
+    from search.retrieval import db
 
     def fail() -> None:
         raise ValueError("boom")
 
-    future = parallel.run_beside(fail)
+    future = db.run_beside(fail)
     with pytest.raises(ValueError, match="boom"):
         future.result(timeout=10)
-    assert parallel.run_beside(lambda: 7).result(timeout=10) == 7
-    assert parallel.busy() == 0
+    assert db.run_beside(lambda: 7).result(timeout=10) == 7
+    assert db.busy() == 0
 
 
 # A hybrid answer's count of exact matches runs beside the search (search.router).

@@ -6,8 +6,14 @@ import re
 
 import pytest
 
-from search.retrieval.globs import InvalidGlob, glob_to_regex, paths_regex
-from search.retrieval.query import parse_query, required_tsquery, tsquery_any
+from search.retrieval.query import (
+    InvalidGlob,
+    glob_to_regex,
+    parse_query,
+    paths_regex,
+    required_tsquery,
+    tsquery_any,
+)
 from search.retrieval.scope import resolve_scope
 from search.types import SearchRequest
 

@@ -18,8 +18,7 @@ from indexing.services.vectors import (
     store_vectors,
 )
 from search.executor import SearchExecutor, SearchRequest
-from search.ranking.fusion import RankedList, fuse_ranked_lists
-from search.ranking.left_out import place_left_out
+from search.ranking.fusion import RankedList, fuse_ranked_lists, place_left_out
 from search.retrieval.scope import (
     build_left_out_filter,
     build_scope_filter,

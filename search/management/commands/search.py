@@ -18,7 +18,7 @@ from search import contract
 from search.exact.errors import QueryRejected
 from search.management.viewer_option import add_user_option, viewer_from_options
 from search.response import search_body
-from search.retrieval.globs import InvalidGlob
+from search.retrieval.query import InvalidGlob
 from search.retrieval.scope import UnknownRepositories
 from search.router import SearchCall, SearchOutcome, run_search
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
