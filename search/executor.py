@@ -39,11 +39,8 @@ from search.ranking.fusion import (
     fuse_ranked_lists,
     place_left_out,
 )
-from search.ranking.learned import enabled as learned_fusion_enabled
-from search.ranking.learned import learned_order, question_shape
-from search.ranking.signals import (
-    apply_signals,
-)
+from search.ranking.ordering import apply_signals, learned_order, question_shape
+from search.ranking.ordering import enabled as learned_fusion_enabled
 from search.retrieval.db import run_beside
 from search.retrieval.facts import ChunkFacts, chunk_facts
 from search.retrieval.fulltext import fulltext_search
@@ -197,7 +194,7 @@ class SearchExecutor:
                 exact_symbol_boost=request.tuning.exact_symbol_boost,
                 top=len(fused) if learned else request.tuning.fusion_top,
             )
-            if learned:  # search.ranking.learned: a trained model orders the same pool
+            if learned:  # search.ranking.ordering: a trained model orders the same pool
                 shape = question_shape(request.query, scope)
                 pool = [*lists, *left_out_lists]
                 candidates = learned_order(

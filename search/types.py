@@ -38,13 +38,13 @@ class SearchTuning:
     first_rank_bonus: float = 0.05  # added once when a chunk ranks first in any list
     fusion_top: int = 30  # candidates kept after fusion and the ranking signals
 
-    # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking.signals)
+    # Ranking signals on every fused candidate, before fusion_top's cut (search.ranking.ordering)
     intent_boost: float = 1.0  # tests/docs questions: their kind gains this x the best score
     exact_symbol_boost: float = 1.0  # a one-identifier query: the chunk defining that name first
     # Tests/docs the scope left out by default come back at this share of the fusion score they
     # would have had unscoped (search.ranking.fusion.place_left_out); 0: they stay out.
     left_out_weight: float = 0.5
-    # A trained linear model orders the fused candidates (search.ranking.learned); None:
+    # A trained linear model orders the fused candidates (search.ranking.ordering); None:
     # REPO_SEARCH_LEARNED_FUSION decides.
     learned_fusion: bool | None = None
 
@@ -181,7 +181,9 @@ class ScopeApplied:
     include_docs: bool
     tests_reason: str = ""  # "requested", "default", "query mentions 'pytest'"
     docs_reason: str = ""
-    prefer_tests: bool = False  # the query asks for tests: they rank first (search.ranking.signals)
+    prefer_tests: bool = (
+        False  # the query asks for tests: they rank first (search.ranking.ordering)
+    )
     prefer_docs: bool = False
 
 

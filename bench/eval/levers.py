@@ -82,7 +82,7 @@ LEVERS: dict[str, dict[str, Any]] = {
     "left-out 0.3": {"left_out_weight": 0.3},
     "left-out 0.7": {"left_out_weight": 0.7},
     "left-out 1.0": {"left_out_weight": 1.0},
-    # issue 16, fourth round (search/ranking/learned.py)
+    # issue 16, fourth round (search/ranking/ordering.py)
     "learned": {"learned_fusion": True},
     "rules": {"learned_fusion": False},
 }

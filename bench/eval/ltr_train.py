@@ -5,7 +5,7 @@
 
 For every captured question the default pipeline is replayed with its own functions
 (``fuse_ranked_lists`` -> ``place_left_out`` -> ``apply_signals``, lists cut to ``--depth``) to
-get the pool of candidates and the default order; ``search.ranking.learned.features`` gives each
+get the pool of candidates and the default order; ``search.ranking.ordering.features`` gives each
 candidate's feature row, and a candidate is relevant when it overlaps an expected range (the
 harness's hit rule). The model is linear, ``w . standardise(x)``, trained with a listwise
 softmax loss (ListNet: cross-entropy between the softmax of the scores over the pool and the
@@ -65,8 +65,7 @@ def replay(
     """The default pipeline replayed for one captured question: (pool in the default order,
     every list -- scoped and left out, cut to ``depth`` --, the question's shape)."""
     from search.ranking.fusion import RankedList, fuse_ranked_lists, place_left_out
-    from search.ranking.learned import QuestionShape
-    from search.ranking.signals import apply_signals
+    from search.ranking.ordering import QuestionShape, apply_signals
     from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
 
     def lists_of(raw: Sequence[dict[str, Any]]) -> list[RankedList]:
@@ -106,7 +105,7 @@ def overlaps(row: dict[str, Any], expected: Sequence[Sequence[Any]]) -> bool:
 
 def chunk_facts(repository: str, row: dict[str, Any]) -> Any:
     """``ChunkFacts`` of a captured chunk row (path, lines, kind, test/doc, symbol)."""
-    from search.ranking.signals import ChunkFacts
+    from search.retrieval.facts import ChunkFacts
     from search.retrieval.query import normalise_symbol
 
     return ChunkFacts(
@@ -120,7 +119,7 @@ def chunk_facts(repository: str, row: dict[str, Any]) -> Any:
 
 
 def build_questions(path: Path, depth: int) -> list[Question]:
-    from search.ranking.learned import features
+    from search.ranking.ordering import features
 
     data = json.loads(path.read_text())
     out: list[Question] = []
@@ -268,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "search/ranking/learned_weights.json")
     args = parser.parse_args(argv)
     _setup()
-    from search.ranking.learned import FEATURES
+    from search.ranking.ordering import FEATURES
 
     global LOSS, DROPPED
     LOSS = args.loss

@@ -1,1 +1,2 @@
-"""Ordering candidates: Reciprocal Rank Fusion and the blend, ranking signals, and LLM re-ranking."""
+"""Ordering candidates: fusion (RRF, left-out placement, the blend), ordering (signals and the
+learned model), and the model re-rankers (cross-encoder, chat model)."""

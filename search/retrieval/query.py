@@ -8,7 +8,7 @@ whole form (``parsehttpheader``) so that the exact identifier ranks first. Text 
 quotes is a phrase: its tokens must appear in that order (``<->`` in the tsquery). English function
 words (``where``, ``does``, ``the``, ``of``: ``STOPWORDS``) stay search terms (BM25's idf weighs
 them down); the learned ranking model leaves them out of the question's content words
-(``search.ranking.signals.content_words``). Every token is a run of letters and digits; tsquery
+(``content_words``). Every token is a run of letters and digits; tsquery
 literals are still quoted and escaped.
 
 **Question words** say what chunks a question wants: tests, documentation, a usage question ("how
@@ -25,6 +25,7 @@ never inject regex syntax.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,6 +119,51 @@ def required_tsquery(parsed: ParsedQuery) -> str | None:
     if not parsed.phrases:
         return None
     return " & ".join(f"({tsquery_phrase(p)})" for p in parsed.phrases)
+
+
+# Words a question shares with a chunk's file and symbol (features of the learned order)
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def path_words(path: str) -> set[str]:
+    """The words of a file's name (``test_sessions.py`` -> test, session), singular. ``path``
+    is ``repo-id/path``."""
+    return set(_words_named(tuple(path.split("/")[1:][-1:])))
+
+
+@functools.lru_cache(maxsize=65536)  # the same names come back in every search (and copy)
+def _words_named(named: tuple[str, ...]) -> frozenset[str]:
+    words: set[str] = set()
+    for part in named:
+        stem = part.split(".", 1)[0] or part
+        words.update(_singular(w) for w in split_identifier(stem) if len(w) >= 3)
+    return frozenset(words)
+
+
+def content_words(query: str) -> list[str]:
+    """A prose query's words that may name a file (no stop words, 3+ letters); none for a
+    one-identifier query (the exact-name signal handles those)."""
+    if identifier_query(query) is not None:
+        return []
+    return [w for w in identifier_words(query, unique=True) if len(w) >= 3 and w not in STOPWORDS]
+
+
+@functools.lru_cache(maxsize=65536)
+def same_word(a: str, b: str) -> bool:
+    """Two words that differ by an ending only (``registered`` / ``register``, ``blueprints``
+    / ``blueprint``, ``signed`` / ``sign``): they share all but two letters of the shorter one,
+    and at least four (so short words collide: ``read`` / ``ready``)."""
+    if a == b:
+        return True
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return common >= max(4, min(len(a), len(b)) - 2) and abs(len(a) - len(b)) <= 3
 
 
 # What the question's words ask for

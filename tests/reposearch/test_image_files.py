@@ -108,7 +108,7 @@ def test_neither_the_image_nor_the_wheel_ships_the_lab(tmp_path: Path) -> None:
         "/app/search/evaluation/harness.py",
     ]
     assert lab_code(["/app/search/management/commands/eval.py"])
-    assert not lab_code(["/app/search/retrieval/fulltext.py", "/app/search/ranking/learned.py"])
+    assert not lab_code(["/app/search/retrieval/fulltext.py", "/app/search/ranking/ordering.py"])
 
 
 def test_a_package_left_out_of_the_image_is_caught(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from django.test import Client
 
 from search.executor import SearchExecutor, SearchRequest
 from search.ranking.fusion import FusedCandidate, RankedList
-from search.ranking.learned import (
+from search.ranking.ordering import (
     FEATURES,
     Model,
     QuestionShape,
@@ -21,7 +21,7 @@ from search.ranking.learned import (
     load_model,
     question_shape,
 )
-from search.ranking.signals import ChunkFacts
+from search.retrieval.facts import ChunkFacts
 from search.retrieval.scope import resolve_scope
 from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository

@@ -1,13 +1,15 @@
 """The hand-set signals leave fusion's order alone when no question word asks otherwise; the
 question words the learned model compares with a chunk's file name and symbol
-(``content_words``, ``same_word``: ``search.ranking.learned``)."""
+(``content_words``, ``same_word``: ``search.retrieval.query``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from search.ranking.fusion import FusedCandidate
-from search.ranking.signals import ChunkFacts, apply_signals, content_words, path_words, same_word
+from search.ranking.ordering import apply_signals
+from search.retrieval.facts import ChunkFacts
+from search.retrieval.query import content_words, path_words, same_word
 
 
 def _candidates(*scores: float) -> list[FusedCandidate]:

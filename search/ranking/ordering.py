@@ -1,8 +1,24 @@
-"""Learned fusion: a linear model over per-candidate features orders the fused candidates.
+"""Ordering the fused candidates: two rule signals, then a learned linear model.
 
-The default pipeline orders candidates by hand-set rules (RRF over the lists, left-out chunks at
-half weight, the intent and exact-name signals; ``search.ranking.fusion`` / ``left_out`` /
-``signals``). With learned fusion on, those rules still decide *which* candidates there are (the
+**Signals** (``apply_signals``). Fusion (``search.ranking.fusion``) only sees ranks. Two signals
+need to know what a candidate *is*:
+
+- **intent**: a question that is about tests or documentation (its words say so: "tests for
+  ...", "docs on ...", see ``search.retrieval.query.query_intent``) wants those chunks first,
+  not merely among the code. Every candidate of the intended kind gains ``intent_boost`` times the best
+  fused score, so with a boost of 1 or more the intended kind leads and keeps its own fusion
+  order; code follows. Scope flags set explicitly (``include_docs: true``, the UI's
+  checkboxes) only include, they do not prefer.
+- **exact name**: when the whole query is one identifier (``take_while_m_n``,
+  ``ScriptInfo.load_app``), a candidate whose symbol *is* that name (or ends with it:
+  ``VerboseError.from_error_kind`` for ``from_error_kind``) gains ``exact_symbol_boost`` times
+  the best score -- the definition ranks above its callers, tests and longer namesakes; for a
+  qualified query the enclosing definition (``Needed`` for ``Needed::Size``) gains half.
+
+Every signal is off when its weight is 0; the order is then exactly fusion's.
+
+**Learned order** (``learned_order``). The rules (RRF over the lists, left-out chunks at their
+weight, the two signals) give the default order. With learned fusion on, those rules still decide *which* candidates there are (the
 pool: every fused candidate before the cut to ``fusion_top``), and a linear model decides their
 order: ``score = w . standardise(features)``, weights trained with a listwise softmax loss on the
 tune half of the evaluation corpora (``bench/eval/ltr_train.py``; the weights, the features' means
@@ -11,7 +27,7 @@ module). Nothing in the features is keyed to a word of our questions: they are t
 and scores, what a chunk is (test, doc, definition, length), whether the question's own words name
 the chunk's symbol or file, how many other candidates its file has, and a few shapes of the
 question (length, a code token in it, a whole-identifier query, the scope's own decisions) crossed
-with the chunk's kind. See ``FEATURES`` and ``docs/evaluation.md`` ("Fourth round").
+with the chunk's kind. See ``FEATURES``; its measurement is on docs/benchmarks.md.
 
 The candidates' ``score`` becomes ``exp(s - max s)`` (in (0, 1], so the rerank blend, which
 divides by the best score, still works) and they are re-ranked; ties keep the default order.
@@ -31,8 +47,8 @@ from typing import Any
 import numpy as np
 
 from search.ranking.fusion import FusedCandidate, RankedList
-from search.ranking.signals import ChunkFacts, content_words, path_words, same_word
-from search.retrieval.query import identifier_query
+from search.retrieval.facts import ChunkFacts
+from search.retrieval.query import content_words, identifier_query, path_words, same_word
 from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
 from search.types import ScopeApplied
 
@@ -74,6 +90,49 @@ FEATURES: tuple[str, ...] = (
 
 _CODE_TOKEN = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|::|\(\)|`")
 NOT_DEFINITIONS = frozenset({"", "window", "module", "section"})
+
+
+def apply_signals(
+    candidates: Sequence[FusedCandidate],
+    facts: dict[int, ChunkFacts],
+    *,
+    prefer_tests: bool = False,
+    prefer_docs: bool = False,
+    intent_boost: float = 0.0,
+    identifier: str | None = None,
+    exact_symbol_boost: float = 0.0,
+    top: int = 30,
+) -> tuple[list[FusedCandidate], dict[str, int]]:
+    """The best ``top`` candidates after the signals, re-ranked; and what each signal touched.
+
+    Candidates without facts (no longer live) are dropped.
+    """
+    live = [c for c in candidates if c.chunk_id in facts]
+    touched = {"intended": 0, "exact_name": 0}
+    if live and intent_boost > 0 and (prefer_tests or prefer_docs):
+        lead = max(c.score for c in live)
+        for candidate in live:
+            fact = facts[candidate.chunk_id]
+            if (prefer_tests and fact.is_test) or (prefer_docs and fact.is_doc):
+                candidate.score += intent_boost * lead
+                touched["intended"] += 1
+    if live and identifier and exact_symbol_boost > 0:
+        lead = max(c.score for c in live)
+        container = identifier.rsplit(".", 1)[0] if "." in identifier else None
+        for candidate in live:
+            symbol = facts[candidate.chunk_id].symbol
+            if not symbol:
+                continue
+            if symbol == identifier or symbol.endswith("." + identifier):
+                candidate.score += exact_symbol_boost * lead
+                touched["exact_name"] += 1
+            elif symbol == container:
+                candidate.score += 0.5 * exact_symbol_boost * lead
+                touched["exact_name"] += 1
+    ordered = sorted(live, key=lambda c: (-c.score, c.best_rank, c.chunk_id))[:top]
+    for rank, candidate in enumerate(ordered, start=1):
+        candidate.rank = rank
+    return ordered, touched
 
 
 @dataclass(frozen=True)
