@@ -52,6 +52,9 @@ REPO_SEARCH_MAX_CONCURRENT_CLONES = env.positive_int("REPO_SEARCH_MAX_CONCURRENT
 REPO_SEARCH_MAX_VECTOR_ENTRIES = env.positive_int("REPO_SEARCH_MAX_VECTOR_ENTRIES", 2_000_000)
 # Term postings each search process keeps in memory between searches (0: read them every time).
 REPO_SEARCH_POSTINGS_MEMORY_MB = env.non_negative_int("REPO_SEARCH_POSTINGS_MEMORY_MB", 256)
+# Term postings in files every web process of this host maps (unset: <data dir>/postings; "off":
+# none, each process keeps its own in REPO_SEARCH_POSTINGS_MEMORY_MB).
+REPO_SEARCH_POSTINGS_DIR = env.optional("REPO_SEARCH_POSTINGS_DIR")
 REPO_SEARCH_MAX_FILE_BYTES = env.positive_int("REPO_SEARCH_MAX_FILE_BYTES", 1_048_576)
 # The index stage reads, chunks and stores a repository this much at a time (bounded memory).
 REPO_SEARCH_INDEX_BATCH_MB = env.positive_int("REPO_SEARCH_INDEX_BATCH_MB", 16)

@@ -1,19 +1,27 @@
-"""Term posting lists kept in a process's memory between searches (``postings_memory`` ranks them).
+"""Term posting lists kept between searches (``postings_memory`` ranks them).
 
 The term postings (``indexing.postings_format``) of a repository generation do not change
-once built, so a process keeps the lists its searches read (``ListCache``: least recently used
-first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all) under a key that names what they were built
-from -- repository, generation, and the transaction that built its statistics (``xmin`` of its
-facet rows, new with every rebuild) -- and a search whose lists are all there reads none of them
-from the database. Lists not kept yet are read whole, in one statement (``kept_lists``); those
-of a search too large to keep serve that search only.
+once built, so they are kept under a key that names what they were built from -- repository,
+generation, and the transaction that built its statistics (``xmin`` of its facet rows, new with
+every rebuild) -- and a search whose lists are all kept reads none of them from the database.
+They are kept in files that every search process of the host maps (``postings_files``: one copy
+in the page cache, however many processes; each process keeps up to ``MAPPED_LISTS`` of them
+mapped). The first process that needs a list reads it from the database, in one statement for
+all the lists of its search (``kept_lists``), and writes its file under its generation's lock;
+the others map that file. Where files cannot be used (``REPO_SEARCH_POSTINGS_DIR=off``, a
+directory that cannot be written, another process writing the same generation for longer than
+the statement's timeout), the lists read are kept in this process's memory instead
+(``ListCache``: least recently used first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all); those
+of a search too large for half of it serve that search only.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -24,10 +32,15 @@ from django.db.backends.utils import CursorWrapper
 
 from indexing.postings_format import HEADER, RECORD, buckets, list_base
 from search.lru import Lru
+from search.retrieval import postings_files
 from search.retrieval.db import array_literal, binary_cursor, search_cursor
+from search.retrieval.postings_files import StoredList
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
+# Lists a process keeps mapped between searches (a mapping each: a few hundred bytes here and in
+# the kernel; their pages are the host's page cache, shared).
+MAPPED_LISTS = 4096
 
 
 @dataclass(frozen=True)
@@ -39,13 +52,23 @@ class TermList:
     words: np.ndarray  # uint32
     base: int  # the generation's first chunk id (the lists' header)
     span: int  # largest offset + 1 (0: the term is not in this generation)
-    nbytes: int = 0  # what keeping it costs
+    nbytes: int = 0  # what keeping it costs this process
+    shared: bool = False  # its arrays are a mapped file's: the host's page cache (``_MAPS``)
 
     @classmethod
     def of(cls, offsets: np.ndarray, words: np.ndarray, base: int) -> TermList:
+        """A list in this process's memory (read-only: the compiled pass is built for the
+        read-only arrays of a mapped file, and must not meet a second type)."""
         span = int(offsets.max()) + 1 if len(offsets) else 0
         size = offsets.nbytes + words.nbytes + ENTRY_OVERHEAD
+        offsets.flags.writeable = words.flags.writeable = False
         return cls(offsets, words, base, span, size)
+
+    @classmethod
+    def mapped(cls, stored: StoredList) -> TermList:
+        """A list whose arrays are a mapped file's (it costs this process no more than its
+        entry)."""
+        return cls(stored.offsets, stored.words, stored.base, stored.span, ENTRY_OVERHEAD, True)
 
 
 EMPTY = TermList.of(np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0)
@@ -62,6 +85,7 @@ class ListCache(Lru[Key, TermList]):
 
 _CACHE: ListCache | None = None
 _CACHE_LOCK = threading.Lock()
+_MAPS: Lru[Key, TermList] = Lru(MAPPED_LISTS)
 
 
 def cache() -> ListCache:
@@ -76,12 +100,12 @@ def cache() -> ListCache:
 
 @dataclass
 class KeptLists:
-    """The whole lists of some terms in some repositories, from this process's memory."""
+    """The whole lists of some terms in some repositories, mapped or in this process's memory."""
 
     repositories: list[tuple[UUID, int, int]]  # (id, generation, statistics' build)
     terms: list[str]
     lists: list[list[TermList]]  # per repository, per term
-    loaded: int  # lists read from the database for this search (not in memory yet)
+    loaded: int  # lists read from the database for this search (not kept yet)
 
     def document_frequencies(self) -> dict[str, int]:
         return {
@@ -97,30 +121,80 @@ class Unsupported(Exception):
 def kept_lists(
     repositories: list[tuple[UUID, int, int]], terms: list[str], timeout_ms: int = 5000
 ) -> KeptLists | None:
-    """The whole lists of ``terms`` in ``repositories`` ((id, generation, statistics' build)),
-    those not in memory read in one statement. They are kept for the next searches when they
-    fit in half of the cache (more would push out everything else, and not stay); else, or
-    with the cache off, they serve this search only. None when they cannot be read: ids of a
-    generation spanning 2^32 or more, or the statement failed (e.g. timed out)."""
-    store = cache()
+    """The whole lists of ``terms`` in ``repositories`` ((id, generation, statistics' build)):
+    mapped by this process, else in its memory, else in the host's files, else read in one
+    statement and written to those files. Lists that cannot be written are kept in this process's
+    memory when they fit in half of it (more would push out everything else, and not stay); else,
+    or with ``REPO_SEARCH_POSTINGS_MEMORY_MB=0``, they serve this search only. None when they
+    cannot be read: ids of a generation spanning 2^32 or more, or the statement failed (e.g. timed
+    out)."""
+    store, files = cache(), postings_files.root()
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
-    found = store.get_many(keys) if store.budget else {}
+    found = _MAPS.get_many(keys) if files is not None else {}
+    if store.budget and len(found) < len(keys):
+        found.update(store.get_many([key for key in keys if key not in found]))
     missing = [key for key in keys if key not in found]
-    loaded: dict[Key, TermList] = {}
+    if missing and files is not None:
+        found.update(_mapped(postings_files.map_lists(files, missing)))
+        missing = [key for key in keys if key not in found]
+    read = 0
     if missing:
         try:
-            with search_cursor(timeout_ms) as cursor:
-                loaded = _load(cursor, missing)
+            more, read = _read(files, missing, timeout_ms)
         except Unsupported:
             return None
         except DatabaseError:
             logger.warning("posting lists not read whole", exc_info=True)
             return None
-        found.update(loaded)
-    if sum(v.nbytes for v in found.values()) <= store.budget // 2:
-        store.put_many(loaded)
+        found.update(more)
+        unmapped = {key: value for key, value in more.items() if not value.shared}
+        if sum(v.nbytes for v in found.values()) <= store.budget // 2:
+            store.put_many(unmapped)
     lists = [[found[(r.int, g, b, term)] for term in terms] for r, g, b in repositories]
-    return KeptLists(list(repositories), list(terms), lists, len(missing))
+    return KeptLists(list(repositories), list(terms), lists, read)
+
+
+def _mapped(stored: dict[Key, StoredList]) -> dict[Key, TermList]:
+    """Mapped lists, kept mapped for the next searches."""
+    lists = {key: TermList.mapped(value) for key, value in stored.items()}
+    _MAPS.put_many(lists)
+    return lists
+
+
+def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Key, TermList], int]:
+    """The lists of ``keys`` from the database, and how many were read there: written to the
+    host's files (mapped copies returned) while this process holds their generations' locks;
+    where it cannot, in memory. One another process wrote while this one waited is mapped."""
+    if files is None:
+        with search_cursor(timeout_ms) as cursor:
+            return _load(cursor, keys), len(keys)
+    generations = [(r, g, b) for r, g, b, _t in keys]
+    with postings_files.generation_locks(files, generations, timeout_ms) as (held, made):
+        found = _mapped(postings_files.map_lists(files, keys)) if held else {}
+        still = [key for key in keys if key not in found]
+        with search_cursor(timeout_ms) as cursor:
+            loaded = _load(cursor, still) if still else {}
+        found.update(loaded)
+        if held and loaded:
+            stored = {k: StoredList(v.offsets, v.words, v.base, v.span) for k, v in loaded.items()}
+            found.update(_mapped(postings_files.write_lists(files, stored)))
+    if made:  # a generation new on this host: those that are no longer live go
+        _sweep(files, timeout_ms)
+    return found, len(still)
+
+
+def _sweep(files: Path, timeout_ms: int) -> None:
+    started = time.time()
+    try:
+        with search_cursor(timeout_ms) as cursor:
+            cursor.execute(
+                "SELECT repository_id, generation, max(xmin::text::bigint)"
+                " FROM search_chunkfacetstat GROUP BY repository_id, generation"
+            )
+            live = {(str(r), int(g), int(b)) for r, g, b in cursor.fetchall()}
+        postings_files.sweep(files, live, started)
+    except (OSError, DatabaseError):
+        logger.warning("posting list files not swept", exc_info=True)
 
 
 def _load(cursor: CursorWrapper, keys: list[Key]) -> dict[Key, TermList]:

@@ -171,11 +171,12 @@ class _Pass:
             return NO_IDS
         held = np.unique(np.concatenate([v.offsets for v in row if v.span]))
         self.lists[r] = [
-            replace(v, offsets=np.searchsorted(held, v.offsets).astype(np.uint32), span=len(held))
+            replace(v, offsets=_read_only(np.searchsorted(held, v.offsets).astype(np.uint32)),
+                    span=len(held))
             if v.span
             else v
             for v in row
-        ]
+        ]  # fmt: skip
         self.spans[r] = len(held)
         return self.bases[r] + held.astype(np.int64)
 
@@ -236,6 +237,12 @@ class _Pass:
                 ids, values = ids[first][: limits[i]], values[first][: limits[i]]
             found_lists.append((ids.tolist(), values.tolist()))
         return found_lists
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """The lists' arrays are read-only (mapped files'): one type for the compiled pass."""
+    array.flags.writeable = False
+    return array
 
 
 def warm_up() -> list[tuple[list[int], list[float]]]:

@@ -1,7 +1,8 @@
-"""Term postings kept in memory between searches (``search.retrieval.postings_cache`` and
-``postings_memory``): the same ranking as ranking every match, no list read twice, nothing served
-stale after a rebuild, scope filters that drop the best chunks, lists too large to keep, and the
-fallback when lists cannot be read."""
+"""Term postings kept between searches (``search.retrieval.postings_cache`` and
+``postings_memory``), in the host's files or in a process's memory: the same ranking as ranking
+every match, no list read twice, nothing served stale after a rebuild, scope filters that drop the
+best chunks, lists too large to keep in memory, and the fallback when lists cannot be read. The
+files themselves, across processes: ``test_postings_files``."""
 
 from __future__ import annotations
 
@@ -64,11 +65,13 @@ def corpus() -> None:
 def test_a_second_search_reads_no_list_and_ranks_as_every_match(settings) -> None:  # type: ignore[no-untyped-def]
     corpus()
     for query in ("session refresh", "user token", "refresh token expires"):
-        settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
-        first, second = fulltext(query), fulltext(query)
-        assert "fallback" not in first.detail and first.detail["lists_loaded"] > 0, query
-        assert "fallback" not in second.detail and second.detail["lists_loaded"] == 0, query
-        assert first.ranked == second.ranked and first.ranked
+        for where in (None, "off"):  # the host's files, then this process's memory
+            settings.REPO_SEARCH_POSTINGS_DIR = where
+            settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+            first, second = fulltext(query), fulltext(query)
+            assert "fallback" not in first.detail and first.detail["lists_loaded"] > 0, query
+            assert "fallback" not in second.detail and second.detail["lists_loaded"] == 0, query
+            assert first.ranked == second.ranked and first.ranked
         settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0  # nothing kept: read for each search
         unkept = [fulltext(query), fulltext(query)]
         assert [u.detail["lists_loaded"] > 0 for u in unkept] == [True, True]
@@ -82,6 +85,7 @@ def test_a_search_from_memory_runs_fewer_statements(settings) -> None:  # type: 
     fulltext("session refresh token")
     with CaptureQueriesContext(connection) as warm:
         fulltext("session refresh token")
+    settings.REPO_SEARCH_POSTINGS_DIR = "off"
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0
     with CaptureQueriesContext(connection) as cold:
         fulltext("session refresh token")
@@ -128,16 +132,22 @@ def test_a_path_filter_that_drops_the_best_chunks_still_gives_its_top_k(settings
     assert len(found.ranked) == 2
 
 
-def test_lists_larger_than_half_the_memory_serve_their_search_only(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_lists_larger_than_half_the_memory_are_served_from_the_files(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     corpus()
     small = ListCache(budget=2 * postings_cache.ENTRY_OVERHEAD)
     monkeypatch.setattr(postings_cache, "cache", lambda: small)
+    settings.REPO_SEARCH_POSTINGS_DIR = "off"  # in memory only: they serve their search only
     found = fulltext("session refresh")
     assert "fallback" not in found.detail and found.detail["exact"] is True
     assert found.ranked and len(small) == 0  # nothing kept that would push out the rest
     again = fulltext("session refresh")
     assert again.detail["lists_loaded"] > 0 and again.ranked == found.ranked
     same_ranking(found, fulltext("session refresh", use_postings=False), rel=1e-5)
+    settings.REPO_SEARCH_POSTINGS_DIR = None  # in the host's files: read once, mapped after
+    assert fulltext("session refresh").detail["lists_loaded"] > 0
+    mapped = fulltext("session refresh")
+    assert mapped.detail["lists_loaded"] == 0 and mapped.ranked == found.ranked
+    assert len(small) == 0  # nothing in this process's memory
 
 
 def test_the_cache_drops_the_least_recently_used_lists_past_its_budget() -> None:

@@ -19,11 +19,13 @@ from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repo
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True, params=["kept", "not kept"])
+@pytest.fixture(autouse=True, params=["files", "memory", "database"])
 def memory(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Every test twice: with the lists kept in memory between searches (the default) and with
-    none kept (each search reads its lists from the database)."""
-    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64 if request.param == "kept" else 0
+    """Every test three times: with the lists in the host's files every process maps (the
+    default), in this process's memory (no files), and kept nowhere (each search reads its lists
+    from the database)."""
+    settings.REPO_SEARCH_POSTINGS_DIR = None if request.param == "files" else "off"
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 0 if request.param == "database" else 64
     return str(request.param)
 
 
