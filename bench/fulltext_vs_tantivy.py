@@ -3,6 +3,7 @@
     .venv/bin/python bench/build_synthetic_corpus.py [--chunks 150000]   # once
     .venv/bin/pip install -e ".[bench]"                                  # tantivy
     .venv/bin/python bench/fulltext_vs_tantivy.py [--repeats 5] [--json out.json]
+        [--queries broad [--cold 2] [--seed 32]]
 
 On the corpus in the bench database (every live chunk of every repository), for the 26 queries
 of ``bench/search_latency.py`` (identifiers, prose, common words), default scope (tests and
@@ -14,9 +15,15 @@ docs left out unless the query asks), interleaved in one process, each query war
   ranking signals);
 - **the capped path** (``use_postings=False``: the GIN's first matches in physical order,
   ranked with ``ts_rank_cd`` per term; what BM25 ran before the postings), top 10;
-- **tantivy** (an in-memory index built here from the same chunks: the symbol, path and body
+- **tantivy** (an index built from the same chunks (kept on disk, see below): the symbol, path and body
   text the indexer puts into each ``tsvector``, weights x3 / x1.5 / x1 as query boosts, the
   same test/doc exclusions), top 10, no match count.
+
+``--queries broad`` runs the broad set instead (``bench/fulltext_queries.json``: five classes,
+225 queries of 1-5 words; made by ``bench/fulltext_queries.py``), the product's full-text
+search against tantivy only, warm (the two alternating per query) and first after start (each
+engine's first search in a fresh process): ``bench/fulltext_broad.py`` says how. The tantivy
+index is kept on disk (``bench/corpora/tantivy/<corpus key>``), built on the first run.
 
 Agreement: how many of a list's top 10 chunk ids are in the top 10 of an **uncapped** BM25
 ranking (every matching chunk scored in SQL straight from its ``tsvector``, the same formula,
@@ -33,10 +40,11 @@ import re
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_db import ROOT, SERVER_SETTINGS, bench_database
+from bench_db import CORPORA, ROOT, SERVER_SETTINGS, bench_database
 from search_latency import QUERIES
 
 K = 10
@@ -87,7 +95,9 @@ class Tantivy:
 
     BOOSTS = {"symbol": 3.0, "path": 1.5, "body": 1.0}
 
-    def __init__(self, docs: list[dict[str, Any]]) -> None:
+    def __init__(self, directory: Path | None, docs: Callable[[], list[dict[str, Any]]]) -> None:
+        """Open the index in ``directory``, or build it there (in memory when None) from
+        ``docs()``."""
         import tantivy
 
         self.tantivy = tantivy
@@ -98,14 +108,23 @@ class Tantivy:
         builder.add_integer_field("test", indexed=True)
         builder.add_integer_field("doc", indexed=True)
         self.schema = builder.build()
-        self.index = tantivy.Index(self.schema)
-        writer = self.index.writer(heap_size=256_000_000, num_threads=1)
-        for doc in docs:
-            writer.add_document(tantivy.Document(**{k: [v] for k, v in doc.items()}))
-        writer.commit()
-        writer.wait_merging_threads()
+        built = directory is not None and (directory / "complete").exists()
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+        path = str(directory) if directory is not None else None
+        self.index = tantivy.Index(self.schema, path=path, reuse=built)
+        if not built:
+            writer = self.index.writer(heap_size=256_000_000, num_threads=1)
+            for doc in docs():
+                writer.add_document(tantivy.Document(**{k: [v] for k, v in doc.items()}))
+            writer.commit()
+            writer.wait_merging_threads()
+            if directory is not None:
+                (directory / "complete").write_text("built\n")
+        self.built = not built
         self.index.reload()
         self.searcher = self.index.searcher()
+        self.documents = int(self.searcher.num_docs)
 
     def search(self, terms: list[str], include_tests: bool, include_docs: bool) -> list[int]:
         t = self.tantivy
@@ -228,6 +247,23 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {"p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1)}
 
 
+def tantivy_directory() -> Path:
+    """Where the corpus's tantivy index is kept (``bench/corpora/tantivy``), named for the live
+    chunks it holds and the last change to the code that makes their text: a corpus built
+    again, or another tokenisation, gets an index of its own."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), coalesce(max(c.id), 0), coalesce(sum(c.id), 0) FROM indexing_chunk c"
+            " JOIN indexing_repository r ON r.id = c.repository_id"
+            " AND c.generation = r.active_generation AND r.status = 'ready'"
+        )
+        count, last, total = cursor.fetchone()
+    code = _commit("indexing/identifiers.py", "indexing/services/storing.py")
+    return CORPORA / "tantivy" / f"{count}-{last}-{total % 10**9}-{code}"
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
 
@@ -235,9 +271,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from search.types import SearchTuning
 
     started = time.monotonic()
-    docs = chunk_texts()
-    engine = Tantivy(docs)
-    print(f"tantivy: indexed {len(docs)} chunks in {time.monotonic() - started:.1f} s", flush=True)
+    directory = args.tantivy_dir or tantivy_directory()
+    engine = Tantivy(directory, chunk_texts)
+    print(f"tantivy: {'indexed' if engine.built else 'opened'} {engine.documents} chunks in"
+          f" {time.monotonic() - started:.1f} s ({directory})", flush=True)  # fmt: skip
+    if args.queries == "broad":
+        from fulltext_broad import broad_report
+
+        return broad_report(args, engine, SearchExecutor(), directory, _commit())
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_total_relation_size('search_termpostings'),"
@@ -264,7 +305,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"  read {row['postings_read']}",
                 flush=True,
             )
-    report: dict[str, Any] = {"chunks": len(docs), "repeats": args.repeats, "queries": per_query,
+    report: dict[str, Any] = {"chunks": engine.documents, "repeats": args.repeats, "queries": per_query,
                               "commit": _commit(), "load_average": load}  # fmt: skip
     load["end"] = [round(v, 1) for v in os.getloadavg()]
     report["storage"] = {"term_postings_mb": round(postings_bytes / 2**20, 1),
@@ -274,11 +315,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         every = [v for values in timings[name].values() for v in values]
         report[name] = {"all": percentiles(every)}
         report[name].update({g: percentiles(v) for g, v in timings[name].items()})
-        groups = "  ".join(
-            f"{g}: {report[name][g]['p50']}/{report[name][g]['p95']}" for g in QUERIES
-        )
+        line = "  ".join(f"{g}: {report[name][g]['p50']}/{report[name][g]['p95']}" for g in QUERIES)
         print(f"  {name:9s} p50 {report[name]['all']['p50']:6.1f} ms"
-              f"  p95 {report[name]['all']['p95']:6.1f} ms  {groups}", flush=True)  # fmt: skip
+              f"  p95 {report[name]['all']['p95']:6.1f} ms  {line}", flush=True)  # fmt: skip
     for name, groups in agreement.items():
         means = {g: round(statistics.mean(v), 1) for g, v in groups.items()}
         report[f"agreement_{name}"] = means
@@ -292,17 +331,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def _commit() -> str:
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                           text=True, check=False)  # fmt: skip
+def _commit(*paths: str) -> str:
+    """The checkout's commit (with ``paths``: the last one that changed them)."""
+    command = ["git", "log", "-1", "--format=%h", "--", *paths] if paths else [
+        "git", "rev-parse", "--short", "HEAD"]  # fmt: skip
+    found = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     return found.stdout.strip() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from fulltext_queries import OUT
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", type=Path, default=ROOT / "bench/results/tantivy.json")
+    parser.add_argument("--json", type=Path, help="default bench/results/tantivy[-broad].json")
+    parser.add_argument("--queries", choices=("fixed", "broad"), default="fixed")
+    parser.add_argument("--queries-file", type=Path, default=OUT)
+    parser.add_argument("--cold", type=int, default=2, help="broad: first-after-start per class")
+    parser.add_argument("--seed", type=int, default=32, help="broad: the queries' order")
+    parser.add_argument("--tantivy-dir", type=Path, help="default bench/corpora/tantivy/<key>")
+    parser.add_argument("--child", choices=("search", "tantivy"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-query", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        from fulltext_broad import child
+
+        with bench_database():
+            found = child(args.child, args.child_query, lambda: Tantivy(args.tantivy_dir, list))
+        print(json.dumps(found))
+        return 0
+    name = "tantivy-broad.json" if args.queries == "broad" else "tantivy.json"
+    args.json = args.json or ROOT / "bench" / "results" / name
     args.json.parent.mkdir(parents=True, exist_ok=True)
     with bench_database():
         report = {"server_settings": SERVER_SETTINGS, **run(args)}

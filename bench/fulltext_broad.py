@@ -1,0 +1,265 @@
+"""The broad query set of ``fulltext_vs_tantivy.py --queries broad``: warm and first-after-start.
+
+**Warm**: every query of ``bench/fulltext_queries.json`` (five classes; seeded order across
+classes so that a drift of the machine's load falls on every class alike) runs once on each
+engine to warm up, then ``repeats`` times per engine, the two alternating (A B, B A, ...):
+the product's full-text search (``SearchExecutor``, ``use_vector: false``, cross-encoder off:
+scope, the engine's exact top 50, fusion and ranking signals, the top 10 read) and tantivy (the
+same chunks and query terms, BM25, top 10). Per class and overall: p50 / p95 of each, and the
+product's over tantivy's. Both answer 10 results when 10 chunks match (the counts are
+checked); the overlap of their top 10s is shown, by chunk and by place (file, chunk index: the
+corpus's ~90 copies of a chunk tie, and each engine breaks ties its own way), for information
+(their BM25 parameters and field handling differ). The product's time is split by its trace's stages
+(p50 per stage; ``other``: hydrating the hits and what no stage times).
+
+**First after start**: for ``cold`` queries per class, each engine's first search in a fresh
+process of its own (this script again, ``--child``): the product's after what a server does at
+start (Django set up, a database connection, the ranking loops built by ``warm_up``; its
+posting lists not in memory yet), tantivy's right after opening its index from disk. The
+database's and the operating system's caches are not emptied (other people's work runs on
+this machine): it is the cold start of the process, not of the disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+K = 10
+STAGES = ("scope", "fulltext", "fusion")
+
+
+def broad_report(
+    args: argparse.Namespace, engine: Any, executor: Any, directory: Path, commit: str
+) -> dict[str, Any]:
+    """The broad query set's report: first after start (``args.cold`` per class), then warm."""
+    from fulltext_queries import load
+
+    classes = load(args.queries_file)
+    report: dict[str, Any] = {"chunks": engine.documents, "repeats": args.repeats,
+                              "commit": commit, "query_set": str(args.queries_file),
+                              "load_average": {"start": _load()}}  # fmt: skip
+    if args.cold:
+        report["first_after_start"] = first_after_start(
+            classes, args.cold, Path(__file__).with_name("fulltext_vs_tantivy.py"), directory
+        )
+        report["load_average"]["after_first"] = _load()
+    report["warm"] = run_broad(classes, engine, executor, args.repeats, args.seed)
+    report["load_average"]["end"] = _load()
+    overall = report["warm"]["classes"]["all"]
+    print(f"  commit {report['commit']}, load average {report['load_average']}", flush=True)
+    print(f"  full-text search / tantivy over {overall['queries']} queries: p50"
+          f" {overall['ratio_p50']}x, p95 {overall['ratio_p95']}x", flush=True)  # fmt: skip
+    return report
+
+
+def _load() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def percentile(values: list[float], q: float) -> float:
+    from bench.eval.harness.metrics import percentile as measured
+
+    return round(measured(values, q), 2)
+
+
+def request_of(query: str) -> Any:
+    from search.executor import SearchRequest
+
+    return SearchRequest(query=query, limit=K, use_vector=False, cross_encoder=False)
+
+
+def tantivy_call(engine: Any, query: str) -> Any:
+    """What tantivy is asked for ``query``: the product's terms and default scope."""
+    from search.retrieval.query import parse_query
+    from search.retrieval.scope import resolve_scope
+
+    scope = resolve_scope(request_of(query))
+    terms = list(parse_query(query).terms)
+    return lambda: engine.search(terms, scope.include_tests, scope.include_docs)
+
+
+def _stage_times(result: Any) -> dict[str, float]:
+    times = {s.name: float(s.ms) for s in result.trace if s.name in STAGES and s.status == "ran"}
+    times["other"] = max(0.0, float(result.ms) - sum(times.values()))
+    return times
+
+
+def _fulltext_detail(result: Any) -> dict[str, Any]:
+    stage = next((s for s in result.trace if s.name == "fulltext"), None)
+    queries = (stage.detail.get("queries") or [{}]) if stage is not None else [{}]
+    found = queries[0]
+    keys = ("postings_read", "chunks_checked", "lists_loaded", "matches_at_most", "fallback")
+    return {key: found.get(key) for key in keys}
+
+
+def _places(ids: list[int]) -> dict[int, tuple[str, int]]:
+    """Each chunk's file and place in it: the corpus's copies of one chunk share them, and
+    with ~90 copies scoring alike the two engines' ties pick different ones."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, path, index FROM indexing_chunk WHERE id = ANY(%s)", [ids])
+        return {int(i): (path, int(index)) for i, path, index in cursor.fetchall()}
+
+
+def measure_query(
+    query: str, engine: Any, executor: Any, repeats: int
+) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, float]]]:
+    """One query warm, the engines alternating: its row, the timings, the product's stages."""
+    request = request_of(query)
+    search = tantivy_call(engine, query)
+    ours, theirs = executor.run(request), search()  # warm-up
+    calls = {"search": lambda: executor.run(request), "tantivy": search}
+    timings: dict[str, list[float]] = {"search": [], "tantivy": []}
+    stages = []
+    for repeat in range(repeats):
+        for name in ("search", "tantivy") if repeat % 2 == 0 else ("tantivy", "search"):
+            started = time.perf_counter()
+            found = calls[name]()
+            timings[name].append((time.perf_counter() - started) * 1000)
+            if name == "search":
+                stages.append(_stage_times(found))
+    ids = [hit.chunk_id for hit in ours.hits[:K]]
+    texts = _places(ids + list(theirs[:K]))
+    row = {
+        "query": query,
+        "results": len(ours.hits),
+        "tantivy_results": len(theirs),
+        "overlap": len(set(ids) & set(theirs[:K])),
+        "overlap_places": sum(texts[i] in {texts[j] for j in theirs[:K]} for i in ids),
+        "search_ms": round(statistics.median(timings["search"]), 2),
+        "tantivy_ms": round(statistics.median(timings["tantivy"]), 2),
+        **_fulltext_detail(ours),
+    }
+    return row, timings, stages
+
+
+def run_broad(classes: dict[str, list[str]], engine: Any, executor: Any, repeats: int,
+              seed: int) -> dict[str, Any]:  # fmt: skip
+    """The warm comparison over every query of ``classes`` (see the module docstring)."""
+    order = [(group, query) for group, queries in classes.items() for query in queries]
+    random.Random(seed).shuffle(order)
+    timings: dict[str, dict[str, list[float]]] = {g: {"search": [], "tantivy": []} for g in classes}
+    stages: dict[str, list[dict[str, float]]] = {g: [] for g in classes}
+    rows: dict[str, list[dict[str, Any]]] = {g: [] for g in classes}
+    for n, (group, query) in enumerate(order, 1):
+        row, timed, staged = measure_query(query, engine, executor, repeats)
+        rows[group].append(row)
+        stages[group] += staged
+        for name, values in timed.items():
+            timings[group][name] += values
+        print(f"  {n:3d} {group:10s} {query[:40]:40s} search {row['search_ms']:7.1f}"
+              f" tantivy {row['tantivy_ms']:6.1f} ms  results {row['results']}/"
+              f"{row['tantivy_results']} overlap {row['overlap']:2d}/{row['overlap_places']:2d}"
+              f" read {row['postings_read']}", flush=True)  # fmt: skip
+    timings["all"] = {name: [v for g in classes for v in timings[g][name]]
+                      for name in ("search", "tantivy")}  # fmt: skip
+    stages["all"] = [s for g in classes for s in stages[g]]
+    rows["all"] = [r for g in classes for r in rows[g]]
+    summary = {group: summarise(timings[group], stages[group], rows[group]) for group in timings}
+    for group, figures in summary.items():
+        print(f"  {group:10s} search p50 {figures['search']['p50']:6.1f} p95"
+              f" {figures['search']['p95']:6.1f} | tantivy p50 {figures['tantivy']['p50']:6.1f}"
+              f" p95 {figures['tantivy']['p95']:6.1f} | ratio p50 {figures['ratio_p50']:5.2f}"
+              f" p95 {figures['ratio_p95']:5.2f} | overlap ids {figures['overlap_mean']:4.1f}"
+              f" places {figures['overlap_places_mean']:4.1f}"
+              f" | counts differ {figures['counts_differ']} | stages p50"
+              f" {figures['stages_p50']}", flush=True)  # fmt: skip
+    return {"classes": summary, "queries": {g: rows[g] for g in classes}}
+
+
+def summarise(timed: dict[str, list[float]], stages: list[dict[str, float]],
+              rows: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    figures: dict[str, Any] = {
+        name: {"p50": percentile(v, 50), "p95": percentile(v, 95), "runs": len(v)}
+        for name, v in timed.items()
+    }
+    for q in ("p50", "p95"):
+        figures[f"ratio_{q}"] = round(figures["search"][q] / max(figures["tantivy"][q], 0.01), 2)
+    names = sorted({name for s in stages for name in s})
+    figures["stages_p50"] = {n: percentile([s.get(n, 0.0) for s in stages], 50) for n in names}
+    figures["overlap_mean"] = round(statistics.mean(r["overlap"] for r in rows), 2)
+    figures["overlap_places_mean"] = round(statistics.mean(r["overlap_places"] for r in rows), 2)
+    figures["counts_differ"] = sum(r["results"] != r["tantivy_results"] for r in rows)
+    figures["queries"] = len(rows)
+    return figures
+
+
+def first_after_start(classes: dict[str, list[str]], per_class: int, script: Path,
+                      tantivy_dir: Path) -> dict[str, Any]:  # fmt: skip
+    """Each engine's first search in a fresh process, for ``per_class`` queries per class."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for group, queries in classes.items():
+        rows[group] = []
+        for n, query in enumerate(queries[:per_class]):
+            engines = ("search", "tantivy") if n % 2 == 0 else ("tantivy", "search")
+            row: dict[str, Any] = {"query": query}
+            for engine in engines:
+                row[engine] = _child(script, engine, query, tantivy_dir)
+            rows[group].append(row)
+            print(f"  first {group:10s} {query[:40]:40s} search {row['search']['first_ms']:7.1f}"
+                  f" (then {row['search']['second_ms']:.1f}) tantivy"
+                  f" {row['tantivy']['first_ms']:6.1f} (then {row['tantivy']['second_ms']:.1f})"
+                  f" ms; search's first: {row['search']['first_stages']}, lists loaded"
+                  f" {row['search']['first_fulltext']['lists_loaded']}", flush=True)  # fmt: skip
+    every = [r for group in rows.values() for r in group]
+    summary: dict[str, Any] = {"queries": rows}
+    for name in ("search", "tantivy"):
+        firsts = [r[name]["first_ms"] for r in every]
+        summary[name] = {"first_p50": percentile(firsts, 50), "first_max": round(max(firsts), 2),
+                         "start_ms_p50": percentile([r[name]["start_ms"] for r in every], 50)}  # fmt: skip
+    summary["ratio_first_p50"] = round(
+        summary["search"]["first_p50"] / max(summary["tantivy"]["first_p50"], 0.01), 2
+    )
+    print(f"  first after start, p50 of {len(every)}: search {summary['search']['first_p50']}"
+          f" ms, tantivy {summary['tantivy']['first_p50']} ms:"
+          f" {summary['ratio_first_p50']}x", flush=True)  # fmt: skip
+    return summary
+
+
+def _child(script: Path, engine: str, query: str, tantivy_dir: Path) -> dict[str, Any]:
+    found = subprocess.run(
+        [sys.executable, str(script), "--child", engine, "--child-query", query,
+         "--tantivy-dir", str(tantivy_dir)],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    return dict(json.loads(found.stdout.strip().splitlines()[-1]))
+
+
+def child(engine: str, query: str, tantivy: Any) -> dict[str, Any]:
+    """In a fresh process: what start costs, then the first and second search of ``query``."""
+    started = time.perf_counter()
+    if engine == "search":
+        from django.db import connection
+
+        from search.executor import SearchExecutor
+        from search.retrieval.postings_memory import warm_up
+
+        warm_up()
+        connection.ensure_connection()
+        executor = SearchExecutor()
+        request = request_of(query)
+        call = lambda: executor.run(request)  # noqa: E731
+    else:
+        call = tantivy_call(tantivy(), query)
+    start_ms = (time.perf_counter() - started) * 1000
+    times, found = [], []
+    for _ in range(2):
+        began = time.perf_counter()
+        found.append(call())
+        times.append((time.perf_counter() - began) * 1000)
+    timed: dict[str, Any] = {"start_ms": round(start_ms, 2), "first_ms": round(times[0], 2),
+                             "second_ms": round(times[1], 2)}  # fmt: skip
+    if engine == "search":
+        timed["first_stages"] = _stage_times(found[0])
+        timed["first_fulltext"] = _fulltext_detail(found[0])
+    return timed
