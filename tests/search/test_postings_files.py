@@ -1,0 +1,199 @@
+"""Posting lists in the host's files (``search.retrieval.postings_files``): two real processes
+searching one repository map the same files, read once from the database; a rebuilt or
+re-indexed generation gets new files and the old ones go; a truncated or corrupt file is refused
+and read again, never ranked; a directory that cannot be written falls back to each process's
+memory. Every answer is checked against ranking every match."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from accounts.visibility import Viewer
+from search.executor import SearchRequest
+from search.retrieval import postings_cache, postings_files
+from search.retrieval.fulltext import FulltextList, fulltext_search
+from search.retrieval.query import parse_query
+from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository
+
+SEARCH_IN_A_PROCESS = """
+import json, os, sys
+import django
+django.setup()
+from accounts.visibility import Viewer
+from search.executor import SearchRequest
+from search.retrieval.fulltext import fulltext_search
+from search.retrieval.query import parse_query
+from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
+query = sys.argv[1]
+scope = build_scope_filter(resolve_scope(SearchRequest(query=query)),
+                           scope_repositories(None, Viewer.everything()))
+found = fulltext_search(parse_query(query), scope, limit=6, cap=10**6)
+root = os.environ["REPO_SEARCH_POSTINGS_DIR"]
+with open("/proc/self/maps") as maps:
+    mapped = sorted({int(line.split()[4]) for line in maps if root in line})
+print(json.dumps({"ranked": found.ranked, "loaded": found.detail["lists_loaded"],
+                  "fallback": found.detail.get("fallback"), "mapped": mapped}))
+"""
+
+
+def chunk(path: str, symbol: str, body: str) -> SourceDoc:
+    return SourceDoc(path, [Piece(f"def {symbol}():\n    {body}\n", symbol)])
+
+
+DOCS = [
+    chunk("auth/a.py", "open_it", "session = open_session(user) or refresh(session)"),
+    chunk("auth/b.py", "expire", "if session.expired: return refresh(session, user)"),
+    chunk("auth/c.py", "tokens", "refresh_token(user, token, expires) refresh refresh"),
+    chunk("auth/d.py", "plain", "return token"),
+]
+
+
+def fulltext(query: str, *, use_postings: bool = True) -> FulltextList:
+    scope = build_scope_filter(
+        resolve_scope(SearchRequest(query=query)), scope_repositories(None, Viewer.everything())
+    )
+    return fulltext_search(parse_query(query), scope, limit=6, cap=10**6, use_postings=use_postings)
+
+
+def exact(found: FulltextList, query: str) -> None:
+    """``found`` ranks as every match does (``ts_rank_cd``'s float4: ``rel=1e-5``)."""
+    every = fulltext(query, use_postings=False)
+    assert "fallback" not in found.detail and found.ranked
+    assert [c for c, _ in found.ranked] == [c for c, _ in every.ranked]
+    assert [s for _, s in found.ranked] == pytest.approx([s for _, s in every.ranked], rel=1e-5)
+
+
+def list_files(root: Path) -> list[Path]:
+    return sorted(root.glob(f"*/*/*{postings_files.SUFFIX}"))
+
+
+def generation_dirs(root: Path) -> list[str]:
+    return sorted(f"{d.parent.name}/{d.name}" for d in root.glob("*/*") if d.is_dir())
+
+
+@pytest.fixture
+def files(settings: Any, tmp_path: Path) -> Path:
+    """The files in a directory of the test's own; nothing mapped by this process yet."""
+    root = tmp_path / "postings"
+    settings.REPO_SEARCH_POSTINGS_DIR = str(root)
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    postings_cache._MAPS.clear()
+    postings_cache.cache().clear()
+    return root
+
+
+@pytest.mark.django_db(transaction=True)  # the processes read what this one committed
+def test_two_processes_map_the_same_files_read_once_from_the_database(files: Path) -> None:
+    indexed_repository("shared", DOCS)
+    query = "session refresh"
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "reposearch.settings.test",
+        "DATABASE_URL": f"postgresql://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}"
+        f":{db['PORT'] or 5432}/{db['NAME']}",
+        "REPO_SEARCH_POSTINGS_DIR": str(files),
+    }
+    command = [sys.executable, "-c", SEARCH_IN_A_PROCESS, query]
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    started = [subprocess.Popen(command, env=env, **pipes) for _ in range(2)]
+    answers = []
+    for process in started:
+        out, err = process.communicate(timeout=240)
+        assert process.returncode == 0, err
+        answers.append(json.loads(out.strip().splitlines()[-1]))
+    terms = len(parse_query(query).terms)
+    # one process read the lists and wrote them (the other, waiting for the lock or after it,
+    # mapped them): one build on this host
+    assert sorted(a["loaded"] for a in answers) == [0, terms]
+    on_disk = sorted(path.stat().st_ino for path in list_files(files))
+    assert len(on_disk) == terms
+    assert answers[0]["mapped"] == answers[1]["mapped"] == on_disk
+    every = fulltext(query, use_postings=False)
+    for answer in answers:
+        assert answer["fallback"] is None
+        assert [c for c, _ in answer["ranked"]] == [c for c, _ in every.ranked]
+
+
+@pytest.mark.django_db
+def test_a_rebuilt_or_reindexed_generation_gets_new_files_and_the_old_go(files: Path) -> None:
+    from indexing.models import Chunk
+    from indexing.services.search_stats import refresh_search_stats
+
+    repository = indexed_repository("rebuilt", DOCS)
+    exact(fulltext("session refresh"), "session refresh")
+    first = generation_dirs(files)
+    assert len(first) == 1 and len(list_files(files)) == 2
+
+    plain = Chunk.objects.get(repository=repository, symbol="plain")
+    with connection.cursor() as cursor:  # the same generation's text changes, and is rebuilt
+        cursor.execute(
+            "UPDATE indexing_chunk SET search_vector = to_tsvector('simple', 'session session"
+            " session refresh') WHERE id = %s",
+            [plain.pk],
+        )
+    refresh_search_stats(repository.pk)
+    found = fulltext("session refresh")
+    assert found.detail["lists_loaded"] == 2 and found.ranked[0][0] == plain.pk  # not stale
+    exact(found, "session refresh")
+    second = generation_dirs(files)
+    assert len(second) == 1 and second != first  # the old build's directory is gone
+
+    index_generation(repository, [*DOCS, chunk("auth/e.py", "later", "refresh session")])
+    exact(fulltext("session refresh"), "session refresh")
+    third = generation_dirs(files)
+    assert len(third) == 1 and third != second
+
+
+@pytest.mark.django_db
+def test_a_truncated_or_corrupt_file_is_read_again_never_ranked(files: Path, caplog: Any) -> None:
+    indexed_repository("damaged", DOCS)
+    query = "session refresh"
+    exact(fulltext(query), query)
+    truncated, corrupt = list_files(files)
+    truncated.write_bytes(truncated.read_bytes()[:-8])  # its last record lost
+    data = bytearray(corrupt.read_bytes())
+    data[-1] ^= 0x7F  # a record's term frequency changed: another score if it were ranked
+    corrupt.write_bytes(bytes(data))
+    postings_cache._MAPS.clear()  # as a process that has not mapped them yet
+    with caplog.at_level(logging.WARNING, logger="search.retrieval.postings_files"):
+        found = fulltext(query)
+    assert found.detail["lists_loaded"] == 2  # both read again from the database
+    exact(found, query)
+    assert sum("refused" in r.getMessage() for r in caplog.records) >= 2
+    postings_cache._MAPS.clear()
+    again = fulltext(query)  # the files were replaced by whole ones
+    assert again.detail["lists_loaded"] == 0 and again.ranked == found.ranked
+
+
+@pytest.mark.django_db
+def test_a_directory_that_cannot_be_written_falls_back_to_memory(
+    settings: Any, tmp_path: Path, caplog: Any
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    settings.REPO_SEARCH_POSTINGS_DIR = str(blocker / "postings")  # cannot be created
+    settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
+    postings_cache._MAPS.clear()
+    postings_cache.cache().clear()
+    postings_files._warned.clear()
+    indexed_repository("unwritable", DOCS)
+    with caplog.at_level(logging.WARNING, logger="search.retrieval.postings_files"):
+        found = fulltext("session refresh")
+    exact(found, "session refresh")
+    assert found.detail["lists_loaded"] == 2
+    assert any("not writable" in r.getMessage() for r in caplog.records)
+    again = fulltext("session refresh")  # kept in this process's memory, as before files
+    assert again.detail["lists_loaded"] == 0 and again.ranked == found.ranked
+    assert len(postings_cache.cache()) == 2 and not (blocker / "postings").exists()
