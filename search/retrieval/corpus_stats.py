@@ -36,7 +36,8 @@ class CorpusStats:
     total_length: int = 0
     df: dict[str, int] = field(default_factory=dict)
     computed_on_the_fly: list[UUID] = field(default_factory=list)
-    # The terms' whole lists from this process's memory (``corpus_stats(keep_lists=True)``),
+    # The terms' whole lists kept between searches (``corpus_stats(keep_lists=True)``: mapped from
+    # the host's files, or in this process's memory; ``postings_cache``),
     # keyed by what they were built from: repository, generation, and ``xmin`` of its facet
     # rows (a new transaction with every rebuild of its statistics).
     kept: KeptLists | None = None
@@ -56,8 +57,8 @@ def corpus_stats(
     """Summed N, total length and per-term document frequency over the generations in scope
     (each repository's branch: its default branch's live generation, or another's).
 
-    ``keep_lists``: the terms' whole posting lists are taken from the memory of this process
-    (``search.retrieval.postings_memory``, read once when they are not there) and the document
+    ``keep_lists``: the terms' whole posting lists are taken from those kept between searches
+    (``search.retrieval.postings_cache``, read once when they are not there) and the document
     frequencies counted from them (``stats.kept``; ``timeout_ms`` for the statement that reads
     those not kept yet); else, or when they cannot be read, summed from the lists' rows in the
     database."""

@@ -1,6 +1,7 @@
-"""The exact BM25 top-k from whole posting lists kept in memory between searches.
+"""The exact BM25 top-k from whole posting lists kept between searches.
 
-The lists come from this process's memory (``search.retrieval.postings_cache``). Ranking reads
+The lists come from ``search.retrieval.postings_cache``: mapped from the files every search
+process of the host shares, or, where there are none, from this process's memory. Ranking reads
 every record of the query's lists in one compiled pass, a repository at a time: its lists add
 up each chunk's score and the lists it was seen in (``postings_kernels.accumulate``, in a buffer
 as long as one repository's span of chunk ids, or as the ids its lists hold when that span is
@@ -12,8 +13,8 @@ in the postings; tests and docs are), which also drops chunks of a generation re
 
 Every score is the BM25 of ``indexing.bm25`` over the lists' field-weighted term
 frequencies, the same number the SQL fallback of ``search.retrieval.fulltext`` computes from the
-chunks' ``tsvector`` (the oracle tests hold them equal). The lists of a search too large to keep
-are read for that search only (``postings_cache.kept_lists``).
+chunks' ``tsvector`` (the oracle tests hold them equal). The lists' arrays are read-only (a
+mapped file's), so the compiled loops are built for that one type.
 """
 
 from __future__ import annotations
