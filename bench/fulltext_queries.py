@@ -121,26 +121,33 @@ def build(per_class: int, seed: int, df: dict[str, int]) -> dict[str, list[str]]
     names = identifiers(chunks, df)
     queries: dict[str, list[str]] = {c: [] for c in CLASSES}
 
+    attempts = dict.fromkeys(CLASSES, 0)
+
     def add(group: str, query: str) -> None:
-        if query not in queries[group]:
+        if query and query not in queries[group]:
             queries[group].append(query)
 
-    while len(queries["identifier"]) < per_class:
+    def wanting(group: str) -> bool:
+        """Whether ``group`` needs more queries (a tiny corpus may not hold enough distinct)."""
+        attempts[group] += 1
+        return len(queries[group]) < per_class and attempts[group] <= 100 * per_class
+
+    while wanting("identifier"):
         two = len(queries["identifier"]) % 3 == 2
-        add("identifier", " ".join(rng.sample(names, 2 if two else 1)))
-    while len(queries["common"]) < per_class:
-        add("common", " ".join(rng.sample(common, rng.randint(1, 4))))
+        add("identifier", " ".join(rng.sample(names, min(2 if two else 1, len(names)))))
+    while wanting("common"):
+        add("common", " ".join(rng.sample(common, min(rng.randint(1, 4), len(common)))))
     questions = [q for q in eval_questions() if len(q.split()) >= 5]
-    while len(queries["prose"]) < per_class:
+    while wanting("prose"):
         words = re.findall(r"[A-Za-z0-9_']+", rng.choice(questions))
         size = rng.randint(3, 5)
         start = rng.randint(0, len(words) - size)
         run = " ".join(words[start : start + size])
         if any(df.get(t) for t in parse_query(run).terms):
             add("prose", run)
-    while len(queries["rare"]) < per_class:
-        add("rare", " ".join(rng.sample(rare, rng.randint(1, 3))))
-    while len(queries["multi"]) < per_class:
+    while wanting("rare"):
+        add("rare", " ".join(rng.sample(rare, min(rng.randint(1, 3), len(rare)))))
+    while wanting("multi"):
         words = words_of(rng.choice(chunks)[1], df)
         if len(words) >= 5:
             add("multi", " ".join(rng.sample(words, rng.randint(4, 5))))
@@ -180,7 +187,7 @@ def describe(
 def load(path: Path = OUT) -> dict[str, list[str]]:
     """The committed query set: class -> queries."""
     data = json.loads(path.read_text())
-    return {group: [q["query"] for q in rows] for group, rows in data["classes"].items()}
+    return {group: [q["query"] for q in rows] for group, rows in data["classes"].items() if rows}
 
 
 def main(argv: list[str] | None = None) -> int:
