@@ -106,6 +106,26 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
         assert 0 < report[system]["all"]["p50"] <= report[system]["all"]["p95"], system
     assert set(report["agreement_postings"]) == {"identifier", "prose", "common words"}
 
+    # The broad query set, drawn from this corpus, warm and first after start.
+    queries = tmp_path / "fulltext_queries.json"
+    run_script("fulltext_queries.py", "--per-class", "1", "--out", str(queries), env=env)
+    made = json.loads(queries.read_text())["classes"]
+    assert all(len(rows) == 1 and 1 <= rows[0]["words"] <= 5 for rows in made.values()), made
+    run_script(
+        "fulltext_vs_tantivy.py", *("--queries", "broad", "--queries-file", str(queries)),
+        *("--repeats", "2", "--cold", "1", "--json", str(tmp_path / "broad.json")), env=env,
+    )  # fmt: skip
+    broad = json.loads((tmp_path / "broad.json").read_text())
+    warm = broad["warm"]["classes"]
+    assert set(warm) == {*made, "all"} and warm["all"]["queries"] == len(made)
+    for figures in warm.values():
+        assert 0 < figures["search"]["p50"] <= figures["search"]["p95"]
+        assert figures["search"]["runs"] == figures["tantivy"]["runs"] > 0
+    first = broad["first_after_start"]["queries"]
+    assert {group: len(rows) for group, rows in first.items()} == dict.fromkeys(made, 1)
+    assert all(row[e]["first_ms"] > 0 for rows in first.values() for row in rows
+               for e in ("search", "tantivy"))  # fmt: skip
+
 
 def test_embedding_runtime() -> None:
     output = run_script("embedding_runtime.py", "--repeats", "1", "--chunks", "4")
