@@ -12,6 +12,10 @@ corpus's ~90 copies of a chunk tie, and each engine breaks ties its own way), fo
 (their BM25 parameters and field handling differ). The product's time is split by its trace's stages
 (p50 per stage; ``other``: hydrating the hits and what no stage times).
 
+With ``--stream``, the same again as a server's stream of different queries: every query once,
+then ``repeats`` rounds of them all, each round in an order of its own (what each engine keeps
+between searches has to hold them all; tantivy's index is in the page cache whole).
+
 **First after start**: for ``cold`` queries per class, each engine's first search in a fresh
 process of its own (this script again, ``--child``): the product's after what a server does at
 start (Django set up, a database connection, the ranking loops built by ``warm_up``; its
@@ -59,11 +63,18 @@ def broad_report(
         )
         report["load_average"]["after_first"] = _load()
     report["warm"] = run_broad(classes, engine, executor, args.repeats, args.seed)
+    if args.stream:
+        print("  a stream of the queries, in rounds:", flush=True)
+        report["stream"] = run_broad(classes, engine, executor, args.repeats, args.seed, True)
     report["load_average"]["end"] = _load()
     overall = report["warm"]["classes"]["all"]
     print(f"  commit {report['commit']}, load average {report['load_average']}", flush=True)
     print(f"  full-text search / tantivy over {overall['queries']} queries: p50"
           f" {overall['ratio_p50']}x, p95 {overall['ratio_p95']}x", flush=True)  # fmt: skip
+    if "stream" in report:
+        overall = report["stream"]["classes"]["all"]
+        print(f"  as a stream of them all: p50 {overall['ratio_p50']}x,"
+              f" p95 {overall['ratio_p95']}x", flush=True)  # fmt: skip
     return report
 
 
@@ -121,22 +132,54 @@ def measure_query(
     query: str, engine: Any, executor: Any, repeats: int
 ) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, float]]]:
     """One query warm, the engines alternating: its row, the timings, the product's stages."""
-    request = request_of(query)
-    search = tantivy_call(engine, query)
-    ours, theirs = executor.run(request), search()  # warm-up
-    calls = {"search": lambda: executor.run(request), "tantivy": search}
+    calls = _calls(query, engine, executor)
+    ours, theirs = calls["search"](), calls["tantivy"]()  # warm-up
     timings: dict[str, list[float]] = {"search": [], "tantivy": []}
-    stages = []
+    stages: list[dict[str, float]] = []
     for repeat in range(repeats):
-        for name in ("search", "tantivy") if repeat % 2 == 0 else ("tantivy", "search"):
-            started = time.perf_counter()
-            found = calls[name]()
-            timings[name].append((time.perf_counter() - started) * 1000)
-            if name == "search":
-                stages.append(_stage_times(found))
+        _time_both(calls, repeat % 2 == 0, timings, stages)
+    return _row(query, ours, theirs, timings), timings, stages
+
+
+def measure_stream(
+    order: list[tuple[str, str]], engine: Any, executor: Any, repeats: int, seed: int
+) -> dict[str, tuple[dict[str, Any], dict[str, list[float]], list[dict[str, float]]]]:
+    """Every query once to warm up, then ``repeats`` rounds of them all (each round in an order
+    of its own): a server's stream of different queries, where what each engine keeps between
+    searches has to hold the lot. Per query: its row, timings and the product's stages."""
+    calls = {query: _calls(query, engine, executor) for _group, query in order}
+    first = {query: (c["search"](), c["tantivy"]()) for query, c in calls.items()}
+    timings: dict[str, dict[str, list[float]]] = {q: {"search": [], "tantivy": []} for q in calls}
+    stages: dict[str, list[dict[str, float]]] = {q: [] for q in calls}
+    for repeat in range(repeats):
+        queries = [query for _group, query in order]
+        random.Random(seed + 1 + repeat).shuffle(queries)
+        for n, query in enumerate(queries):
+            _time_both(calls[query], (n + repeat) % 2 == 0, timings[query], stages[query])
+    return {q: (_row(q, *first[q], timings[q]), timings[q], stages[q]) for q in calls}
+
+
+def _calls(query: str, engine: Any, executor: Any) -> dict[str, Any]:
+    request = request_of(query)
+    return {"search": lambda: executor.run(request), "tantivy": tantivy_call(engine, query)}
+
+
+def _time_both(calls: dict[str, Any], ours_first: bool, timings: dict[str, list[float]],
+               stages: list[dict[str, float]]) -> None:  # fmt: skip
+    for name in ("search", "tantivy") if ours_first else ("tantivy", "search"):
+        started = time.perf_counter()
+        found = calls[name]()
+        timings[name].append((time.perf_counter() - started) * 1000)
+        if name == "search":
+            stages.append(_stage_times(found))
+
+
+def _row(
+    query: str, ours: Any, theirs: list[int], timings: dict[str, list[float]]
+) -> dict[str, Any]:
     ids = [hit.chunk_id for hit in ours.hits[:K]]
     texts = _places(ids + list(theirs[:K]))
-    row = {
+    return {
         "query": query,
         "results": len(ours.hits),
         "tantivy_results": len(theirs),
@@ -146,19 +189,21 @@ def measure_query(
         "tantivy_ms": round(statistics.median(timings["tantivy"]), 2),
         **_fulltext_detail(ours),
     }
-    return row, timings, stages
 
 
 def run_broad(classes: dict[str, list[str]], engine: Any, executor: Any, repeats: int,
-              seed: int) -> dict[str, Any]:  # fmt: skip
-    """The warm comparison over every query of ``classes`` (see the module docstring)."""
+              seed: int, stream: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The warm comparison over every query of ``classes`` (see the module docstring): each
+    query repeated, or (``stream``) rounds of all of them."""
     order = [(group, query) for group, queries in classes.items() for query in queries]
     random.Random(seed).shuffle(order)
     timings: dict[str, dict[str, list[float]]] = {g: {"search": [], "tantivy": []} for g in classes}
     stages: dict[str, list[dict[str, float]]] = {g: [] for g in classes}
     rows: dict[str, list[dict[str, Any]]] = {g: [] for g in classes}
+    streamed = measure_stream(order, engine, executor, repeats, seed) if stream else {}
     for n, (group, query) in enumerate(order, 1):
-        row, timed, staged = measure_query(query, engine, executor, repeats)
+        found = streamed.get(query) or measure_query(query, engine, executor, repeats)
+        row, timed, staged = found
         rows[group].append(row)
         stages[group] += staged
         for name, values in timed.items():

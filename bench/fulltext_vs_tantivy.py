@@ -3,7 +3,7 @@
     .venv/bin/python bench/build_synthetic_corpus.py [--chunks 150000]   # once
     .venv/bin/pip install -e ".[bench]"                                  # tantivy
     .venv/bin/python bench/fulltext_vs_tantivy.py [--repeats 5] [--json out.json]
-        [--queries broad [--cold 2] [--seed 32]]
+        [--queries broad [--cold 2] [--seed 32] [--stream]]
 
 On the corpus in the bench database (every live chunk of every repository), for the 26 queries
 of ``bench/search_latency.py`` (identifiers, prose, common words), default scope (tests and
@@ -349,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries-file", type=Path, default=OUT)
     parser.add_argument("--cold", type=int, default=2, help="broad: first-after-start per class")
     parser.add_argument("--seed", type=int, default=32, help="broad: the queries' order")
+    parser.add_argument("--stream", action="store_true", help="broad: also rounds of them all")
     parser.add_argument("--tantivy-dir", type=Path, help="default bench/corpora/tantivy/<key>")
     parser.add_argument("--child", choices=("search", "tantivy"), help=argparse.SUPPRESS)
     parser.add_argument("--child-query", help=argparse.SUPPRESS)
