@@ -155,9 +155,16 @@ def kept_lists(
 
 
 def _mapped(stored: dict[Key, StoredList]) -> dict[Key, TermList]:
-    """Mapped lists, kept mapped for the next searches."""
-    lists = {key: TermList.mapped(value) for key, value in stored.items()}
-    _MAPS.put_many(lists)
+    """Lists from the host's files, kept for the next searches: mapped ones mapped, small ones
+    (read, not mapped) in this process's memory."""
+    lists = {
+        key: TermList.mapped(value)
+        if value.mapped
+        else TermList.of(value.offsets, value.words, value.base)
+        for key, value in stored.items()
+    }
+    _MAPS.put_many({key: value for key, value in lists.items() if value.shared})
+    cache().put_many({key: value for key, value in lists.items() if not value.shared})
     return lists
 
 

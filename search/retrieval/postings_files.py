@@ -11,7 +11,8 @@ new with every rebuild), so a rebuilt generation is never served an old list. A 
 decoded list, ready for the pass: a header (``HEADER``: magic, version, records, base, span,
 CRC-32 of the arrays, the term's length; then the term) and the records' ids less the base, then
 their words, both native ``uint32``. ``map_list`` checks all of it (a truncated or corrupt file is
-refused, never ranked) and maps the arrays read-only, zero-copy.
+refused, never ranked) and maps the arrays read-only, zero-copy (a file under ``MAP_MIN_BYTES``
+is read instead: small lists cost less as copies than as mappings).
 
 The first process that needs a list writes it (``write_lists``: a temporary name, ``fsync``,
 ``rename``) while it holds its generation's lock (``generation_locks``: ``flock`` on ``.lock``), so
@@ -49,6 +50,9 @@ MAGIC, VERSION = b"RSPL", 1
 # neighbours, not silently)
 HEADER = struct.Struct("=4sIQqQII")
 SUFFIX = ".list"
+# A smaller file is read, not mapped: a mapping costs the process a few kB (kernel and Python
+# objects) and a page, whatever the list's size; most lists of a code base are short.
+MAP_MIN_BYTES = 16 * 1024
 _warned: set[str] = set()
 
 
@@ -57,6 +61,7 @@ class StoredList(NamedTuple):
     words: np.ndarray  # uint32, read-only
     base: int
     span: int
+    mapped: bool = False  # the arrays are a mapped file's (else a copy in this process)
 
 
 # repository (its UUID as an int), generation, statistics' build, term: ``postings_cache.Key``
@@ -112,15 +117,20 @@ class Corrupt(Exception):
 
 
 def map_list(path: Path, term: str) -> StoredList | None:
-    """The list in ``path``, its arrays mapped read-only (None: no such file). Raises Corrupt
-    for a file that is not whole: wrong magic or version, another term, a length that is not the
-    header's, arrays whose CRC-32 is not the header's."""
+    """The list in ``path``, its arrays mapped read-only, or read when the file is smaller than
+    ``MAP_MIN_BYTES`` (None: no such file). Raises Corrupt for a file that is not whole: wrong
+    magic or version, another term, a length that is not the header's, arrays whose CRC-32 is
+    not the header's."""
+    mapped: mmap.mmap | bytes
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
             if size < HEADER.size:
                 raise Corrupt(f"{size} bytes, shorter than a header")
-            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            if size < MAP_MIN_BYTES:
+                mapped = file.read()
+            else:
+                mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         return None
     magic, version, count, base, span, crc, length = HEADER.unpack_from(mapped, 0)
@@ -139,7 +149,7 @@ def map_list(path: Path, term: str) -> StoredList | None:
     words = np.frombuffer(mapped, np.uint32, count, start + 4 * count)
     if count and int(offsets.max()) + 1 != span:
         raise Corrupt("span is not the records'")
-    return StoredList(offsets, words, base, span)
+    return StoredList(offsets, words, base, span, isinstance(mapped, mmap.mmap))
 
 
 def map_lists(base: Path, keys: list[Key]) -> dict[Key, StoredList]:

@@ -81,20 +81,27 @@ def generation_dirs(root: Path) -> list[str]:
     return sorted(f"{d.parent.name}/{d.name}" for d in root.glob("*/*") if d.is_dir())
 
 
+def forget() -> None:
+    """This process keeps no list: mapped ones or small ones read from the files."""
+    postings_cache._MAPS.clear()
+    postings_cache.cache().clear()
+
+
 @pytest.fixture
 def files(settings: Any, tmp_path: Path) -> Path:
     """The files in a directory of the test's own; nothing mapped by this process yet."""
     root = tmp_path / "postings"
     settings.REPO_SEARCH_POSTINGS_DIR = str(root)
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
-    postings_cache._MAPS.clear()
-    postings_cache.cache().clear()
+    forget()
     return root
 
 
 @pytest.mark.django_db(transaction=True)  # the processes read what this one committed
 def test_two_processes_map_the_same_files_read_once_from_the_database(files: Path) -> None:
-    indexed_repository("shared", DOCS)
+    # "session" in enough chunks for its list to be mapped (not read: ``MAP_MIN_BYTES``)
+    many = [chunk(f"gen/m{i}.py", f"fn_{i}", f"session value_{i}") for i in range(2100)]
+    indexed_repository("shared", [*DOCS, *many])
     query = "session refresh"
     db = connection.settings_dict
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
@@ -117,8 +124,10 @@ def test_two_processes_map_the_same_files_read_once_from_the_database(files: Pat
     # one process read the lists and wrote them (the other, waiting for the lock or after it,
     # mapped them): one build on this host
     assert sorted(a["loaded"] for a in answers) == [0, terms]
-    on_disk = sorted(path.stat().st_ino for path in list_files(files))
-    assert len(on_disk) == terms
+    assert len(list_files(files)) == terms
+    large = [p for p in list_files(files) if p.stat().st_size >= postings_files.MAP_MIN_BYTES]
+    on_disk = sorted(path.stat().st_ino for path in large)
+    assert len(on_disk) == 1  # "session"'s; the other, small, is read by each process
     assert answers[0]["mapped"] == answers[1]["mapped"] == on_disk
     every = fulltext(query, use_postings=False)
     for answer in answers:
@@ -166,13 +175,13 @@ def test_a_truncated_or_corrupt_file_is_read_again_never_ranked(files: Path, cap
     data = bytearray(corrupt.read_bytes())
     data[-1] ^= 0x7F  # a record's term frequency changed: another score if it were ranked
     corrupt.write_bytes(bytes(data))
-    postings_cache._MAPS.clear()  # as a process that has not mapped them yet
+    forget()  # as a process that has not read them yet
     with caplog.at_level(logging.WARNING, logger="search.retrieval.postings_files"):
         found = fulltext(query)
     assert found.detail["lists_loaded"] == 2  # both read again from the database
     exact(found, query)
     assert sum("refused" in r.getMessage() for r in caplog.records) >= 2
-    postings_cache._MAPS.clear()
+    forget()
     again = fulltext(query)  # the files were replaced by whole ones
     assert again.detail["lists_loaded"] == 0 and again.ranked == found.ranked
 
@@ -185,8 +194,7 @@ def test_a_directory_that_cannot_be_written_falls_back_to_memory(
     blocker.write_text("not a directory")
     settings.REPO_SEARCH_POSTINGS_DIR = str(blocker / "postings")  # cannot be created
     settings.REPO_SEARCH_POSTINGS_MEMORY_MB = 64
-    postings_cache._MAPS.clear()
-    postings_cache.cache().clear()
+    forget()
     postings_files._warned.clear()
     indexed_repository("unwritable", DOCS)
     with caplog.at_level(logging.WARNING, logger="search.retrieval.postings_files"):
