@@ -38,9 +38,9 @@ from search.retrieval.postings_files import StoredList
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
-# Lists a process keeps mapped between searches (a mapping each: a few hundred bytes here and in
-# the kernel; their pages are the host's page cache, shared).
-MAPPED_LISTS = 4096
+# Lists a process keeps mapped between searches: about 3 kB each here and in the kernel (their
+# pages are the host's page cache, shared), and a mapping of the 65,530 Linux allows by default.
+MAPPED_LISTS = 16384
 
 
 @dataclass(frozen=True)

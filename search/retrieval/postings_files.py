@@ -50,9 +50,9 @@ MAGIC, VERSION = b"RSPL", 1
 # neighbours, not silently)
 HEADER = struct.Struct("=4sIQqQII")
 SUFFIX = ".list"
-# A smaller file is read, not mapped: a mapping costs the process a few kB (kernel and Python
-# objects) and a page, whatever the list's size; most lists of a code base are short.
-MAP_MIN_BYTES = 16 * 1024
+# A smaller file is read, not mapped: a mapping costs the process about 3 kB (kernel and Python
+# objects) whatever the list's size, more than a copy of a list under a page.
+MAP_MIN_BYTES = 4096
 _warned: set[str] = set()
 
 

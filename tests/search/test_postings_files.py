@@ -100,7 +100,7 @@ def files(settings: Any, tmp_path: Path) -> Path:
 @pytest.mark.django_db(transaction=True)  # the processes read what this one committed
 def test_two_processes_map_the_same_files_read_once_from_the_database(files: Path) -> None:
     # "session" in enough chunks for its list to be mapped (not read: ``MAP_MIN_BYTES``)
-    many = [chunk(f"gen/m{i}.py", f"fn_{i}", f"session value_{i}") for i in range(2100)]
+    many = [chunk(f"gen/m{i}.py", f"fn_{i}", f"session value_{i}") for i in range(600)]
     indexed_repository("shared", [*DOCS, *many])
     query = "session refresh"
     db = connection.settings_dict
