@@ -3,7 +3,15 @@ footprint each runtime adds on top of what reposearch's MiniLM path depends on. 
 two local models run side by side in the same run: MiniLM in the numpy runtime (batch 32) and
 bge-small-en-v1.5 int8 on onnxruntime (``llm.onnx_models``: one text per call).
 
-    .venv/bin/python bench/embedding_runtime.py [--repeats 3] [--chunks 128]
+Then the default encoder's path as the embed stage drives it, before and after 4a6e12c, on
+real chunks (this repository cut by the project's chunker, with the header the embed stage
+adds, every k-th chunk in file order) and on 256-token windows: the former padded runtime
+(``bench/minilm_legacy.py``, 32 texts a call in chunk order) against the packed one (a page's
+texts sorted by length, 32 a call, as ``indexing.services.vectors`` calls it). The two run
+alternately, each round in fresh subprocesses; the best rate of each, the ratio of the bests
+and the range of the rounds' ratios, and the cosine of the new vectors to the old.
+
+    .venv/bin/python bench/embedding_runtime.py [--repeats 3] [--chunks 128] [--real-chunks N]
         [--onnx /tmp/minilm.onnx]              # an exported graph (see the README)
         [--st-python /tmp/stvenv/bin/python]   # a throwaway venv with sentence-transformers
 
@@ -22,8 +30,9 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from pathlib import Path
+
+from embedding_paths import chunk_sets, compare_paths, time_best, worker_packed, worker_padded
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 32
@@ -56,24 +65,16 @@ def make_chunks(count: int) -> list[str]:
 # --- workers (run in a subprocess) ---------------------------------------------------------
 
 
-def _time_best(fn, texts: list[str], repeats: int) -> float:  # type: ignore[no-untyped-def]
-    fn(texts[:BATCH])  # warm-up: weights loaded, pools started
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(texts)
-        best = min(best, time.perf_counter() - start)
-    return len(texts) / best
-
-
 def worker_numpy(texts: list[str], repeats: int, _: str) -> float:
     sys.path.insert(0, str(ROOT))
     from llm.local_embedding import embed_texts
 
-    return _time_best(lambda t: embed_texts(t, batch_size=BATCH), texts, repeats)
+    return time_best(lambda t: embed_texts(t, batch_size=BATCH), texts, repeats)
 
 
 def worker_onnx(texts: list[str], repeats: int, onnx_path: str) -> float:
+    """An exported fp32 MiniLM graph, batches grouped by length (sorted, ~4096 tokens each,
+    padded to the batch's longest): the same grouping as the packed numpy runtime."""
     import numpy as np
     import onnxruntime as ort
 
@@ -84,29 +85,35 @@ def worker_onnx(texts: list[str], repeats: int, onnx_path: str) -> float:
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+    mask_type = {i.name: i.type for i in session.get_inputs()}["attention_mask"]
+    mask_dtype = np.float32 if "float" in mask_type else np.int64
 
     def embed(batch_texts: list[str]) -> None:
         seqs = [runtime.sequences_for(ids, "head", 1)[0] for ids in runtime.tokenize(batch_texts)]
-        for start in range(0, len(seqs), BATCH):
-            part = seqs[start : start + BATCH]
-            length = max(map(len, part))
+        seqs.sort(key=len, reverse=True)
+        start = 0
+        while start < len(seqs):
+            length = len(seqs[start])
+            part = seqs[start : start + max(1, 4096 // length)]
+            start += len(part)
             ids = np.zeros((len(part), length), np.int64)
-            mask = np.zeros((len(part), length), np.int64)
+            mask = np.zeros((len(part), length), mask_dtype)
             for i, s in enumerate(part):
                 ids[i, : len(s)] = s
                 mask[i, : len(s)] = 1
-            (hidden,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
-            pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
-            pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+            (out,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
+            if out.ndim == 3:  # last hidden state: mean-pool it
+                out = (out * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+            out / np.linalg.norm(out, axis=1, keepdims=True)
 
-    return _time_best(embed, texts, repeats)
+    return time_best(embed, texts, repeats)
 
 
 def worker_st(texts: list[str], repeats: int, model_dir: str) -> float:
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(model_dir, device="cpu")
-    return _time_best(
+    return time_best(
         lambda t: model.encode(t, batch_size=BATCH, normalize_embeddings=True), texts, repeats
     )
 
@@ -117,11 +124,13 @@ def worker_bge(texts: list[str], repeats: int, _: str) -> float:
     from llm.onnx_models import get_encoder
 
     encoder = get_encoder(BGE_SMALL)
-    return _time_best(lambda t: encoder.embed(t), texts, repeats)
+    return time_best(lambda t: encoder.embed(t), texts, repeats)
 
 
 WORKERS = {
     "numpy": worker_numpy,
+    "padded": worker_padded,
+    "packed": worker_packed,
     "bge-onnx": worker_bge,
     "onnxruntime": worker_onnx,
     "sentence-transformers": worker_st,
@@ -192,6 +201,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chunks", type=int, default=128)
+    parser.add_argument(
+        "--real-chunks", type=int, help="real chunks for the old/new paths (4 x --chunks)"
+    )
     parser.add_argument("--onnx", help="path of an exported MiniLM .onnx graph")
     parser.add_argument("--st-python", help="python of a venv with sentence-transformers")
     parser.add_argument("--coretype", default=os.environ.get("OPENBLAS_CORETYPE") or "Haswell")
@@ -254,7 +266,7 @@ def main() -> None:
 
     print(
         f"{len(texts)} chunks of 256 tokens, batch {BATCH}, best of {args.repeats}, "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print(f"{'runtime':40s} {'chunks/s':>9s} {'adds MB':>9s}  extra packages")
     for label, python, worker, arg, env, wanted, extra_mb in candidates:
@@ -267,6 +279,12 @@ def main() -> None:
         packages = ", ".join(fp["packages"]) or "-"
         print(f"{label:40s} {rate:>9s} {fp['mb'] + extra_mb:9.0f}  {packages}{note}")
     os.unlink(fh.name)
+
+    def run(worker: str, texts_file: str, repeats: int, arg: str) -> float:
+        return run_worker(sys.executable, worker, texts_file, repeats, arg, env_clean)
+
+    real_count = args.real_chunks or 4 * args.chunks
+    compare_paths(chunk_sets(real_count, texts), args.repeats, run)
 
 
 if __name__ == "__main__":

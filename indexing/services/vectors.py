@@ -313,10 +313,14 @@ def _embed_page(
     outcome.reused += reused
     if reused and on_progress is not None:
         on_progress(outcome)
-    unique = [h for h in by_hash if h not in had]
+    texts = {h: embedded_text(chunks[0]) for h, chunks in by_hash.items() if h not in had}
+    # Longest first: each call gets texts of about one length, so a model that pads a batch to
+    # its longest text (a model server) wastes little, and the built-in one fills its packed
+    # batches evenly (bench/embedding_runtime.py).
+    unique = sorted(texts, key=lambda h: len(texts[h]), reverse=True)
     for start in range(0, len(unique), batch_size):
         batch = unique[start : start + batch_size]
-        vectors = embed([embedded_text(by_hash[h][0]) for h in batch])
+        vectors = embed([texts[h] for h in batch])
         if vectors.shape != (len(batch), space.dim):
             raise ValueError(
                 f"embedding model returned shape {vectors.shape}, expected ({len(batch)}, {space.dim})"
