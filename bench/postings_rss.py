@@ -8,7 +8,9 @@ web worker runs), as a uvicorn worker would. The parent sends each process the s
 
 - ``idle``: after the server's warm-up (``postings_memory.warm_up``: numba and the compiled
   loops loaded) and one search of a word no list holds;
-- ``warm``: after the rounds of queries.
+- ``warm``: after the rounds of queries;
+- ``warm_trimmed``: then after ``malloc_trim(0)``: without what the allocator kept of memory
+  freed since (the buffers of the lists read from the database, in the first round).
 
 RSS counts a page of a file that several processes map in each of them; PSS divides it between
 them, so the PSS of the processes adds up to what they hold together, and ``anon`` (private
@@ -58,8 +60,10 @@ QUERIES = [
 ]
 ABSENT = "zzqxjvplugh"  # in no list: a search that loads the engine, reads only empty lists
 
-WORKER = """
-import json, sys, time
+TRIM = "!malloc_trim"
+WORKER = f"""
+TRIM = {TRIM!r}
+import ctypes, json, sys, time
 import django
 django.setup()
 from accounts.visibility import Viewer
@@ -71,13 +75,17 @@ from search.retrieval.postings_memory import warm_up
 warm_up()  # the compiled loops, as the server loads them at start
 for line in sys.stdin:
     query = line.strip()
+    if query == TRIM:  # what the allocator keeps of freed memory goes back to the system
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        print("{{}}", flush=True)
+        continue
     started = time.perf_counter()
     scope = build_scope_filter(resolve_scope(SearchRequest(query=query)),
                                scope_repositories(None, Viewer.everything()))
     found = fulltext_search(parse_query(query), scope, limit=10, cap=10**6)
-    print(json.dumps({"ms": (time.perf_counter() - started) * 1000,
+    print(json.dumps({{"ms": (time.perf_counter() - started) * 1000,
                       "loaded": found.detail.get("lists_loaded"),
-                      "fallback": found.detail.get("fallback")}), flush=True)
+                      "fallback": found.detail.get("fallback")}}), flush=True)
 """
 
 
@@ -155,6 +163,9 @@ def run(
                         loaded_last_round += int(answer["loaded"] or 0)  # type: ignore[call-overload]
         time.sleep(1)
         warm = [memory(p.pid) for p in processes]
+        for process in processes:  # one at a time: no answer to read as a search's
+            ask([process], TRIM)
+        trimmed = [memory(p.pid) for p in processes]
     finally:
         for process in processes:
             if process.stdin is not None:
@@ -166,7 +177,8 @@ def run(
         "processes": count,
         "idle": idle,
         "warm": warm,
-        "files_mb": round(on_disk / 2**20, 1),
+        "warm_trimmed": trimmed,
+        "files_bytes": on_disk,
         "lists_read_in_last_round": loaded_last_round,
         "last_round_ms_mean": round(sum(map(sum, last)) / sum(map(len, last)), 1),
         "fallbacks": sorted(fallbacks),
@@ -174,8 +186,10 @@ def run(
 
 
 def report(result: dict[str, object]) -> None:
-    idle, warm = result["idle"], result["warm"]
-    assert isinstance(idle, list) and isinstance(warm, list)
+    idle, warm, on_disk = result["idle"], result["warm"], result["files_bytes"]
+    trimmed = result["warm_trimmed"]
+    assert isinstance(idle, list) and isinstance(warm, list) and isinstance(trimmed, list)
+    assert isinstance(on_disk, int)
 
     def mb(rows: list[dict[str, int]], key: str) -> str:
         return "/".join(f"{row[key] / 1024:.0f}" for row in rows)
@@ -183,8 +197,10 @@ def report(result: dict[str, object]) -> None:
     print(
         f"{result['processes']} process(es): warm RSS {mb(warm, 'rss')} MB, anon {mb(warm, 'anon')},"
         f" PSS {mb(warm, 'pss')} (sum {sum(r['pss'] for r in warm) / 1024:.0f});"
+        f" after malloc_trim anon {mb(trimmed, 'anon')},"
+        f" PSS sum {sum(r['pss'] for r in trimmed) / 1024:.0f};"
         f" idle RSS {mb(idle, 'rss')}, anon {mb(idle, 'anon')};"
-        f" files {result['files_mb']} MB; lists read in the last round"
+        f" files {on_disk / 2**20:.1f} MB; lists read in the last round"
         f" {result['lists_read_in_last_round']}; last round {result['last_round_ms_mean']} ms/search"
         f"{'; fallbacks ' + str(result['fallbacks']) if result['fallbacks'] else ''}",
         flush=True,
