@@ -6,13 +6,14 @@ generation, and the transaction that built its statistics (``xmin`` of its facet
 every rebuild) -- and a search whose lists are all kept reads none of them from the database.
 They are kept in files that every search process of the host maps (``postings_files``: one copy
 in the page cache, however many processes; each process keeps up to ``MAPPED_LISTS`` of them
-mapped). The first process that needs a list reads it from the database, in one statement for
-all the lists of its search (``kept_lists``), and writes its file under its generation's lock;
-the others map that file. Where files cannot be used (``REPO_SEARCH_POSTINGS_DIR=off``, a
-directory that cannot be written, another process writing the same generation for longer than
-the statement's timeout), the lists read are kept in this process's memory instead
-(``ListCache``: least recently used first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all); those
-of a search too large for half of it serve that search only.
+mapped, and reads those under a page into its ``ListCache`` instead). The first process that
+needs a list reads it from the database, in one statement for all the lists of its search
+(``kept_lists``), and writes its file under its generation's lock; the others map or read that
+file. Where files cannot be used (``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be
+written, another process writing the same generation for longer than the statement's timeout),
+the lists read are kept in this process's memory instead (``ListCache``: least recently used
+first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all); those of a search too large for half of it
+serve that search only.
 """
 
 from __future__ import annotations
