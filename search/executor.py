@@ -42,9 +42,8 @@ from search.ranking.fusion import (
 from search.ranking.ordering import apply_signals, learned_order, question_shape
 from search.ranking.ordering import enabled as learned_fusion_enabled
 from search.retrieval.db import run_beside
-from search.retrieval.facts import ChunkFacts, chunk_facts
 from search.retrieval.fulltext import fulltext_search
-from search.retrieval.hydrate import hydrate_hits
+from search.retrieval.hydrate import ChunkFacts, chunk_facts, hydrate_hits
 from search.retrieval.query import identifier_query, parse_query
 from search.retrieval.query_vectors import QueryMemoEmbedder
 from search.retrieval.scope import (

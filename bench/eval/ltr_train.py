@@ -105,7 +105,7 @@ def overlaps(row: dict[str, Any], expected: Sequence[Sequence[Any]]) -> bool:
 
 def chunk_facts(repository: str, row: dict[str, Any]) -> Any:
     """``ChunkFacts`` of a captured chunk row (path, lines, kind, test/doc, symbol)."""
-    from search.retrieval.facts import ChunkFacts
+    from search.retrieval.hydrate import ChunkFacts
     from search.retrieval.query import normalise_symbol
 
     return ChunkFacts(

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from search.ranking.fusion import FusedCandidate, RankedList
-from search.retrieval.facts import ChunkFacts
+from search.retrieval.hydrate import ChunkFacts
 from search.retrieval.query import content_words, identifier_query, path_words, same_word
 from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
 from search.types import ScopeApplied

@@ -1,10 +1,10 @@
 """Full-text retrieval: the exact BM25 top-k from the term postings, or a capped SQL fallback.
 
-**The engine** (``search.retrieval.postings_memory``): the whole posting lists of the query's
-terms in the repositories in scope (kept in this process's memory, ``postings_cache``) ranked
-in one compiled pass; the exact top ``limit`` over every match, with the scope and permission
-filters applied in the one statement that reads the ranked chunks. A quoted phrase is such a
-filter (the chunks whose ``tsvector`` holds it); its words score like any others.
+**The engine** (``search.retrieval.postings_memory``): the whole posting lists of the query's terms
+in the repositories in scope (kept between searches: mapped from the host's files,
+``postings_cache``) ranked in one compiled pass; the exact top ``limit`` over every match, with the
+scope and permission filters applied in the one statement that reads the ranked chunks. A quoted
+phrase is such a filter (the chunks whose ``tsvector`` holds it); its words score like any others.
 
 Every branch's live generation has its own postings, so a search of other branches than the
 default ranks the same way (several branches of one repository: their statistics summed, a
@@ -37,7 +37,7 @@ from typing import Any
 from indexing.bm25 import BM25
 from search.retrieval.corpus_stats import CorpusStats, corpus_stats
 from search.retrieval.db import search_cursor
-from search.retrieval.facts import ChunkFacts
+from search.retrieval.hydrate import ChunkFacts
 from search.retrieval.postings_memory import memory_top_k, want_of
 from search.retrieval.query import (
     ParsedQuery,

@@ -29,7 +29,7 @@ from django.db.backends.utils import CursorWrapper
 from indexing.bm25 import BM25
 from indexing.postings_format import DOC_FLAG, MAX_LEN, TEST_FLAG
 from search.retrieval.db import array_literal, search_cursor
-from search.retrieval.facts import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
+from search.retrieval.hydrate import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
 from search.retrieval.postings_cache import KeptLists, TermList
 from search.retrieval.scope import ScopeFilter
 

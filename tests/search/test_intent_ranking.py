@@ -15,7 +15,7 @@ from django.test import Client
 from search.executor import SearchExecutor, SearchRequest
 from search.ranking.fusion import FusedCandidate
 from search.ranking.ordering import apply_signals
-from search.retrieval.facts import ChunkFacts
+from search.retrieval.hydrate import ChunkFacts
 from search.retrieval.query import identifier_query, usage_question
 from search.retrieval.scope import resolve_scope
 from search.types import SearchTuning

@@ -21,7 +21,7 @@ from search.ranking.ordering import (
     load_model,
     question_shape,
 )
-from search.retrieval.facts import ChunkFacts
+from search.retrieval.hydrate import ChunkFacts
 from search.retrieval.scope import resolve_scope
 from search.types import SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository

@@ -8,7 +8,7 @@ import pytest
 
 from search.ranking.fusion import FusedCandidate
 from search.ranking.ordering import apply_signals
-from search.retrieval.facts import ChunkFacts
+from search.retrieval.hydrate import ChunkFacts
 from search.retrieval.query import content_words, path_words, same_word
 
 
