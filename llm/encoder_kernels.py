@@ -53,7 +53,13 @@ def _bits_as_float32(typingctx: Any, value: Any) -> Any:
     return types.float32(value), codegen
 
 
-_compiled = njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _compiled(function: Any) -> Any:
+    """Compiled, nogil, vectorised; cached on disk where numba finds a writable place (beside
+    this file or in the user's cache), else compiled in each process (a second or two)."""
+    try:
+        return njit(nogil=True, fastmath=True, cache=True, error_model="numpy")(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return njit(nogil=True, fastmath=True, cache=False, error_model="numpy")(function)
 
 
 @_compiled

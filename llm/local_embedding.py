@@ -40,8 +40,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from llm import encoder_kernels as kernels
-
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_DIM = 384
 MAX_SEQ_LENGTH = 256
@@ -212,6 +210,9 @@ class MiniLMRuntime:
     def forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Mean-pooled (not normalised) last hidden states of a packed batch: the sequences'
         tokens one after the other, (tokens, hidden), with attention within each sequence."""
+        # numba loads here, in processes that embed, not in all that import the settings
+        from llm import encoder_kernels as kernels
+
         lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         ids = np.fromiter(itertools.chain.from_iterable(sequences), np.int64, int(lengths.sum()))
@@ -236,6 +237,8 @@ class MiniLMRuntime:
     def _attention(self, qkv: np.ndarray, runs: list[tuple[int, int, int]]) -> np.ndarray:
         """Each sequence's tokens attend to its own tokens only; ``runs`` are (first token,
         sequences, length) of consecutive sequences of one length, computed together."""
+        from llm import encoder_kernels as kernels
+
         heads, head_dim = self.heads, self.hidden // self.heads
         ctx = np.empty((qkv.shape[0], self.hidden), dtype=np.float32)
         for first, count, length in runs:
