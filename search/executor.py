@@ -45,7 +45,6 @@ from search.retrieval.db import run_beside
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import ChunkFacts, chunk_facts, hydrate_hits
 from search.retrieval.query import identifier_query, parse_query
-from search.retrieval.query_vectors import QueryMemoEmbedder
 from search.retrieval.scope import (
     LIVE_CHUNKS_SQL,
     ScopeFilter,
@@ -54,7 +53,7 @@ from search.retrieval.scope import (
     resolve_scope,
     scope_repositories,
 )
-from search.retrieval.vector_stage import run_vector_stage
+from search.retrieval.vector_stage import QueryMemoEmbedder, run_vector_stage
 from search.types import (
     ScopeApplied,
     SearchHit,

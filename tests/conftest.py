@@ -175,10 +175,10 @@ def _fresh_throttle_counters() -> Iterator[None]:
     """Throttle and sign-in counters (Django's cache) start empty in every test."""
     from django.core.cache import cache
 
-    from search.retrieval import query_vectors
+    from search.retrieval import vector_stage
 
     cache.clear()
-    query_vectors.clear()  # and the process's query embeddings: a test's model may be down
+    vector_stage.clear_query_vectors()  # and the process's query embeddings: a test's model may be down
     yield
 
 

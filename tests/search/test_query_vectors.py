@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from llm import get_embedder
-from search.retrieval import query_vectors
-from search.retrieval.query_vectors import embed_queries
+from search.retrieval import vector_stage
+from search.retrieval.vector_stage import embed_queries
 
 
 class Counting:
@@ -28,9 +28,9 @@ class Counting:
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    query_vectors.clear()
+    vector_stage.clear_query_vectors()
     yield
-    query_vectors.clear()
+    vector_stage.clear_query_vectors()
 
 
 def test_a_repeated_query_is_embedded_once_and_gives_the_same_vector():
@@ -40,7 +40,7 @@ def test_a_repeated_query_is_embedded_once_and_gives_the_same_vector():
     assert embedder.texts == ["parse the config file", "open a socket"]
     assert np.array_equal(first[0], again[1]) and np.array_equal(first[1], again[0])
     assert np.allclose(first, embedder.inner.embed(["parse the config file", "open a socket"]))
-    assert query_vectors.stats == {"hits": 2, "misses": 2}
+    assert vector_stage.query_vector_stats == {"hits": 2, "misses": 2}
 
 
 def test_the_same_text_twice_in_one_call_is_embedded_once():
@@ -58,14 +58,14 @@ def test_spaces_do_not_share_vectors():
 
 
 def test_the_least_recently_used_query_is_dropped_past_the_budget(monkeypatch):
-    monkeypatch.setattr(query_vectors._cache, "budget", 2)
+    monkeypatch.setattr(vector_stage._query_vectors, "budget", 2)
     embedder = Counting()
     for text in ("alpha", "beta", "alpha", "gamma"):  # "beta" is the oldest when "gamma" comes
         embed_queries(embedder, [text])
     embed_queries(embedder, ["alpha"])
     embed_queries(embedder, ["beta"])
     assert embedder.texts == ["alpha", "beta", "gamma", "beta"]
-    assert len(query_vectors._cache) == 2
+    assert len(vector_stage._query_vectors) == 2
 
 
 def test_a_failed_embedding_is_not_kept_and_the_next_search_retries():
@@ -80,7 +80,7 @@ def test_kept_vectors_cannot_be_changed_by_a_caller():
     embedder = Counting()
     embed_queries(embedder, ["hash a password"])
     again = embed_queries(embedder, ["hash a password"])
-    kept = query_vectors._cache.get((embedder.space_key, "hash a password"))
+    kept = vector_stage._query_vectors.get((embedder.space_key, "hash a password"))
     assert kept is not None and not kept.flags.writeable
     again[0][:] = 0.0  # the stacked result is the caller's own copy
     assert np.allclose(kept, embedder.inner.embed(["hash a password"])[0])

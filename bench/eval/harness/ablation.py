@@ -339,10 +339,10 @@ def chat_unavailable_reason() -> str | None:
 
 def _forget_scores() -> None:
     from search.ranking import cross_encoder
-    from search.retrieval import query_vectors
+    from search.retrieval import vector_stage
 
     cross_encoder.clear_cache()
-    query_vectors.clear()
+    vector_stage.clear_query_vectors()
 
 
 def run_ablation(
