@@ -4,23 +4,29 @@ The term postings (``indexing.postings_format``) of a repository generation do n
 once built, so they are kept under a key that names what they were built from -- repository,
 generation, and the transaction that built its statistics (``xmin`` of its facet rows, new with
 every rebuild) -- and a search whose lists are all kept reads none of them from the database.
-They are kept in files that every search process of the host maps (``postings_files``: one copy
-in the page cache, however many processes; each process keeps up to ``MAPPED_LISTS`` of them
-mapped, and reads those under a page into its ``ListCache`` instead). The first process that
-needs a list reads it from the database, in one statement for all the lists of its search
-(``kept_lists``), and writes its file under its generation's lock; the others map or read that
-file. Where files cannot be used (``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be
-written, another process writing the same generation for longer than the statement's timeout),
-the lists read are kept in this process's memory instead (``ListCache``: least recently used
-first out, ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all); those of a search too large for half of it
-serve that search only.
+They are kept in pack files that every search process of the host maps (``postings_files``: one
+copy in the page cache, however many processes; a process holds a mapping per pack and serves
+the lists as views of it). The first process that needs a list reads it from the database, in
+one statement for all the lists of its search (``kept_lists``), and writes it to a pack under its
+generation's lock; the others map that pack. Where packs cannot be used
+(``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be written, another process writing
+the same generation for longer than the statement's timeout), the lists read are kept in this
+process's memory instead (``ListCache``: least recently used first out,
+``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all); those of a search too large for half of it serve that
+search only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
+import shutil
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +41,10 @@ from indexing.postings_format import HEADER, RECORD, buckets, list_base
 from search.lru import Lru
 from search.retrieval import postings_files
 from search.retrieval.db import array_literal, binary_cursor, search_cursor
-from search.retrieval.postings_files import StoredList
+from search.retrieval.postings_files import Generation, StoredList
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
-# Lists a process keeps mapped between searches: about 3 kB each here and in the kernel (their
-# pages are the host's page cache, shared), and a mapping of the 65,530 Linux allows by default.
-MAPPED_LISTS = 16384
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class TermList:
     base: int  # the generation's first chunk id (the lists' header)
     span: int  # largest offset + 1 (0: the term is not in this generation)
     nbytes: int = 0  # what keeping it costs this process
-    shared: bool = False  # its arrays are a mapped file's: the host's page cache (``_MAPS``)
+    shared: bool = False  # its arrays are a mapped pack's: the host's page cache
 
     @classmethod
     def of(cls, offsets: np.ndarray, words: np.ndarray, base: int) -> TermList:
@@ -67,8 +70,8 @@ class TermList:
 
     @classmethod
     def mapped(cls, stored: StoredList) -> TermList:
-        """A list whose arrays are a mapped file's (it costs this process no more than its
-        entry)."""
+        """A list whose arrays are a mapped pack's (views: they cost this process only while a
+        search holds them)."""
         return cls(stored.offsets, stored.words, stored.base, stored.span, ENTRY_OVERHEAD, True)
 
 
@@ -86,7 +89,6 @@ class ListCache(Lru[Key, TermList]):
 
 _CACHE: ListCache | None = None
 _CACHE_LOCK = threading.Lock()
-_MAPS: Lru[Key, TermList] = Lru(MAPPED_LISTS)
 
 
 def cache() -> ListCache:
@@ -123,21 +125,18 @@ def kept_lists(
     repositories: list[tuple[UUID, int, int]], terms: list[str], timeout_ms: int = 5000
 ) -> KeptLists | None:
     """The whole lists of ``terms`` in ``repositories`` ((id, generation, statistics' build)):
-    mapped by this process, else in its memory, else in the host's files, else read in one
-    statement and written to those files. Lists that cannot be written are kept in this process's
+    in the host's packs, else in this process's memory, else read in one statement and written to
+    the packs. Lists that cannot be written are kept in this process's
     memory when they fit in half of it (more would push out everything else, and not stay); else,
     or with ``REPO_SEARCH_POSTINGS_MEMORY_MB=0``, they serve this search only. None when they
     cannot be read: ids of a generation spanning 2^32 or more, or the statement failed (e.g. timed
     out)."""
     store, files = cache(), postings_files.root()
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
-    found = _MAPS.get_many(keys) if files is not None else {}
+    found = _mapped(postings_files.find(files, keys)) if files is not None else {}
     if store.budget and len(found) < len(keys):
         found.update(store.get_many([key for key in keys if key not in found]))
     missing = [key for key in keys if key not in found]
-    if missing and files is not None:
-        found.update(_mapped(postings_files.map_lists(files, missing)))
-        missing = [key for key in keys if key not in found]
     read = 0
     if missing:
         try:
@@ -156,17 +155,8 @@ def kept_lists(
 
 
 def _mapped(stored: dict[Key, StoredList]) -> dict[Key, TermList]:
-    """Lists from the host's files, kept for the next searches: mapped ones mapped, small ones
-    (read, not mapped) in this process's memory."""
-    lists = {
-        key: TermList.mapped(value)
-        if value.mapped
-        else TermList.of(value.offsets, value.words, value.base)
-        for key, value in stored.items()
-    }
-    _MAPS.put_many({key: value for key, value in lists.items() if value.shared})
-    cache().put_many({key: value for key, value in lists.items() if not value.shared})
-    return lists
+    """Lists from the host's packs (views of their mappings)."""
+    return {key: TermList.mapped(value) for key, value in stored.items()}
 
 
 def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Key, TermList], int]:
@@ -177,8 +167,8 @@ def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Ke
         with search_cursor(timeout_ms) as cursor:
             return _load(cursor, keys), len(keys)
     generations = [(r, g, b) for r, g, b, _t in keys]
-    with postings_files.generation_locks(files, generations, timeout_ms) as (held, made):
-        found = _mapped(postings_files.map_lists(files, keys)) if held else {}
+    with generation_locks(files, generations, timeout_ms) as (held, made):
+        found = _mapped(postings_files.find(files, keys, fresh=True)) if held else {}
         still = [key for key in keys if key not in found]
         with search_cursor(timeout_ms) as cursor:
             loaded = _load(cursor, still) if still else {}
@@ -200,7 +190,7 @@ def _sweep(files: Path, timeout_ms: int) -> None:
                 " FROM search_chunkfacetstat GROUP BY repository_id, generation"
             )
             live = {(str(r), int(g), int(b)) for r, g, b in cursor.fetchall()}
-        postings_files.sweep(files, live, started)
+        sweep_files(files, live, started)
     except (OSError, DatabaseError):
         logger.warning("posting list files not swept", exc_info=True)
 
@@ -257,3 +247,96 @@ def _decoded(values: list[tuple[int, bytes]]) -> TermList:
                               for _part, value in sorted(values)])  # fmt: skip
     return TermList.of(records["id"].astype(np.uint32), records["word"].astype(np.uint32),
                        bases.pop())  # fmt: skip
+
+
+@contextmanager
+def generation_locks(
+    base: Path, generations: list[Generation], timeout_ms: int
+) -> Iterator[tuple[bool, bool]]:
+    """Hold the lock of each generation's directory (made when missing; sorted order, so two
+    processes never wait for each other), trying for up to ``timeout_ms`` in all. Yields (held,
+    made): whether every lock is held (else the caller writes nothing), and whether some
+    directory was made here (a new generation on this host: time to ``sweep``)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    made = False
+    with ExitStack() as stack:
+        for generation in sorted(set(generations)):
+            directory = postings_files.generation_dir(base, generation)
+            try:
+                if not directory.is_dir():
+                    directory.mkdir(parents=True, exist_ok=True)
+                    made = True
+                descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as error:
+                postings_files.warn_once(
+                    "posting list directory %s not writable (%s)", directory, error
+                )
+                yield False, made
+                return
+            stack.callback(os.close, descriptor)
+            if not lock(descriptor, deadline):
+                logger.info("posting lists of %s being written by another process", directory)
+                yield False, made
+                return
+        yield True, made
+
+
+def lock(descriptor: int, deadline: float) -> bool:
+    """``flock`` (per open file, so two threads of a process exclude each other too), waiting
+    until ``deadline``; released when the descriptor is closed."""
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+
+
+def sweep_files(base: Path, live: set[tuple[str, int, int]], started: float) -> int:
+    """Remove the directories of generations not in ``live`` ((repository, generation,
+    statistics' build) of every generation with statistics, read after ``started``: rebuilt,
+    retired, or their repository deleted), and leftovers of writers that died; the directories
+    removed. One written to since ``started`` is left for the next sweep (its generation may be
+    newer than ``live``), and so is one whose lock another process holds."""
+    removed = 0
+    for repository in _subdirectories(base):
+        for directory in _subdirectories(repository):
+            generation, _dash, build = directory.name.partition("-")
+            if not (generation.isdigit() and build.isdigit()):
+                continue  # not ours
+            stale = (repository.name, int(generation), int(build)) not in live
+            removed += _clean(directory, stale=stale, started=started)
+        with contextlib.suppress(OSError):
+            repository.rmdir()  # only when empty
+    return removed
+
+
+def _subdirectories(directory: Path) -> list[Path]:
+    try:
+        return [d for d in directory.iterdir() if d.is_dir() and not d.is_symlink()]
+    except OSError:
+        return []
+
+
+def _clean(directory: Path, *, stale: bool, started: float) -> int:
+    """A stale directory removed, or a live one's temporary files, when no process holds its
+    lock."""
+    try:
+        if stale and directory.stat().st_mtime >= started:
+            return 0
+        descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return 0
+    try:
+        if not lock(descriptor, 0):
+            return 0
+        if stale:
+            shutil.rmtree(directory, ignore_errors=True)
+            return 1
+        for leftover in [*directory.glob("*.tmp"), *directory.glob("*.list")]:
+            leftover.unlink(missing_ok=True)  # a dead writer's, or a list of the files before packs
+        return 0
+    finally:
+        os.close(descriptor)

@@ -1,41 +1,43 @@
-"""Term posting lists in files that every search process of a host maps: one copy, in the page
-cache, however many web processes there are (``postings_cache.kept_lists`` decides when).
+"""Term posting lists in pack files that every search process of a host maps: one copy, in the
+page cache, however many web processes there are (``postings_cache.kept_lists`` decides when).
 
 Layout (``root()``: ``REPO_SEARCH_POSTINGS_DIR``, by default ``<REPO_SEARCH_DATA_DIR>/postings``)::
 
-    <root>/<repository uuid>/<generation>-<statistics' build>/<sha256(term)[:32]>.list
+    <root>/<repository uuid>/<generation>-<statistics' build>/<sequence>.pack
     <root>/<repository uuid>/<generation>-<statistics' build>/.lock
 
 named exactly like the lists' cache key (the build is ``xmin`` of the generation's facet rows,
-new with every rebuild), so a rebuilt generation is never served an old list. A file holds one
-decoded list, ready for the pass: a header (``HEADER``: magic, version, records, base, span,
-CRC-32 of the arrays, the term's length; then the term) and the records' ids less the base, then
-their words, both native ``uint32``. ``map_list`` checks all of it (a truncated or corrupt file is
-refused, never ranked) and maps the arrays read-only, zero-copy (a file under ``MAP_MIN_BYTES``
-is read instead: small lists cost less as copies than as mappings).
+new with every rebuild), so a rebuilt generation is never served an old list. A pack holds many
+decoded lists of one generation, ready for the pass: a header (``HEADER``: magic, version,
+entries, the file's size, CRC-32 of the index), the index (the terms' 64-bit hashes, sorted, then
+one ``ENTRY`` each: where its term starts, records, the term's length, base, span, CRC-32 of the
+term and arrays), then each list: its term, the records' ids less the base, their words (native
+``uint32``, 8-byte aligned). A process maps each pack once (``find``) and serves its lists as
+read-only, zero-copy views of the mapping: it holds one mapping and a byte per list of a pack,
+not an object per list. The index is checked when a pack is mapped, a list (term, bounds, CRC,
+span) the first time this process serves it: a truncated or corrupt pack or list is refused and
+read again, never ranked.
 
-The first process that needs a list writes it (``write_lists``: a temporary name, ``fsync``,
-``rename``) while it holds its generation's lock (``generation_locks``: ``flock`` on ``.lock``), so
-two processes never read the same lists from the database and write them at once. A process that
-makes a generation's directory sweeps the root (``sweep``): the directories of generations
-whose statistics are no longer live (rebuilt, retired, repository deleted) go. Disk use is thus
-at most one decoded copy of the searched lists of the live generations.
+The first process that needs lists writes them (``write_lists``) under their generation's lock
+(``postings_cache.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and search (temporary
+name, ``rename``), merged with the newest packs (those up to twice what is merged so far, or past
+``MAX_PACKS``), those merged removed; newer packs win. Packs are not ``fsync``ed: they are a
+cache of the database; one torn by a crash fails its size, index CRC or a list's CRC, and its
+lists are read again. The directories of generations whose statistics are no longer live go
+(``postings_cache.sweep_files``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import mmap
 import os
-import shutil
 import struct
+import threading
 import time
 import zlib
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 from uuid import UUID
@@ -43,16 +45,20 @@ from uuid import UUID
 import numpy as np
 from django.conf import settings
 
+from search.lru import Lru
+
 logger = logging.getLogger(__name__)
-MAGIC, VERSION = b"RSPL", 1
-# magic, version, records, base, span, CRC-32 of the arrays, the term's length in bytes (native
-# order: a file written on one host is read on that host only; another byte order fails MAGIC's
-# neighbours, not silently)
-HEADER = struct.Struct("=4sIQqQII")
-SUFFIX = ".list"
-# A smaller file is read, not mapped: a mapping costs the process about 3 kB (kernel and Python
-# objects) whatever the list's size, more than a copy of a list under a page.
-MAP_MIN_BYTES = 4096
+MAGIC, VERSION = b"RSPK", 2
+# magic, version, entries, the file's size, CRC-32 of the index (native order: a pack written on
+# one host is read on that host only; another byte order fails MAGIC's neighbours, not silently)
+HEADER = struct.Struct("=4sIQQI4x")
+# where the list's term starts, records, the term's length, base, span, CRC-32 of term and arrays
+ENTRY = struct.Struct("=QIIqQI4x")
+SUFFIX = ".pack"
+MAX_PACKS = 6  # packs of a generation past which the newest are merged, whatever their size
+RELIST_SECONDS = 2.0  # a process looks for packs others wrote (and merged away) this often
+MAPPED_GENERATIONS = 4096  # generations whose packs a process keeps mapped
+UNCHECKED, WHOLE, REFUSED = 0, 1, 2
 _warned: set[str] = set()
 
 
@@ -61,7 +67,7 @@ class StoredList(NamedTuple):
     words: np.ndarray  # uint32, read-only
     base: int
     span: int
-    mapped: bool = False  # the arrays are a mapped file's (else a copy in this process)
+    mapped: bool = False  # the arrays are a mapped pack's (else a copy in this process)
 
 
 # repository (its UUID as an int), generation, statistics' build, term: ``postings_cache.Key``
@@ -70,7 +76,7 @@ Generation = tuple[int, int, int]
 
 
 def root() -> Path | None:
-    """Where the files live (None: ``REPO_SEARCH_POSTINGS_DIR=off``, each process reads its own
+    """Where the packs live (None: ``REPO_SEARCH_POSTINGS_DIR=off``, each process reads its own
     lists from the database)."""
     value = getattr(settings, "REPO_SEARCH_POSTINGS_DIR", None)
     if value is None or str(value).strip() == "":
@@ -84,11 +90,6 @@ def generation_dir(base: Path, key: Generation | Key) -> Path:
     return base / str(UUID(int=key[0])) / f"{key[1]}-{key[2]}"
 
 
-def list_path(base: Path, key: Key) -> Path:
-    name = hashlib.sha256(key[3].encode()).hexdigest()[:32]
-    return generation_dir(base, key) / (name + SUFFIX)
-
-
 def warn_once(reason: str, *args: object) -> None:
     """A warning per process and reason (a directory that cannot be written is not news at every
     search)."""
@@ -97,199 +98,271 @@ def warn_once(reason: str, *args: object) -> None:
         logger.warning(reason + "; posting lists read from the database instead", *args)
 
 
-def _data_start(term: bytes) -> int:
-    return (HEADER.size + len(term) + 7) // 8 * 8
-
-
-def encode(term: str, found: StoredList) -> bytes:
-    """The file of one list (``map_list`` reads it back)."""
-    name = term.encode()
-    offsets = np.ascontiguousarray(found.offsets, dtype=np.uint32)
-    words = np.ascontiguousarray(found.words, dtype=np.uint32)
-    crc = zlib.crc32(words.data, zlib.crc32(offsets.data))
-    head = HEADER.pack(MAGIC, VERSION, len(offsets), found.base, found.span, crc, len(name))
-    padding = b"\0" * (_data_start(name) - len(head) - len(name))
-    return head + name + padding + offsets.tobytes() + words.tobytes()
+def term_hash(name: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "little")
 
 
 class Corrupt(Exception):
-    """A list's file that does not hold what its header and name say."""
+    """A pack or list that does not hold what its header, index and name say."""
 
 
-def map_list(path: Path, term: str) -> StoredList | None:
-    """The list in ``path``, its arrays mapped read-only, or read when the file is smaller than
-    ``MAP_MIN_BYTES`` (None: no such file). Raises Corrupt for a file that is not whole: wrong
-    magic or version, another term, a length that is not the header's, arrays whose CRC-32 is
-    not the header's."""
-    mapped: mmap.mmap | bytes
-    try:
+class Pack:
+    """One pack mapped read-only; ``state``: a byte per list (unchecked, whole, refused)."""
+
+    __slots__ = ("count", "hashes", "mm", "path", "sequence", "size", "state")
+
+    def __init__(self, path: Path, sequence: int) -> None:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
             if size < HEADER.size:
                 raise Corrupt(f"{size} bytes, shorter than a header")
-            if size < MAP_MIN_BYTES:
-                mapped = file.read()
-            else:
-                mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        return None
-    magic, version, count, base, span, crc, length = HEADER.unpack_from(mapped, 0)
-    if magic != MAGIC or version != VERSION:
-        raise Corrupt(f"magic {magic!r} version {version}")
-    name = term.encode()
-    start = _data_start(name)
-    if length != len(name) or mapped[HEADER.size : HEADER.size + length] != name:
-        raise Corrupt("another term's list")
-    if size != start + 8 * count:
-        raise Corrupt(f"{size} bytes, the header says {start + 8 * count}")
-    with memoryview(mapped) as view:
-        if zlib.crc32(view[start:]) != crc:
-            raise Corrupt("arrays do not match their checksum")
-    offsets = np.frombuffer(mapped, np.uint32, count, start)
-    words = np.frombuffer(mapped, np.uint32, count, start + 4 * count)
-    if count and int(offsets.max()) + 1 != span:
-        raise Corrupt("span is not the records'")
-    return StoredList(offsets, words, base, span, isinstance(mapped, mmap.mmap))
+            mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        magic, version, count, stated, crc = HEADER.unpack_from(mm, 0)
+        if magic != MAGIC or version != VERSION:
+            raise Corrupt(f"magic {magic!r} version {version}")
+        if stated != size:
+            raise Corrupt(f"{size} bytes, the header says {stated}")
+        end = HEADER.size + count * (8 + ENTRY.size)
+        if end > size:
+            raise Corrupt(f"an index of {count} lists past the end")
+        with memoryview(mm) as view:
+            if zlib.crc32(view[HEADER.size : end]) != crc:
+                raise Corrupt("index does not match its checksum")
+        self.path, self.sequence, self.mm, self.count, self.size = path, sequence, mm, count, size
+        self.hashes = np.frombuffer(mm, np.uint64, count, HEADER.size)
+        self.state = bytearray(count)
+
+    def entry(self, position: int) -> tuple[int, int, int, int, int, int]:
+        at = HEADER.size + 8 * self.count + ENTRY.size * position
+        return ENTRY.unpack_from(self.mm, at)  # type: ignore[return-value]
+
+    def get(self, position: int, name: bytes) -> StoredList | None:
+        """The list at ``position`` if it is ``name``'s (None: another term of the same hash).
+        Raises Corrupt for one that is not whole."""
+        start, records, length, base, span, _crc = self.entry(position)
+        if length != len(name) or self.mm[start : start + length] != name:
+            return None
+        if not self.whole(position):
+            raise Corrupt(f"list {position} refused")
+        data = start + _padded(length)
+        offsets = np.frombuffer(self.mm, np.uint32, records, data)
+        words = np.frombuffer(self.mm, np.uint32, records, data + 4 * records)
+        return StoredList(offsets, words, base, span, True)
+
+    def whole(self, position: int) -> bool:
+        """Whether the list at ``position`` is whole: checked once per process."""
+        if self.state[position] == UNCHECKED:
+            reason = self._refusal(position)
+            self.state[position] = REFUSED if reason else WHOLE
+            if reason:
+                logger.warning("posting list %d of %s refused (%s); read again", position,
+                               self.path, reason)  # fmt: skip
+        return self.state[position] == WHOLE
+
+    def _refusal(self, position: int) -> str | None:
+        start, records, length, _base, span, crc = self.entry(position)
+        end = start + _padded(length) + 8 * records
+        if start < HEADER.size or end > self.size:
+            return "past the end of the pack"
+        with memoryview(self.mm) as view:
+            if zlib.crc32(view[start:end]) != crc:
+                return "arrays do not match their checksum"
+        offsets = np.frombuffer(self.mm, np.uint32, records, end - 8 * records)
+        return None if (int(offsets.max()) + 1 if records else 0) == span else "another span"
+
+    def raw(self, position: int) -> tuple[int, bytes, tuple[int, ...]] | None:
+        """A whole list's hash, bytes (term and arrays) and entry, to merge (None: refused)."""
+        if not self.whole(position):
+            return None
+        start, records, length, base, span, crc = self.entry(position)
+        end = start + _padded(length) + 8 * records
+        return int(self.hashes[position]), self.mm[start:end], (records, length, base, span, crc)
 
 
-def map_lists(base: Path, keys: list[Key]) -> dict[Key, StoredList]:
-    """Those of ``keys`` whose file is there and whole, mapped; a corrupt one is left out (with a
-    warning) for the caller to read again and replace."""
-    found = {}
-    for key in keys:
-        path = list_path(base, key)
+def _padded(length: int) -> int:
+    return (length + 7) // 8 * 8
+
+
+class _Packs:
+    """The packs of one generation this process maps, newest first."""
+
+    __slots__ = ("directory", "listed", "packs", "refused", "stamp")
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.packs: list[Pack] = []
+        self.refused: set[str] = set()  # names of packs refused whole (removed at the next write)
+        self.stamp: int | None = -1  # the directory's mtime when listed
+        self.listed = 0.0
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Map packs written since the last listing, drop those merged away: whether any
+        changed."""
+        self.listed = time.monotonic()
         try:
-            stored = map_list(path, key[3])
-        except (Corrupt, OSError, ValueError) as error:
-            logger.warning("posting list file %s refused (%s); read again", path, error)
-            continue
-        if stored is not None:
-            found[key] = stored
+            stamp: int | None = os.stat(self.directory).st_mtime_ns
+        except OSError:
+            stamp = None
+        if stamp == self.stamp and not force:
+            return False
+        self.stamp = stamp
+        names = {}
+        with contextlib.suppress(OSError):
+            for item in os.scandir(self.directory):
+                stem = item.name[: -len(SUFFIX)]
+                if item.name.endswith(SUFFIX) and stem.isdigit():
+                    names[item.name] = int(stem)
+        kept = {p.path.name: p for p in self.packs if p.path.name in names}
+        for name, sequence in names.items():
+            if name in kept or name in self.refused:
+                continue
+            try:
+                kept[name] = Pack(self.directory / name, sequence)
+            except FileNotFoundError:
+                continue  # merged away meanwhile
+            except (Corrupt, OSError, ValueError) as error:
+                logger.warning("posting list pack %s refused (%s); read again",
+                               self.directory / name, error)  # fmt: skip
+                self.refused.add(name)
+        self.refused &= set(names)
+        before = [p.path.name for p in self.packs]
+        self.packs = sorted(kept.values(), key=lambda p: -p.sequence)
+        return before != [p.path.name for p in self.packs]
+
+    def lookup(self, wanted: dict[bytes, tuple[int, Key]], found: dict[Key, StoredList]) -> None:
+        """Those of ``wanted`` (a term's name: its hash and key) in these packs, into ``found``."""
+        left = dict(wanted)
+        for pack in self.packs:
+            if not left or not pack.count:
+                continue
+            names = list(left)
+            hashes = np.array([left[n][0] for n in names], np.uint64)
+            positions = pack.hashes.searchsorted(hashes)
+            hits = pack.hashes[np.minimum(positions, pack.count - 1)] == hashes
+            for j in np.flatnonzero(hits).tolist():
+                name, position = names[j], int(positions[j])
+                while position < pack.count and pack.hashes[position] == hashes[j]:
+                    try:
+                        stored = pack.get(position, name)
+                    except Corrupt:
+                        break  # an older pack may hold it whole; else it is read again
+                    if stored is not None:
+                        found[left.pop(name)[1]] = stored
+                        break
+                    position += 1
+
+
+_PACKS: Lru[Generation, _Packs] = Lru(MAPPED_GENERATIONS)
+_LOCK = threading.RLock()
+
+
+def forget() -> None:
+    """Unmap every pack (as a process that has read none yet)."""
+    with _LOCK:
+        _PACKS.clear()
+
+
+def _generation(base: Path, generation: Generation) -> _Packs:
+    packs = _PACKS.get(generation)
+    if packs is None or packs.directory.parent.parent != base:
+        packs = _Packs(generation_dir(base, generation))
+        packs.refresh()
+        _PACKS.put(generation, packs)
+    return packs
+
+
+def _by_generation(keys: list[Key]) -> dict[Generation, dict[bytes, tuple[int, Key]]]:
+    hashes: dict[str, tuple[bytes, int]] = {}
+    grouped: dict[Generation, dict[bytes, tuple[int, Key]]] = {}
+    for key in keys:
+        term = key[3]
+        if term not in hashes:
+            name = term.encode()
+            hashes[term] = (name, term_hash(name))
+        name, hashed = hashes[term]
+        grouped.setdefault(key[:3], {})[name] = (hashed, key)
+    return grouped
+
+
+def find(base: Path, keys: list[Key], *, fresh: bool = False) -> dict[Key, StoredList]:
+    """Those of ``keys`` held whole by the generations' packs, as views of the mappings; a
+    generation's directory is listed again when one is missing and it changed (``fresh``: in
+    any case), or every ``RELIST_SECONDS``."""
+    found: dict[Key, StoredList] = {}
+    with _LOCK:
+        for generation, wanted in _by_generation(keys).items():
+            packs = _generation(base, generation)
+            if fresh or time.monotonic() - packs.listed > RELIST_SECONDS:
+                packs.refresh(force=fresh)
+            before = len(found)
+            packs.lookup(wanted, found)
+            if len(found) - before < len(wanted) and not fresh and packs.refresh():
+                packs.lookup({n: v for n, v in wanted.items() if v[1] not in found}, found)
     return found
 
 
 def write_lists(base: Path, lists: dict[Key, StoredList]) -> dict[Key, StoredList]:
-    """Write each list to its file (temporary name, ``fsync``, ``rename``; then the directory
-    ``fsync``) and map it back: the mapped copies of those written. A list that cannot be written
-    (a directory that is not writable, a full disk) is left out, with a warning."""
-    written, directories = [], set()
-    for key, found in lists.items():
-        path = list_path(base, key)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            with open(temporary, "wb") as file:
-                file.write(encode(key[3], found))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except OSError as error:
-            warn_once("posting list files not written in %s (%s)", path.parent, error)
-            temporary.unlink(missing_ok=True)
-            continue
-        written.append(key)
-        directories.add(path.parent)
-    for directory in directories:
-        _fsync_directory(directory)
-    return map_lists(base, written)
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-    except OSError:
-        pass  # the renames are done; only their durability after a crash is at stake
-
-
-@contextmanager
-def generation_locks(
-    base: Path, generations: list[Generation], timeout_ms: int
-) -> Iterator[tuple[bool, bool]]:
-    """Hold the lock of each generation's directory (made when missing; sorted order, so two
-    processes never wait for each other), trying for up to ``timeout_ms`` in all. Yields (held,
-    made): whether every lock is held (else the caller writes nothing), and whether some
-    directory was made here (a new generation on this host: time to ``sweep``)."""
-    deadline = time.monotonic() + timeout_ms / 1000
-    made = False
-    with ExitStack() as stack:
-        for generation in sorted(set(generations)):
-            directory = generation_dir(base, generation)
+    """Write the lists of each generation to a new pack, merged with the newest packs, while the
+    caller holds the generations' locks; the mapped views of those written. Lists that cannot be
+    written (a directory that is not writable, a full disk) are left out, with a warning."""
+    written: list[Key] = []
+    with _LOCK:
+        for generation, wanted in _by_generation(list(lists)).items():
+            packs = _generation(base, generation)
+            packs.refresh(force=True)
             try:
-                if not directory.is_dir():
-                    directory.mkdir(parents=True, exist_ok=True)
-                    made = True
-                descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+                _write(packs, {name: lists[key] for name, (_h, key) in wanted.items()})
             except OSError as error:
-                warn_once("posting list directory %s not writable (%s)", directory, error)
-                yield False, made
-                return
-            stack.callback(os.close, descriptor)
-            if not _lock(descriptor, deadline):
-                logger.info("posting lists of %s being written by another process", directory)
-                yield False, made
-                return
-        yield True, made
+                warn_once("posting list packs not written in %s (%s)", packs.directory, error)
+                continue
+            written += [key for _h, key in wanted.values()]
+        return find(base, written, fresh=True)
 
 
-def _lock(descriptor: int, deadline: float) -> bool:
-    """``flock`` (per open file, so two threads of a process exclude each other too), waiting
-    until ``deadline``; released when the descriptor is closed."""
-    while True:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-
-
-def sweep(base: Path, live: set[tuple[str, int, int]], started: float) -> int:
-    """Remove the directories of generations not in ``live`` ((repository, generation,
-    statistics' build) of every generation with statistics, read after ``started``: rebuilt,
-    retired, or their repository deleted), and leftovers of writers that died; the directories
-    removed. One written to since ``started`` is left for the next sweep (its generation may be
-    newer than ``live``), and so is one whose lock another process holds."""
-    removed = 0
-    for repository in _subdirectories(base):
-        for directory in _subdirectories(repository):
-            generation, _dash, build = directory.name.partition("-")
-            if not (generation.isdigit() and build.isdigit()):
-                continue  # not ours
-            stale = (repository.name, int(generation), int(build)) not in live
-            removed += _clean(directory, stale=stale, started=started)
-        with contextlib.suppress(OSError):
-            repository.rmdir()  # only when empty
-    return removed
-
-
-def _subdirectories(directory: Path) -> list[Path]:
+def _write(packs: _Packs, lists: dict[bytes, StoredList]) -> None:
+    """A new pack of ``lists`` and the newest packs that are no more than twice what is merged so
+    far (or past ``MAX_PACKS``); those merged, and those refused whole, removed."""
+    new: dict[bytes, tuple[int, bytes, tuple[int, ...]]] = {}
+    for name, found in lists.items():
+        offsets = np.ascontiguousarray(found.offsets, dtype=np.uint32)
+        words = np.ascontiguousarray(found.words, dtype=np.uint32)
+        raw = name + b"\0" * (_padded(len(name)) - len(name)) + offsets.tobytes() + words.tobytes()
+        entry = (len(offsets), len(name), found.base, found.span, zlib.crc32(raw))
+        new[name] = (term_hash(name), raw, entry)
+    merged: list[Pack] = []
+    size = sum(len(raw) for _h, raw, _e in new.values())
+    for pack in packs.packs:  # newest first
+        if pack.size > 2 * size and len(packs.packs) - len(merged) + 1 <= MAX_PACKS:
+            break
+        merged.append(pack)
+        size += pack.size
+    items: dict[bytes, tuple[int, bytes, tuple[int, ...]]] = {}
+    for pack in reversed(merged):  # oldest first: newer lists replace older ones
+        for position in range(pack.count):
+            kept = pack.raw(position)
+            if kept is not None:
+                items[bytes(kept[1][: kept[2][1]])] = kept
+    items.update(new)
+    sequence = 1 + max([p.sequence for p in packs.packs] +
+                       [int(n[: -len(SUFFIX)]) for n in packs.refused] + [0])  # fmt: skip
+    path = packs.directory / f"{sequence}{SUFFIX}"
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        return [d for d in directory.iterdir() if d.is_dir() and not d.is_symlink()]
+        temporary.write_bytes(_encode(sorted(items.values(), key=lambda item: item[0])))
+        os.replace(temporary, path)
     except OSError:
-        return []
+        temporary.unlink(missing_ok=True)
+        raise
+    for gone in [p.path for p in merged] + [packs.directory / n for n in packs.refused]:
+        gone.unlink(missing_ok=True)
 
 
-def _clean(directory: Path, *, stale: bool, started: float) -> int:
-    """A stale directory removed, or a live one's temporary files, when no process holds its
-    lock."""
-    try:
-        if stale and directory.stat().st_mtime >= started:
-            return 0
-        descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return 0
-    try:
-        if not _lock(descriptor, 0):
-            return 0
-        if stale:
-            shutil.rmtree(directory, ignore_errors=True)
-            return 1
-        for leftover in directory.glob("*.tmp"):
-            leftover.unlink(missing_ok=True)
-        return 0
-    finally:
-        os.close(descriptor)
+def _encode(items: list[tuple[int, bytes, tuple[int, ...]]]) -> bytes:
+    at = HEADER.size + len(items) * (8 + ENTRY.size)
+    entries = []
+    for _hash, raw, (records, length, base, span, crc) in items:
+        entries.append(ENTRY.pack(at, records, length, base, span, crc))
+        at += len(raw)
+    index = np.array([item[0] for item in items], np.uint64).tobytes() + b"".join(entries)
+    head = HEADER.pack(MAGIC, VERSION, len(items), at, zlib.crc32(index))
+    return head + index + b"".join(raw for _hash, raw, _entry in items)

@@ -1,8 +1,9 @@
-"""Posting lists in the host's files (``search.retrieval.postings_files``): two real processes
-searching one repository map the same files, read once from the database; a rebuilt or
-re-indexed generation gets new files and the old ones go; a truncated or corrupt file is refused
-and read again, never ranked; a directory that cannot be written falls back to each process's
-memory. Every answer is checked against ranking every match."""
+"""Posting lists in the host's pack files (``search.retrieval.postings_files``): two real
+processes searching one repository map the same pack, read once from the database; a rebuilt or
+re-indexed generation gets new packs and the old ones go; packs of several searches are merged;
+a truncated or corrupt pack, or one corrupt list in a pack, is refused and read again, never
+ranked; a directory that cannot be written falls back to each process's memory. Every answer is
+checked against ranking every match."""
 
 from __future__ import annotations
 
@@ -73,8 +74,12 @@ def exact(found: FulltextList, query: str) -> None:
     assert [s for _, s in found.ranked] == pytest.approx([s for _, s in every.ranked], rel=1e-5)
 
 
-def list_files(root: Path) -> list[Path]:
+def packs(root: Path) -> list[Path]:
     return sorted(root.glob(f"*/*/*{postings_files.SUFFIX}"))
+
+
+def lists_in(pack: Path) -> int:
+    return int(postings_files.HEADER.unpack_from(pack.read_bytes(), 0)[2])
 
 
 def generation_dirs(root: Path) -> list[str]:
@@ -82,8 +87,8 @@ def generation_dirs(root: Path) -> list[str]:
 
 
 def forget() -> None:
-    """This process keeps no list: mapped ones or small ones read from the files."""
-    postings_cache._MAPS.clear()
+    """This process keeps no list: no pack mapped, none in its memory."""
+    postings_files.forget()
     postings_cache.cache().clear()
 
 
@@ -98,8 +103,7 @@ def files(settings: Any, tmp_path: Path) -> Path:
 
 
 @pytest.mark.django_db(transaction=True)  # the processes read what this one committed
-def test_two_processes_map_the_same_files_read_once_from_the_database(files: Path) -> None:
-    # "session" in enough chunks for its list to be mapped (not read: ``MAP_MIN_BYTES``)
+def test_two_processes_map_the_same_pack_read_once_from_the_database(files: Path) -> None:
     many = [chunk(f"gen/m{i}.py", f"fn_{i}", f"session value_{i}") for i in range(600)]
     indexed_repository("shared", [*DOCS, *many])
     query = "session refresh"
@@ -124,11 +128,9 @@ def test_two_processes_map_the_same_files_read_once_from_the_database(files: Pat
     # one process read the lists and wrote them (the other, waiting for the lock or after it,
     # mapped them): one build on this host
     assert sorted(a["loaded"] for a in answers) == [0, terms]
-    assert len(list_files(files)) == terms
-    large = [p for p in list_files(files) if p.stat().st_size >= postings_files.MAP_MIN_BYTES]
-    on_disk = sorted(path.stat().st_ino for path in large)
-    assert len(on_disk) == 1  # "session"'s; the other, small, is read by each process
-    assert answers[0]["mapped"] == answers[1]["mapped"] == on_disk
+    (pack,) = packs(files)  # both lists in one pack, the one mapping of each process
+    assert lists_in(pack) == terms
+    assert answers[0]["mapped"] == answers[1]["mapped"] == [pack.stat().st_ino]
     every = fulltext(query, use_postings=False)
     for answer in answers:
         assert answer["fallback"] is None
@@ -143,7 +145,7 @@ def test_a_rebuilt_or_reindexed_generation_gets_new_files_and_the_old_go(files: 
     repository = indexed_repository("rebuilt", DOCS)
     exact(fulltext("session refresh"), "session refresh")
     first = generation_dirs(files)
-    assert len(first) == 1 and len(list_files(files)) == 2
+    assert len(first) == 1 and [lists_in(p) for p in packs(files)] == [2]
 
     plain = Chunk.objects.get(repository=repository, symbol="plain")
     with connection.cursor() as cursor:  # the same generation's text changes, and is rebuilt
@@ -166,24 +168,68 @@ def test_a_rebuilt_or_reindexed_generation_gets_new_files_and_the_old_go(files: 
 
 
 @pytest.mark.django_db
-def test_a_truncated_or_corrupt_file_is_read_again_never_ranked(files: Path, caplog: Any) -> None:
-    indexed_repository("damaged", DOCS)
+def test_packs_of_several_searches_are_merged_and_answer_exactly(files: Path) -> None:
+    indexed_repository("merged", DOCS)
+    queries = ["session", "refresh", "user", "token", "expires", "open_session", "expired"]
+    for query in queries:
+        exact(fulltext(query), query)
+    on_disk = packs(files)
+    assert len(on_disk) <= postings_files.MAX_PACKS  # the newest merged as they come
+    terms = {term for query in queries for term in parse_query(query).terms}
+    assert sum(lists_in(p) for p in on_disk) == len(terms)  # each list once
+    forget()  # as another process: every list served by the packs
+    for query in queries:
+        again = fulltext(query)
+        assert again.detail["lists_loaded"] == 0
+        exact(again, query)
+
+
+@pytest.mark.django_db
+def test_a_truncated_pack_is_refused_read_again_never_ranked(files: Path, caplog: Any) -> None:
+    indexed_repository("truncated", DOCS)
     query = "session refresh"
     exact(fulltext(query), query)
-    truncated, corrupt = list_files(files)
-    truncated.write_bytes(truncated.read_bytes()[:-8])  # its last record lost
-    data = bytearray(corrupt.read_bytes())
-    data[-1] ^= 0x7F  # a record's term frequency changed: another score if it were ranked
-    corrupt.write_bytes(bytes(data))
-    forget()  # as a process that has not read them yet
+    (pack,) = packs(files)
+    pack.write_bytes(pack.read_bytes()[:-8])  # its last record lost
+    forget()  # as a process that has not mapped it yet
     with caplog.at_level(logging.WARNING, logger="search.retrieval.postings_files"):
         found = fulltext(query)
     assert found.detail["lists_loaded"] == 2  # both read again from the database
     exact(found, query)
-    assert sum("refused" in r.getMessage() for r in caplog.records) >= 2
+    assert any("refused" in r.getMessage() for r in caplog.records)
+    assert [lists_in(p) for p in packs(files)] == [2]  # the refused pack replaced
     forget()
-    again = fulltext(query)  # the files were replaced by whole ones
+    again = fulltext(query)
     assert again.detail["lists_loaded"] == 0 and again.ranked == found.ranked
+
+
+@pytest.mark.django_db
+def test_a_corrupt_list_in_a_pack_is_refused_read_again_never_ranked(
+    files: Path, caplog: Any, monkeypatch: Any
+) -> None:
+    indexed_repository("corrupt", DOCS)
+    query = "session refresh"
+    exact(fulltext(query), query)
+    (pack,) = packs(files)
+    data = bytearray(pack.read_bytes())
+    data[-1] ^= 0x7F  # the last list's last term frequency: another score if it were ranked
+    pack.write_bytes(bytes(data))
+    forget()
+    with caplog.at_level(logging.WARNING, logger="search.retrieval.postings_files"):
+        found = fulltext(query)
+    assert found.detail["lists_loaded"] == 1  # that list read again; the other served whole
+    exact(found, query)
+    assert sum("refused" in r.getMessage() for r in caplog.records) == 1
+    forget()
+    again = fulltext(query)  # the newer pack's whole list wins over the refused one
+    assert again.detail["lists_loaded"] == 0 and again.ranked == found.ranked
+    exact(again, query)
+    monkeypatch.setattr(postings_files, "MAX_PACKS", 1)  # the next write merges every pack
+    exact(fulltext("user"), "user")
+    (merged,) = packs(files)
+    assert lists_in(merged) == 3  # session, refresh (the whole one), user: the refused one gone
+    forget()
+    assert fulltext(query).detail["lists_loaded"] == 0
 
 
 @pytest.mark.django_db
