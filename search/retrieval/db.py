@@ -1,8 +1,10 @@
 """Database access for search: a cursor per statement, and threads with connections of their own.
 
 A failing or slow retrieval query must end its stage, not the whole search (or the caller's
-transaction), so each runs inside ``transaction.atomic()`` with ``SET LOCAL statement_timeout``
-(``search_cursor``).
+transaction), so each runs with its own ``statement_timeout`` (``search_cursor``): set locally
+in the same query string, ahead of the statement (its implicit transaction's ``SET LOCAL``: no
+round trip of its own, nothing left behind on the connection), and in a savepoint only when the
+caller has a transaction open.
 
 A retrieval list can run on a second database connection while the first one works
 (``run_beside``, ``soon``). The threads live as long as the process, so each keeps its database
@@ -12,6 +14,7 @@ around a request).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -32,32 +35,73 @@ WORKERS = 4
 
 @contextmanager
 def search_cursor(timeout_ms: int = 5000, **settings: str | int) -> Iterator[CursorWrapper]:
-    """A cursor in a savepoint with ``statement_timeout`` and any other ``SET LOCAL`` settings
-    (names are checked: letters, digits, dots and underscores only)."""
+    """A cursor whose every statement runs with ``statement_timeout`` and any other settings
+    set locally (names and values are checked: letters, digits, dots and underscores only).
+
+    Outside a transaction the settings go ahead of each statement in the same query string: a
+    string of several statements is one implicit transaction, which ``set_config(..., true)``
+    lasts to its end, and PostgreSQL times each statement of it on its own. Inside the caller's
+    transaction, in a savepoint, so that a failing statement does not abort it. Where the
+    connection binds parameters on the server (one statement per string), a transaction with
+    the settings set in a statement of their own, as ``binary_cursor`` does."""
     values = {"statement_timeout": str(int(timeout_ms))}
     for name, value in settings.items():
         setting = name.replace("__", ".")
-        if not all(ch.isalnum() or ch in "._" for ch in setting):
-            raise ValueError(f"bad setting name {name!r}")
+        if not all(ch.isalnum() or ch in "._" for ch in setting + str(value)):
+            raise ValueError(f"bad setting {name!r}={value!r}")
         values[setting] = str(value)
-    with transaction.atomic(), connection.cursor() as cursor:
-        # one statement for all of them: a round trip each is not free on a loaded server
-        calls = ", ".join("set_config(%s, %s, true)" for _ in values)
-        cursor.execute(f"SELECT {calls}", [p for item in values.items() for p in item])
+    calls = ", ".join(f"set_config('{name}', '{value}', true)" for name, value in values.items())
+    prefix = f"SELECT {calls}; "
+    with contextlib.ExitStack() as stack:
+        if connection.in_atomic_block:
+            stack.enter_context(transaction.atomic())
+        cursor = stack.enter_context(connection.cursor())
+        if isinstance(cursor.cursor, psycopg.ClientCursor):
+            yield _SettingsCursor(cursor, prefix)
+            return
+        stack.enter_context(transaction.atomic())
+        cursor.execute(prefix.rstrip("; "))
         yield cursor
+
+
+class _SettingsCursor(CursorWrapper):
+    """``cursor`` with ``prefix`` (the settings) sent ahead of each statement, in its string."""
+
+    def __init__(self, cursor: CursorWrapper, prefix: str) -> None:
+        super().__init__(cursor.cursor, cursor.db)
+        self.wrapped, self.prefix = cursor, prefix
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        if not isinstance(sql, str):
+            raise TypeError("a search cursor's statements are strings")
+        found = self.wrapped.execute(self.prefix + sql, params)
+        self.cursor.nextset()  # the statement's result, after the settings'
+        return found
+
+    def executemany(self, sql: Any, param_list: Any) -> Any:
+        raise NotImplementedError("one statement at a time in a search cursor")
+
+    def apply(self) -> None:
+        """The settings alone, for the rest of the transaction (``binary_cursor``)."""
+        self.wrapped.execute(self.prefix.rstrip("; "))
 
 
 @contextmanager
 def binary_cursor(cursor: CursorWrapper) -> Iterator[CursorWrapper]:
-    """A cursor on ``cursor``'s connection (the same transaction and ``SET LOCAL`` settings)
-    whose results come in PostgreSQL's binary format: a ``bytea`` arrives as its bytes, not as
-    hex text twice the size that the server must encode and the client decode (the postings
-    lists are read this way). Parameters are bound by the server, so give them casts where the
-    type matters. Django's wrapper is kept: statements are counted and logged as any other."""
-    raw = psycopg.Cursor(cursor.db.connection)
-    raw.format = psycopg.pq.Format.BINARY
-    with cursor.db._prepare_cursor(raw) as wrapped:
-        yield wrapped
+    """A cursor on ``cursor``'s connection (with ``cursor``'s settings, in a transaction when
+    ``cursor`` sent them with each statement) whose results come in PostgreSQL's binary format:
+    a ``bytea`` arrives as its bytes, not as hex text twice the size that the server must encode
+    and the client decode (the postings lists are read this way). Parameters are bound by the
+    server, so give them casts where the type matters. Django's wrapper is kept: statements are
+    counted and logged as any other."""
+    with contextlib.ExitStack() as stack:
+        if isinstance(cursor, _SettingsCursor):
+            stack.enter_context(transaction.atomic())
+            cursor.apply()
+        raw = psycopg.Cursor(cursor.db.connection)
+        raw.format = psycopg.pq.Format.BINARY
+        with cursor.db._prepare_cursor(raw) as wrapped:
+            yield wrapped
 
 
 def array_literal(values: Iterable[int | UUID]) -> str:
