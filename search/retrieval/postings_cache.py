@@ -45,9 +45,13 @@ from search.retrieval.postings_files import Generation, StoredList
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
+# Views of mapped lists a process keeps at hand (~0.6 kB each: key, object, arrays' headers; the
+# pages are the host's page cache): a warm search finds them here at once; others are looked up
+# in the packs' indexes (a few microseconds each).
+HOT_LISTS = 8192
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TermList:
     """Every record of one term in one repository generation, all kinds of chunk: the chunk id
     less the generation's first (``offsets``) and the record's word (``words``), native order."""
@@ -89,6 +93,7 @@ class ListCache(Lru[Key, TermList]):
 
 _CACHE: ListCache | None = None
 _CACHE_LOCK = threading.Lock()
+_HOT: Lru[Key, TermList] = Lru(HOT_LISTS)
 
 
 def cache() -> ListCache:
@@ -133,7 +138,9 @@ def kept_lists(
     out)."""
     store, files = cache(), postings_files.root()
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
-    found = _mapped(postings_files.find(files, keys)) if files is not None else {}
+    found = _HOT.get_many(keys) if files is not None else {}
+    if files is not None and len(found) < len(keys):
+        found.update(_mapped(postings_files.find(files, [k for k in keys if k not in found])))
     if store.budget and len(found) < len(keys):
         found.update(store.get_many([key for key in keys if key not in found]))
     missing = [key for key in keys if key not in found]
@@ -155,8 +162,17 @@ def kept_lists(
 
 
 def _mapped(stored: dict[Key, StoredList]) -> dict[Key, TermList]:
-    """Lists from the host's packs (views of their mappings)."""
-    return {key: TermList.mapped(value) for key, value in stored.items()}
+    """Lists from the host's packs (views of their mappings), kept at hand (``HOT_LISTS``)."""
+    lists = {key: TermList.mapped(value) for key, value in stored.items()}
+    _HOT.put_many(lists)
+    return lists
+
+
+def forget() -> None:
+    """Keep no list: none at hand, no pack mapped, none in this process's memory."""
+    _HOT.clear()
+    postings_files.forget()
+    cache().clear()
 
 
 def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Key, TermList], int]:

@@ -186,10 +186,10 @@ def _padded(length: int) -> int:
 class _Packs:
     """The packs of one generation this process maps, newest first."""
 
-    __slots__ = ("directory", "listed", "packs", "refused", "stamp")
+    __slots__ = ("base", "directory", "listed", "packs", "refused", "stamp")
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, base: Path, generation: Generation) -> None:
+        self.base, self.directory = base, generation_dir(base, generation)
         self.packs: list[Pack] = []
         self.refused: set[str] = set()  # names of packs refused whole (removed at the next write)
         self.stamp: int | None = -1  # the directory's mtime when listed
@@ -233,15 +233,13 @@ class _Packs:
         """Those of ``wanted`` (a term's name: its hash and key) in these packs, into ``found``."""
         left = dict(wanted)
         for pack in self.packs:
-            if not left or not pack.count:
-                continue
+            if not left:
+                return
             names = list(left)
-            hashes = np.array([left[n][0] for n in names], np.uint64)
-            positions = pack.hashes.searchsorted(hashes)
-            hits = pack.hashes[np.minimum(positions, pack.count - 1)] == hashes
-            for j in np.flatnonzero(hits).tolist():
-                name, position = names[j], int(positions[j])
-                while position < pack.count and pack.hashes[position] == hashes[j]:
+            hashes = [left[name][0] for name in names]
+            positions = pack.hashes.searchsorted(np.array(hashes, np.uint64)).tolist()
+            for name, hashed, position in zip(names, hashes, positions, strict=True):
+                while position < pack.count and int(pack.hashes[position]) == hashed:
                     try:
                         stored = pack.get(position, name)
                     except Corrupt:
@@ -264,8 +262,8 @@ def forget() -> None:
 
 def _generation(base: Path, generation: Generation) -> _Packs:
     packs = _PACKS.get(generation)
-    if packs is None or packs.directory.parent.parent != base:
-        packs = _Packs(generation_dir(base, generation))
+    if packs is None or packs.base != base:
+        packs = _Packs(base, generation)
         packs.refresh()
         _PACKS.put(generation, packs)
     return packs

@@ -88,8 +88,7 @@ def generation_dirs(root: Path) -> list[str]:
 
 def forget() -> None:
     """This process keeps no list: no pack mapped, none in its memory."""
-    postings_files.forget()
-    postings_cache.cache().clear()
+    postings_cache.forget()
 
 
 @pytest.fixture
