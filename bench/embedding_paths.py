@@ -33,9 +33,10 @@ def time_best(fn, texts: list[str], repeats: int) -> float:  # type: ignore[no-u
     return len(texts) / best
 
 
-def real_chunks(count: int) -> list[str]:
-    """``count`` chunks of this repository, evenly spaced in file order, exactly as the embed
-    stage embeds them (the project's chunker, ``embedded_text``'s header)."""
+def real_chunks(count: int, source: Path | None = None) -> list[str]:
+    """``count`` chunks of this repository (or of every file under ``source``), evenly spaced
+    in file order, exactly as the embed stage embeds them (the project's chunker,
+    ``embedded_text``'s header)."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reposearch.settings.base")
     import django
@@ -46,12 +47,17 @@ def real_chunks(count: int) -> list[str]:
     from indexing.models import Chunk
     from indexing.services.vectors import embedded_text
 
-    listed = subprocess.run(
-        ["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True
-    ).stdout.split()
+    if source is None:
+        source = ROOT
+        listed = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    else:
+        listed = sorted(str(p.relative_to(source)) for p in source.rglob("*") if p.is_file())
+        listed = [rel for rel in listed if "__pycache__" not in rel]
     texts: list[str] = []
     for rel in listed:
-        path, language = ROOT / rel, detect_language(rel)
+        path, language = source / rel, detect_language(rel)
         if language is None or not path.is_file() or path.stat().st_size > 1_000_000:
             continue
         for piece in chunk_file(
@@ -133,7 +139,10 @@ def compare_paths(sets: dict[str, list[str]], rounds: int, run: RunWorker) -> No
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def chunk_sets(real_count: int, windows: list[str]) -> dict[str, list[str]]:
-    texts = real_chunks(real_count)
-    return {f"{len(texts)} real chunks of this repository": texts,
+def chunk_sets(
+    real_count: int, windows: list[str], source: Path | None = None
+) -> dict[str, list[str]]:
+    texts = real_chunks(real_count, source)
+    where = f"of {source.name}" if source else "of this repository"
+    return {f"{len(texts)} real chunks {where}": texts,
             f"{len(windows)} windows of 256+ tokens": windows}  # fmt: skip

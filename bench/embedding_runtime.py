@@ -12,6 +12,7 @@ alternately, each round in fresh subprocesses; the best rate of each, the ratio 
 and the range of the rounds' ratios, and the cosine of the new vectors to the old.
 
     .venv/bin/python bench/embedding_runtime.py [--repeats 3] [--chunks 128] [--real-chunks N]
+        [--source DIR]                         # real chunks of DIR, not of this repository
         [--onnx /tmp/minilm.onnx]              # an exported graph (see the README)
         [--st-python /tmp/stvenv/bin/python]   # a throwaway venv with sentence-transformers
 
@@ -204,6 +205,7 @@ def main() -> None:
     parser.add_argument(
         "--real-chunks", type=int, help="real chunks for the old/new paths (4 x --chunks)"
     )
+    parser.add_argument("--source", help="chunk this folder instead of this repository")
     parser.add_argument("--onnx", help="path of an exported MiniLM .onnx graph")
     parser.add_argument("--st-python", help="python of a venv with sentence-transformers")
     parser.add_argument("--coretype", default=os.environ.get("OPENBLAS_CORETYPE") or "Haswell")
@@ -284,7 +286,8 @@ def main() -> None:
         return run_worker(sys.executable, worker, texts_file, repeats, arg, env_clean)
 
     real_count = args.real_chunks or 4 * args.chunks
-    compare_paths(chunk_sets(real_count, texts), args.repeats, run)
+    source = Path(args.source).resolve() if args.source else None
+    compare_paths(chunk_sets(real_count, texts, source), args.repeats, run)
 
 
 if __name__ == "__main__":
