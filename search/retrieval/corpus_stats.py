@@ -5,13 +5,16 @@ They are built by indexing, inside each generation swap's transaction
 them: the term postings of the new generation (derived from the chunks' stored ``tsvector``;
 their lengths are the document frequencies) and the facet counts, paid at index time, never per
 query.
-``corpus_stats`` reads them for a query's terms over the repositories in scope; for a
-repository whose live generation has no statistics (a failed build, or rows inserted by hand)
-it counts them on the fly, which is slower but exact.
+``corpus_stats`` reads them for a query's terms over the repositories in scope (the counts of a
+build it has read before are kept in this process: the scope statement reads each generation's
+build, ``ScopeRepository.statistics``); for a repository whose
+live generation has no statistics (a failed build, or rows inserted by hand) it counts them on
+the fly, which is slower but exact.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,35 +68,75 @@ def corpus_stats(
     stats = CorpusStats(df=dict.fromkeys(terms, 0))
     if not repositories:
         return stats
-    pairs = list(dict.fromkeys((r.id, r.generation) for r in repositories))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT f.repository_id, f.generation, sum(f.chunks), sum(f.total_length),
-                   max(f.xmin::text::bigint)
-            FROM search_chunkfacetstat f
-            JOIN unnest(%s::uuid[], %s::int[]) AS g(repository_id, generation)
-              ON f.repository_id = g.repository_id AND f.generation = g.generation
-            GROUP BY f.repository_id, f.generation
-            """,
-            [array_literal(r for r, _g in pairs), array_literal(g for _r, g in pairs)],
-        )
-        covered = []
-        for repository_id, generation, count, total_length, built in cursor.fetchall():
-            covered.append((repository_id, int(generation), int(built)))
-            stats.documents += int(count)
-            stats.total_length += int(total_length or 0)
+    probed = {(r.id, r.generation): r.statistics for r in repositories}
+    covered: list[tuple[UUID, int, int]] = []
+    unknown: list[tuple[UUID, int]] = []
+    for (repository_id, generation), build in probed.items():
+        found = _COUNTS.get((repository_id, generation, build)) if build is not None else None
+        if found is None or build is None:
+            unknown.append((repository_id, generation))
+            continue
+        covered.append((repository_id, generation, build))
+        stats.documents += found[0]
+        stats.total_length += found[1]
+    with contextlib.ExitStack() as stack:
+        if unknown:
+            cursor = stack.enter_context(connection.cursor())
+            covered += _read_counts(cursor, unknown, probed, stats)
         if covered and terms:
             stats.kept = kept_lists(covered, list(terms), timeout_ms) if keep_lists else None
             if stats.kept is not None:
                 stats.df.update(stats.kept.document_frequencies())
             else:
+                cursor = stack.enter_context(connection.cursor())
                 _sum_document_frequencies(cursor, [(r, g) for r, g, _b in covered], terms, stats)
-        found = {(r, g) for r, g, _b in covered}
-        missing = [r for r in repositories if (r.id, r.generation) not in found]
+        found_pairs = {(r, g) for r, g, _b in covered}
+        missing = [r for r in repositories if (r.id, r.generation) not in found_pairs]
         if missing:
+            cursor = stack.enter_context(connection.cursor())
             _count_on_the_fly(cursor, missing, terms, stats)
     return stats
+
+
+# (repository, generation, build of its statistics) -> (chunks, total length): a build's
+# counts never change, so a scope that read the builds (``ScopeRepository.statistics``) needs
+# no statement for those counted before.
+_COUNTS: dict[tuple[UUID, int, int], tuple[int, int]] = {}
+MAX_COUNTS = 4096
+
+
+def _read_counts(
+    cursor: CursorWrapper,
+    pairs: list[tuple[UUID, int]],
+    probed: dict[tuple[UUID, int], int | None],
+    stats: CorpusStats,
+) -> list[tuple[UUID, int, int]]:
+    """The chunk counts and lengths of ``pairs`` (repository, generation) into ``stats``; those
+    with statistics, with their build."""
+    cursor.execute(
+        """
+        SELECT f.repository_id, f.generation, sum(f.chunks), sum(f.total_length),
+               max(f.xmin::text::bigint)
+        FROM search_chunkfacetstat f
+        JOIN unnest(%s::uuid[], %s::int[]) AS g(repository_id, generation)
+          ON f.repository_id = g.repository_id AND f.generation = g.generation
+        GROUP BY f.repository_id, f.generation
+        """,
+        [array_literal(r for r, _g in pairs), array_literal(g for _r, g in pairs)],
+    )
+    covered = []
+    for repository_id, generation, count, total_length, built in cursor.fetchall():
+        covered.append((repository_id, int(generation), int(built)))
+        stats.documents += int(count)
+        stats.total_length += int(total_length or 0)
+        if probed.get((repository_id, int(generation))) == int(built):
+            if len(_COUNTS) >= MAX_COUNTS:
+                _COUNTS.clear()  # (builds of generations retired long ago)
+            _COUNTS[(repository_id, int(generation), int(built))] = (
+                int(count),
+                int(total_length or 0),
+            )
+    return covered
 
 
 def _sum_document_frequencies(

@@ -22,6 +22,7 @@ from uuid import UUID
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection
+from django.db.models.expressions import RawSQL
 
 from accounts.visibility import Viewer
 from indexing.models import RepositoryStatus
@@ -121,6 +122,10 @@ class ScopeRepository:
     branch: str = ""
     indexed_at: datetime | None = None
     default: bool = True  # its default branch (rows: ``generation = active_generation``)
+    # The build of its generation's full-text statistics (``xmin`` of a facet row: every row of
+    # a build is written by one transaction), read with the scope; None: not read, or none.
+    # ``corpus_stats`` keeps the counts of a build between searches.
+    statistics: int | None = None
 
 
 def scope_repositories(
@@ -153,8 +158,9 @@ def scope_repositories(
             chunks=chunks,
             branch=branch,
             indexed_at=indexed_at,
+            statistics=statistics,
         )
-        for pk, name, commit, gen, chunks, status, branch, indexed_at in found
+        for pk, name, commit, gen, chunks, status, branch, indexed_at, statistics in found
         if status == RepositoryStatus.READY and gen > 0
     ]
     if not branches:
@@ -169,17 +175,24 @@ def _repositories_sql(
     """The statement of the repositories ``viewer`` may see (of ``repo_ids``), built by the
     ORM once per viewer and ids (building it cost more than running it on every search). Its
     columns need no conversion from the database's (UUIDs, text, integers, timestamps)."""
-    rows = visible_repositories(viewer)
+    statistics = RawSQL(STATISTICS_SQL, ())  # noqa: S611 (a constant)
+    rows = visible_repositories(viewer).annotate(statistics=statistics)
     if repo_ids:
         rows = rows.filter(pk__in=list(repo_ids))
     try:
-        return rows.values_list(*SCOPE_COLUMNS).query.sql_with_params()
+        return rows.values_list(*SCOPE_COLUMNS, "statistics").query.sql_with_params()
     except EmptyResultSet:  # a filter no row can pass: no statement at all
         return "", ()
 
 
 SCOPE_COLUMNS = ("pk", "name", "last_indexed_commit", "active_generation", "chunk_count", "status",
                  "branch", "last_indexed_at")  # fmt: skip
+# The build of the live generation's statistics: one index probe per repository.
+STATISTICS_SQL = (
+    "SELECT f.xmin::text::bigint FROM search_chunkfacetstat f"
+    " WHERE f.repository_id = indexing_repository.id"
+    " AND f.generation = indexing_repository.active_generation LIMIT 1"
+)
 
 
 def _named(name: str, patterns: list[str]) -> bool:
