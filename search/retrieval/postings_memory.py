@@ -263,13 +263,22 @@ def _in_scope(
     """Per scope, those of ``ids`` that are live chunks of its repositories' branches (the same
     for every scope of a pass), through its filters (one statement for all); the facts of the
     live ones go into ``facts``."""
-    columns = ", ".join(f"(r.id = ANY(%s::uuid[]) AND {scope.sql})" for scope in scopes)
+    repositories = scopes[0].repository_ids
+    if all(scope.repository_ids == repositories for scope in scopes[1:]):
+        # the usual pass (a scope and its left-out chunks): one repository test, in WHERE
+        columns = ", ".join(f"({scope.sql})" for scope in scopes)
+        params = [p for scope in scopes for p in scope.params]
+    else:
+        columns = ", ".join(f"(r.id = ANY(%s::uuid[]) AND {scope.sql})" for scope in scopes)
+        params = [
+            p for scope in scopes for p in (array_literal(scope.repository_ids), *scope.params)
+        ]
+        repositories = list(dict.fromkeys(r for scope in scopes for r in scope.repository_ids))
     cursor.execute(
         f"SELECT c.id, {FACTS_COLUMNS}, {columns} FROM indexing_chunk c {scopes[0].live_sql}"  # noqa: S608
         " WHERE c.id = ANY(%s::bigint[]) AND r.id = ANY(%s::uuid[])",
-        [*(p for scope in scopes for p in (array_literal(scope.repository_ids), *scope.params)),
-         array_literal(ids), array_literal({r for scope in scopes for r in scope.repository_ids})],
-    )  # fmt: skip
+        [*params, array_literal(ids), array_literal(repositories)],
+    )
     found: list[set[int]] = [set() for _ in scopes]
     for row in cursor.fetchall():
         chunk, end = int(row[0]), 1 + FACTS_WIDTH
