@@ -55,7 +55,7 @@ HEADER = struct.Struct("=4sIQQI4x")
 # where the list's term starts, records, the term's length, base, span, CRC-32 of term and arrays
 ENTRY = struct.Struct("=QIIqQI4x")
 SUFFIX = ".pack"
-MAX_PACKS = 6  # packs of a generation past which the newest are merged, whatever their size
+MAX_PACKS = 3  # packs of a generation past which the newest are merged, whatever their size
 RELIST_SECONDS = 2.0  # a process looks for packs others wrote (and merged away) this often
 MAPPED_GENERATIONS = 4096  # generations whose packs a process keeps mapped
 UNCHECKED, WHOLE, REFUSED = 0, 1, 2
@@ -73,6 +73,7 @@ class StoredList(NamedTuple):
 # repository (its UUID as an int), generation, statistics' build, term: ``postings_cache.Key``
 Key = tuple[int, int, int, str]
 Generation = tuple[int, int, int]
+Terms = tuple[list[bytes], list[int], np.ndarray]  # names, their hashes, the hashes as uint64
 
 
 def root() -> Path | None:
@@ -109,7 +110,7 @@ class Corrupt(Exception):
 class Pack:
     """One pack mapped read-only; ``state``: a byte per list (unchecked, whole, refused)."""
 
-    __slots__ = ("count", "hashes", "mm", "path", "sequence", "size", "state")
+    __slots__ = ("count", "entries", "hashes", "mm", "path", "sequence", "size", "state", "words")
 
     def __init__(self, path: Path, sequence: int) -> None:
         with open(path, "rb") as file:
@@ -130,24 +131,27 @@ class Pack:
                 raise Corrupt("index does not match its checksum")
         self.path, self.sequence, self.mm, self.count, self.size = path, sequence, mm, count, size
         self.hashes = np.frombuffer(mm, np.uint64, count, HEADER.size)
+        self.entries = HEADER.size + 8 * count
+        self.words = np.frombuffer(mm, np.uint32)  # the lists are slices of it
         self.state = bytearray(count)
 
     def entry(self, position: int) -> tuple[int, int, int, int, int, int]:
-        at = HEADER.size + 8 * self.count + ENTRY.size * position
-        return ENTRY.unpack_from(self.mm, at)  # type: ignore[return-value]
+        return ENTRY.unpack_from(self.mm, self.entries + ENTRY.size * position)  # type: ignore[return-value]
 
     def get(self, position: int, name: bytes) -> StoredList | None:
         """The list at ``position`` if it is ``name``'s (None: another term of the same hash).
         Raises Corrupt for one that is not whole."""
-        start, records, length, base, span, _crc = self.entry(position)
+        start, records, length, base, span, _crc = ENTRY.unpack_from(
+            self.mm, self.entries + ENTRY.size * position
+        )
         if length != len(name) or self.mm[start : start + length] != name:
             return None
-        if not self.whole(position):
+        if self.state[position] != WHOLE and not self.whole(position):
             raise Corrupt(f"list {position} refused")
-        data = start + _padded(length)
-        offsets = np.frombuffer(self.mm, np.uint32, records, data)
-        words = np.frombuffer(self.mm, np.uint32, records, data + 4 * records)
-        return StoredList(offsets, words, base, span, True)
+        data = (start + length + 7) // 8 * 2  # in uint32
+        words = self.words
+        return StoredList(words[data : data + records], words[data + records : data + 2 * records],
+                          base, span, True)  # fmt: skip
 
     def whole(self, position: int) -> bool:
         """Whether the list at ``position`` is whole: checked once per process."""
@@ -229,25 +233,30 @@ class _Packs:
         self.packs = sorted(kept.values(), key=lambda p: -p.sequence)
         return before != [p.path.name for p in self.packs]
 
-    def lookup(self, wanted: dict[bytes, tuple[int, Key]], found: dict[Key, StoredList]) -> None:
-        """Those of ``wanted`` (a term's name: its hash and key) in these packs, into ``found``."""
-        left = dict(wanted)
+    def lookup(self, terms: Terms, keys: list[Key | None], found: dict[Key, StoredList]) -> None:
+        """The lists of ``keys`` (``keys[j]``: ``terms``' j-th term's, None: not wanted) in these
+        packs, newest first, into ``found``."""
+        names, hashes, array = terms
+        left = [j for j, key in enumerate(keys) if key is not None and key not in found]
         for pack in self.packs:
             if not left:
                 return
-            names = list(left)
-            hashes = [left[name][0] for name in names]
-            positions = pack.hashes.searchsorted(np.array(hashes, np.uint64)).tolist()
-            for name, hashed, position in zip(names, hashes, positions, strict=True):
-                while position < pack.count and int(pack.hashes[position]) == hashed:
+            positions = pack.hashes.searchsorted(array).tolist()
+            missed = []
+            for j in left:
+                position, stored = positions[j], None
+                while position < pack.count and int(pack.hashes[position]) == hashes[j]:
                     try:
-                        stored = pack.get(position, name)
+                        stored = pack.get(position, names[j])
                     except Corrupt:
                         break  # an older pack may hold it whole; else it is read again
                     if stored is not None:
-                        found[left.pop(name)[1]] = stored
+                        found[keys[j]] = stored  # type: ignore[index]
                         break
                     position += 1
+                if stored is None:
+                    missed.append(j)
+            left = missed
 
 
 _PACKS: Lru[Generation, _Packs] = Lru(MAPPED_GENERATIONS)
@@ -269,17 +278,21 @@ def _generation(base: Path, generation: Generation) -> _Packs:
     return packs
 
 
-def _by_generation(keys: list[Key]) -> dict[Generation, dict[bytes, tuple[int, Key]]]:
-    hashes: dict[str, tuple[bytes, int]] = {}
-    grouped: dict[Generation, dict[bytes, tuple[int, Key]]] = {}
+def _by_generation(keys: list[Key]) -> tuple[Terms, dict[Generation, list[Key | None]]]:
+    """The terms of ``keys`` (names, hashes, hashes as an array) and each generation's keys,
+    one per term (None: that term's list is not wanted there)."""
+    order: dict[str, int] = {}
     for key in keys:
-        term = key[3]
-        if term not in hashes:
-            name = term.encode()
-            hashes[term] = (name, term_hash(name))
-        name, hashed = hashes[term]
-        grouped.setdefault(key[:3], {})[name] = (hashed, key)
-    return grouped
+        order.setdefault(key[3], len(order))
+    names = [term.encode() for term in order]
+    hashes = [term_hash(name) for name in names]
+    grouped: dict[Generation, list[Key | None]] = {}
+    for key in keys:
+        generation = key[:3]
+        if generation not in grouped:
+            grouped[generation] = [None] * len(order)
+        grouped[generation][order[key[3]]] = key
+    return (names, hashes, np.array(hashes, np.uint64)), grouped
 
 
 def find(base: Path, keys: list[Key], *, fresh: bool = False) -> dict[Key, StoredList]:
@@ -287,15 +300,16 @@ def find(base: Path, keys: list[Key], *, fresh: bool = False) -> dict[Key, Store
     generation's directory is listed again when one is missing and it changed (``fresh``: in
     any case), or every ``RELIST_SECONDS``."""
     found: dict[Key, StoredList] = {}
+    terms, grouped = _by_generation(keys)
     with _LOCK:
-        for generation, wanted in _by_generation(keys).items():
+        for generation, wanted in grouped.items():
             packs = _generation(base, generation)
             if fresh or time.monotonic() - packs.listed > RELIST_SECONDS:
                 packs.refresh(force=fresh)
-            before = len(found)
-            packs.lookup(wanted, found)
-            if len(found) - before < len(wanted) and not fresh and packs.refresh():
-                packs.lookup({n: v for n, v in wanted.items() if v[1] not in found}, found)
+            packs.lookup(terms, wanted, found)
+            missing = any(k is not None and k not in found for k in wanted)
+            if missing and not fresh and packs.refresh():
+                packs.lookup(terms, wanted, found)
     return found
 
 
@@ -305,15 +319,17 @@ def write_lists(base: Path, lists: dict[Key, StoredList]) -> dict[Key, StoredLis
     written (a directory that is not writable, a full disk) are left out, with a warning."""
     written: list[Key] = []
     with _LOCK:
-        for generation, wanted in _by_generation(list(lists)).items():
+        (names, _hashes, _array), grouped = _by_generation(list(lists))
+        for generation, wanted in grouped.items():
             packs = _generation(base, generation)
             packs.refresh(force=True)
+            mine = {names[j]: lists[key] for j, key in enumerate(wanted) if key is not None}
             try:
-                _write(packs, {name: lists[key] for name, (_h, key) in wanted.items()})
+                _write(packs, mine)
             except OSError as error:
                 warn_once("posting list packs not written in %s (%s)", packs.directory, error)
                 continue
-            written += [key for _h, key in wanted.values()]
+            written += [key for key in wanted if key is not None]
         return find(base, written, fresh=True)
 
 
