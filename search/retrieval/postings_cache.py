@@ -6,9 +6,11 @@ generation, and the transaction that built its statistics (``xmin`` of its facet
 every rebuild) -- and a search whose lists are all kept reads none of them from the database.
 They are kept in pack files that every search process of the host maps (``postings_files``: one
 copy in the page cache, however many processes; a process holds a mapping per pack and serves
-the lists as views of it). The first process that needs a list reads it from the database, in
-one statement for all the lists of its search (``kept_lists``), and writes it to a pack under its
-generation's lock; the others map that pack. Where packs cannot be used
+the lists as views of it, the ``HOT_LISTS`` it used last at hand). The first process that needs
+a list reads it from the database, in one statement for all the lists of its search
+(``kept_lists``), and writes it to a pack under its generation's lock (``generation_locks``); the
+others map that pack. A process that makes a generation's directory removes those of
+generations no longer live (``sweep_files``). Where packs cannot be used
 (``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be written, another process writing
 the same generation for longer than the statement's timeout), the lists read are kept in this
 process's memory instead (``ListCache``: least recently used first out,

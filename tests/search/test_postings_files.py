@@ -250,3 +250,27 @@ def test_a_directory_that_cannot_be_written_falls_back_to_memory(
     again = fulltext("session refresh")  # kept in this process's memory, as before files
     assert again.detail["lists_loaded"] == 0 and again.ranked == found.ranked
     assert len(postings_cache.cache()) == 2 and not (blocker / "postings").exists()
+
+
+@pytest.mark.django_db
+def test_a_process_maps_each_pack_once_and_keeps_few_lists_at_hand(
+    files: Path, monkeypatch: Any
+) -> None:
+    from search.lru import Lru
+
+    indexed_repository("one-a", DOCS)
+    indexed_repository("one-b", [*DOCS[1:], chunk("b.py", "only_b", "refresh session token")])
+    monkeypatch.setattr(postings_cache, "_HOT", Lru(2))  # at hand: two lists of the last search
+    queries = ["session refresh", "user token", "refresh token expires", "session"]
+    for query in queries:
+        exact(fulltext(query), query)
+    assert len(postings_cache._HOT) == 2
+    with open("/proc/self/maps") as maps:
+        mapped = [
+            line.split()[5] for line in maps if str(files) in line and "(deleted)" not in line
+        ]
+    assert sorted(mapped) == [str(p) for p in packs(files)]  # one mapping per pack, none per list
+    for query in queries:  # the others served from the packs' indexes, none read again
+        again = fulltext(query)
+        assert again.detail["lists_loaded"] == 0
+        exact(again, query)
