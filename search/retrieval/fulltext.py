@@ -3,7 +3,8 @@
 **The engine** (``search.retrieval.postings_memory``): the whole posting lists of the query's terms
 in the repositories in scope (kept between searches: mapped from the host's files,
 ``postings_cache``) ranked in one compiled pass; the exact top ``limit`` over every match, with the
-scope and permission filters applied in the one statement that reads the ranked chunks. A quoted
+scope and permission filters applied in the one statement that reads the ranked chunks (none when
+the scope filters by test/doc flags only and their facts were read before). A quoted
 phrase is such a filter (the chunks whose ``tsvector`` holds it); its words score like any others.
 
 Every branch's live generation has its own postings, so a search of other branches than the

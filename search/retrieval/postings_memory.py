@@ -9,7 +9,9 @@ sparse), and its chunks are offered to a heap of the best
 ``limit`` per list of the pass (``postings_kernels.offer``). The top-k is exact by construction:
 no bounds, no rounds, no chunk read by id to learn its score. The only statement left is the one
 that applies the scope and permission filters to the chunks ranked (languages and paths are not
-in the postings; tests and docs are), which also drops chunks of a generation retired since.
+in the postings; tests and docs are), which also drops chunks of a generation retired since and
+reads the facts the ranking signals need; where the scope filters by nothing the lists do not
+carry, the chunks whose facts an earlier search read need no statement (``_Checker``).
 
 Every score is the BM25 of ``indexing.bm25`` over the lists' field-weighted term
 frequencies, the same number the SQL fallback of ``search.retrieval.fulltext`` computes from the
@@ -19,6 +21,7 @@ mapped file's), so the compiled loops are built for that one type.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -28,6 +31,7 @@ from django.db.backends.utils import CursorWrapper
 
 from indexing.bm25 import BM25
 from indexing.postings_format import DOC_FLAG, MAX_LEN, TEST_FLAG
+from search.lru import Lru
 from search.retrieval.db import array_literal, search_cursor
 from search.retrieval.hydrate import FACTS_COLUMNS, FACTS_WIDTH, ChunkFacts, facts_of
 from search.retrieval.postings_cache import KeptLists, TermList
@@ -89,19 +93,18 @@ def memory_top_k(
     """For each of ``wants`` (and its scope in ``scopes``), its ``limit`` best chunks by BM25
     (score desc, id asc) over the kept lists of ``terms`` (some of ``kept.terms``).
 
-    The best of each list are checked against its scope in the database; while its filters
-    (languages, paths) leave fewer than ``limit``, the pass runs again for that list, 8x deeper,
-    without the chunks they left out."""
+    The best of each list are checked against its scope in the database (``_check``); while its
+    filters (languages, paths) leave fewer than ``limit``, the pass runs again for that list, 8x
+    deeper, without the chunks they left out."""
     ranking = _Pass(kept, terms, idfs, informative, wants, average, all_terms_boost)
     found = ranking.run(list(range(len(wants))), [w.limit for w in wants], [])
     ranked, checked = [], 0
     facts: dict[int, ChunkFacts] = {}
-    with search_cursor(timeout_ms) as cursor:
+    with _Checker(scopes, facts, timeout_ms) as check:
         # every list's best in one statement, then deeper for a list whose filters left out
         # too many of them
         unknown = sorted({i for ids, _scores in found for i in ids})
-        kept_ids = _in_scope(cursor, unknown, scopes, facts) if unknown else [set() for _ in scopes]
-        checked += len(unknown)
+        kept_ids = check(unknown, list(range(len(scopes))))
         for w, want in enumerate(wants):
             accepted = kept_ids[w]
             rejected: list[int] = []
@@ -116,10 +119,78 @@ def memory_top_k(
                 depth *= 8
                 ids, scores = ranking.run([w], [depth], rejected)[0]
                 more = [i for i in ids if i not in accepted]
-                checked += len(more)
                 if more:
-                    accepted |= _in_scope(cursor, more, [scopes[w]], facts)[0]
+                    accepted |= check(more, [w])[0]
+        checked = check.checked
     return MemoryTopK(ranked=ranked, postings_read=ranking.read, checked=checked, facts=facts)
+
+
+# The facts of chunks checked before, by id. A chunk's facts never change (a new generation keeps
+# an unchanged chunk's row and id and only moves its generation), and where a scope filters by
+# nothing but the test/doc flags the lists carry, the lists of the generations live at the
+# search's start hold only chunks in scope: such chunks need no statement. (Liveness is checked
+# again where the hits are read: a chunk of a generation retired meanwhile is not shown.)
+KEPT_FACTS = 65536  # ~15 MB
+_FACTS: Lru[int, ChunkFacts] = Lru(KEPT_FACTS)
+_FLAG_CLAUSES = frozenset(
+    {
+        "TRUE",
+        "NOT c.is_test",
+        "NOT c.is_doc",
+        "(c.is_test)",
+        "(c.is_doc)",
+        "(c.is_test OR c.is_doc)",
+    }
+)
+
+
+def forget_facts() -> None:
+    """Drop the facts kept (tests: a search that checks its chunks in the database)."""
+    _FACTS.clear()
+
+
+def _flags_only(scope: ScopeFilter) -> bool:
+    """Whether ``scope`` filters by the test/doc flags only (``want_of`` applies them exactly)."""
+    return not scope.params and set(scope.sql.split(" AND ")) <= _FLAG_CLAUSES
+
+
+class _Checker:
+    """Chunks checked against scopes: from ``_FACTS`` where the lists' flags make the scope,
+    else in the database (``_in_scope``; a search cursor opened on the first statement)."""
+
+    def __init__(self, scopes: list[ScopeFilter], facts: dict[int, ChunkFacts], timeout_ms: int):
+        self.scopes, self.facts, self.timeout_ms = scopes, facts, timeout_ms
+        self.stack = contextlib.ExitStack()
+        self.cursor: CursorWrapper | None = None
+        self.checked = 0  # chunks checked in the database
+
+    def __enter__(self) -> _Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def __call__(self, ids: list[int], which: list[int]) -> list[set[int]]:
+        """Per scope of ``which``, those of ``ids`` in it (and live)."""
+        scopes = [self.scopes[w] for w in which]
+        cached: dict[int, ChunkFacts] = {}
+        if ids and all(_flags_only(scope) for scope in scopes):
+            cached = _FACTS.get_many(ids)
+            self.facts.update(cached)
+            ids = [i for i in ids if i not in cached]
+        found: list[set[int]] = [set(cached) for _ in scopes]
+        if ids:
+            if self.cursor is None:
+                self.cursor = self.stack.enter_context(search_cursor(self.timeout_ms))
+            read: dict[int, ChunkFacts] = {}
+            for accepted, inside in zip(
+                found, _in_scope(self.cursor, ids, scopes, read), strict=True
+            ):
+                accepted |= inside
+            self.facts.update(read)
+            _FACTS.put_many(read)
+            self.checked += len(ids)
+        return found
 
 
 @functools.lru_cache(maxsize=64)

@@ -73,17 +73,33 @@ def test_full_text_reads_the_candidates_facts_once_and_ranks_as_when_read_apart(
 ) -> None:
     """The full-text pass reads what the ranking signals need of its chunks in the statement
     that checks them against the scope, so fusion reads no facts of its own; the hits are the
-    same as when fusion reads them."""
+    same as when fusion reads them. Where the scope filters by nothing but the test/doc flags
+    the lists carry, facts read once are kept: the next search of those chunks reads none."""
     from search.retrieval import fulltext
+    from search.retrieval.postings_memory import forget_facts
 
     _add_embedded_repositories(0, 3)
     request = SearchRequest(query="connection pool acquire", limit=5, **MODES["full-text"])
     executor = SearchExecutor()
     executor.run(request)
+    forget_facts()
     with CaptureQueriesContext(connection) as captured:
         together = executor.run(request)
     reads = [q["sql"] for q in captured.captured_queries if "c.end_line - c.start_line" in q["sql"]]
     assert len(reads) == 1  # the scope check of the full-text pass, nothing in fusion
+    with CaptureQueriesContext(connection) as captured:
+        kept = executor.run(request)
+    assert [q for q in captured.captured_queries if "c.end_line - c.start_line" in q["sql"]] == []
+    assert len(captured.captured_queries) == 2  # the scope, then the hits
+    assert [(h.chunk_id, h.combined_score) for h in kept.hits] == [
+        (h.chunk_id, h.combined_score) for h in together.hits
+    ]
+    filtered = SearchRequest(query="connection pool acquire", limit=5, languages=["python"],
+                             **MODES["full-text"])  # fmt: skip
+    with CaptureQueriesContext(connection) as captured:
+        executor.run(filtered)
+    reads = [q for q in captured.captured_queries if "c.end_line - c.start_line" in q["sql"]]
+    assert len(reads) == 1  # a language filter is not in the lists: checked in the database
 
     original = fulltext.fulltext_search
 
@@ -93,6 +109,7 @@ def test_full_text_reads_the_candidates_facts_once_and_ranks_as_when_read_apart(
         return found
 
     monkeypatch.setattr("search.executor.fulltext_search", without_facts)
+    forget_facts()
     with CaptureQueriesContext(connection) as captured:
         apart = executor.run(request)
     reads_apart = [q for q in captured.captured_queries if "c.end_line - c.start_line" in q["sql"]]
