@@ -9,22 +9,23 @@ Layout (``root()``: ``REPO_SEARCH_POSTINGS_DIR``, by default ``<REPO_SEARCH_DATA
 named exactly like the lists' cache key (the build is ``xmin`` of the generation's facet rows,
 new with every rebuild), so a rebuilt generation is never served an old list. A pack holds many
 decoded lists of one generation, ready for the pass: a header (``HEADER``: magic, version,
-entries, the file's size, CRC-32 of the index), the index (the terms' 64-bit hashes, sorted, then
-one ``ENTRY`` each: where its term starts, records, the term's length, base, span, CRC-32 of the
+entries, the file's size), the index (the terms' 64-bit hashes, sorted, then one ``ENTRY`` each:
+where its term starts, records, the term's length, base, span, CRC-32 of those four and of the
 term and arrays), then each list: its term, the records' ids less the base, their words (native
 ``uint32``, 8-byte aligned). A process maps each pack once (``find``) and serves its lists as
 read-only, zero-copy views of the mapping: it holds one mapping and a byte per list of a pack,
-not an object per list. The index is checked when a pack is mapped, a list (term, bounds, CRC,
-span) the first time this process serves it: a truncated or corrupt pack or list is refused and
-read again, never ranked.
+not an object per list. The header is checked when a pack is mapped (not the whole index: a
+process's first search maps ~3 packs per repository), a list (term, bounds, CRC of its entry and
+arrays, span) the first time this process serves it (a damaged hash only misses): a truncated or
+corrupt pack or list is refused and read again, never ranked.
 
 The first process that needs lists writes them (``write_lists``) under their generation's lock
-(``postings_cache.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and search (temporary
-name, ``rename``), merged with the newest packs (those up to twice what is merged so far, or past
-``MAX_PACKS``), those merged removed; newer packs win. Packs are not ``fsync``ed: they are a
-cache of the database; one torn by a crash fails its size, index CRC or a list's CRC, and its
-lists are read again. The directories of generations whose statistics are no longer live go
-(``postings_cache.sweep_files``).
+(``postings_cache.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and
+search (temporary name, ``rename``), merged with the newest packs (those up to twice what is
+merged so far, or past ``MAX_PACKS``), those merged removed; newer packs win. Packs are not
+``fsync``ed: they are a cache of the database; one torn by a crash fails its size or a list's
+CRC, and its lists are read again. The directories of generations whose statistics are no longer
+live go (``postings_cache.sweep_files``).
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ from django.conf import settings
 from search.lru import Lru
 
 logger = logging.getLogger(__name__)
-MAGIC, VERSION = b"RSPK", 2
-# magic, version, entries, the file's size, CRC-32 of the index (native order: a pack written on
+MAGIC, VERSION = b"RSPK", 3
+# magic, version, entries, the file's size (native order: a pack written on
 # one host is read on that host only; another byte order fails MAGIC's neighbours, not silently)
-HEADER = struct.Struct("=4sIQQI4x")
-# where the list's term starts, records, the term's length, base, span, CRC-32 of term and arrays
+HEADER = struct.Struct("=4sIQQ")
+# where the list's term starts, records, the term's length, base, span, CRC-32 of ``FIELDS`` (the
+# four before it) and of the term and arrays
 ENTRY = struct.Struct("=QIIqQI4x")
+FIELDS = struct.Struct("=IIqQ")
 SUFFIX = ".pack"
 MAX_PACKS = 3  # packs of a generation past which the newest are merged, whatever their size
 RELIST_SECONDS = 2.0  # a process looks for packs others wrote (and merged away) this often
@@ -118,7 +121,7 @@ class Pack:
             if size < HEADER.size:
                 raise Corrupt(f"{size} bytes, shorter than a header")
             mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, version, count, stated, crc = HEADER.unpack_from(mm, 0)
+        magic, version, count, stated = HEADER.unpack_from(mm, 0)
         if magic != MAGIC or version != VERSION:
             raise Corrupt(f"magic {magic!r} version {version}")
         if stated != size:
@@ -126,9 +129,6 @@ class Pack:
         end = HEADER.size + count * (8 + ENTRY.size)
         if end > size:
             raise Corrupt(f"an index of {count} lists past the end")
-        with memoryview(mm) as view:
-            if zlib.crc32(view[HEADER.size : end]) != crc:
-                raise Corrupt("index does not match its checksum")
         self.path, self.sequence, self.mm, self.count, self.size = path, sequence, mm, count, size
         self.hashes = np.frombuffer(mm, np.uint64, count, HEADER.size)
         self.entries = HEADER.size + 8 * count
@@ -164,12 +164,12 @@ class Pack:
         return self.state[position] == WHOLE
 
     def _refusal(self, position: int) -> str | None:
-        start, records, length, _base, span, crc = self.entry(position)
+        start, records, length, base, span, crc = self.entry(position)
         end = start + _padded(length) + 8 * records
         if start < HEADER.size or end > self.size:
             return "past the end of the pack"
         with memoryview(self.mm) as view:
-            if zlib.crc32(view[start:end]) != crc:
+            if zlib.crc32(view[start:end], _fields_crc(records, length, base, span)) != crc:
                 return "arrays do not match their checksum"
         offsets = np.frombuffer(self.mm, np.uint32, records, end - 8 * records)
         return None if (int(offsets.max()) + 1 if records else 0) == span else "another span"
@@ -181,6 +181,10 @@ class Pack:
         start, records, length, base, span, crc = self.entry(position)
         end = start + _padded(length) + 8 * records
         return int(self.hashes[position]), self.mm[start:end], (records, length, base, span, crc)
+
+
+def _fields_crc(records: int, length: int, base: int, span: int) -> int:
+    return zlib.crc32(FIELDS.pack(records, length, base, span))
 
 
 def _padded(length: int) -> int:
@@ -341,7 +345,8 @@ def _write(packs: _Packs, lists: dict[bytes, StoredList]) -> None:
         offsets = np.ascontiguousarray(found.offsets, dtype=np.uint32)
         words = np.ascontiguousarray(found.words, dtype=np.uint32)
         raw = name + b"\0" * (_padded(len(name)) - len(name)) + offsets.tobytes() + words.tobytes()
-        entry = (len(offsets), len(name), found.base, found.span, zlib.crc32(raw))
+        fields = (len(offsets), len(name), found.base, found.span)
+        entry = (*fields, zlib.crc32(raw, _fields_crc(*fields)))
         new[name] = (term_hash(name), raw, entry)
     merged: list[Pack] = []
     size = sum(len(raw) for _h, raw, _e in new.values())
@@ -378,5 +383,5 @@ def _encode(items: list[tuple[int, bytes, tuple[int, ...]]]) -> bytes:
         entries.append(ENTRY.pack(at, records, length, base, span, crc))
         at += len(raw)
     index = np.array([item[0] for item in items], np.uint64).tobytes() + b"".join(entries)
-    head = HEADER.pack(MAGIC, VERSION, len(items), at, zlib.crc32(index))
+    head = HEADER.pack(MAGIC, VERSION, len(items), at)
     return head + index + b"".join(raw for _hash, raw, _entry in items)

@@ -253,6 +253,23 @@ def test_a_directory_that_cannot_be_written_falls_back_to_memory(
 
 
 @pytest.mark.django_db
+def test_a_damaged_index_entry_is_refused_read_again_never_ranked(files: Path) -> None:
+    indexed_repository("entry", DOCS)
+    query = "session refresh"
+    exact(fulltext(query), query)
+    (pack,) = packs(files)
+    data = bytearray(pack.read_bytes())
+    count = lists_in(pack)
+    base_at = postings_files.HEADER.size + 8 * count + 16  # the first entry's base
+    data[base_at] ^= 0x01  # another first chunk id: other chunks if it were ranked
+    pack.write_bytes(bytes(data))
+    forget()
+    found = fulltext(query)
+    assert found.detail["lists_loaded"] == 1  # that list read again; the other served whole
+    exact(found, query)
+
+
+@pytest.mark.django_db
 def test_a_process_maps_each_pack_once_and_keeps_few_lists_at_hand(
     files: Path, monkeypatch: Any
 ) -> None:
