@@ -3,7 +3,7 @@ page cache, however many web processes there are (``postings_cache.kept_lists`` 
 
 Layout (``root()``: ``REPO_SEARCH_POSTINGS_DIR``, by default ``<REPO_SEARCH_DATA_DIR>/postings``)::
 
-    <root>/<repository uuid>/<generation>-<statistics' build>/<sequence>.pack
+    <root>/<repository uuid>/<generation>-<statistics' build>/<sequence>.v<VERSION>.pack
     <root>/<repository uuid>/<generation>-<statistics' build>/.lock
 
 named exactly like the lists' cache key (the build is ``xmin`` of the generation's facet rows,
@@ -57,7 +57,9 @@ HEADER = struct.Struct("=4sIQQ")
 # four before it) and of the term and arrays
 ENTRY = struct.Struct("=QIIqQI4x")
 FIELDS = struct.Struct("=IIqQ")
-SUFFIX = ".pack"
+# The version in the name: processes of two versions (a rolling restart) each keep their own
+# packs instead of refusing, and removing, each other's.
+SUFFIX = f".v{VERSION}.pack"
 MAX_PACKS = 3  # packs of a generation past which the newest are merged, whatever their size
 RELIST_SECONDS = 2.0  # a process looks for packs others wrote (and merged away) this often
 MAPPED_GENERATIONS = 4096  # generations whose packs a process keeps mapped
