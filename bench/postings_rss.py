@@ -16,7 +16,9 @@ RSS counts a page of a file that several processes map in each of them; PSS divi
 them, so the PSS of the processes adds up to what they hold together, and ``anon`` (private
 memory: the lists a process keeps in its own memory) is what grows with each process. The
 posting list files (``REPO_SEARCH_POSTINGS_DIR``, a fresh temporary directory per run) are
-reported with their size on disk: the one copy of the host's page cache.
+reported with their size on disk (the one copy of the host's page cache) and number, and how
+many of them each process maps; the first search (a fresh host's) and the first round (every
+query's lists new to the host) are timed too.
 
 ``--code DIR`` runs the processes on another checkout's search code, e.g. the code before the
 files, to compare (same database, same queries)::
@@ -105,6 +107,12 @@ def memory(pid: int) -> dict[str, int]:
     }
 
 
+def mappings(pid: int, postings_dir: Path) -> int:
+    """How many of the process's mappings are posting list files (packs)."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return sum(str(postings_dir) in line for line in maps)
+
+
 def ask(processes: list[subprocess.Popen[str]], query: str) -> list[dict[str, object]]:
     """``query`` to every process at once; their answers."""
     for process in processes:
@@ -163,6 +171,7 @@ def run(
                         loaded_last_round += int(answer["loaded"] or 0)  # type: ignore[call-overload]
         time.sleep(1)
         warm = [memory(p.pid) for p in processes]
+        mapped = [mappings(p.pid, postings_dir) for p in processes]
         for process in processes:  # one at a time: no answer to read as a search's
             ask([process], TRIM)
         trimmed = [memory(p.pid) for p in processes]
@@ -172,6 +181,7 @@ def run(
                 process.stdin.close()
             process.wait(timeout=60)
     on_disk = sum(f.stat().st_size for f in postings_dir.rglob("*") if f.is_file())
+    files = sum(1 for f in postings_dir.rglob("*") if f.is_file() and f.name != ".lock")
     last = [t[-count:] for t in timings]
     first = [t[:count] for t in timings]
     return {
@@ -180,6 +190,8 @@ def run(
         "warm": warm,
         "warm_trimmed": trimmed,
         "files_bytes": on_disk,
+        "files": files,
+        "mappings": mapped,  # of posting list files, per process, after the rounds
         "lists_read_in_last_round": loaded_last_round,
         "last_round_ms_mean": round(sum(map(sum, last)) / sum(map(len, last)), 1),
         # the first round: every query's lists new to the host (the first process writes them)
@@ -191,6 +203,8 @@ def run(
 
 def report(result: dict[str, object]) -> None:
     idle, warm, on_disk = result["idle"], result["warm"], result["files_bytes"]
+    mapped = result["mappings"]
+    assert isinstance(mapped, list)
     trimmed = result["warm_trimmed"]
     assert isinstance(idle, list) and isinstance(warm, list) and isinstance(trimmed, list)
     assert isinstance(on_disk, int)
@@ -204,7 +218,8 @@ def report(result: dict[str, object]) -> None:
         f" after malloc_trim anon {mb(trimmed, 'anon')},"
         f" PSS sum {sum(r['pss'] for r in trimmed) / 1024:.0f};"
         f" idle RSS {mb(idle, 'rss')}, anon {mb(idle, 'anon')};"
-        f" files {on_disk / 2**20:.1f} MB; lists read in the last round"
+        f" files {on_disk / 2**20:.1f} MB in {result['files']},"
+        f" mapped {'/'.join(str(m) for m in mapped)}; lists read in the last round"
         f" {result['lists_read_in_last_round']}; first search {result['first_search_ms']} ms,"
         f" first round {result['first_round_ms_mean']} ms/search,"
         f" last round {result['last_round_ms_mean']} ms/search"
