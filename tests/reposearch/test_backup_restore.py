@@ -72,7 +72,8 @@ def test_a_dump_restores_into_an_empty_database_with_every_row_and_vector(tmp_pa
                 " ON c.id = e.chunk_id JOIN indexing_embeddingvector v"
                 " ON v.id = e.embedding_vector_id ORDER BY v.vector <=> (SELECT x.vector FROM"
                 " indexing_embeddingvector x JOIN indexing_chunkembedding y"
-                " ON y.embedding_vector_id = x.id ORDER BY y.id DESC LIMIT 1) LIMIT 1"
+                " ON y.embedding_vector_id = x.id JOIN indexing_chunk z ON z.id = y.chunk_id"
+                " WHERE z.symbol = 's1') LIMIT 1"
             ).fetchone()
             assert nearest == ("s1",)
             found = copy.execute(
