@@ -63,14 +63,7 @@ def fuse_ranked_lists(
     for ranked_list in lists:
         weight = ranked_list.weight(original_weight)
         for position, (chunk_id, score) in enumerate(ranked_list.ranked, start=1):
-            candidate = fused.get(chunk_id)
-            if candidate is None:
-                candidate = fused[chunk_id] = FusedCandidate(chunk_id, 0.0, best_rank=position)
-            candidate.score += weight / (k + position)
-            candidate.best_rank = min(candidate.best_rank, position)
-            previous = candidate.method_scores.get(ranked_list.method)
-            if previous is None or score > previous:
-                candidate.method_scores[ranked_list.method] = score
+            _credit(fused, chunk_id, position, weight / (k + position), ranked_list.method, score)
     for candidate in fused.values():
         if candidate.best_rank == 1:
             candidate.score += first_rank_bonus
@@ -80,6 +73,26 @@ def fuse_ranked_lists(
     for rank, candidate in enumerate(ordered, start=1):
         candidate.rank = rank
     return ordered
+
+
+def _credit(
+    found: dict[int, FusedCandidate],
+    chunk_id: int,
+    rank: float,
+    rrf: float,
+    method: str,
+    score: float,
+) -> None:
+    """Add one list's RRF share ``rrf`` for ``chunk_id`` at ``rank`` (a virtual rank may be
+    fractional: its best rank is rounded up) and keep the method's best raw score."""
+    candidate = found.get(chunk_id)
+    if candidate is None:
+        candidate = found[chunk_id] = FusedCandidate(chunk_id, 0.0, best_rank=math.ceil(rank))
+    candidate.score += rrf
+    candidate.best_rank = min(candidate.best_rank, math.ceil(rank))
+    previous = candidate.method_scores.get(method)
+    if previous is None or score > previous:
+        candidate.method_scores[method] = score
 
 
 # Tests and docs the scope left out by default
@@ -122,14 +135,7 @@ def place_left_out(
             rank = position + ahead - 0.5
             if rank > depth:
                 continue
-            candidate = added.get(chunk_id)
-            if candidate is None:
-                candidate = added[chunk_id] = FusedCandidate(chunk_id, 0.0, best_rank=depth + 1)
-            candidate.score += list_weight / (k + rank)
-            candidate.best_rank = min(candidate.best_rank, math.ceil(rank))
-            previous = candidate.method_scores.get(ranked_list.method)
-            if previous is None or score > previous:
-                candidate.method_scores[ranked_list.method] = score
+            _credit(added, chunk_id, rank, list_weight / (k + rank), ranked_list.method, score)
     for candidate in added.values():
         if candidate.best_rank == 1:
             candidate.score += first_rank_bonus
