@@ -44,6 +44,7 @@ from search.lru import Lru
 from search.retrieval import postings_files
 from search.retrieval.db import array_literal, binary_cursor, search_cursor
 from search.retrieval.postings_files import Generation, StoredList
+from search.retrieval.postings_hot import HotLists
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
@@ -95,7 +96,9 @@ class ListCache(Lru[Key, TermList]):
 
 _CACHE: ListCache | None = None
 _CACHE_LOCK = threading.Lock()
-_HOT: Lru[Key, TermList] = Lru(HOT_LISTS)
+_HOT: HotLists[TermList] = HotLists(HOT_LISTS)
+# a pack merged away or removed: the views of its generation let go, so it is unmapped
+postings_files.on_unmapped(lambda generation: _HOT.drop(generation))
 
 
 def cache() -> ListCache:
@@ -140,6 +143,8 @@ def kept_lists(
     out)."""
     store, files = cache(), postings_files.root()
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
+    if files is not None:
+        postings_files.release_gone()  # every few seconds: packs removed meanwhile unmapped
     found = _HOT.get_many(keys) if files is not None else {}
     if files is not None and len(found) < len(keys):
         found.update(_mapped(postings_files.find(files, [k for k in keys if k not in found])))
@@ -208,7 +213,8 @@ def _sweep(files: Path, timeout_ms: int) -> None:
                 " FROM search_chunkfacetstat GROUP BY repository_id, generation"
             )
             live = {(str(r), int(g), int(b)) for r, g, b in cursor.fetchall()}
-        sweep_files(files, live, started)
+        if sweep_files(files, live, started):
+            postings_files.release_gone(now=True)  # none of their packs kept mapped by this process
     except (OSError, DatabaseError):
         logger.warning("posting list files not swept", exc_info=True)
 

@@ -7,17 +7,12 @@ Layout (``root()``: ``REPO_SEARCH_POSTINGS_DIR``, by default ``<REPO_SEARCH_DATA
     <root>/<repository uuid>/<generation>-<statistics' build>/.lock
 
 named exactly like the lists' cache key (the build is ``xmin`` of the generation's facet rows,
-new with every rebuild), so a rebuilt generation is never served an old list. A pack holds many
-decoded lists of one generation, ready for the pass: a header (``HEADER``: magic, version,
-entries, the file's size), the index (the terms' 64-bit hashes, sorted, then one ``ENTRY`` each:
-where its term starts, records, the term's length, base, span, CRC-32 of those four and of the
-term and arrays), then each list: its term, the records' ids less the base, their words (native
-``uint32``, 8-byte aligned). A process maps each pack once (``find``) and serves its lists as
-read-only, zero-copy views of the mapping: it holds one mapping and a byte per list of a pack,
-not an object per list. The header is checked when a pack is mapped (not the whole index: a
-process's first search maps ~3 packs per repository), a list (term, bounds, CRC of its entry and
-arrays, span) the first time this process serves it (a damaged hash only misses): a truncated or
-corrupt pack or list is refused and read again, never ranked.
+new with every rebuild), so a rebuilt generation is never served an old list. A pack's format,
+and how its lists are checked, are ``postings_pack``'s. A process maps each pack once (``find``)
+and serves its lists as read-only, zero-copy views of the mapping; it unmaps a pack once it is
+merged away or removed (``on_unmapped`` tells what keeps views of it), and looks at the
+directories of generations it has not searched lately every ``RELIST_SECONDS``, so that a swept
+generation's packs are not kept mapped (and their pages on the host) by an idle process.
 
 The first process that needs lists writes them (``write_lists``) under their generation's lock
 (``postings_cache.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and
@@ -31,48 +26,35 @@ live go (``postings_cache.sweep_files``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import mmap
 import os
-import struct
 import threading
 import time
 import zlib
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 from uuid import UUID
 
 import numpy as np
 from django.conf import settings
 
-from search.lru import Lru
+from search.retrieval.postings_pack import (
+    SUFFIX,
+    Corrupt,
+    Pack,
+    StoredList,
+    encode,
+    fields_crc,
+    padded,
+    term_hash,
+)
 
 logger = logging.getLogger(__name__)
-MAGIC, VERSION = b"RSPK", 3
-# magic, version, entries, the file's size (native order: a pack written on
-# one host is read on that host only; another byte order fails MAGIC's neighbours, not silently)
-HEADER = struct.Struct("=4sIQQ")
-# where the list's term starts, records, the term's length, base, span, CRC-32 of ``FIELDS`` (the
-# four before it) and of the term and arrays
-ENTRY = struct.Struct("=QIIqQI4x")
-FIELDS = struct.Struct("=IIqQ")
-# The version in the name: processes of two versions (a rolling restart) each keep their own
-# packs instead of refusing, and removing, each other's.
-SUFFIX = f".v{VERSION}.pack"
 MAX_PACKS = 3  # packs of a generation past which the newest are merged, whatever their size
 RELIST_SECONDS = 2.0  # a process looks for packs others wrote (and merged away) this often
 MAPPED_GENERATIONS = 4096  # generations whose packs a process keeps mapped
-UNCHECKED, WHOLE, REFUSED = 0, 1, 2
 _warned: set[str] = set()
-
-
-class StoredList(NamedTuple):
-    offsets: np.ndarray  # uint32, read-only
-    words: np.ndarray  # uint32, read-only
-    base: int
-    span: int
-    mapped: bool = False  # the arrays are a mapped pack's (else a copy in this process)
 
 
 # repository (its UUID as an int), generation, statistics' build, term: ``postings_cache.Key``
@@ -104,118 +86,32 @@ def warn_once(reason: str, *args: object) -> None:
         logger.warning(reason + "; posting lists read from the database instead", *args)
 
 
-def term_hash(name: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "little")
-
-
-class Corrupt(Exception):
-    """A pack or list that does not hold what its header, index and name say."""
-
-
-class Pack:
-    """One pack mapped read-only; ``state``: a byte per list (unchecked, whole, refused)."""
-
-    __slots__ = ("count", "entries", "hashes", "mm", "path", "sequence", "size", "state", "words")
-
-    def __init__(self, path: Path, sequence: int) -> None:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size < HEADER.size:
-                raise Corrupt(f"{size} bytes, shorter than a header")
-            mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, version, count, stated = HEADER.unpack_from(mm, 0)
-        if magic != MAGIC or version != VERSION:
-            raise Corrupt(f"magic {magic!r} version {version}")
-        if stated != size:
-            raise Corrupt(f"{size} bytes, the header says {stated}")
-        end = HEADER.size + count * (8 + ENTRY.size)
-        if end > size:
-            raise Corrupt(f"an index of {count} lists past the end")
-        self.path, self.sequence, self.mm, self.count, self.size = path, sequence, mm, count, size
-        self.hashes = np.frombuffer(mm, np.uint64, count, HEADER.size)
-        self.entries = HEADER.size + 8 * count
-        self.words = np.frombuffer(mm, np.uint32)  # the lists are slices of it
-        self.state = bytearray(count)
-
-    def entry(self, position: int) -> tuple[int, int, int, int, int, int]:
-        return ENTRY.unpack_from(self.mm, self.entries + ENTRY.size * position)  # type: ignore[return-value]
-
-    def get(self, position: int, name: bytes) -> StoredList | None:
-        """The list at ``position`` if it is ``name``'s (None: another term of the same hash).
-        Raises Corrupt for one that is not whole."""
-        start, records, length, base, span, _crc = ENTRY.unpack_from(
-            self.mm, self.entries + ENTRY.size * position
-        )
-        if length != len(name) or self.mm[start : start + length] != name:
-            return None
-        if self.state[position] != WHOLE and not self.whole(position):
-            raise Corrupt(f"list {position} refused")
-        data = (start + length + 7) // 8 * 2  # in uint32
-        words = self.words
-        return StoredList(words[data : data + records], words[data + records : data + 2 * records],
-                          base, span, True)  # fmt: skip
-
-    def whole(self, position: int) -> bool:
-        """Whether the list at ``position`` is whole: checked once per process."""
-        if self.state[position] == UNCHECKED:
-            reason = self._refusal(position)
-            self.state[position] = REFUSED if reason else WHOLE
-            if reason:
-                logger.warning("posting list %d of %s refused (%s); read again", position,
-                               self.path, reason)  # fmt: skip
-        return self.state[position] == WHOLE
-
-    def _refusal(self, position: int) -> str | None:
-        start, records, length, base, span, crc = self.entry(position)
-        end = start + _padded(length) + 8 * records
-        if start < HEADER.size or end > self.size:
-            return "past the end of the pack"
-        with memoryview(self.mm) as view:
-            if zlib.crc32(view[start:end], _fields_crc(records, length, base, span)) != crc:
-                return "arrays do not match their checksum"
-        offsets = np.frombuffer(self.mm, np.uint32, records, end - 8 * records)
-        return None if (int(offsets.max()) + 1 if records else 0) == span else "another span"
-
-    def raw(self, position: int) -> tuple[int, bytes, tuple[int, ...]] | None:
-        """A whole list's hash, bytes (term and arrays) and entry, to merge (None: refused)."""
-        if not self.whole(position):
-            return None
-        start, records, length, base, span, crc = self.entry(position)
-        end = start + _padded(length) + 8 * records
-        return int(self.hashes[position]), self.mm[start:end], (records, length, base, span, crc)
-
-
-def _fields_crc(records: int, length: int, base: int, span: int) -> int:
-    return zlib.crc32(FIELDS.pack(records, length, base, span))
-
-
-def _padded(length: int) -> int:
-    return (length + 7) // 8 * 8
-
-
 class _Packs:
     """The packs of one generation this process maps, newest first."""
 
-    __slots__ = ("base", "directory", "listed", "packs", "refused", "stamp")
+    __slots__ = ("base", "directory", "generation", "listed", "packs", "refused", "stamp")
 
     def __init__(self, base: Path, generation: Generation) -> None:
         self.base, self.directory = base, generation_dir(base, generation)
+        self.generation = generation
         self.packs: list[Pack] = []
         self.refused: set[str] = set()  # names of packs refused whole (removed at the next write)
         self.stamp: int | None = -1  # the directory's mtime when listed
         self.listed = 0.0
 
-    def refresh(self, *, force: bool = False) -> bool:
-        """Map packs written since the last listing, drop those merged away: whether any
-        changed."""
-        self.listed = time.monotonic()
+    def refresh(self, *, force: bool = False, map_new: bool = True) -> bool:
+        """Map packs written since the last listing (unless not ``map_new``), drop those merged
+        away: whether any changed."""
+        if map_new:
+            self.listed = time.monotonic()
         try:
             stamp: int | None = os.stat(self.directory).st_mtime_ns
         except OSError:
             stamp = None
         if stamp == self.stamp and not force:
             return False
-        self.stamp = stamp
+        if map_new:  # else the next listing looks again
+            self.stamp = stamp
         names = {}
         with contextlib.suppress(OSError):
             for item in os.scandir(self.directory):
@@ -224,7 +120,7 @@ class _Packs:
                     names[item.name] = int(stem)
         kept = {p.path.name: p for p in self.packs if p.path.name in names}
         for name, sequence in names.items():
-            if name in kept or name in self.refused:
+            if name in kept or name in self.refused or not map_new:
                 continue
             try:
                 kept[name] = Pack(self.directory / name, sequence)
@@ -237,6 +133,8 @@ class _Packs:
         self.refused &= set(names)
         before = [p.path.name for p in self.packs]
         self.packs = sorted(kept.values(), key=lambda p: -p.sequence)
+        if any(name not in kept for name in before):
+            _unmapped(self.generation)  # merged away or removed: let go of the views too
         return before != [p.path.name for p in self.packs]
 
     def lookup(self, terms: Terms, keys: list[Key | None], found: dict[Key, StoredList]) -> None:
@@ -265,14 +163,36 @@ class _Packs:
             left = missed
 
 
-_PACKS: Lru[Generation, _Packs] = Lru(MAPPED_GENERATIONS)
+_PACKS: OrderedDict[Generation, _Packs] = OrderedDict()  # the least recently searched first
 _LOCK = threading.RLock()
+_LISTENERS: list[Callable[[Generation], object]] = []
+_checked = [0.0]  # when the generations not searched since were last looked at
+
+
+def on_unmapped(listener: Callable[[Generation], object]) -> None:
+    """Call ``listener(generation)`` when a pack of ``generation`` is let go of (merged away,
+    removed, or its generation no longer mapped): what keeps views of it should let go too,
+    or the pack stays mapped."""
+    _LISTENERS.append(listener)
+
+
+def _unmapped(generation: Generation) -> None:
+    for listener in _LISTENERS:
+        listener(generation)
 
 
 def forget() -> None:
     """Unmap every pack (as a process that has read none yet)."""
     with _LOCK:
+        for generation in list(_PACKS):
+            _unmapped(generation)
         _PACKS.clear()
+
+
+def mapped_packs() -> int:
+    """The packs this process maps."""
+    with _LOCK:
+        return sum(len(packs.packs) for packs in _PACKS.values())
 
 
 def _generation(base: Path, generation: Generation) -> _Packs:
@@ -280,8 +200,27 @@ def _generation(base: Path, generation: Generation) -> _Packs:
     if packs is None or packs.base != base:
         packs = _Packs(base, generation)
         packs.refresh()
-        _PACKS.put(generation, packs)
+        _PACKS[generation] = packs
+        while len(_PACKS) > MAPPED_GENERATIONS:
+            _unmapped(_PACKS.popitem(last=False)[0])
+    _PACKS.move_to_end(generation)
     return packs
+
+
+def release_gone(*, now: bool = False) -> None:
+    """Every ``RELIST_SECONDS`` (``now``: at once), list the mapped generations' directories
+    again where they changed: packs merged away or removed (a swept generation: all) are
+    unmapped, whether or not a search needs that generation's lists, and a generation with no
+    pack left is forgotten. Packs written meanwhile are mapped when a search needs them."""
+    if not now and time.monotonic() - _checked[0] < RELIST_SECONDS:
+        return
+    with _LOCK:
+        _checked[0] = time.monotonic()
+        for generation, packs in list(_PACKS.items()):
+            if packs.packs:
+                packs.refresh(map_new=False)
+            if not packs.packs:
+                del _PACKS[generation]
 
 
 def _by_generation(keys: list[Key]) -> tuple[Terms, dict[Generation, list[Key | None]]]:
@@ -346,9 +285,9 @@ def _write(packs: _Packs, lists: dict[bytes, StoredList]) -> None:
     for name, found in lists.items():
         offsets = np.ascontiguousarray(found.offsets, dtype=np.uint32)
         words = np.ascontiguousarray(found.words, dtype=np.uint32)
-        raw = name + b"\0" * (_padded(len(name)) - len(name)) + offsets.tobytes() + words.tobytes()
+        raw = name + b"\0" * (padded(len(name)) - len(name)) + offsets.tobytes() + words.tobytes()
         fields = (len(offsets), len(name), found.base, found.span)
-        entry = (*fields, zlib.crc32(raw, _fields_crc(*fields)))
+        entry = (*fields, zlib.crc32(raw, fields_crc(*fields)))
         new[name] = (term_hash(name), raw, entry)
     merged: list[Pack] = []
     size = sum(len(raw) for _h, raw, _e in new.values())
@@ -369,21 +308,10 @@ def _write(packs: _Packs, lists: dict[bytes, StoredList]) -> None:
     path = packs.directory / f"{sequence}{SUFFIX}"
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_bytes(_encode(sorted(items.values(), key=lambda item: item[0])))
+        temporary.write_bytes(encode(sorted(items.values(), key=lambda item: item[0])))
         os.replace(temporary, path)
     except OSError:
         temporary.unlink(missing_ok=True)
         raise
     for gone in [p.path for p in merged] + [packs.directory / n for n in packs.refused]:
         gone.unlink(missing_ok=True)
-
-
-def _encode(items: list[tuple[int, bytes, tuple[int, ...]]]) -> bytes:
-    at = HEADER.size + len(items) * (8 + ENTRY.size)
-    entries = []
-    for _hash, raw, (records, length, base, span, crc) in items:
-        entries.append(ENTRY.pack(at, records, length, base, span, crc))
-        at += len(raw)
-    index = np.array([item[0] for item in items], np.uint64).tobytes() + b"".join(entries)
-    head = HEADER.pack(MAGIC, VERSION, len(items), at)
-    return head + index + b"".join(raw for _hash, raw, _entry in items)

@@ -20,8 +20,9 @@ from django.db import connection
 
 from accounts.visibility import Viewer
 from search.executor import SearchRequest
-from search.retrieval import postings_cache, postings_files
+from search.retrieval import postings_cache, postings_files, postings_pack
 from search.retrieval.fulltext import FulltextList, fulltext_search
+from search.retrieval.postings_hot import HotLists
 from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
 from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository
@@ -59,9 +60,10 @@ DOCS = [
 ]
 
 
-def fulltext(query: str, *, use_postings: bool = True) -> FulltextList:
+def fulltext(query: str, *, use_postings: bool = True, repo: Any = None) -> FulltextList:
     scope = build_scope_filter(
-        resolve_scope(SearchRequest(query=query)), scope_repositories(None, Viewer.everything())
+        resolve_scope(SearchRequest(query=query)),
+        scope_repositories([repo] if repo else None, Viewer.everything()),
     )
     return fulltext_search(parse_query(query), scope, limit=6, cap=10**6, use_postings=use_postings)
 
@@ -79,7 +81,7 @@ def packs(root: Path) -> list[Path]:
 
 
 def lists_in(pack: Path) -> int:
-    return int(postings_files.HEADER.unpack_from(pack.read_bytes(), 0)[2])
+    return int(postings_pack.HEADER.unpack_from(pack.read_bytes(), 0)[2])
 
 
 def generation_dirs(root: Path) -> list[str]:
@@ -260,7 +262,7 @@ def test_a_damaged_index_entry_is_refused_read_again_never_ranked(files: Path) -
     (pack,) = packs(files)
     data = bytearray(pack.read_bytes())
     count = lists_in(pack)
-    base_at = postings_files.HEADER.size + 8 * count + 16  # the first entry's base
+    base_at = postings_pack.HEADER.size + 8 * count + 16  # the first entry's base
     data[base_at] ^= 0x01  # another first chunk id: other chunks if it were ranked
     pack.write_bytes(bytes(data))
     forget()
@@ -273,11 +275,10 @@ def test_a_damaged_index_entry_is_refused_read_again_never_ranked(files: Path) -
 def test_a_process_maps_each_pack_once_and_keeps_few_lists_at_hand(
     files: Path, monkeypatch: Any
 ) -> None:
-    from search.lru import Lru
-
     indexed_repository("one-a", DOCS)
     indexed_repository("one-b", [*DOCS[1:], chunk("b.py", "only_b", "refresh session token")])
-    monkeypatch.setattr(postings_cache, "_HOT", Lru(2))  # at hand: two lists of the last search
+    # at hand: two lists of the last search
+    monkeypatch.setattr(postings_cache, "_HOT", HotLists(2))
     queries = ["session refresh", "user token", "refresh token expires", "session"]
     for query in queries:
         exact(fulltext(query), query)
@@ -291,3 +292,49 @@ def test_a_process_maps_each_pack_once_and_keeps_few_lists_at_hand(
         again = fulltext(query)
         assert again.detail["lists_loaded"] == 0
         exact(again, query)
+
+
+def pack_mappings(root: Path) -> list[str]:
+    """This process's mappings of files under ``root`` (a deleted one too), one per mapping."""
+    with open("/proc/self/maps") as maps:
+        return [" ".join(line.split()[5:]) for line in maps if str(root) in line]
+
+
+@pytest.mark.django_db
+def test_many_searches_over_one_generation_keep_only_its_packs_mapped(files: Path) -> None:
+    words = [f"word{i}" for i in range(40)]
+    many = [chunk(f"w/m{i}.py", f"fn_{i}", " ".join(words[i : i + 3])) for i in range(38)]
+    indexed_repository("many", [*DOCS, *many])
+    for word in words:  # each search writes a pack, and the newest are merged into it
+        exact(fulltext(word), word)
+    assert len(packs(files)) <= postings_files.MAX_PACKS
+    # the lists at hand are views of the packs still there: none keeps a merged one mapped
+    assert sorted(pack_mappings(files)) == [str(p) for p in packs(files)]
+    for word in words:
+        assert fulltext(word).detail["lists_loaded"] == 0
+    assert sorted(pack_mappings(files)) == [str(p) for p in packs(files)]
+
+
+@pytest.mark.django_db
+def test_a_swapped_or_swept_generation_is_unmapped(files: Path, monkeypatch: Any) -> None:
+    import shutil
+
+    repository = indexed_repository("swapped", DOCS)
+    other = indexed_repository("other", [chunk("o.py", "other_fn", "session token")])
+    exact(fulltext("session refresh"), "session refresh")
+    before = pack_mappings(files)
+    assert len(before) == 2 and sorted(before) == [str(p) for p in packs(files)]
+    index_generation(repository, [*DOCS, chunk("auth/e.py", "later", "refresh session")])
+    exact(fulltext("session refresh"), "session refresh")  # the new generation; the old swept
+    after = pack_mappings(files)
+    assert sorted(after) == [str(p) for p in packs(files)] and len(after) == 2
+    assert not set(before) & set(after) - {p for p in after if str(other.pk) in p}
+
+    # another process sweeps the other repository's generation (retired, say): this one lets go
+    # of its packs within RELIST_SECONDS, without a search of that repository
+    (gone,) = [p for p in packs(files) if str(other.pk) in str(p)]
+    shutil.rmtree(gone.parent)
+    monkeypatch.setattr(postings_files, "RELIST_SECONDS", 0.0)
+    assert fulltext("refresh", repo=repository.pk).ranked  # that repository only
+    assert sorted(pack_mappings(files)) == [str(p) for p in packs(files)]
+    assert not [m for m in pack_mappings(files) if str(other.pk) in m]
