@@ -123,6 +123,23 @@ class Repository(models.Model):
         return self.remote_tip != self.last_indexed_commit
 
 
+class SwapPosition(models.Model):
+    """Where the primary's write-ahead log stood once a repository's last generation swap (of
+    any of its branches) had committed, as a number (``pg_lsn - '0/0'``): a read replica that
+    has replayed past it holds every row a search of the repository reads
+    (search.retrieval.replicas). Empty while a swap's transaction is open, until it is recorded
+    after the commit. Its own table, written only by updates: a ``Repository`` saved from a
+    stale copy cannot set it back."""
+
+    repository = models.OneToOneField(
+        Repository, on_delete=models.CASCADE, primary_key=True, related_name="swap_position"
+    )
+    lsn = models.BigIntegerField(null=True)
+
+    def __str__(self) -> str:
+        return f"{self.repository_id}: {self.lsn}"
+
+
 class IndexedBranch(models.Model):
     """A branch indexed beside the repository's default one, with its own live generation.
 

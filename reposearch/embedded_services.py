@@ -261,8 +261,8 @@ class EmbeddedPostgres:
         marker = self.pgdata / AUTH_MARKER
         marker.write_text(self._fingerprint(creds) + "\n")
         marker.chmod(0o600)
-        if self.run_as is not None:
-            for item in (hba, marker):
+        if self.run_as is not None:  # the server reads them all (a base backup copies them)
+            for item in (hba, marker, *self.pgdata.glob("pg_hba.conf.before-passwords")):
                 shutil.chown(item, user=self.run_as)
 
     @contextlib.contextmanager

@@ -24,8 +24,6 @@ import logging
 import time
 from typing import Any
 
-from django.db import connection
-
 from search.llm_stages import (
     cross_encoder_on,
     cross_encoder_stage,
@@ -41,10 +39,11 @@ from search.ranking.fusion import (
 )
 from search.ranking.ordering import apply_signals, learned_order, question_shape
 from search.ranking.ordering import enabled as learned_fusion_enabled
-from search.retrieval.db import run_beside
+from search.retrieval.db import connection, run_beside
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import ChunkFacts, chunk_facts, hydrate_hits
 from search.retrieval.query import identifier_query, parse_query
+from search.retrieval.replicas import lost_database, read_with_fallback
 from search.retrieval.scope import (
     LIVE_CHUNKS_SQL,
     ScopeFilter,
@@ -133,6 +132,25 @@ class SearchExecutor:
                 },
             )
         )
+        # The rest reads from a replica that has replayed what the scope needs, or the
+        # primary; a replica failing meanwhile sends the search to the next database.
+        result, route = read_with_fallback(
+            scope_filter.repositories,
+            lambda: self._answer(request, scope, scope_filter, list(trace), started),
+            lambda answer: lost_database(answer.trace),
+        )
+        result.served_by = route.served_by()
+        return result
+
+    def _answer(
+        self,
+        request: SearchRequest,
+        scope: ScopeApplied,
+        scope_filter: ScopeFilter,
+        trace: list[StageTrace],
+        started: float,
+    ) -> SearchResult:
+        """Everything after the scope: expand, retrieve, fuse, rerank, blend, cut."""
         queries = expansion_stage(self._get_chat, request, trace)
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}

@@ -170,6 +170,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             "scope": result.scope,
             "trace": result.trace,
             "ms": result.ms,
+            "served_by": result.served_by,
         }
     if outcome.definitions is not None:
         return _symbol_body(outcome)
@@ -206,6 +207,7 @@ def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
             }
         ],
         "ms": exact.ms,
+        "served_by": outcome.served_by,
     }
 
 
@@ -273,6 +275,7 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
         "scope": outcome.exact_scope,
         "trace": [{"name": "symbol", "status": "ran", "reason": "", "ms": 0.0, "detail": {}}],
         "ms": 0.0,
+        "served_by": outcome.served_by,
     }
 
 
@@ -326,4 +329,5 @@ def _file_names_body(outcome: SearchOutcome) -> dict[str, Any]:
         "scope": outcome.exact_scope,
         "trace": [{"name": "file", "status": "ran", "reason": "", "ms": result.ms, "detail": {}}],
         "ms": result.ms,
+        "served_by": outcome.served_by,
     }

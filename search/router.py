@@ -56,6 +56,7 @@ from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
 from search.retrieval.db import soon
+from search.retrieval.replicas import positions, read_with_fallback
 from search.symbols.lookup import DefinitionHit, find_definitions
 
 
@@ -78,6 +79,8 @@ class SearchOutcome:
     definitions_fingerprint: str = ""
     definitions_next_cursor: str | None = None
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
+    # Where an exact, regex, symbol or file-name search read (hybrid: in ``hybrid``).
+    served_by: dict[str, Any] = field(default_factory=dict)
 
 
 def run_search(call: SearchCall) -> SearchOutcome:
@@ -127,7 +130,11 @@ def run_search(call: SearchCall) -> SearchOutcome:
         fingerprint = scope_fingerprint("symbol", terms, False, scope)
         offset = decode_offset(call.cursor, fingerprint)
         # Pages by position: the lookup's order is fixed (tier, then name, path, line).
-        found, more = find_definitions(terms[0].text, scope, limit=offset + call.request.limit)
+        (found, more), route = read_with_fallback(
+            positions(scope.repo_ids),
+            lambda: find_definitions(terms[0].text, scope, limit=offset + call.request.limit),
+            lambda _found: False,
+        )
         definitions = found[offset:]
         end = offset + len(definitions)
         outcome = SearchOutcome(
@@ -138,6 +145,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
             definitions_offset=offset,
             definitions_fingerprint=fingerprint,
             viewer=call.request.viewer,
+            served_by=route.served_by(),
         )
         if more and definitions and end < MAX_OFFSET:
             outcome.definitions_next_cursor = encode_offset(end, fingerprint)
@@ -147,7 +155,9 @@ def run_search(call: SearchCall) -> SearchOutcome:
         return _file_search(parsed, terms, call)
     exact = exact_request(parsed, terms, call)
     with costly_search_slot(call.caller, exact):  # SearchBusy (429) past the caller's share
-        result = run_exact(exact)
+        result, route = read_with_fallback(
+            positions(exact.scope.repo_ids), lambda: run_exact(exact), lambda _result: False
+        )
     return SearchOutcome(
         ran,
         parsed,
@@ -155,6 +165,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
         exact_request=exact,
         exact_scope=_scope_doc(exact),
         viewer=call.request.viewer,
+        served_by=route.served_by(),
     )
 
 
@@ -178,8 +189,11 @@ def _file_search(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> Se
         limit=call.request.limit,
         cursor=call.cursor,
     )
+    files, route = read_with_fallback(
+        positions(scope.repo_ids), lambda: run_file_names(request), lambda _files: False
+    )
     outcome = SearchOutcome(
-        "file", parsed, files=run_file_names(request), viewer=call.request.viewer
+        "file", parsed, files=files, viewer=call.request.viewer, served_by=route.served_by()
     )
     outcome.exact_scope = _scope_doc_for(scope)
     return outcome

@@ -243,6 +243,20 @@ class ScopeSerializer(serializers.Serializer):
     docs_reason = serializers.CharField()
 
 
+class ServedBySerializer(serializers.Serializer):
+    database = serializers.CharField(
+        help_text="primary, or the read replica (replica1, replica2...) the search read from."
+    )
+    lag_bytes = serializers.IntegerField(
+        help_text="Bytes of the primary's write-ahead log the database had not replayed when "
+        "the search began (0: the primary). Every generation swap of the repositories searched "
+        "had been replayed; vectors written since may not have been."
+    )
+    skipped = serializers.DictField(
+        child=serializers.CharField(), help_text="Replicas passed over, and why."
+    )
+
+
 class RepositoryFacetSerializer(serializers.Serializer):
     repo_id = serializers.UUIDField()
     name = serializers.CharField()
@@ -312,6 +326,9 @@ class SearchResponseSerializer(serializers.Serializer):
     scope = ScopeSerializer()
     trace = StageTraceSerializer(many=True)
     ms = serializers.FloatField()
+    served_by = ServedBySerializer(
+        required=False, help_text="The database the search read from, and its lag."
+    )
 
 
 @functools.cache

@@ -199,6 +199,9 @@ class SearchResult:
     # a list of that method stopped at ``list_depth``: more chunks match than were counted
     bm25_hits_is_lower_bound: bool = False
     vector_hits_is_lower_bound: bool = False
+    # Where it was read (search.retrieval.replicas.ReadRoute.served_by): the primary or a replica,
+    # how far behind, and why any replica was passed over.
+    served_by: dict[str, Any] = field(default_factory=dict)
 
     def stage(self, name: str) -> StageTrace | None:
         return next((s for s in self.trace if s.name == name), None)

@@ -138,7 +138,8 @@ class NetnsLab(WatchesJobs):
             name: Host(name, f"reposearch-{tag}-{name}", address)
             for name, address in WORKER_ADDRESSES.items()
         }
-        self.ports = {name: f"rs{tag}{name}" for name in self.workers}  # the db side's veth
+        self.others: dict[str, Host] = {}  # hosts of other roles (``add_host``)
+        self.tag = tag
         # PostgreSQL runs as an unprivileged user that must reach its data directory, so it lives
         # outside pytest's /tmp/pytest-of-<user> (as the fault stack's): any other pytest session
         # of the same user sets that directory back to 0700 when it starts.
@@ -161,19 +162,35 @@ class NetnsLab(WatchesJobs):
         )
 
     # --- the network -----------------------------------------------------------------------------
+    def add_host(self, name: str, address: str) -> Host:
+        """One more host on the switch (before ``build_network``), e.g. a replica or web host."""
+        host = Host(name, f"reposearch-{self.tag}-{name}", address)
+        self.others[name] = host
+        return host
+
+    @property
+    def hosts(self) -> dict[str, Host]:
+        """Every host but the db host, which holds the switch."""
+        return {**self.workers, **self.others}
+
+    @property
+    def ports(self) -> dict[str, str]:
+        """Each host's veth on the db side (the switch port its cable is plugged into)."""
+        return {name: f"rs{self.tag}{name}" for name in self.hosts}
+
     def _check(self, *args: str) -> None:
         result = _ip(*args)
         if result.returncode != 0:
             raise RuntimeError(f"ip {' '.join(args)}: {result.stderr.strip()}")
 
     def build_network(self) -> None:
-        for host in (self.db, *self.workers.values()):
+        for host in (self.db, *self.hosts.values()):
             self._check("netns", "add", host.namespace)
             self._check("-n", host.namespace, "link", "set", "lo", "up")
         self._check("-n", self.db.namespace, "link", "add", "switch", "type", "bridge")
         self._check("-n", self.db.namespace, "addr", "add", f"{DB_ADDRESS}/24", "dev", "switch")
         self._check("-n", self.db.namespace, "link", "set", "switch", "up")
-        for name, host in self.workers.items():
+        for name, host in self.hosts.items():
             port = self.ports[name]
             self._check("link", "add", "name", "eth0", "netns", host.namespace, "type", "veth",
                         "peer", "name", port, "netns", self.db.namespace)  # fmt: skip
@@ -285,12 +302,12 @@ class NetnsLab(WatchesJobs):
         return received, outcomes
 
     def close(self) -> None:
-        for host in (*self.workers.values(), self.db):
+        for host in (*self.hosts.values(), self.db):
             host.kill_everything()  # PostgreSQL too: the data directory is thrown away
         for process in self.processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(10)
-        for host in (*self.workers.values(), self.db):
+        for host in (*self.hosts.values(), self.db):
             _ip("netns", "del", host.namespace)
         shutil.rmtree(self.private_root, ignore_errors=True)
 

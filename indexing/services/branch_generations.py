@@ -24,9 +24,10 @@ from uuid import UUID
 
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from indexing.models import IndexedBranch, Repository, RepositoryStatus
+from indexing.models import IndexedBranch, Repository, RepositoryStatus, SwapPosition
 from indexing.services.search_stats import drop_search_stats
 
 logger = logging.getLogger(__name__)
@@ -205,7 +206,19 @@ def swap_branch_generation(
             branch.save()
         if in_swap is not None:
             _run_in_savepoint(in_swap, repository_id, new_generation)
+        # Unknown until the swap has committed (a replica then serves the repository only once
+        # it has replayed everything the primary wrote before the search): then recorded.
+        SwapPosition.objects.update_or_create(repository_id=repository_id, defaults={"lsn": None})
+        transaction.on_commit(lambda: record_swap_position(repository_id))
         return repository if branch is None else branch
+
+
+def record_swap_position(repository_id: UUID) -> None:
+    """Record the primary's WAL position after a swap of the repository committed: a replica
+    that has replayed past it shows the swapped generation (search.retrieval.replicas)."""
+    SwapPosition.objects.filter(repository_id=repository_id).update(
+        lsn=RawSQL("(pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint", ())
+    )
 
 
 def _run_in_savepoint(

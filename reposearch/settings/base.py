@@ -19,6 +19,7 @@ from .env import (
     database_url,
     reader,
     redis_url,
+    replica_configs,
     secret_key,
 )
 from .logging_config import logging_config
@@ -157,6 +158,10 @@ DATABASE_URL = database_url(env)
 # Per process: a web process serves Django from 8 threads and runs retrieval lists on 4 more.
 REPO_SEARCH_DB_POOL_SIZE = env.non_negative_int("REPO_SEARCH_DB_POOL_SIZE", 16)
 DATABASES = {"default": database_config(DATABASE_URL, REPO_SEARCH_DB_POOL_SIZE)}
+# Streaming replicas that searches read from once they have replayed what a search needs
+# (docs/operators/replicas.md); every write and every permission check stays on the primary.
+DATABASES.update(replica_configs(env))
+DATABASE_ROUTERS = ["search.retrieval.db.SearchReadRouter"]
 REDIS_URL = redis_url(env)
 
 # Throttle and sign-in counters are shared by every web process through Redis; short timeouts,

@@ -215,6 +215,28 @@ def database_config(url: str, pool_size: int = 0) -> dict[str, object]:
     return config
 
 
+def replica_configs(env: EnvReader) -> dict[str, dict[str, object]]:
+    """``REPO_SEARCH_READ_REPLICAS`` (comma-separated ``postgresql://`` URLs of streaming
+    replicas of ``DATABASE_URL``'s server) as DATABASES entries ``replica1``, ``replica2``...
+
+    A replica gets no pool and a short connect timeout: a pool keeps retrying a replica that is
+    down while a search waits for it; a search instead tries the next database at once
+    (search/retrieval/replicas.py). Tests never create a database of their own for one."""
+    configs: dict[str, dict[str, object]] = {}
+    for number, url in enumerate(env.csv("REPO_SEARCH_READ_REPLICAS", ""), start=1):
+        if urlsplit(url).scheme not in ("postgres", "postgresql"):
+            raise ConfigError(
+                f"REPO_SEARCH_READ_REPLICAS: {_redact(url)!r} is not a postgresql:// URL"
+            )
+        config = database_config(url)
+        options = config["OPTIONS"]
+        assert isinstance(options, dict)
+        options["connect_timeout"] = 2
+        config["TEST"] = {"MIRROR": "default"}
+        configs[f"replica{number}"] = config
+    return configs
+
+
 def data_dir(env: EnvReader) -> Path:
     value = env.raw("REPO_SEARCH_DATA_DIR")
     if value is None:

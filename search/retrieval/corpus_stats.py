@@ -20,11 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from indexing.postings_format import buckets
-from search.retrieval.db import array_literal
+from search.retrieval.db import array_literal, connection
 from search.retrieval.postings_cache import KeptLists, kept_lists
 from search.retrieval.scope import ScopeRepository, live_chunks_sql
 

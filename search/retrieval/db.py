@@ -10,11 +10,18 @@ A retrieval list can run on a second database connection while the first one wor
 (``run_beside``, ``soon``). The threads live as long as the process, so each keeps its database
 connection between searches (Django opens one per thread and closes it when it is too old, as
 around a request).
+
+A search may read from a streaming replica (``search.retrieval.replicas`` chooses it):
+``reading_from(alias)`` names the database for the block, ``connection`` here is that
+database's connection (Django's own for the primary), the ORM reads from it through
+``SearchReadRouter``, and the retrieval threads inherit the choice. Writes always go to the
+primary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -24,13 +31,61 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 T = TypeVar("T")
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 WORKERS = 4
+
+_READ_FROM: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "search_reads_from", default=DEFAULT_DB_ALIAS
+)
+
+
+def read_alias() -> str:
+    """The database alias this search reads from (``default``: the primary)."""
+    return _READ_FROM.get()
+
+
+@contextmanager
+def reading_from(alias: str) -> Iterator[None]:
+    """Searches in the block (and the retrieval threads they start) read from ``alias``."""
+    token = _READ_FROM.set(alias)
+    try:
+        yield
+    finally:
+        _READ_FROM.reset(token)
+
+
+class _ReadConnection:
+    """The connection of the database the current search reads from, in this thread."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(connections[_READ_FROM.get()], name)
+
+
+connection: BaseDatabaseWrapper = _ReadConnection()  # type: ignore[assignment]
+
+
+class SearchReadRouter:
+    """Django's database router (``DATABASE_ROUTERS``): ORM reads inside ``reading_from`` go
+    to that database; writes, migrations and everything else to the primary."""
+
+    def db_for_read(self, model: Any, **hints: Any) -> str | None:
+        alias = _READ_FROM.get()
+        return None if alias == DEFAULT_DB_ALIAS else alias
+
+    def db_for_write(self, model: Any, **hints: Any) -> str | None:
+        return DEFAULT_DB_ALIAS
+
+    def allow_relation(self, first: Any, second: Any, **hints: Any) -> bool:
+        return True  # one database: a replica holds the primary's rows
+
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
+        return db == DEFAULT_DB_ALIAS
 
 
 @contextmanager
@@ -53,13 +108,14 @@ def search_cursor(timeout_ms: int = 5000, **settings: str | int) -> Iterator[Cur
     calls = ", ".join(f"set_config('{name}', '{value}', true)" for name, value in values.items())
     prefix = f"SELECT {calls}; "
     with contextlib.ExitStack() as stack:
+        alias = read_alias()
         if connection.in_atomic_block:
-            stack.enter_context(transaction.atomic())
+            stack.enter_context(transaction.atomic(using=alias))
         cursor = stack.enter_context(connection.cursor())
         if isinstance(cursor.cursor, psycopg.ClientCursor):
             yield _SettingsCursor(cursor, prefix)
             return
-        stack.enter_context(transaction.atomic())
+        stack.enter_context(transaction.atomic(using=alias))
         cursor.execute(prefix.rstrip("; "))
         yield cursor
 
@@ -96,7 +152,7 @@ def binary_cursor(cursor: CursorWrapper) -> Iterator[CursorWrapper]:
     counted and logged as any other."""
     with contextlib.ExitStack() as stack:
         if isinstance(cursor, _SettingsCursor):
-            stack.enter_context(transaction.atomic())
+            stack.enter_context(transaction.atomic(using=cursor.db.alias))
             cursor.apply()
         raw = psycopg.Cursor(cursor.db.connection)
         raw.format = psycopg.pq.Format.BINARY
@@ -150,8 +206,9 @@ def run_beside(function: Callable[..., Any], *args: Any) -> Future[Any]:
     pool = _pool()
     with _POOL_LOCK:
         _BUSY += 1
-    try:
-        return pool.submit(_with_fresh_connection, function, *args)
+    try:  # the thread reads from the caller's database (``reading_from``)
+        context = contextvars.copy_context()
+        return pool.submit(context.run, _with_fresh_connection, function, *args)
     except BaseException:
         with _POOL_LOCK:
             _BUSY -= 1

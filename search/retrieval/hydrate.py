@@ -19,9 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
-
-from search.retrieval.db import array_literal
+from search.retrieval.db import array_literal, connection
 from search.retrieval.query import normalise_symbol
 from search.retrieval.scope import LIVE_CHUNKS_SQL, ScopeFilter, ScopeRepository
 from search.types import FusedCandidate, SearchHit

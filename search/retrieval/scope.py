@@ -126,6 +126,10 @@ class ScopeRepository:
     # a build is written by one transaction), read with the scope; None: not read, or none.
     # ``corpus_stats`` keeps the counts of a build between searches.
     statistics: int | None = None
+    # The WAL position a read replica must have replayed to serve it (its last swap's, or the
+    # primary's now when none is recorded) and the primary's now (search.retrieval.replicas).
+    replay_needed: int = 0
+    primary_lsn: int = 0
 
 
 def scope_repositories(
@@ -159,8 +163,22 @@ def scope_repositories(
             branch=branch,
             indexed_at=indexed_at,
             statistics=statistics,
+            replay_needed=primary_lsn if swapped is None else swapped,
+            primary_lsn=primary_lsn,
         )
-        for pk, name, commit, gen, chunks, status, branch, indexed_at, statistics in found
+        for (
+            pk,
+            name,
+            commit,
+            gen,
+            chunks,
+            status,
+            branch,
+            indexed_at,
+            statistics,
+            swapped,
+            primary_lsn,
+        ) in found
         if status == RepositoryStatus.READY and gen > 0
     ]
     if not branches:
@@ -175,12 +193,16 @@ def _repositories_sql(
     """The statement of the repositories ``viewer`` may see (of ``repo_ids``), built by the
     ORM once per viewer and ids (building it cost more than running it on every search). Its
     columns need no conversion from the database's (UUIDs, text, integers, timestamps)."""
-    statistics = RawSQL(STATISTICS_SQL, ())  # noqa: S611 (a constant)
-    rows = visible_repositories(viewer).annotate(statistics=statistics)
+    rows = visible_repositories(viewer).annotate(
+        statistics=RawSQL(STATISTICS_SQL, ()),  # noqa: S611 (constants)
+        swapped=RawSQL(SWAPPED_SQL, ()),  # noqa: S611
+        primary_lsn=RawSQL(PRIMARY_LSN_SQL, ()),  # noqa: S611
+    )
     if repo_ids:
         rows = rows.filter(pk__in=list(repo_ids))
     try:
-        return rows.values_list(*SCOPE_COLUMNS, "statistics").query.sql_with_params()
+        columns = (*SCOPE_COLUMNS, "statistics", "swapped", "primary_lsn")
+        return rows.values_list(*columns).query.sql_with_params()
     except EmptyResultSet:  # a filter no row can pass: no statement at all
         return "", ()
 
@@ -193,6 +215,14 @@ STATISTICS_SQL = (
     " WHERE f.repository_id = indexing_repository.id"
     " AND f.generation = indexing_repository.active_generation LIMIT 1"
 )
+
+
+# Where the WAL stood after its last swap (indexing.models.SwapPosition), and the primary's now:
+# the position a read replica must have replayed (search.retrieval.replicas).
+SWAPPED_SQL = (
+    "SELECT p.lsn FROM indexing_swapposition p WHERE p.repository_id = indexing_repository.id"
+)
+PRIMARY_LSN_SQL = "(pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint"
 
 
 def _named(name: str, patterns: list[str]) -> bool:
@@ -219,6 +249,8 @@ def _on_branches(defaults: list[ScopeRepository], patterns: list[str]) -> list[S
                 branch=row.name,
                 indexed_at=row.last_indexed_at,
                 default=False,
+                replay_needed=default.replay_needed,
+                primary_lsn=default.primary_lsn,
             )
         )
     if not chosen and defaults:

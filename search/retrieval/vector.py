@@ -36,11 +36,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
 from indexing.models import EmbeddingSpace
 from search.models import ChunkFacetStat
-from search.retrieval.db import array_literal, search_cursor
+from search.retrieval.db import array_literal, connection, read_alias, search_cursor
 from search.retrieval.scope import ScopeFilter
 
 Strategy = Literal["exact", "hnsw"]
@@ -187,7 +187,7 @@ def _vector_cursor(timeout_ms: int, settings: dict[str, str | int]) -> Iterator[
     names = ["statement_timeout", *(name.replace("__", ".") for name in settings)]
     values = [str(int(timeout_ms)), *(str(value) for value in settings.values())]
     calls = ", ".join("set_config(%s, %s, true)" for _ in names)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(using=read_alias()), connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {calls}", [x for pair in zip(names, values, strict=True) for x in pair]
         )

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from django.db import connection
 
 from indexing.models import FINISHED_JOB_STATES, EmbeddingSpace, JobKind
 from search.lru import Lru
+from search.retrieval.db import connection
 from search.retrieval.scope import ScopeApplied, ScopeFilter
 from search.retrieval.vector import estimate_rows, previous_spaces, vector_search
 from search.types import RankedList, SearchRequest, StageRecorder

@@ -23,12 +23,31 @@ APP_SERVICES = ("migrate", "web", "worker-git", "worker-index", "worker-embed", 
 
 def test_services_exist_with_images_or_builds() -> None:
     services = COMPOSE["services"]
-    assert set(services) == {"db", "redis", *APP_SERVICES}
+    assert set(services) == {"db", "db-replica", "redis", *APP_SERVICES}
     assert "pgvector" in services["db"]["image"]
+    assert services["db-replica"]["image"] == services["db"]["image"]
     assert services["redis"]["image"].startswith("redis")
     for name in APP_SERVICES:
         assert services[name]["build"] == "."
     assert (ROOT / "Dockerfile").exists()
+
+
+def test_the_read_replica_is_optional_and_follows_the_primary() -> None:
+    """``docker compose up`` starts no replica; the ``replicas`` profile starts one that copies
+    the primary once (pg_basebackup -R: then it streams its WAL), with the feedback that keeps
+    the primary's cleanup from cancelling its searches; the primary's first start lets it in."""
+    replica = COMPOSE["services"]["db-replica"]
+    assert replica["profiles"] == ["replicas"]
+    command = replica["command"][2]
+    assert "pg_basebackup -h db -U reposearch" in command and " -R " in command
+    assert 'if [ ! -s "$$PGDATA/PG_VERSION" ]' in command  # copied once, not at every start
+    assert command.endswith("exec gosu postgres postgres -c hot_standby_feedback=on")
+    assert replica["environment"]["PGPASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert replica["volumes"] == ["replicadata:/var/lib/postgresql/data"]
+    [mount] = COMPOSE["services"]["db"]["configs"]
+    assert mount["target"].startswith("/docker-entrypoint-initdb.d/")
+    rule = COMPOSE["configs"][mount["source"]]["content"]
+    assert 'echo "host replication all all scram-sha-256" >> "$$PGDATA/pg_hba.conf"' in rule
 
 
 def test_the_application_never_runs_as_root() -> None:
