@@ -143,6 +143,16 @@ class ReplicaLab(NetnsLab):
         )
         return {"blocks": int(blocks), "tuples": int(tuples), "commits": int(commits)}
 
+    def quiet_primary(self) -> None:
+        """Only the web hosts use the primary from now on: the worker hosts lose power and beat
+        (its reaper reads the jobs every 10 s) stops."""
+        for host in self.workers.values():
+            host.kill_everything()
+        for process in self.processes:
+            if "beat" in process.args:
+                process.kill()
+                process.wait(30)
+
     def primary_cpu_seconds(self) -> float:
         """CPU time of the primary's server processes, those that ended included."""
         ticks = 0
