@@ -331,6 +331,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def at_hand(lists: int | None, known: int | None = None) -> int:
+    """Keep ``lists`` posting lists at hand in this process (None: ``HOT_LISTS``), and the places
+    of ``known`` in the packs (None: ``KNOWN_LISTS``): how many lists at hand."""
+    from search.retrieval import postings_cache, postings_files
+
+    if lists is not None:
+        postings_cache._HOT = type(postings_cache._HOT)(lists)
+    if known is not None:
+        postings_files.KNOWN_LISTS = known
+    return int(postings_cache._HOT.budget)
+
+
+def postings_held(budget: int) -> dict[str, int]:
+    """What this process holds of the posting lists after the run: lists at hand (of
+    ``budget``), packs mapped, mappings of pack files (deleted ones too), resident kB."""
+    from search.retrieval import postings_cache, postings_files
+
+    files = str(postings_files.root())
+    with open("/proc/self/maps") as maps:
+        mappings = sum(files in line for line in maps)
+    status = Path("/proc/self/status").read_text()
+    rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+    return {"hot_lists": budget, "at_hand": len(postings_cache._HOT),
+            "known_lists": getattr(postings_files, "KNOWN_LISTS", 0),
+            "packs_mapped": postings_files.mapped_packs(), "pack_mappings": mappings,
+            "rss_kb": rss}  # fmt: skip
+
+
 def _commit(*paths: str) -> str:
     """The checkout's commit (with ``paths``: the last one that changed them)."""
     command = ["git", "log", "-1", "--format=%h", "--", *paths] if paths else [
@@ -351,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=32, help="broad: the queries' order")
     parser.add_argument("--stream", action="store_true", help="broad: also rounds of them all")
     parser.add_argument("--tantivy-dir", type=Path, help="default bench/corpora/tantivy/<key>")
+    parser.add_argument("--hot-lists", type=int, help="lists a process keeps at hand (HOT_LISTS)")
+    parser.add_argument("--known-lists", type=int, help="places of lists kept (KNOWN_LISTS)")
     parser.add_argument("--child", choices=("search", "tantivy"), help=argparse.SUPPRESS)
     parser.add_argument("--child-query", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -365,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     args.json = args.json or ROOT / "bench" / "results" / name
     args.json.parent.mkdir(parents=True, exist_ok=True)
     with bench_database():
-        report = {"server_settings": SERVER_SETTINGS, **run(args)}
+        hot = at_hand(args.hot_lists, args.known_lists)
+        report = {"server_settings": SERVER_SETTINGS, **run(args), "postings": postings_held(hot)}
+    print(f"  posting lists at hand {report['postings']}", flush=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.json}")
     return 0

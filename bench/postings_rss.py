@@ -65,7 +65,7 @@ ABSENT = "zzqxjvplugh"  # in no list: a search that loads the engine, reads only
 TRIM = "!malloc_trim"
 WORKER = f"""
 TRIM = {TRIM!r}
-import ctypes, json, sys, time
+import ctypes, json, os, sys, time
 import django
 django.setup()
 from accounts.visibility import Viewer
@@ -75,6 +75,9 @@ from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
 from search.retrieval.postings_memory import warm_up
 warm_up()  # the compiled loops, as the server loads them at start
+if os.environ.get("BENCH_HOT_LISTS"):  # lists at hand other than HOT_LISTS
+    from search.retrieval import postings_cache
+    postings_cache._HOT = type(postings_cache._HOT)(int(os.environ["BENCH_HOT_LISTS"]))
 for line in sys.stdin:
     query = line.strip()
     if query == TRIM:  # what the allocator keeps of freed memory goes back to the system
@@ -138,9 +141,16 @@ def broad_queries() -> list[str]:
 
 
 def run(
-    count: int, code: Path, rounds: int, postings_dir: Path, queries: list[str]
+    count: int,
+    code: Path,
+    rounds: int,
+    postings_dir: Path,
+    queries: list[str],
+    hot_lists: int | None = None,
 ) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(code), "REPO_SEARCH_POSTINGS_DIR": str(postings_dir)}
+    if hot_lists:
+        env["BENCH_HOT_LISTS"] = str(hot_lists)
     pipe = subprocess.PIPE
     processes = [
         subprocess.Popen(
@@ -239,6 +249,7 @@ def main() -> None:
         help="few: 14 built in; broad: the 225 of bench/fulltext_queries.json",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures there too")
+    parser.add_argument("--hot-lists", type=int, help="lists each process keeps at hand")
     args = parser.parse_args()
     commit = subprocess.run(
         ["git", "-C", str(args.code), "rev-parse", "--short", "HEAD"],
@@ -253,13 +264,16 @@ def main() -> None:
         for count in args.workers:
             postings_dir = Path(tempfile.mkdtemp(prefix="postings-rss-"))
             try:
-                result = run(count, args.code.resolve(), args.rounds, postings_dir, queries)
+                result = run(
+                    count, args.code.resolve(), args.rounds, postings_dir, queries, args.hot_lists
+                )
             finally:
                 shutil.rmtree(postings_dir, ignore_errors=True)
             report(result)
             results.append(result)
     if args.json:
-        figures = {"commit": commit, "label": args.label, "queries": len(queries), "load": load}
+        figures = {"commit": commit, "label": args.label, "queries": len(queries), "load": load,
+                   "hot_lists": args.hot_lists}  # fmt: skip
         args.json.write_text(json.dumps({**figures, "runs": results}, indent=1))
 
 

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import numpy as np
@@ -54,10 +54,11 @@ ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object
 HOT_LISTS = 8192
 
 
-@dataclass(frozen=True, slots=True)
-class TermList:
+class TermList(NamedTuple):
     """Every record of one term in one repository generation, all kinds of chunk: the chunk id
-    less the generation's first (``offsets``) and the record's word (``words``), native order."""
+    less the generation's first (``offsets``) and the record's word (``words``), native order.
+    (A tuple: a search makes one per list and generation, ~0.3 µs against ~1.2 for a frozen
+    dataclass.)"""
 
     offsets: np.ndarray  # uint32
     words: np.ndarray  # uint32
@@ -79,7 +80,8 @@ class TermList:
     def mapped(cls, stored: StoredList) -> TermList:
         """A list whose arrays are a mapped pack's (views: they cost this process only while a
         search holds them)."""
-        return cls(stored.offsets, stored.words, stored.base, stored.span, ENTRY_OVERHEAD, True)
+        offsets, words, base, span, _mapped = stored
+        return tuple.__new__(cls, (offsets, words, base, span, ENTRY_OVERHEAD, True))
 
 
 EMPTY = TermList.of(np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0)

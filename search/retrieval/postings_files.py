@@ -10,9 +10,11 @@ named exactly like the lists' cache key (the build is ``xmin`` of the generation
 new with every rebuild), so a rebuilt generation is never served an old list. A pack's format,
 and how its lists are checked, are ``postings_pack``'s. A process maps each pack once (``find``)
 and serves its lists as read-only, zero-copy views of the mapping; it unmaps a pack once it is
-merged away or removed (``on_unmapped`` tells what keeps views of it), and looks at the
-directories of generations it has not searched lately every ``RELIST_SECONDS``, so that a swept
-generation's packs are not kept mapped (and their pages on the host) by an idle process.
+merged away or removed (``on_unmapped`` tells what keeps views of it), and lists the
+mapped generations' directories every ``RELIST_SECONDS``, so that a swept generation's packs are
+not kept mapped (and their pages on the host) by an idle process. It also keeps where it found
+each list (``KNOWN_LISTS`` of them, about 100 bytes each): a list no longer at hand costs a
+dictionary look-up and two views, not a search of the packs' indexes.
 
 The first process that needs lists writes them (``write_lists``) under their generation's lock
 (``postings_cache.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and
@@ -34,6 +36,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -54,7 +57,9 @@ logger = logging.getLogger(__name__)
 MAX_PACKS = 3  # packs of a generation past which the newest are merged, whatever their size
 RELIST_SECONDS = 2.0  # a process looks for packs others wrote (and merged away) this often
 MAPPED_GENERATIONS = 4096  # generations whose packs a process keeps mapped
+KNOWN_LISTS = 65536  # lists whose place in the packs a process keeps (~120 bytes each)
 _warned: set[str] = set()
+_root: list[Any] = [None, None]  # the settings root() was last given, and its answer
 
 
 # repository (its UUID as an int), generation, statistics' build, term: ``postings_cache.Key``
@@ -67,11 +72,18 @@ def root() -> Path | None:
     """Where the packs live (None: ``REPO_SEARCH_POSTINGS_DIR=off``, each process reads its own
     lists from the database)."""
     value = getattr(settings, "REPO_SEARCH_POSTINGS_DIR", None)
+    given = (value, settings.REPO_SEARCH_DATA_DIR)
+    if _root[0] != given:  # one Path while the settings hold (compared by identity at each search)
+        _root[:] = [given, _root_of(value)]
+    return _root[1]
+
+
+def _root_of(value: object) -> Path | None:
     if value is None or str(value).strip() == "":
         return Path(settings.REPO_SEARCH_DATA_DIR) / "postings"
     if str(value).strip().lower() == "off":
         return None
-    return Path(value).expanduser()
+    return Path(str(value)).expanduser()
 
 
 def generation_dir(base: Path, key: Generation | Key) -> Path:
@@ -89,12 +101,15 @@ def warn_once(reason: str, *args: object) -> None:
 class _Packs:
     """The packs of one generation this process maps, newest first."""
 
-    __slots__ = ("base", "directory", "generation", "listed", "packs", "refused", "stamp")
+    __slots__ = ("base", "directory", "generation", "known", "listed", "packs", "refused", "stamp")
 
     def __init__(self, base: Path, generation: Generation) -> None:
         self.base, self.directory = base, generation_dir(base, generation)
         self.generation = generation
         self.packs: list[Pack] = []
+        # where this process found a term's whole list: its position << 8 | its pack's index in
+        # ``packs`` (emptied when they change): ~120 bytes a list against ~650 for one at hand
+        self.known: dict[str, int] = {}
         self.refused: set[str] = set()  # names of packs refused whole (removed at the next write)
         self.stamp: int | None = -1  # the directory's mtime when listed
         self.listed = 0.0
@@ -135,14 +150,25 @@ class _Packs:
         self.packs = sorted(kept.values(), key=lambda p: -p.sequence)
         if any(name not in kept for name in before):
             _unmapped(self.generation)  # merged away or removed: let go of the views too
-        return before != [p.path.name for p in self.packs]
+        changed = before != [p.path.name for p in self.packs]
+        if changed:
+            self.known = {}
+        return changed
 
     def lookup(self, terms: Terms, keys: list[Key | None], found: dict[Key, StoredList]) -> None:
         """The lists of ``keys`` (``keys[j]``: ``terms``' j-th term's, None: not wanted) in these
         packs, newest first, into ``found``."""
         names, hashes, array = terms
-        left = [j for j, key in enumerate(keys) if key is not None and key not in found]
-        for pack in self.packs:
+        known, packs, left = self.known, self.packs, []
+        for j, key in enumerate(keys):
+            if key is None or key in found:
+                continue
+            code = known.get(key[3])
+            if code is None:
+                left.append(j)
+            else:
+                found[key] = packs[code & 255].view(code >> 8)
+        for index, pack in enumerate(packs):
             if not left:
                 return
             positions = pack.hashes.searchsorted(array).tolist()
@@ -156,6 +182,8 @@ class _Packs:
                         break  # an older pack may hold it whole; else it is read again
                     if stored is not None:
                         found[keys[j]] = stored  # type: ignore[index]
+                        if index < 256:
+                            known[keys[j][3]] = position << 8 | index  # type: ignore[index]
                         break
                     position += 1
                 if stored is None:
@@ -197,7 +225,7 @@ def mapped_packs() -> int:
 
 def _generation(base: Path, generation: Generation) -> _Packs:
     packs = _PACKS.get(generation)
-    if packs is None or packs.base != base:
+    if packs is None or (packs.base is not base and packs.base != base):
         packs = _Packs(base, generation)
         packs.refresh()
         _PACKS[generation] = packs
@@ -245,8 +273,12 @@ def find(base: Path, keys: list[Key], *, fresh: bool = False) -> dict[Key, Store
     generation's directory is listed again when one is missing and it changed (``fresh``: in
     any case), or every ``RELIST_SECONDS``."""
     found: dict[Key, StoredList] = {}
-    terms, grouped = _by_generation(keys)
     with _LOCK:
+        if not fresh:
+            keys = _known(base, keys, found)
+            if not keys:
+                return found
+        terms, grouped = _by_generation(keys)
         for generation, wanted in grouped.items():
             packs = _generation(base, generation)
             if fresh or time.monotonic() - packs.listed > RELIST_SECONDS:
@@ -255,7 +287,42 @@ def find(base: Path, keys: list[Key], *, fresh: bool = False) -> dict[Key, Store
             missing = any(k is not None and k not in found for k in wanted)
             if missing and not fresh and packs.refresh():
                 packs.lookup(terms, wanted, found)
+        _forget_positions()
     return found
+
+
+def _known(base: Path, keys: list[Key], found: dict[Key, StoredList]) -> list[Key]:
+    """Those of ``keys`` whose place this process knows, into ``found`` (a search's lists, most
+    of the time: one dictionary look-up each); the others, to look up in the packs' indexes."""
+    now, others, last = time.monotonic(), [], None
+    packs: _Packs | None = None
+    for key in keys:
+        generation = key[:3]
+        if generation != last:
+            last, packs = generation, _PACKS.get(generation)
+            if packs is not None and (
+                packs.base is not base or now - packs.listed > RELIST_SECONDS
+            ):
+                packs = None  # to be listed again first
+            elif packs is not None:
+                _PACKS.move_to_end(generation)
+        code = packs.known.get(key[3]) if packs is not None else None
+        if code is None:
+            others.append(key)
+        else:
+            found[key] = packs.packs[code & 255].view(code >> 8)  # type: ignore[union-attr]
+    return others
+
+
+def _forget_positions() -> None:
+    """Past ``KNOWN_LISTS`` positions known, those of the generations searched least recently
+    are forgotten (their lists are looked up in the packs' indexes again)."""
+    known = sum(len(packs.known) for packs in _PACKS.values())
+    for packs in _PACKS.values():  # the least recently searched first
+        if known <= KNOWN_LISTS:
+            return
+        known -= len(packs.known)
+        packs.known = {}
 
 
 def write_lists(base: Path, lists: dict[Key, StoredList]) -> dict[Key, StoredList]:

@@ -2,17 +2,15 @@
 
 A list at hand is a view of a mapped pack (``postings_files``): while it is kept, so is the
 pack's mapping, and with it the pages of a file that may have been merged away or removed long
-ago. So the lists are kept by generation too, and those of a generation whose packs changed go
-at once (``drop``, called by ``postings_files`` when it unmaps a pack): a process maps the packs
-its generations hold now, however many searches it serves and however many packs were written
-and merged meanwhile.
+ago. So the lists of a generation whose packs changed go at once (``drop``, called by
+``postings_files`` when it unmaps a pack): a process maps the packs its generations hold now,
+however many searches it serves and however many packs were written and merged meanwhile.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -28,52 +26,60 @@ class HotLists(Generic[V]):
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._kept: OrderedDict[Key, V] = OrderedDict()
-        self._by_generation: dict[Hashable, set[Key]] = {}
+        # each generation's keys put since the index was last rebuilt (some gone since: a list
+        # pushed out does not pay to leave the index; it is rebuilt past twice the budget)
+        self._index: dict[Generation, set[Key]] = {}
+        self._indexed = 0
         self._lock = threading.Lock()
 
     def get_many(self, keys: list[Key]) -> dict[Key, V]:
         found = {}
+        kept = self._kept
         with self._lock:
             for key in keys:
-                value = self._kept.get(key)
+                value = kept.get(key)
                 if value is not None:
-                    self._kept.move_to_end(key)
+                    kept.move_to_end(key)
                     found[key] = value
         return found
 
     def put_many(self, entries: dict[Key, V]) -> None:
+        kept, index = self._kept, self._index
+        last, keys = None, set()
         with self._lock:
             for key, value in entries.items():
-                self._kept[key] = value
-                self._kept.move_to_end(key)
-                self._by_generation.setdefault(key[:3], set()).add(key)
-            while len(self._kept) > self.budget:
-                key, _value = self._kept.popitem(last=False)
-                self._forget_key(key)
+                if key in kept:
+                    kept.move_to_end(key)
+                else:
+                    if key[:3] != last:  # a search's keys come by generation
+                        last = key[:3]
+                        keys = index.get(last) or index.setdefault(last, set())
+                    keys.add(key)
+                    self._indexed += 1
+                kept[key] = value
+            while len(kept) > self.budget:
+                kept.popitem(last=False)
+            if self._indexed > 4 * self.budget + 1024:
+                self._reindex()
 
     def drop(self, generation: Generation) -> int:
         """Let go of every list of ``generation``: how many."""
         with self._lock:
-            keys = self._by_generation.pop(generation, set())
-            for key in keys:
-                self._kept.pop(key, None)
-            return len(keys)
+            keys = self._index.pop(generation, set())
+            self._indexed -= len(keys)
+            return sum(self._kept.pop(key, None) is not None for key in keys)
+
+    def _reindex(self) -> None:
+        self._index = {}
+        for key in self._kept:
+            self._index.setdefault(key[:3], set()).add(key)
+        self._indexed = len(self._kept)
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
-            self._by_generation.clear()
-
-    def generations(self) -> int:
-        return len(self._by_generation)
+            self._index.clear()
+            self._indexed = 0
 
     def __len__(self) -> int:
         return len(self._kept)
-
-    def _forget_key(self, key: Key) -> None:
-        generation = key[:3]
-        keys = self._by_generation.get(generation)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._by_generation[generation]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from django.db.backends.utils import CursorWrapper
@@ -243,8 +243,8 @@ class _Pass:
             return NO_IDS
         held = np.unique(np.concatenate([v.offsets for v in row if v.span]))
         self.lists[r] = [
-            replace(v, offsets=_read_only(np.searchsorted(held, v.offsets).astype(np.uint32)),
-                    span=len(held))
+            v._replace(offsets=_read_only(np.searchsorted(held, v.offsets).astype(np.uint32)),
+                       span=len(held))
             if v.span
             else v
             for v in row

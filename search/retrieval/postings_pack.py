@@ -39,6 +39,7 @@ FIELDS = struct.Struct("=IIqQ")
 # packs instead of refusing, and removing, each other's.
 SUFFIX = f".v{VERSION}.pack"
 UNCHECKED, WHOLE, REFUSED = 0, 1, 2
+_new = tuple.__new__
 
 
 class StoredList(NamedTuple):
@@ -88,17 +89,26 @@ class Pack:
     def get(self, position: int, name: bytes) -> StoredList | None:
         """The list at ``position`` if it is ``name``'s (None: another term of the same hash).
         Raises Corrupt for one that is not whole."""
-        start, records, length, base, span, _crc = ENTRY.unpack_from(
+        start, _records, length, *_rest = ENTRY.unpack_from(
             self.mm, self.entries + ENTRY.size * position
         )
         if length != len(name) or self.mm[start : start + length] != name:
             return None
         if self.state[position] != WHOLE and not self.whole(position):
             raise Corrupt(f"list {position} refused")
+        return self.view(position)
+
+    def view(self, position: int) -> StoredList:
+        """The list at ``position``, found whole before (``get``)."""
+        start, records, length, base, span, _crc = ENTRY.unpack_from(
+            self.mm, self.entries + ENTRY.size * position
+        )
         data = (start + length + 7) // 8 * 2  # in uint32
         words = self.words
-        return StoredList(words[data : data + records], words[data + records : data + 2 * records],
-                          base, span, True)  # fmt: skip
+        # tuple.__new__: a NamedTuple's own constructor is Python code, and a search makes one
+        # per list and generation
+        return _new(StoredList, (words[data : data + records],
+                                 words[data + records : data + 2 * records], base, span, True))  # fmt: skip
 
     def whole(self, position: int) -> bool:
         """Whether the list at ``position`` is whole: checked once per process."""
