@@ -1,8 +1,9 @@
 """``GET /api/health``: is each part of the system up? 200 when the required parts are, else 503.
 
 Required: the database (with pgvector), the broker and at least one live Celery worker (a real
-ping). The embedding and chat models are reported but not required: without them indexing still
-completes and full-text search still answers.
+ping). The embedding and chat models, and the read replicas, are reported but not required:
+without models indexing still completes and full-text search still answers; without replicas
+searches read the primary.
 """
 
 from __future__ import annotations
@@ -105,6 +106,19 @@ def check_models() -> dict[str, Any]:
         return {"embedding": {"loaded": False, "error": f"{type(error).__name__}: {error}"}}
 
 
+def check_replicas() -> dict[str, Any]:
+    """``{"replicas": ...}`` when read replicas are configured (docs/operators/replicas.md):
+    reported, not required (searches read the primary without them)."""
+    from search.retrieval.replicas import replica_aliases, replica_health
+
+    if not replica_aliases():
+        return {}
+    try:
+        return {"replicas": replica_health()}
+    except Exception as error:
+        return {"replicas": {"error": f"{type(error).__name__}: {error}"}}
+
+
 def health_report() -> tuple[bool, dict[str, Any]]:
     started = time.monotonic()
     database = check_database()
@@ -120,6 +134,8 @@ def health_report() -> tuple[bool, dict[str, Any]]:
         "workers": workers,
         "models": check_models(),
     }
+    if database["ok"]:
+        report.update(check_replicas())
     down = [name for name in ("database", "broker", "workers") if not report[name]["ok"]]
     report["status"] = "ok" if not down else "unavailable"
     report["down"] = down

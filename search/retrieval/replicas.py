@@ -169,6 +169,28 @@ def read_routes(
     yield ReadRoute(DEFAULT_DB_ALIAS, None, primary_lsn, skipped)
 
 
+def replica_health() -> dict[str, dict[str, Any]]:
+    """Each replica (``GET /api/health``): whether it answers as a replica, and how many bytes
+    of the primary's WAL it has still to replay. Not required: searches read the primary
+    without them."""
+    found: dict[str, dict[str, Any]] = {}
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint")
+        primary = int(cursor.fetchone()[0])
+    for alias in replica_aliases():
+        try:
+            replayed = _replay_position(alias)
+        except DatabaseError as error:
+            connections[alias].close()
+            found[alias] = {"ok": False, "error": f"does not answer: {type(error).__name__}"}
+            continue
+        if replayed is None:
+            found[alias] = {"ok": False, "error": "not a replica (promoted?)"}
+            continue
+        found[alias] = {"ok": True, "lag_bytes": max(0, primary - replayed), "down": _down(alias)}
+    return found
+
+
 def still_answers(alias: str) -> bool:
     """Whether ``alias`` takes a new connection and a statement (after a stage failed on it)."""
     connections[alias].close()

@@ -8,26 +8,25 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connections, transaction
 
-from indexing.models import SwapPosition
+from indexing.models import Repository, SwapPosition
 from reposearch.embedded_services import free_port
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.retrieval import replicas
-from tests.indexing.git_server import commit_files, init_bare_repo
-from tests.indexing.real_run import index, reindex
+from tests import factories
+from tests.accounts_support import token_client
 from tests.search.corpus import no_chat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FILES = {
-    "pool.py": "def acquire(pool):\n    return pool.pop()  # take a connection\n",
-    "retry.py": "def retry(fn):\n    return fn()\n",
-}
+FUNCTIONS = [
+    "def acquire(pool):\n    return pool.pop()  # take a connection\n",
+    "def retry(fn):\n    return fn()\n",
+]
 
 
 def search(query: str = "take a connection from the pool") -> SearchResult:
@@ -41,11 +40,9 @@ def wal_position() -> int:
 
 
 @pytest.fixture
-def indexed(tmp_path: Path) -> Path:
-    path = tmp_path / "demo.git"
-    commit_files(init_bare_repo(str(path)), FILES, message="first")
-    index(path)
-    return path
+def indexed() -> Repository:
+    """Stored and swapped in as an index run does (no job: nothing is queued for a worker)."""
+    return factories.indexed_repository("acme/demo", FUNCTIONS, path="pool.py")
 
 
 @pytest.fixture
@@ -66,30 +63,26 @@ def replica_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]
         del connections["replica1"]
 
 
-def test_a_swap_records_where_the_log_stood_once_it_committed(tmp_path: Path) -> None:
-    path = tmp_path / "demo.git"
-    repo = init_bare_repo(str(path))
-    first = commit_files(repo, FILES, message="first")
+def test_a_swap_records_where_the_log_stood_once_it_committed() -> None:
     before = wal_position()
-    repository = index(path)
+    repository = factories.indexed_repository("acme/demo", FUNCTIONS, path="pool.py")
     recorded = SwapPosition.objects.get(repository=repository).lsn
     assert recorded is not None and before < recorded <= wal_position()
 
-    commit_files(repo, {**FILES, "quota.py": "def quota():\n    return 1\n"}, parent=first,
-                 message="second", when=1_700_000_100)  # fmt: skip
-    reindex(repository)
+    quota = factories.functions_file(["def quota():\n    return 1\n"], path="quota.py")
+    factories.index_generation(repository, [quota])
     again = SwapPosition.objects.get(repository=repository).lsn
     assert again is not None and recorded < again <= wal_position()
 
 
-def test_without_replicas_every_search_reads_the_primary(indexed: Path) -> None:
+def test_without_replicas_every_search_reads_the_primary(indexed: Repository) -> None:
     result = search()
     assert [hit.file_path for hit in result.hits][:1] == ["pool.py"]
     assert result.served_by == {"database": "primary", "lag_bytes": 0, "skipped": {}}
 
 
 def test_a_database_that_is_not_a_replica_is_never_read(
-    indexed: Path, replica_settings: dict[str, Any]
+    indexed: Repository, replica_settings: dict[str, Any]
 ) -> None:
     """``replica1`` here is the primary itself: not in recovery, so it is not trusted as a copy
     (a promoted replica goes its own way)."""
@@ -101,7 +94,7 @@ def test_a_database_that_is_not_a_replica_is_never_read(
 
 
 def test_a_replica_that_does_not_answer_is_passed_over_then_left_alone(
-    indexed: Path, replica_settings: dict[str, Any]
+    indexed: Repository, replica_settings: dict[str, Any]
 ) -> None:
     replica_settings["PORT"] = str(free_port())  # nothing listens there
     expected = ["pool.py"]
@@ -115,9 +108,23 @@ def test_a_replica_that_does_not_answer_is_passed_over_then_left_alone(
 
 
 def test_inside_an_open_transaction_the_primary_answers(
-    indexed: Path, replica_settings: dict[str, Any]
+    indexed: Repository, replica_settings: dict[str, Any]
 ) -> None:
     with transaction.atomic():
         result = search()
     assert [hit.file_path for hit in result.hits][:1] == ["pool.py"]
     assert result.served_by["skipped"] == {"replicas": "the caller's transaction is open"}
+
+
+def test_health_reports_each_replica_without_requiring_it(
+    indexed: Repository, replica_settings: dict[str, Any]
+) -> None:
+    body = token_client().get("/api/health").json()
+    assert body["replicas"] == {"replica1": {"ok": False, "error": "not a replica (promoted?)"}}
+    replica_settings["PORT"] = str(free_port())
+    connections["replica1"].close()
+    body = token_client().get("/api/health").json()
+    assert body["database"]["ok"] and "replicas" not in body["down"]  # the primary answers
+    [(name, status)] = body["replicas"].items()
+    assert name == "replica1" and not status["ok"]
+    assert status["error"].startswith("does not answer")
