@@ -78,6 +78,9 @@ warm_up()  # the compiled loops, as the server loads them at start
 if os.environ.get("BENCH_HOT_LISTS"):  # lists at hand other than HOT_LISTS
     from search.retrieval import postings_cache
     postings_cache._HOT = type(postings_cache._HOT)(int(os.environ["BENCH_HOT_LISTS"]))
+if os.environ.get("BENCH_KNOWN_LISTS"):  # places of lists kept other than KNOWN_LISTS
+    from search.retrieval import postings_files
+    postings_files.KNOWN_LISTS = int(os.environ["BENCH_KNOWN_LISTS"])
 for line in sys.stdin:
     query = line.strip()
     if query == TRIM:  # what the allocator keeps of freed memory goes back to the system
@@ -147,10 +150,13 @@ def run(
     postings_dir: Path,
     queries: list[str],
     hot_lists: int | None = None,
+    known_lists: int | None = None,
 ) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(code), "REPO_SEARCH_POSTINGS_DIR": str(postings_dir)}
     if hot_lists:
         env["BENCH_HOT_LISTS"] = str(hot_lists)
+    if known_lists is not None:
+        env["BENCH_KNOWN_LISTS"] = str(known_lists)
     pipe = subprocess.PIPE
     processes = [
         subprocess.Popen(
@@ -250,6 +256,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures there too")
     parser.add_argument("--hot-lists", type=int, help="lists each process keeps at hand")
+    parser.add_argument("--known-lists", type=int, help="places of lists each process keeps")
     args = parser.parse_args()
     commit = subprocess.run(
         ["git", "-C", str(args.code), "rev-parse", "--short", "HEAD"],
@@ -265,15 +272,16 @@ def main() -> None:
             postings_dir = Path(tempfile.mkdtemp(prefix="postings-rss-"))
             try:
                 result = run(
-                    count, args.code.resolve(), args.rounds, postings_dir, queries, args.hot_lists
-                )
+                    count, args.code.resolve(), args.rounds, postings_dir, queries,
+                    args.hot_lists, args.known_lists,
+                )  # fmt: skip
             finally:
                 shutil.rmtree(postings_dir, ignore_errors=True)
             report(result)
             results.append(result)
     if args.json:
         figures = {"commit": commit, "label": args.label, "queries": len(queries), "load": load,
-                   "hot_lists": args.hot_lists}  # fmt: skip
+                   "hot_lists": args.hot_lists, "known_lists": args.known_lists}  # fmt: skip
         args.json.write_text(json.dumps({**figures, "runs": results}, indent=1))
 
 
