@@ -116,22 +116,21 @@ class SearchExecutor:
             request.exclude_path_globs,
             request.exclude_languages,
         )
-        trace.append(
-            StageTrace(
-                name="scope",
-                status="ran",
-                ms=round((time.perf_counter() - scope_started) * 1000, 1),
-                detail={
-                    "repositories": len(scope_filter.repositories),
-                    "include_tests": scope.include_tests,
-                    "tests": scope.tests_reason,
-                    "include_docs": scope.include_docs,
-                    "docs": scope.docs_reason,
-                    "prefer_tests": scope.prefer_tests,
-                    "prefer_docs": scope.prefer_docs,
-                },
-            )
+        scope_stage = StageTrace(
+            name="scope",
+            status="ran",
+            ms=round((time.perf_counter() - scope_started) * 1000, 1),
+            detail={
+                "repositories": len(scope_filter.repositories),
+                "include_tests": scope.include_tests,
+                "tests": scope.tests_reason,
+                "include_docs": scope.include_docs,
+                "docs": scope.docs_reason,
+                "prefer_tests": scope.prefer_tests,
+                "prefer_docs": scope.prefer_docs,
+            },
         )
+        trace.append(scope_stage)
         # The rest reads from a replica that has replayed what the scope needs, or the
         # primary; a replica failing meanwhile sends the search to the next database.
         result, route = read_with_fallback(
@@ -140,6 +139,8 @@ class SearchExecutor:
             lambda answer: lost_database(answer.trace),
         )
         result.served_by = route.served_by()
+        if route.replica or route.skipped:  # replicas: the pipeline says where it was read
+            scope_stage.detail["read_from"] = result.served_by["database"]
         return result
 
     def _answer(

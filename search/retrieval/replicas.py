@@ -139,7 +139,7 @@ def read_routes(
     for the next one only when the one before failed."""
     skipped: dict[str, str] = {}
     aliases = replica_aliases()
-    if in_transaction:
+    if in_transaction and aliases:
         aliases = []
         skipped["replicas"] = "the caller's transaction is open"
     primary_lsn = max((r.primary_lsn for r in repositories), default=0)

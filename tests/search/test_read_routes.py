@@ -79,6 +79,7 @@ def test_without_replicas_every_search_reads_the_primary(indexed: Repository) ->
     result = search()
     assert [hit.file_path for hit in result.hits][:1] == ["pool.py"]
     assert result.served_by == {"database": "primary", "lag_bytes": 0, "skipped": {}}
+    assert "read_from" not in result.stage("scope").detail  # type: ignore[union-attr]
 
 
 def test_a_database_that_is_not_a_replica_is_never_read(
@@ -91,6 +92,7 @@ def test_a_database_that_is_not_a_replica_is_never_read(
     assert [hit.chunk_id for hit in result.hits] == expected
     assert result.served_by["database"] == "primary"
     assert result.served_by["skipped"] == {"replica1": "not a replica (promoted?)"}
+    assert result.stage("scope").detail["read_from"] == "primary"  # type: ignore[union-attr]
 
 
 def test_a_replica_that_does_not_answer_is_passed_over_then_left_alone(
