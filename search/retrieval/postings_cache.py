@@ -9,11 +9,11 @@ copy in the page cache, however many processes; a process holds a mapping per pa
 the lists as views of it, the ``HOT_LISTS`` it used last at hand). The first process that needs
 a list reads it from the database, in one statement for all the lists of its search
 (``kept_lists``), and writes it to a pack under its generation's lock (``generation_locks``); the
-others map that pack. A process that makes a generation's directory removes those of
-generations no longer live (``sweep_files``). Where packs cannot be used
-(``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be written, another process writing
-the same generation for longer than the statement's timeout), the lists read are kept in this
-process's memory instead (``ListCache``: least recently used first out,
+others map that pack. A process that makes a generation's directory, and each process every
+``SWEEP_SECONDS``, removes those of generations no longer live (``sweep_files``). Where packs
+cannot be used (``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be written, another
+process writing the same generation for longer than the statement's timeout), the lists read are
+kept in this process's memory instead (``ListCache``: least recently used first out,
 ``REPO_SEARCH_POSTINGS_MEMORY_MB`` in all); those of a search too large for half of it serve that
 search only.
 """
@@ -52,6 +52,10 @@ ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object
 # pages are the host's page cache): a warm search finds them here at once; others are looked up
 # in the packs' indexes (a few microseconds each).
 HOT_LISTS = 8192
+# A process sweeps the files of generations no longer live this often (~1 ms on 90 repositories),
+# besides when it makes a new generation's directory: a deleted or retired repository makes none.
+SWEEP_SECONDS = 300.0
+_swept = [time.monotonic()]
 
 
 class TermList(NamedTuple):
@@ -147,6 +151,8 @@ def kept_lists(
     keys = [(r.int, g, b, term) for r, g, b in repositories for term in terms]
     if files is not None:
         postings_files.release_gone()  # every few seconds: packs removed meanwhile unmapped
+        if time.monotonic() - _swept[0] > SWEEP_SECONDS:  # a deleted repository's files too
+            _sweep(files, timeout_ms)
     found = _HOT.get_many(keys) if files is not None else {}
     if files is not None and len(found) < len(keys):
         found.update(_mapped(postings_files.find(files, [k for k in keys if k not in found])))
@@ -207,7 +213,7 @@ def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Ke
 
 
 def _sweep(files: Path, timeout_ms: int) -> None:
-    started = time.time()
+    started, _swept[0] = time.time(), time.monotonic()
     try:
         with search_cursor(timeout_ms) as cursor:
             cursor.execute(

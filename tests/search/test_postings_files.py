@@ -338,3 +338,20 @@ def test_a_swapped_or_swept_generation_is_unmapped(files: Path, monkeypatch: Any
     assert fulltext("refresh", repo=repository.pk).ranked  # that repository only
     assert sorted(pack_mappings(files)) == [str(p) for p in packs(files)]
     assert not [m for m in pack_mappings(files) if str(other.pk) in m]
+
+
+@pytest.mark.django_db
+def test_a_deleted_repositorys_files_go_without_a_new_generation(
+    files: Path, monkeypatch: Any
+) -> None:
+    kept = indexed_repository("kept", DOCS)
+    deleted = indexed_repository("deleted", [chunk("d.py", "gone_fn", "session refresh")])
+    exact(fulltext("session refresh"), "session refresh")
+    gone = str(deleted.pk)
+    assert any(gone in d for d in generation_dirs(files))
+    deleted.delete()  # no generation is made anywhere: only the periodic sweep sees it
+    monkeypatch.setattr(postings_cache, "SWEEP_SECONDS", 0.0)
+    assert fulltext("session", repo=kept.pk).ranked
+    assert not any(gone in d for d in generation_dirs(files))
+    assert not [m for m in pack_mappings(files) if gone in m]
+    assert any(str(kept.pk) in d for d in generation_dirs(files))
