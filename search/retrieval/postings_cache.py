@@ -50,8 +50,8 @@ logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
 # Views of mapped lists a process keeps at hand (~0.6 kB each: key, object, arrays' headers; the
 # pages are the host's page cache): a warm search finds them here at once; others are looked up
-# in the packs' indexes (a few microseconds each).
-HOT_LISTS = 8192
+# in the packs' indexes (a few microseconds each). REPO_SEARCH_POSTINGS_LISTS_AT_HAND.
+HOT_LISTS = int(settings.REPO_SEARCH_POSTINGS_LISTS_AT_HAND)
 # A process sweeps the files of generations no longer live this often (~1 ms on 90 repositories),
 # besides when it makes a new generation's directory: a deleted or retired repository makes none.
 SWEEP_SECONDS = 300.0
