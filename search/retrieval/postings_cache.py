@@ -36,13 +36,13 @@ from uuid import UUID
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
 from django.db.backends.utils import CursorWrapper
 
 from indexing.postings_format import HEADER, RECORD, buckets, list_base
 from search.lru import Lru
 from search.retrieval import postings_files
-from search.retrieval.db import array_literal, binary_cursor, search_cursor
+from search.retrieval.db import array_literal, binary_cursor, reading_from, search_cursor
 from search.retrieval.postings_files import Generation, StoredList
 from search.retrieval.postings_hot import HotLists
 
@@ -214,8 +214,8 @@ def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Ke
 
 def _sweep(files: Path, timeout_ms: int) -> None:
     started, _swept[0] = time.time(), time.monotonic()
-    try:
-        with search_cursor(timeout_ms) as cursor:
+    try:  # what is live now: on the primary (a replica may not have replayed the newest builds)
+        with reading_from(DEFAULT_DB_ALIAS), search_cursor(timeout_ms) as cursor:
             cursor.execute(
                 "SELECT repository_id, generation, max(xmin::text::bigint)"
                 " FROM search_chunkfacetstat GROUP BY repository_id, generation"
