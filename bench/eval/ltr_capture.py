@@ -3,12 +3,19 @@
     .venv/bin/python bench/eval/ltr_capture.py --split tune --depth 100 \\
         --out bench/results/ltr-tune.json [--variant +sections]
 
-Runs each question through ``SearchExecutor`` (what ``POST /api/search`` runs) with the default
-settings, automatic scope and learned fusion off, once at the default list depth (its final hits are kept to check
-that the offline simulation reproduces the pipeline) and once with the lists ``--depth`` deep;
-from that run it keeps the ranked lists (scoped and left-out, ids and scores), the keyword
-arguments the executor passed to ``place_left_out`` and ``apply_signals`` (scope decisions,
-identifier...), and the facts of every listed chunk (path, lines, kind, test/doc, symbol).
+Runs each question through ``SearchExecutor`` (what ``POST /api/search`` runs) twice:
+
+- **live**: the default settings, exactly as served (learned fusion and the cross-encoder as
+  configured): its final hits, the learned order the fusion stage handed on (``live_order``,
+  before the cross-encoder) and that order's input pool are kept, so ``ltr_train.py`` can check
+  that its replay reproduces the pipeline; and the cross-encoder's logit for every candidate of
+  that pool (``cross_encoder``; ``--no-cross-encoder`` leaves them out), so the replay can
+  reorder any model's best 10 as the live stack would;
+- **rules**: learned fusion and the cross-encoder off, the lists ``--depth`` deep: the ranked
+  lists (scoped and left-out, ids and scores), the keyword arguments the executor passed to
+  ``place_left_out`` and ``apply_signals`` (scope decisions, identifier...).
+
+and keeps the facts of every listed chunk (path, lines, kind, test/doc, symbol).
 ``bench/eval/ltr_train.py`` fuses, trains and evaluates offline from that file.
 """
 
@@ -18,7 +25,6 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +42,42 @@ def _lists(lists: Any) -> list[dict[str, Any]]:
     ]
 
 
-def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> dict[str, Any]:
+def _cross_encoder_logits(query: str, chunk_ids: list[int], tuning: Any) -> dict[str, float]:
+    """The cross-encoder's logit for each chunk, read as the live stage reads it (path, symbol,
+    text; the same token budget), without a time budget."""
+    from llm import get_reranker
+    from search.ranking.cross_encoder import Passage, cross_encode, passage_text
+    from search.retrieval.hydrate import hydrate_hits
+    from search.types import FusedCandidate
+
+    hits = hydrate_hits([FusedCandidate(chunk_id=cid, score=0.0) for cid in chunk_ids])
+    passages = [
+        Passage(cid, passage_text(hits[cid].file_path, hits[cid].symbol, hits[cid].content))
+        for cid in chunk_ids
+        if cid in hits
+    ]
+    outcome = cross_encode(
+        get_reranker(),
+        query,
+        passages,
+        budget_s=float("inf"),
+        max_tokens=tuning.cross_encoder_tokens,
+        weight=tuning.cross_encoder_weight,
+    )
+    return {str(cid): round(score, 6) for cid, score in outcome.scores.items()}
+
+
+def _stage(result: Any, name: str) -> dict[str, Any]:
+    for stage in result.trace:
+        if stage.name == name:
+            kept = {k: v for k, v in stage.detail.items() if k in ("candidates", "scored", "moved")}
+            return {"status": stage.status, **kept}
+    return {}
+
+
+def capture_corpus(
+    name: str, queries_path: Path, depth: int, variant: str, cross_encoder: bool = True
+) -> dict[str, Any]:
     from django.db import connection
 
     import search.executor as executor_module
@@ -49,6 +90,7 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
     query_set = load_query_set(queries_path)
     seen: dict[str, Any] = {}
     real_place, real_signals = executor_module.place_left_out, executor_module.apply_signals
+    real_learned = executor_module.learned_order
 
     def place(fused: Any, lists: Any, left_out_lists: Any, **kwargs: Any) -> Any:
         seen["lists"], seen["left_out"] = _lists(lists), _lists(left_out_lists)
@@ -59,25 +101,43 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
         seen["signal_kwargs"] = {k: v for k, v in kwargs.items() if k != "top"}
         return real_signals(candidates, facts, **kwargs)
 
+    def learned(pool: Any, lists: Any, facts: Any, shape: Any, **kwargs: Any) -> Any:
+        seen["live_pool"] = [c.chunk_id for c in pool if c.chunk_id in facts]
+        ordered = real_learned(pool, lists, facts, shape, **kwargs)
+        seen["live_order"] = [c.chunk_id for c in ordered]
+        return ordered
+
     questions = []
     ids: set[int] = set()
     executor_module.place_left_out, executor_module.apply_signals = place, signals
+    executor_module.learned_order = learned
     try:
         for query in query_set.queries:
-            # The rules' order (learned fusion off): that is what the model is trained to improve.
             base = dict(query=query.query, limit=10, repo_ids=[repo.pk])
-            rules = SearchTuning(learned_fusion=False)
-            default = SearchExecutor().run(SearchRequest(**base, tuning=rules))
-            deep = SearchExecutor().run(
-                SearchRequest(**base, tuning=replace(rules, list_depth=depth))
-            )
+            seen.pop("live_order", None)
+            seen.pop("live_pool", None)
+            live_request = SearchRequest(**base)
+            live = SearchExecutor().run(live_request)
+            live_order, live_pool = seen.get("live_order"), seen.get("live_pool", [])
+            reordered = _stage(live, "cross_encoder")
+            # The rules' pool (learned fusion off) is what the model orders; the lists deep.
+            rules = SearchTuning(learned_fusion=False, list_depth=depth)
+            deep = SearchExecutor().run(SearchRequest(**base, tuning=rules, cross_encoder=False))
             scope = deep.scope
             record = {
                 "id": query.id,
                 "query": query.query,
                 "kind": query.kind,
                 "expected": [[e.path, e.start_line, e.end_line] for e in query.expected],
-                "default_hits": [hit.chunk_id for hit in default.hits],
+                "live_hits": [hit.chunk_id for hit in live.hits],
+                "live_order": live_order,  # None: learned fusion is off in these settings
+                "live_pool": live_pool,
+                "live_cross_encoder": reordered,
+                "cross_encoder": (  # only where the stage ran live: the replay reorders those
+                    _cross_encoder_logits(query.query, live_pool, live_request.tuning)
+                    if cross_encoder and live_pool and reordered.get("status") == "ran"
+                    else {}
+                ),
                 "scope": {
                     "include_tests": scope.include_tests,
                     "include_docs": scope.include_docs,
@@ -96,6 +156,7 @@ def capture_corpus(name: str, queries_path: Path, depth: int, variant: str) -> d
             questions.append(record)
     finally:
         executor_module.place_left_out, executor_module.apply_signals = real_place, real_signals
+        executor_module.learned_order = real_learned
     chunks: dict[str, Any] = {}
     with connection.cursor() as cursor:
         cursor.execute(
@@ -129,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", action="append", default=[], help="NAME (default: the split)")
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--variant", default="", help="repository name suffix (+sections)")
+    parser.add_argument(
+        "--no-cross-encoder",
+        action="store_true",
+        help="do not score the live pool with the cross-encoder (faster; no reorder replayed)",
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpora manifest")
     args = parser.parse_args(argv)
@@ -148,7 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     captured = []
     for corpus in corpora:
         queries = ROOT / corpus.queries
-        captured.append(capture_corpus(corpus.name, queries, args.depth, args.variant))
+        captured.append(
+            capture_corpus(
+                corpus.name, queries, args.depth, args.variant, not args.no_cross_encoder
+            )
+        )
         print(f"{corpus.name}{args.variant}: {len(captured[-1]['questions'])} questions captured")
     Path(args.out).write_text(json.dumps({"variant": args.variant, "corpora": captured}))
     return 0

@@ -4,10 +4,15 @@
     .venv/bin/python bench/eval/ltr_train.py bench/results/ltr-tune.json --write    # + weights
 
 For every captured question the default pipeline is replayed with its own functions
-(``fuse_ranked_lists`` -> ``place_left_out`` -> ``apply_signals``, lists cut to ``--depth``) to
-get the pool of candidates and the default order; ``search.ranking.ordering.features`` gives each
+(``bench/eval/harness/ltr_replay.py``: ``fuse_ranked_lists`` -> ``place_left_out`` ->
+``apply_signals``, lists cut to ``--depth``) to get the pool of candidates in the rules' order;
+``search.ranking.ordering.features`` (plus any ``--extra`` candidate features) gives each
 candidate's feature row, and a candidate is relevant when it overlaps an expected range (the
-harness's hit rule). The model is linear, ``w . standardise(x)``, trained with a listwise
+harness's hit rule). Every order scored here, the shipped model's and the trained ones, is cut to
+30 and its best 10 reordered by the cross-encoder from the logits the capture stored, as the live
+stack does (for the questions where the live stage ran); the shipped model's replay is first
+checked against the live order and hits the capture kept, and is the baseline of every
+comparison. The model is linear, ``w . standardise(x)``, trained with a listwise
 softmax loss (ListNet: cross-entropy between the softmax of the scores over the pool and the
 uniform distribution over the relevant candidates) plus ``lambda |w|^2``, by full-batch
 gradient descent (Adam); questions with no relevant candidate in the pool are left out of the
@@ -25,9 +30,8 @@ import json
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -45,8 +49,13 @@ class Question:
     kind: str
     x: np.ndarray  # pool x features
     relevant: np.ndarray  # bool per pool row
-    default_rank: int  # 1-based first relevant rank in the default top 30 (0: none)
-    simulated_ok: bool  # the replayed default top 10 equals the pipeline's
+    default_rank: int  # 1-based first relevant rank in the rules' top 10 (0: none)
+    ids: list[int] = field(default_factory=list)  # chunk id per pool row
+    query: str = ""
+    logits: dict[int, float] | None = None  # the cross-encoder's, when the live stage ran
+    live_rank: int = 0  # first relevant rank in the live hits (what run.py scores)
+    live_order: list[int] | None = None  # the live learned order (fusion stage, before the CE)
+    live_hits: list[int] = field(default_factory=list)
 
 
 def _setup() -> None:
@@ -59,66 +68,8 @@ def _setup() -> None:
     django.setup()
 
 
-def replay(
-    q: dict[str, Any], depth: int, facts: dict[int, Any]
-) -> tuple[list[Any], list[Any], Any]:
-    """The default pipeline replayed for one captured question: (pool in the default order,
-    every list -- scoped and left out, cut to ``depth`` --, the question's shape)."""
-    from search.ranking.fusion import RankedList, fuse_ranked_lists, place_left_out
-    from search.ranking.ordering import QuestionShape, apply_signals
-    from search.retrieval.scope import LEFT_OUT_BY_DEFAULT
-
-    def lists_of(raw: Sequence[dict[str, Any]]) -> list[RankedList]:
-        return [
-            RankedList(
-                rl["method"],
-                rl["query_index"],
-                [(int(c), float(s)) for c, s in rl["ranked"][:depth]],
-            )
-            for rl in raw
-        ]
-
-    lists, left_out = lists_of(q["lists"]), lists_of(q["left_out"])
-    fused = fuse_ranked_lists(lists, top=None)
-    place = dict(q["place_kwargs"], depth=depth)
-    fused, _ = place_left_out(fused, lists, left_out, **place)
-    kwargs = dict(q["signal_kwargs"])
-    pool, _ = apply_signals(fused, facts, **kwargs, top=max(len(fused), 1))
-    scope = q["scope"]
-    shape = QuestionShape(
-        q["query"],
-        prefer_tests=scope["prefer_tests"],
-        prefer_docs=scope["prefer_docs"],
-        tests_left_out=not scope["include_tests"] and scope["tests_reason"] == LEFT_OUT_BY_DEFAULT,
-        docs_left_out=not scope["include_docs"] and scope["docs_reason"] == LEFT_OUT_BY_DEFAULT,
-        usage=scope["docs_reason"].startswith("usage question"),
-    )
-    return pool, [*lists, *left_out], shape
-
-
-def overlaps(row: dict[str, Any], expected: Sequence[Sequence[Any]]) -> bool:
-    """The harness's hit rule: the chunk overlaps an expected (path, start, end) range."""
-    return any(
-        row["path"] == p and row["start_line"] <= e and row["end_line"] >= s for p, s, e in expected
-    )
-
-
-def chunk_facts(repository: str, row: dict[str, Any]) -> Any:
-    """``ChunkFacts`` of a captured chunk row (path, lines, kind, test/doc, symbol)."""
-    from search.retrieval.hydrate import ChunkFacts
-    from search.retrieval.query import normalise_symbol
-
-    return ChunkFacts(
-        f"{repository}/{row['path']}",
-        row["is_test"],
-        row["is_doc"],
-        normalise_symbol(row["symbol"]),
-        row["end_line"] - row["start_line"] + 1,
-        row["kind"],
-    )
-
-
-def build_questions(path: Path, depth: int) -> list[Question]:
+def build_questions(path: Path, depth: int, extra: Sequence[str] = ()) -> list[Question]:
+    from bench.eval.harness.ltr_replay import EXTRA_FEATURES, chunk_facts, overlaps, replay
     from search.ranking.ordering import features
 
     data = json.loads(path.read_text())
@@ -130,10 +81,14 @@ def build_questions(path: Path, depth: int) -> list[Question]:
         for q in corpus["questions"]:
             pool, lists, shape = replay(q, depth, facts)
             rows = features(pool, lists, facts, shape)
+            columns = [EXTRA_FEATURES[name](pool, facts) for name in extra]
+            rows = [row + [col[i] for col in columns] for i, row in enumerate(rows)]
             relevant = np.array(
                 [overlaps(chunks[str(c.chunk_id)], q["expected"]) for c in pool], dtype=bool
             )
-            default_top = [c.chunk_id for c in pool[:K]]
+            hit = {int(cid) for cid, row in chunks.items() if overlaps(row, q["expected"])}
+            live_hits = q.get("live_hits", q.get("default_hits", []))
+            ran = q.get("live_cross_encoder", {}).get("status") == "ran"
             out.append(
                 Question(
                     corpus["corpus"],
@@ -142,7 +97,14 @@ def build_questions(path: Path, depth: int) -> list[Question]:
                     np.array(rows, dtype=float).reshape(len(pool), -1),
                     relevant,
                     _first(relevant[:30]),
-                    default_top == q["default_hits"][:K],
+                    [c.chunk_id for c in pool],
+                    q["query"],
+                    {int(c): float(v) for c, v in q.get("cross_encoder", {}).items()}
+                    if ran
+                    else None,
+                    next((i for i, c in enumerate(live_hits[:K], 1) if c in hit), 0),
+                    q.get("live_order"),
+                    live_hits,
                 )
             )
     return out
@@ -157,12 +119,24 @@ def rr(rank: int) -> float:
     return 1.0 / rank if rank else 0.0
 
 
+def ordered(q: Question, scores: np.ndarray) -> list[int]:
+    """Pool rows by ``scores`` (ties: the rules' order), the best 30, then the cross-encoder's
+    reorder of the best 10 as the live stack runs it (when it ran live for this question)."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:30]
+    if q.logits is None:
+        return order
+    from bench.eval.harness.ltr_replay import cross_encoder_reorder
+    from search.types import SearchTuning
+
+    row = {cid: i for i, cid in enumerate(q.ids)}
+    ids = cross_encoder_reorder(q.query, [q.ids[i] for i in order], q.logits, SearchTuning())
+    return order if ids is None else [row[cid] for cid in ids]
+
+
 def order_rank(q: Question, w: np.ndarray, mean: np.ndarray, std: np.ndarray) -> int:
     if len(q.x) == 0:
         return 0
-    s = _standard(q.x, mean, std) @ w
-    order = sorted(range(len(s)), key=lambda i: (-s[i], i))[:30]
-    return _first(q.relevant[order])
+    return _first(q.relevant[ordered(q, _standard(q.x, mean, std) @ w)])
 
 
 LOSS = "listnet"  # or "pairwise" (RankNet: logistic loss on relevant-over-other pairs)
@@ -238,11 +212,10 @@ def cross_validate(qs: list[Question], lambdas: Sequence[float]) -> dict[float, 
     return results
 
 
-def report(qs: list[Question], learned: list[float], label: str) -> None:
-    base = [rr(q.default_rank) for q in qs]
+def report(qs: list[Question], learned: list[float], label: str, base: list[float]) -> None:
     strata = [q.corpus for q in qs]
     print(
-        f"\n{label}: default {np.mean(base):.3f} -> learned {np.mean(learned):.3f}, "
+        f"\n{label}: live {np.mean(base):.3f} -> learned {np.mean(learned):.3f}, "
         f"{bootstrap(base, learned, strata)}"
     )
     for group, key in (("corpus", "corpus"), ("kind", "kind")):
@@ -256,6 +229,58 @@ def report(qs: list[Question], learned: list[float], label: str) -> None:
             )
 
 
+def check_replay(qs: list[Question]) -> list[float]:
+    """Print how often the shipped model's replayed order equals the live one (the fusion
+    stage's 30, and the 10 hits after the cross-encoder); the replayed reciprocal ranks."""
+    from search.ranking.ordering import FEATURES, default_model
+
+    model = default_model()
+    n = len(FEATURES)
+    same_order = same_hits = checked = 0
+    replayed: list[float] = []
+    for q in qs:
+        scores = np.array(model.scores(q.x[:, :n].tolist())) if len(q.x) else np.zeros(0)
+        rows = ordered(q, scores)
+        replayed.append(rr(_first(q.relevant[rows])))
+        if q.live_order is None:
+            continue
+        checked += 1
+        fusion = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:30]
+        same_order += [q.ids[i] for i in fusion] == q.live_order[:30]
+        same_hits += [q.ids[i] for i in rows[:K]] == q.live_hits[:K]
+    print(
+        f"replay of the shipped model: learned order (fusion's 30) equals the live one for "
+        f"{same_order} of {checked}; top {K} after the cross-encoder equals the live hits for "
+        f"{same_hits} of {checked}"
+    )
+    live = [rr(q.live_rank) for q in qs]
+    rules_ce = [rr(_first(q.relevant[ordered(q, -np.arange(len(q.x)))])) for q in qs]
+    print(
+        f"MRR@{K}: rules {np.mean([rr(q.default_rank) for q in qs]):.3f} (with the "
+        f"cross-encoder {np.mean(rules_ce):.3f}), shipped model replayed {np.mean(replayed):.3f}, "
+        f"live hits {np.mean(live):.3f}"
+    )
+    return replayed
+
+
+def _recipe_cross_validated(qs: list[Question]) -> tuple[list[float], str]:
+    """Each question's reciprocal rank under the shipped model's recipe (its features, loss,
+    lambda and dropped features, from its meta), cross-validated by corpus."""
+    from search.ranking.ordering import FEATURES, default_model
+
+    global LOSS, DROPPED  # the trainer's settings, restored below
+    meta = default_model().meta
+    chosen = LOSS, DROPPED
+    LOSS = meta.get("loss", "listnet")
+    DROPPED = tuple(FEATURES.index(name) for name in meta.get("dropped", []))
+    lam = float(meta["lambda"])
+    shipped = [replace(q, x=q.x[:, : len(FEATURES)]) for q in qs]
+    try:
+        return cross_validate(shipped, [lam])[lam], f"{LOSS}, lambda {lam:g}"
+    finally:
+        LOSS, DROPPED = chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("captures", nargs="+", type=Path)
@@ -263,6 +288,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lambdas", default=",".join(str(x) for x in LAMBDAS))
     parser.add_argument("--loss", choices=("listnet", "pairwise"), default="listnet")
     parser.add_argument("--drop", default="", help="comma-separated features to leave out")
+    parser.add_argument(
+        "--extra", default="", help="comma-separated features of ltr_replay.EXTRA_FEATURES to add"
+    )
+    parser.add_argument(
+        "--against-recipe",
+        action="store_true",
+        help="compare with the shipped model's recipe (features, loss, lambda) cross-validated as"
+        " the candidate is, not with the shipped model (trained on all the tune half: in-sample)",
+    )
     parser.add_argument("--write", action="store_true", help="write learned_weights.json")
     parser.add_argument("--out", type=Path, default=ROOT / "search/ranking/learned_weights.json")
     args = parser.parse_args(argv)
@@ -271,20 +305,19 @@ def main(argv: list[str] | None = None) -> int:
 
     global LOSS, DROPPED
     LOSS = args.loss
-    DROPPED = tuple(FEATURES.index(name) for name in args.drop.split(",") if name)
-    qs = [q for path in args.captures for q in build_questions(path, args.depth)]
-    ok = sum(q.simulated_ok for q in qs)
-    print(f"{len(qs)} questions; replayed default top {K} equals the pipeline's for {ok}")
+    extra = [name for name in args.extra.split(",") if name]
+    names = [*FEATURES, *extra]
+    DROPPED = tuple(names.index(name) for name in args.drop.split(",") if name)
+    qs = [q for path in args.captures for q in build_questions(path, args.depth, extra)]
+    print(f"{len(qs)} questions")
+    base = check_replay(qs)
     print(
         f"pool size: mean {np.mean([len(q.x) for q in qs]):.0f}; questions with a relevant "
         f"candidate in the pool: {sum(q.relevant.any() for q in qs)}"
     )
     lambdas = [float(x) for x in args.lambdas.split(",")]
     cv = cross_validate(qs, lambdas)
-    print(
-        "\nleave-one-corpus-out MRR@10 by lambda (default "
-        f"{np.mean([rr(q.default_rank) for q in qs]):.3f}):"
-    )
+    print(f"\nleave-one-corpus-out MRR@10 by lambda (shipped model {np.mean(base):.3f}):")
     for lam, values in cv.items():
         per = {
             c: np.mean([v for v, q in zip(values, qs, strict=True) if q.corpus == c])
@@ -295,21 +328,23 @@ def main(argv: list[str] | None = None) -> int:
             + "  ".join(f"{c} {m:.3f}" for c, m in per.items())
         )
     best = max(lambdas, key=lambda lam: (round(float(np.mean(cv[lam])), 4), lam))
-    report(
-        qs, cv[best], f"cross-validated (lambda {best:g}, each corpus by a model not trained on it)"
-    )
+    label = f"cross-validated (lambda {best:g}, each corpus by a model not trained on it)"
+    if args.against_recipe:  # the shipped recipe, cross-validated too: no in-sample edge
+        base, recipe = _recipe_cross_validated(qs)
+        label += f"; against the shipped recipe cross-validated ({recipe})"
+    report(qs, cv[best], label, base)
     if args.write:
         mean, std = standardiser(qs)
         w = train(qs, best, mean, std)
         fitted = [rr(order_rank(q, w, mean, std)) for q in qs]
-        report(qs, fitted, "trained on all (in-sample, optimistic)")
+        report(qs, fitted, "trained on all (in-sample, optimistic)", base)
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
         args.out.write_text(
             json.dumps(
                 {
-                    "features": list(FEATURES),
+                    "features": names,
                     "weights": [round(float(x), 6) for x in w],
                     "means": [round(float(x), 6) for x in mean],
                     "stds": [round(float(x), 6) for x in std],
@@ -321,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                         "depth": args.depth,
                         "lambda": best,
                         "loss": LOSS,
-                        "dropped": [FEATURES[i] for i in DROPPED],
+                        "dropped": [names[i] for i in DROPPED],
                         "commit": commit,
                     },
                 },
@@ -330,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
             + "\n"
         )
         print(f"\nwrote {args.out}")
-        for name, weight in sorted(zip(FEATURES, w, strict=True), key=lambda p: -abs(p[1])):
+        for name, weight in sorted(zip(names, w, strict=True), key=lambda p: -abs(p[1])):
             print(f"  {name:18s} {weight:+.3f}")
     return 0
 

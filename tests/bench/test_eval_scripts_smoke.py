@@ -244,13 +244,18 @@ def test_ltr_capture_and_train(corpora: TinyCorpora, tmp_path: Path) -> None:
     capture = json.loads(captured.read_text())["corpora"]
     assert [c["corpus"] for c in capture] == ["retrykit-1.0", "slugkit-1.0"]
     assert [len(c["questions"]) for c in capture] == [3, 3]
+    question = capture[0]["questions"][0]
+    assert question["live_order"] and question["live_hits"]  # what the replay is checked on
     weights = tmp_path / "weights.json"
-    run_script(
+    output = run_script(
         "eval/ltr_train.py", str(captured), *("--depth", "20", "--lambdas", "0.01,1"),
-        *("--write", "--out", str(weights)), env=corpora.env,
+        *("--extra", "lines_sat30", "--write", "--out", str(weights)), env=corpora.env,
     )  # fmt: skip
+    # Captured at depth 20 and replayed at 20: the shipped model's replay is the live order.
+    assert "equals the live one for 6 of 6" in output
     model = json.loads(weights.read_text())
     assert len(model["weights"]) == len(model["features"]) > 0
+    assert model["features"][-1] == "lines_sat30"
     assert model["meta"]["corpora"] == ["retrykit-1.0", "slugkit-1.0"]
 
 
