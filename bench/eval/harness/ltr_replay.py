@@ -128,14 +128,8 @@ def _column(per_chunk: Callable[[ChunkFacts, dict[str, int]], float]) -> Any:
     return column
 
 
-# name -> (pool, facts) -> one value per pool candidate. Tried at d996d99 on the tune half (capture
-# at depth 100, replayed at 50; leave-one-corpus-out MRR@10 against the shipped recipe, listnet
-# lambda 0.03, cross-validated alike: 0.656): each in place of log_lines or beside it, 0.645-0.677,
-# none but lines_sat60 at lambda 0.1 outside its interval (0.677, +0.021 [+0.001, +0.044], the
-# best of about 60 settings tried; the shipped features at lambda 1: 0.667, with the pairwise loss
-# at lambda 0.1: 0.682, +0.026 [-0.018, +0.069]). Shipped with it, the tune half gave 0.720 through run.py
-# (replay: 0.720; in-sample), the report half 0.604 against 0.606, -0.002 [-0.031, +0.024], docs
-# 0.810 -> 0.718 (-0.091 [-0.167, -0.016]): not adopted.
+# name -> (pool, facts) -> one value per pool candidate (``ltr_train.py --extra NAME``); what
+# each gave is in the history of this file (git log -p).
 EXTRA_FEATURES: dict[str, Any] = {
     "lines_sat30": _column(lambda f, _: min(f.lines, 30) / 30.0),
     "lines_sat60": _column(lambda f, _: min(f.lines, 60) / 60.0),
