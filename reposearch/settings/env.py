@@ -219,8 +219,8 @@ def replica_configs(env: EnvReader) -> dict[str, dict[str, object]]:
     """``REPO_SEARCH_READ_REPLICAS`` (comma-separated ``postgresql://`` URLs of streaming
     replicas of ``DATABASE_URL``'s server) as DATABASES entries ``replica1``, ``replica2``...
 
-    A replica gets no pool and a short connect timeout: a pool keeps retrying a replica that is
-    down while a search waits for it; a search instead tries the next database at once
+    A replica gets no pool and short timeouts: a pool keeps retrying a replica that is down while
+    a search waits for it; a search instead tries the next database at once
     (search/retrieval/replicas.py). Tests never create a database of their own for one."""
     configs: dict[str, dict[str, object]] = {}
     for number, url in enumerate(env.csv("REPO_SEARCH_READ_REPLICAS", ""), start=1):
@@ -232,6 +232,9 @@ def replica_configs(env: EnvReader) -> dict[str, dict[str, object]]:
         options = config["OPTIONS"]
         assert isinstance(options, dict)
         options["connect_timeout"] = 2
+        # A replica cut off mid-statement fails the statement within seconds (data unacknowledged
+        # for 5 s; an idle connection probed after 5 s), and the search goes elsewhere.
+        options.update(tcp_user_timeout=5000, keepalives_idle=5, keepalives_interval=2)
         config["TEST"] = {"MIRROR": "default"}
         configs[f"replica{number}"] = config
     return configs

@@ -144,6 +144,29 @@ def test_the_primary_does_a_fraction_of_the_work_per_search_with_replicas_on(
     assert statistics.median(work["on"]) < 0.25 * statistics.median(work["off"]), work
 
 
+def test_a_replica_cut_off_under_load_costs_no_search(lab: ReplicaLab) -> None:
+    """Its cable pulled: nothing is refused, packets go nowhere. Statements on it fail within
+    seconds (TCP user timeout), and the searches go to the other replica."""
+    load = lab.clients(lab.urls, clients=20, seconds=20, query="alpha_5 value")
+    time.sleep(6)
+    lab.cut_link("r2")
+    try:
+        out, err = load.communicate(timeout=600)
+    finally:
+        lab.restore_link("r2")
+    assert load.returncode == 0, err[-3000:]
+    answers = json.loads(out)["answers"]
+    _all_found(answers, "alpha/module_5.py")
+    late = [a for a in answers if a["sent"] > 8]  # sent once it was cut (about 6 s in)
+    assert late and "replica2" not in _databases(late), _databases(late)
+    assert _databases(late)["replica1"] > 0, _databases(late)
+    # Back on the network, it serves again once its pause is over.
+    deadline = time.monotonic() + 60
+    while "replica2" not in _databases(lab.search(lab.urls, clients=2, count=8, query="alpha_5")):
+        assert time.monotonic() < deadline, "replica2 did not come back"
+        time.sleep(2)
+
+
 def test_a_replica_killed_under_fifty_clients_costs_no_search(lab: ReplicaLab) -> None:
     load = lab.clients(lab.urls, clients=50, seconds=25, query="alpha_3 value")
     time.sleep(8)
