@@ -20,8 +20,9 @@ under the default size limits, indexed to "searchable by full text", and the pea
 worker's largest process (the pool child that runs the index stage) is printed next to the sum.
 
 Django 5.2.8's sdist (6,890 files, 45 MB; about 5,400 files and 48,000 chunks indexed) is
-measured to "searchable by full text" only: embedding its chunks on 2 CPU cores takes about half
-an hour. The embedding stage is measured on click 8.1.7 (122 files, about 1,200 chunks).
+measured to "searchable by full text" only: embedding its chunks on 2 CPU cores takes about 20
+minutes (docs/benchmarks.md, "The built-in embedding model": Django's chunks at about 37/s). The
+embedding stage is measured on click 8.1.7 (122 files, about 1,200 chunks).
 """
 
 from __future__ import annotations
