@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import shutil
@@ -180,6 +181,21 @@ def _fresh_throttle_counters() -> Iterator[None]:
     cache.clear()
     vector_stage.clear_query_vectors()  # and the process's query embeddings: a test's model may be down
     yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """Collect with the cyclic garbage collector paused. On CPython 3.11.7, ast.parse (which
+    pytest's assertion rewriting runs on every test module) fails with "SystemError: AST
+    constructor recursion depth mismatch" when another AST is built while it runs
+    (python/cpython#106905, fixed in later 3.11 releases): a collection pass inside it can run a
+    finalizer whose error report parses source (traceback's caret positions), and one CI run
+    lost a worker that way."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-django's order (db tests, then transactional)
