@@ -10,25 +10,18 @@ of ``bench/search_latency.py`` (identifiers, prose, common words), default scope
 docs left out unless the query asks), interleaved in one process, each query warmed once:
 
 - **reposearch, retrieval**: ``fulltext_search`` -- the term postings' exact top-k -- top 10;
-- **reposearch, full-text search**: ``SearchExecutor`` in full-text mode (what
-  ``POST /api/search`` with ``use_vector: false`` runs: scope, visibility, a 50-deep list,
-  ranking signals);
-- **the capped path** (``use_postings=False``: the GIN's first matches in physical order,
-  ranked with ``ts_rank_cd`` per term; what BM25 ran before the postings), top 10;
-- **tantivy** (an index built from the same chunks (kept on disk, see below): the symbol, path and body
-  text the indexer puts into each ``tsvector``, weights x3 / x1.5 / x1 as query boosts, the
+- **reposearch, full-text search**: ``SearchExecutor`` in full-text mode (``POST /api/search``
+  with ``use_vector: false``: scope, visibility, a 50-deep list, ranking signals);
+- **the capped path** (``use_postings=False``: the fallback, BM25 over capped candidates), top 10;
+- **tantivy** (an index of the same chunks, kept in ``bench/corpora/tantivy/<corpus key>``: the
+  symbol, path and body text of each ``tsvector``, weights x3 / x1.5 / x1 as query boosts, the
   same test/doc exclusions), top 10, no match count.
 
-``--queries broad`` runs the broad set instead (``bench/fulltext_queries.json``: five classes,
-225 queries of 1-5 words; made by ``bench/fulltext_queries.py``), the product's full-text
-search against tantivy only, warm (the two alternating per query) and first after start (each
-engine's first search in a fresh process): ``bench/fulltext_broad.py`` says how. The tantivy
-index is kept on disk (``bench/corpora/tantivy/<corpus key>``), built on the first run.
+``--queries broad`` runs the broad set (``bench/fulltext_queries.json``: 225 queries of 1-5 words
+in five classes) against tantivy only, warm and first after start (``bench/fulltext_broad.py``).
 
-Agreement: how many of a list's top 10 chunk ids are in the top 10 of an **uncapped** BM25
-ranking (every matching chunk scored in SQL straight from its ``tsvector``, the same formula,
-ties by chunk id), averaged per query class. tantivy scores with its own BM25 (per-field
-lengths), so its agreement is shown for information, not as a target.
+Agreement: the share of a list's top 10 in the top 10 of an **uncapped** BM25 in SQL (the same
+formula, ties by chunk id), per query class; tantivy's own BM25 differs, so its is for information.
 """
 
 from __future__ import annotations
