@@ -349,8 +349,11 @@ class NetnsLab(WatchesJobs):
 
 
 @contextmanager
-def netns_lab(root: Path, repositories: dict[str, Path]) -> Iterator[NetnsLab]:
-    lab = NetnsLab(root)
+def netns_lab(
+    root: Path, repositories: dict[str, Path], lab: NetnsLab | None = None
+) -> Iterator[NetnsLab]:
+    """``lab`` (a ``NetnsLab`` by default) with its network and servers up, closed after."""
+    lab = lab or NetnsLab(root)
     try:
         lab.build_network()
         lab.start_servers(repositories)

@@ -26,7 +26,7 @@ import psycopg
 
 from reposearch.embedded_services import free_port
 from reposearch.processes import web_command
-from tests.netns_lab import ROOT, SUBNET, Host, NetnsLab, _NamespacedPostgres
+from tests.netns_lab import ROOT, SUBNET, Host, NetnsLab, _NamespacedPostgres, netns_lab
 
 REPLICA_ADDRESSES = {"r1": f"{SUBNET}.21", "r2": f"{SUBNET}.22"}
 WEB_ADDRESSES = {"web1": f"{SUBNET}.31", "web2": f"{SUBNET}.32"}
@@ -179,10 +179,6 @@ class ReplicaLab(NetnsLab):
 @contextmanager
 def replica_lab(root: Path, repositories: dict[str, Path]) -> Iterator[ReplicaLab]:
     lab = ReplicaLab(root)
-    try:
-        lab.build_network()
-        lab.start_servers(repositories)
+    with netns_lab(root, repositories, lab):
         lab.start_replicas()
         yield lab
-    finally:
-        lab.close()
