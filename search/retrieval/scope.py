@@ -36,6 +36,7 @@ from search.retrieval.query import (
     query_mentions,
     usage_question,
 )
+from search.retrieval.replicas import replica_aliases
 from search.types import ScopeApplied, SearchRequest
 
 LEFT_OUT_BY_DEFAULT = "left out by default"
@@ -193,10 +194,11 @@ def _repositories_sql(
     """The statement of the repositories ``viewer`` may see (of ``repo_ids``), built by the
     ORM once per viewer and ids (building it cost more than running it on every search). Its
     columns need no conversion from the database's (UUIDs, text, integers, timestamps)."""
+    replicas = bool(replica_aliases())  # else no position is needed: none is read
     rows = visible_repositories(viewer).annotate(
         statistics=RawSQL(STATISTICS_SQL, ()),  # noqa: S611 (constants)
-        swapped=RawSQL(SWAPPED_SQL, ()),  # noqa: S611
-        primary_lsn=RawSQL(PRIMARY_LSN_SQL, ()),  # noqa: S611
+        swapped=RawSQL(SWAPPED_SQL if replicas else "NULL::bigint", ()),  # noqa: S611
+        primary_lsn=RawSQL(PRIMARY_LSN_SQL if replicas else "0", ()),  # noqa: S611
     )
     if repo_ids:
         rows = rows.filter(pk__in=list(repo_ids))
