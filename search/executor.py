@@ -24,12 +24,7 @@ import logging
 import time
 from typing import Any
 
-from search.llm_stages import (
-    cross_encoder_on,
-    cross_encoder_stage,
-    expansion_stage,
-    rerank_stage,
-)
+from search.ranking.cross_encoder import cross_encoder_on, cross_encoder_stage
 from search.ranking.fusion import (
     FusedCandidate,
     RankedList,
@@ -38,8 +33,10 @@ from search.ranking.fusion import (
     place_left_out,
 )
 from search.ranking.ordering import apply_signals, learned_order, question_shape
-from search.ranking.ordering import enabled as learned_fusion_enabled
+from search.ranking.ordering import enabled as learned_on
+from search.ranking.rerank import rerank_stage
 from search.retrieval.db import connection, run_beside
+from search.retrieval.expansion import expansion_stage
 from search.retrieval.fulltext import fulltext_search
 from search.retrieval.hydrate import ChunkFacts, chunk_facts, hydrate_hits
 from search.retrieval.query import identifier_query, parse_query
@@ -60,6 +57,7 @@ from search.types import (
     SearchResult,
     StageTrace,
     record_stage,
+    skip_stage,
 )
 
 __all__ = [
@@ -152,17 +150,19 @@ class SearchExecutor:
         started: float,
     ) -> SearchResult:
         """Everything after the scope: expand, retrieve, fuse, rerank, blend, cut."""
-        queries = expansion_stage(self._get_chat, request, trace)
+        queries = [request.query]
+        if request.use_expansion:  # the chat model's other phrasings (search.retrieval.expansion)
+            queries = expansion_stage(self._get_chat, request, trace)
+        else:
+            skip_stage(trace, "expansion", "not requested")
         lists: list[RankedList] = []
         totals = {"fulltext": 0, "vector": 0}
         left_out_filter = None
         if request.tuning.left_out_weight > 0:
             left_out_filter = build_left_out_filter(
-                scope,
-                scope_filter.repositories,
-                request.exclude_path_globs,
+                scope, scope_filter.repositories, request.exclude_path_globs,
                 request.exclude_languages,
-            )
+            )  # fmt: skip
         left_out_lists: list[RankedList] = []
         known: dict[int, ChunkFacts] = {}  # facts the full-text lists read on the way
         self._retrieve(
@@ -200,7 +200,7 @@ class SearchExecutor:
                 first_rank_bonus=request.tuning.first_rank_bonus,
             )
             facts = chunk_facts([c.chunk_id for c in fused], scope_filter.live_sql, known)
-            learned = learned_fusion_enabled(request.tuning.learned_fusion)
+            learned = learned_on(request.tuning.learned_fusion)
             candidates, touched = apply_signals(
                 fused,
                 facts,
@@ -225,8 +225,15 @@ class SearchExecutor:
                 stage.set("skipped", "no retrieval list to fuse")
         hits = self._hydrate(request, candidates, scope_filter)
         candidates = [c for c in candidates if c.chunk_id in hits]
-        candidates = cross_encoder_stage(request, candidates, hits, trace)
-        rerank_scores = rerank_stage(self._get_chat, request, candidates, hits, trace)
+        if cross_encoder_on(request):  # the local model reorders the best few
+            candidates = cross_encoder_stage(request, candidates, hits, trace)
+        else:
+            skip_stage(trace, "cross_encoder", "not requested")
+        rerank_scores: dict[int, float] = {}
+        if request.use_rerank:  # the chat model judges the best ones (search.ranking.rerank)
+            rerank_scores = rerank_stage(self._get_chat, request, candidates, hits, trace)
+        else:
+            skip_stage(trace, "rerank", "not requested")
         with record_stage(trace, "blend") as stage:
             if rerank_scores:
                 ordered = blend(
@@ -266,9 +273,9 @@ class SearchExecutor:
     def _hydrate(
         request: SearchRequest, candidates: list[FusedCandidate], scope_filter: ScopeFilter
     ) -> dict[int, SearchHit]:
-        """The hits of the candidates the answer can show: every one when the rerank reads
-        them; otherwise the first ``limit`` (or the cross-encoder's ``top``) still live (one statement, more only when some of
-        them were swapped out meanwhile)."""
+        """The hits of the candidates the answer can show: all when the rerank reads them, else
+        the first ``limit`` (or cross-encoder ``top``) still live (more statements only when
+        some were swapped out meanwhile)."""
         if request.use_rerank:
             return hydrate_hits(candidates, scope_filter)
         hits: dict[int, SearchHit] = {}

@@ -156,6 +156,12 @@ class StageRecorder:
         self.trace.detail.update(detail)
 
 
+def skip_stage(trace: list[StageTrace], name: str, reason: str) -> None:
+    """Record that the stage ``name`` did not run, and why (the executor skips a stage it was
+    not asked for without calling into it)."""
+    trace.append(StageTrace(name=name, status="skipped", reason=reason))
+
+
 @contextmanager
 def record_stage(trace: list[StageTrace], name: str) -> Iterator[StageRecorder]:
     stage = StageRecorder(name)

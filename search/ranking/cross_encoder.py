@@ -22,6 +22,8 @@ from typing import Any
 
 from llm import ModelError
 from search.lru import Lru
+from search.retrieval.query import identifier_query
+from search.types import FusedCandidate, SearchHit, SearchRequest, StageTrace, record_stage
 
 RANK_K = 5  # small: the reorder acts among the first few places, where it matters
 BATCH = 4  # pairs between two looks at the clock, unless the model says (``model.batch``)
@@ -43,6 +45,74 @@ class CrossEncoding:
     order: list[int] = field(default_factory=list)  # chunk ids of the scored prefix, new order
     scores: dict[int, float] = field(default_factory=dict)  # chunk id -> the model's logit
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+def cross_encoder_on(request: SearchRequest) -> bool:
+    """Whether the local cross-encoder reorders this search's best candidates."""
+    if request.cross_encoder is not None:
+        return request.cross_encoder
+    from django.conf import settings
+
+    return bool(getattr(settings, "REPO_SEARCH_CROSS_ENCODER", False))
+
+
+def cross_encoder_stage(
+    request: SearchRequest,
+    candidates: list[FusedCandidate],
+    hits: dict[int, SearchHit],
+    trace: list[StageTrace],
+) -> list[FusedCandidate]:
+    """``candidates`` with the best ones reordered by the local cross-encoder (the
+    "cross_encoder" stage, run when ``cross_encoder_on``); the fusion order when it cannot."""
+    with record_stage(trace, "cross_encoder") as stage:
+        if identifier_query(request.query):
+            # Measured: it never changed an identifier question's answer (docs/benchmarks.md).
+            stage.set("skipped", "an identifier query: the fusion's exact-name order stands")
+            return candidates
+        top = [c for c in candidates[: request.tuning.cross_encoder_top] if c.chunk_id in hits]
+        if len(top) < 2:
+            stage.set("skipped", "fewer than two candidates to reorder")
+            return candidates
+        try:
+            from llm import get_reranker
+
+            model = get_reranker()
+        except ImportError as exc:  # the carrier wheel or onnxruntime is not installed
+            stage.set("skipped", f"the cross-encoder cannot load: {exc}")
+            return candidates
+        passages = [
+            Passage(c.chunk_id, passage_text(h.file_path, h.symbol, h.content))
+            for c in top
+            for h in (hits[c.chunk_id],)
+        ]
+        outcome = cross_encode(
+            model,
+            request.query,
+            passages,
+            budget_s=request.tuning.cross_encoder_budget_s,
+            max_tokens=request.tuning.cross_encoder_tokens,
+            weight=request.tuning.cross_encoder_weight,
+        )
+        stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
+        if not outcome.order:
+            return candidates
+        return reordered(candidates, outcome.order)
+    return candidates
+
+
+def reordered(candidates: list[FusedCandidate], order: list[int]) -> list[FusedCandidate]:
+    """The candidates with those in ``order`` moved into that order over the places they held;
+    their fusion scores move with the places, so every later step sees one consistent order."""
+    chosen = set(order)
+    places = [i for i, c in enumerate(candidates) if c.chunk_id in chosen]
+    by_id = {c.chunk_id: c for c in candidates}
+    scores = [candidates[i].score for i in places]
+    out = list(candidates)
+    for place, score, chunk_id in zip(places, scores, order, strict=True):
+        candidate = by_id[chunk_id]
+        candidate.score = score
+        out[place] = candidate
+    return out
 
 
 def passage_text(path: str, symbol: str, content: str) -> str:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 from llm import ChatUnavailable, ModelBusy, ModelError, ModelUnavailable
 from llm.chat_parsing import parse_yes_no
+from search.types import FusedCandidate, SearchHit, SearchRequest, StageTrace, record_stage
 
 SYSTEM_PROMPT = (
     "You judge search results for a code search engine. Given a query and one code snippet, "
@@ -91,6 +93,40 @@ def _messages(query: str, candidate: RerankCandidate, max_chars: int) -> list[di
             "content": f"Query: {query}\n\nSnippet from {where}:\n```\n{snippet}\n```",
         },
     ]
+
+
+def rerank_stage(
+    chat: Callable[[], Any],
+    request: SearchRequest,
+    candidates: list[FusedCandidate],
+    hits: dict[int, SearchHit],
+    trace: list[StageTrace],
+) -> dict[int, float]:
+    """The chat model's judgements of the best candidates, by chunk id (the "rerank" stage, run
+    when the request asks for it)."""
+    with record_stage(trace, "rerank") as stage:
+        chosen = [
+            RerankCandidate(
+                chunk_id=c.chunk_id,
+                path=hits[c.chunk_id].file_path,
+                start_line=hits[c.chunk_id].start_line,
+                end_line=hits[c.chunk_id].end_line,
+                symbol=hits[c.chunk_id].symbol,
+                content=hits[c.chunk_id].content,
+            )
+            for c in candidates[: request.tuning.rerank_top]
+        ]
+        outcome = rerank_candidates(
+            chat(),
+            request.query,
+            chosen,
+            concurrency=request.tuning.rerank_concurrency,
+            budget_s=request.tuning.rerank_budget_s,
+            max_chars=request.tuning.rerank_max_chars,
+        )
+        stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
+        return outcome.scores
+    return {}
 
 
 def rerank_candidates(

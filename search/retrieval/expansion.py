@@ -11,11 +11,13 @@ leaves the search with the original query alone, and the reason goes in the trac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from llm import ChatUnavailable, ModelError, ModelUnavailable
 from llm.chat_parsing import ChatParseError, parse_json, parse_string_list
+from search.types import SearchRequest, StageTrace, record_stage
 
 MAX_ALTERNATIVE_CHARS = 300
 
@@ -77,6 +79,29 @@ def clean_alternatives(candidates: list[str], original: str, count: int) -> list
         if len(kept) == count:
             break
     return kept
+
+
+def expansion_stage(
+    chat: Callable[[], Any], request: SearchRequest, trace: list[StageTrace]
+) -> list[str]:
+    """The question plus the chat model's alternative phrasings (the "expansion" stage, run
+    when the request asks for it; ``chat`` gives the executor's chat client)."""
+    queries = [request.query]
+    with record_stage(trace, "expansion") as stage:
+        expansion = expand_query(
+            chat(),
+            request.query,
+            count=request.tuning.expansion_count,
+            timeout_s=request.tuning.expansion_timeout_s,
+        )
+        stage.set(
+            expansion.status,
+            expansion.reason,
+            alternatives=expansion.alternatives,
+            **expansion.detail,
+        )
+        queries += expansion.alternatives
+    return queries
 
 
 def expand_query(chat: Any, query: str, *, count: int = 2, timeout_s: float = 8.0) -> Expansion:

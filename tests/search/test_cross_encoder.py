@@ -9,8 +9,7 @@ import pytest
 
 from llm.onnx_models import get_cross_encoder
 from search.executor import SearchExecutor
-from search.llm_stages import reordered
-from search.ranking.cross_encoder import Passage, clear_cache, cross_encode
+from search.ranking.cross_encoder import Passage, clear_cache, cross_encode, reordered
 from search.ranking.fusion import FusedCandidate
 from search.types import SearchRequest
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
