@@ -144,14 +144,14 @@ def uncapped(parsed: Any, scope: Any, stats: Any, boost: float) -> list[int]:
 
     from indexing.bm25 import BM25
     from indexing.postings_format import TF2_SQL
-    from search.retrieval.fulltext import MAX_SCORED_TERMS, idf, plan_candidates
+    from search.retrieval.fulltext import MAX_SCORED_TERMS, idf, informative_words
     from search.retrieval.query import tsquery_any
     from search.retrieval.scope import LIVE_CHUNKS_SQL
 
     terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
     if not terms:
         return []
-    informative = plan_candidates(parsed, stats, 10**12).informative
+    informative = informative_words(parsed, stats)
     idfs = [idf(stats.documents, stats.df[t]) for t in terms]
     sql = f"""
         SELECT c.id, s.score * CASE WHEN s.present @> %s::text[] AND cardinality(%s::text[]) > 0
@@ -189,7 +189,7 @@ def run_query(
     """Time the three systems on one query (interleaved) and compare their top 10s."""
     from accounts.visibility import Viewer
     from search.executor import SearchRequest
-    from search.retrieval.corpus_stats import corpus_stats
+    from search.retrieval.fulltext import corpus_stats
     from search.retrieval.fulltext import fulltext_search
     from search.retrieval.query import parse_query
     from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories

@@ -2,7 +2,7 @@
 
 The term postings of a generation are built in the generation swap
 (``indexing.services.search_stats``) and read by every full-text search
-(``search.retrieval.postings_cache``, ``postings_memory``, ``corpus_stats``), so their format
+(``search.retrieval.postings_cache``, ``postings_memory``, ``fulltext.corpus_stats``), so their format
 lives here, in the lower layer, and both sides import it.
 
 ``search_termpostings`` rows per (repository, lexeme, ``part``): one list for each kind of chunk

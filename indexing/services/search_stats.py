@@ -10,7 +10,7 @@ swap of one branch leaves the others' statistics true). It writes, per generatio
 (``search_chunkfacetstat``: chunks and token totals per language and test/doc flags) and the term
 postings (``search_termpostings``, ``search_termbucket``; their format, which the readers share,
 is ``indexing.postings_format``), derived from the chunks' stored ``tsvector``: paid at index
-time, never per query. Search only reads them (``search.retrieval.corpus_stats`` and the
+time, never per query. Search only reads them (``search.retrieval.fulltext.corpus_stats`` and the
 postings readers); the tables' models are in ``search.models``.
 """
 

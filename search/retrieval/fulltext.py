@@ -1,4 +1,4 @@
-"""Full-text retrieval: the exact BM25 top-k from the term postings, or a capped SQL fallback.
+"""Full-text retrieval: the exact BM25 top-k from the term postings, and the statistics it reads.
 
 **The engine** (``search.retrieval.postings_memory``): the whole posting lists of the query's terms
 in the repositories in scope (kept between searches: mapped from the host's files,
@@ -11,45 +11,44 @@ Every branch's live generation has its own postings, so a search of other branch
 default ranks the same way (several branches of one repository: their statistics summed, a
 chunk they share ranked once).
 
-**The fallback** (``_capped``): a generation whose statistics are missing (counted on the fly),
-and lists that cannot be read whole (ids spanning 2^32, or the statement timed out); the trace
-says which (``fallback``). Same BM25, in SQL: ``ts_rank_cd`` of a one-term query with
-normalisation 0 is exactly the sum of the term's position weights in the ``tsvector``, so with
-weights {D, C, B, A} it is a field-weighted term frequency (symbol x3, path x1.5, body x1 --
-BM25F-style)::
+**The statistics** (``corpus_stats``): document frequencies, chunk counts and lengths per
+generation, built by indexing inside each generation swap's transaction
+(``indexing.services.search_stats.refresh_search_stats``), so a generation is never live without
+them. They are read for a query's terms over the repositories in scope; the counts of a build
+read before are kept in this process (the scope statement reads each generation's build,
+``ScopeRepository.statistics``), and the document frequencies are the lengths of the kept lists.
 
-    score = sum_t idf(t) * tf(t) * (k1 + 1) / (tf(t) + k1 * (1 - b + b * len / avglen))
-    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
-
-times ``1 + all_terms_boost`` when the chunk holds every informative query word. It never
-ranks every match of a broad query: candidates are at most ``cap`` rows that hold all the
-informative words plus at most ``cap`` rows that hold the rarest terms (taken from the rarest
-up while their summed document frequency stays under ``cap``); when all terms together match
-fewer than ``cap`` rows, every match is ranked, and then it equals the engine.
+**The one fallback** (``search.retrieval.fulltext_fallback``): BM25 in SQL over capped
+candidates, for a generation whose statistics are missing (counted on the fly there) and lists
+that cannot be read whole; the trace says which (``fallback``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
-from indexing.bm25 import BM25
-from search.retrieval.corpus_stats import CorpusStats, corpus_stats
-from search.retrieval.db import search_cursor
-from search.retrieval.hydrate import ChunkFacts
-from search.retrieval.postings_memory import memory_top_k, want_of
-from search.retrieval.query import (
-    ParsedQuery,
-    lexeme,
-    required_tsquery,
-    tsquery_all,
-    tsquery_any,
+from django.db.backends.utils import CursorWrapper
+
+from search.retrieval.db import array_literal, connection
+from search.retrieval.fulltext_fallback import (
+    COMMON_SHARE,
+    capped_top_k,
+    count_on_the_fly,
+    plan_candidates,
+    sum_document_frequencies,
 )
-from search.retrieval.scope import ScopeFilter
+from search.retrieval.hydrate import ChunkFacts
+from search.retrieval.postings_cache import KeptLists, kept_lists
+from search.retrieval.postings_memory import memory_top_k, want_of
+from search.retrieval.query import ParsedQuery, required_tsquery
+from search.retrieval.scope import ScopeFilter, ScopeRepository
 
-COMMON_SHARE = 0.25  # a word in more than this share of chunks is not "informative"
 MAX_SCORED_TERMS = 12
 
 
@@ -67,37 +66,12 @@ def idf(documents: int, df: int) -> float:
     return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
-@dataclass
-class CandidatePlan:
-    scored: list[str]  # terms that contribute to the score
-    tiers: list[str]  # tsqueries whose first ``cap`` matches are the candidates
-    informative: list[str]  # the words judged for the all-terms boost
-    capped: bool  # the matches did not all fit under the cap
-
-
-def plan_candidates(parsed: ParsedQuery, stats: CorpusStats, cap: int) -> CandidatePlan:
-    """Which terms score and which rows are ranked (see the module docstring)."""
-    present = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
+def informative_words(parsed: ParsedQuery, stats: CorpusStats) -> list[str]:
+    """The query's words judged for the all-terms boost: those in at most ``COMMON_SHARE`` of
+    the chunks (all of them when every one is more common)."""
     words = [w for w in parsed.words if stats.df.get(w, 0) > 0]
     common = COMMON_SHARE * stats.documents
-    informative = [w for w in words if stats.df[w] <= common] or words
-    if sum(stats.df[t] for t in present) <= cap:
-        return CandidatePlan(present, [tsquery_any(present)] if present else [], informative, False)
-    by_rarity = sorted(present, key=lambda t: (stats.df[t], t))
-    rare: list[str] = []
-    total = 0
-    for term in by_rarity:
-        if rare and total + stats.df[term] > cap:
-            break
-        rare.append(term)
-        total += stats.df[term]
-    tiers = [tsquery_any(rare)]
-    if len(informative) > 1:
-        tiers.insert(0, tsquery_all(informative))
-    # Scoring costs one ts_rank_cd call per term and candidate: over a capped set, words in
-    # more than a quarter of the chunks (idf < 1.3) are left out unless nothing else is left.
-    scored = [t for t in by_rarity if stats.df[t] <= common] or by_rarity
-    return CandidatePlan(scored, tiers, informative, True)
+    return [w for w in words if stats.df[w] <= common] or words
 
 
 def with_phrase(scope: ScopeFilter | None, tsquery: str | None) -> ScopeFilter | None:
@@ -150,25 +124,29 @@ def fulltext_search(
     stats = corpus_stats(
         scope.repositories, parsed.terms, keep_lists=use_postings, timeout_ms=timeout_ms
     )
-    plan = plan_candidates(parsed, stats, cap)
+    present = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
+    informative = informative_words(parsed, stats)
     result.detail.update(
         terms=list(parsed.terms),
-        scored_terms=plan.scored,
+        scored_terms=present,
         documents=stats.documents,
         matches_at_most=sum(stats.df.get(t, 0) for t in parsed.terms),
-        capped=plan.capped,
     )
     if stats.computed_on_the_fly:
         result.detail["stats_computed_on_the_fly"] = [str(r) for r in stats.computed_on_the_fly]
-    if not plan.scored:
+    if not present:
         return result
     fallback = fallback_reason(stats, use_postings)
     if fallback is None:
-        _in_memory(result, parsed, searched, with_phrase(left_out, phrases), stats, plan, limit,
-                   cap, all_terms_boost, timeout_ms)  # fmt: skip
+        _in_memory(result, present, informative, searched, with_phrase(left_out, phrases),
+                   stats, limit, cap, all_terms_boost, timeout_ms)  # fmt: skip
         return result
-    result.detail["fallback"] = fallback
-    result.ranked = _capped(searched, plan, stats, limit, cap, all_terms_boost, timeout_ms)
+    plan = plan_candidates(present, informative, stats.df, stats.documents, cap)
+    result.detail.update(fallback=fallback, scored_terms=plan.scored, capped=plan.capped)
+    idfs = [idf(stats.documents, stats.df[t]) for t in plan.scored]
+    average = stats.average_length or 1.0
+    result.ranked = capped_top_k(searched, plan, idfs, average, limit, cap, all_terms_boost,
+                                 timeout_ms)  # fmt: skip
     if left_out is not None:
         result.left_out = fulltext_search(
             parsed, left_out, limit=limit, cap=cap, all_terms_boost=all_terms_boost,
@@ -179,11 +157,11 @@ def fulltext_search(
 
 def _in_memory(
     result: FulltextList,
-    parsed: ParsedQuery,
+    terms: list[str],
+    informative: list[str],
     scope: ScopeFilter,
     left_out: ScopeFilter | None,
     stats: CorpusStats,
-    plan: CandidatePlan,
     limit: int,
     cap: int,
     all_terms_boost: float,
@@ -191,13 +169,12 @@ def _in_memory(
 ) -> None:
     """The engine's exact top-k of ``scope`` (and of ``left_out``, same pass) into ``result``."""
     assert stats.kept is not None
-    terms = [t for t in parsed.terms if stats.df.get(t, 0) > 0][:MAX_SCORED_TERMS]
     scopes = [scope] if left_out is None else [scope, left_out]
     found = memory_top_k(
         stats.kept,
         terms,
         [idf(stats.documents, stats.df[t]) for t in terms],
-        plan.informative,
+        informative,
         scopes,
         [want_of(s, min(limit, cap)) for s in scopes],
         average=stats.average_length or 1.0,
@@ -219,53 +196,118 @@ def _in_memory(
         result.left_out.detail = {"exact": True, "same_pass": True}
 
 
-def _capped(
-    scope: ScopeFilter,
-    plan: CandidatePlan,
+@dataclass
+class CorpusStats:
+    """BM25's view of the corpus in scope (summed over the branches' generations in scope)."""
+
+    documents: int = 0
+    total_length: int = 0
+    df: dict[str, int] = field(default_factory=dict)
+    computed_on_the_fly: list[UUID] = field(default_factory=list)
+    # The terms' whole lists kept between searches (``corpus_stats(keep_lists=True)``: mapped from
+    # the host's files, or in this process's memory; ``postings_cache``),
+    # keyed by what they were built from: repository, generation, and ``xmin`` of its facet
+    # rows (a new transaction with every rebuild of its statistics).
+    kept: KeptLists | None = None
+
+    @property
+    def average_length(self) -> float:
+        return self.total_length / self.documents if self.documents else 1.0
+
+
+def corpus_stats(
+    repositories: Sequence[ScopeRepository],
+    terms: Sequence[str],
+    *,
+    keep_lists: bool = False,
+    timeout_ms: int = 5000,
+) -> CorpusStats:
+    """Summed N, total length and per-term document frequency over the generations in scope
+    (each repository's branch: its default branch's live generation, or another's).
+
+    ``keep_lists``: the terms' whole posting lists are taken from those kept between searches
+    (``search.retrieval.postings_cache``, read once when they are not there) and the document
+    frequencies counted from them (``stats.kept``; ``timeout_ms`` for the statement that reads
+    those not kept yet); else, or when they cannot be read, summed from the lists' rows in the
+    database."""
+    stats = CorpusStats(df=dict.fromkeys(terms, 0))
+    if not repositories:
+        return stats
+    probed = {(r.id, r.generation): r.statistics for r in repositories}
+    covered: list[tuple[UUID, int, int]] = []
+    unknown: list[tuple[UUID, int]] = []
+    for (repository_id, generation), build in probed.items():
+        found = _COUNTS.get((repository_id, generation, build)) if build is not None else None
+        if found is None or build is None:
+            unknown.append((repository_id, generation))
+            continue
+        covered.append((repository_id, generation, build))
+        stats.documents += found[0]
+        stats.total_length += found[1]
+    with contextlib.ExitStack() as stack:
+        if unknown:
+            cursor = stack.enter_context(connection.cursor())
+            covered += _read_counts(cursor, unknown, probed, stats)
+        if covered and terms:
+            stats.kept = kept_lists(covered, list(terms), timeout_ms) if keep_lists else None
+            if stats.kept is not None:
+                stats.df.update(stats.kept.document_frequencies())
+            else:
+                cursor = stack.enter_context(connection.cursor())
+                pairs = [(r, g) for r, g, _b in covered]
+                for term, count in sum_document_frequencies(cursor, pairs, terms).items():
+                    stats.df[term] += count
+        found_pairs = {(r, g) for r, g, _b in covered}
+        missing = [r for r in repositories if (r.id, r.generation) not in found_pairs]
+        counted = None
+        if missing:
+            cursor = stack.enter_context(connection.cursor())
+            counted = count_on_the_fly(cursor, missing, terms)
+        if counted is not None:  # (search.retrieval.fulltext_fallback)
+            stats.documents += counted[0]
+            stats.total_length += counted[1]
+            stats.computed_on_the_fly.extend(dict.fromkeys(r.id for r in missing))
+            for term, count in counted[2].items():
+                stats.df[term] += count
+    return stats
+
+
+# (repository, generation, build of its statistics) -> (chunks, total length): a build's
+# counts never change, so a scope that read the builds (``ScopeRepository.statistics``) needs
+# no statement for those counted before.
+_COUNTS: dict[tuple[UUID, int, int], tuple[int, int]] = {}
+MAX_COUNTS = 4096
+
+
+def _read_counts(
+    cursor: CursorWrapper,
+    pairs: list[tuple[UUID, int]],
+    probed: dict[tuple[UUID, int], int | None],
     stats: CorpusStats,
-    limit: int,
-    cap: int,
-    all_terms_boost: float,
-    timeout_ms: int,
-) -> list[tuple[int, float]]:
-    """The fallback: ``plan``'s capped candidates ranked by BM25 in one statement."""
-    present, informative, tiers = plan.scored, plan.informative, plan.tiers
-    base_where = f"r.id = ANY(%s) AND {scope.sql}"
-    base_params: list[Any] = [scope.repository_ids, *scope.params]
-    # Only constants and %s placeholders are interpolated into the SQL text below.
-    candidate_sql = " UNION ".join(
-        f"(SELECT c.id FROM indexing_chunk c {scope.live_sql}"  # noqa: S608
-        f" WHERE {base_where} AND c.search_vector @@ %s::tsquery LIMIT %s)"
-        for _ in tiers
+) -> list[tuple[UUID, int, int]]:
+    """The chunk counts and lengths of ``pairs`` (repository, generation) into ``stats``; those
+    with statistics, with their build."""
+    cursor.execute(
+        """
+        SELECT f.repository_id, f.generation, sum(f.chunks), sum(f.total_length),
+               max(f.xmin::text::bigint)
+        FROM search_chunkfacetstat f
+        JOIN unnest(%s::uuid[], %s::int[]) AS g(repository_id, generation)
+          ON f.repository_id = g.repository_id AND f.generation = g.generation
+        GROUP BY f.repository_id, f.generation
+        """,
+        [array_literal(r for r, _g in pairs), array_literal(g for _r, g in pairs)],
     )
-    params: list[Any] = []
-    for tier in tiers:
-        params += [*base_params, tier, cap]
-    weights, scale = BM25.rank_weights()
-    k1, b = BM25.k1, BM25.b
-    tf_columns = ", ".join(
-        f"ts_rank_cd(%s::float4[], c.search_vector, %s::tsquery, 0) * {scale} AS tf{i}"
-        for i in range(len(present))
-    )
-    tf_params = [p for term in present for p in (weights, lexeme(term))]
-    norm = f"({k1} * (1 - {b} + {b} * greatest(c.token_count, 1) / %s::float8))"
-    score_sql = " + ".join(f"%s * tf{i} * {k1 + 1} / (tf{i} + {norm})" for i in range(len(present)))
-    average = stats.average_length or 1.0
-    score_params = [p for t in present for p in (idf(stats.documents, stats.df[t]), average)]
-    sql = f"""
-        WITH cand AS ({candidate_sql})
-        SELECT c.id,
-               ({score_sql}) * (CASE WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 1 END)
-                 AS score
-        FROM indexing_chunk c JOIN cand ON cand.id = c.id
-        CROSS JOIN LATERAL (SELECT {tf_columns}) tf
-        ORDER BY score DESC, c.id
-        LIMIT %s
-    """  # noqa: S608
-    # Placeholders in text order: candidates, SELECT list (score, boost), LATERAL tf, LIMIT.
-    all_params = [*params, *score_params, tsquery_all(informative), 1.0 + all_terms_boost,
-                  *tf_params, limit]  # fmt: skip
-    # The candidate query must not fall back to reading the chunk table for common words.
-    with search_cursor(timeout_ms, enable_seqscan="off") as cursor:
-        cursor.execute(sql, all_params)
-        return [(int(cid), float(score)) for cid, score in cursor.fetchall()]
+    covered = []
+    for repository_id, generation, count, total_length, built in cursor.fetchall():
+        covered.append((repository_id, int(generation), int(built)))
+        stats.documents += int(count)
+        stats.total_length += int(total_length or 0)
+        if probed.get((repository_id, int(generation))) == int(built):
+            if len(_COUNTS) >= MAX_COUNTS:
+                _COUNTS.clear()  # (builds of generations retired long ago)
+            _COUNTS[(repository_id, int(generation), int(built))] = (
+                int(count),
+                int(total_length or 0),
+            )
+    return covered

@@ -125,7 +125,7 @@ class ScopeRepository:
     default: bool = True  # its default branch (rows: ``generation = active_generation``)
     # The build of its generation's full-text statistics (``xmin`` of a facet row: every row of
     # a build is written by one transaction), read with the scope; None: not read, or none.
-    # ``corpus_stats`` keeps the counts of a build between searches.
+    # ``fulltext.corpus_stats`` keeps the counts of a build between searches.
     statistics: int | None = None
     # The WAL position a read replica must have replayed to serve it (its last swap's, or the
     # primary's now when none is recorded) and the primary's now (search.retrieval.replicas).

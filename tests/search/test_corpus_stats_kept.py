@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from accounts.visibility import Viewer
 from indexing.models import Chunk
 from indexing.services.search_stats import refresh_search_stats
-from search.retrieval.corpus_stats import corpus_stats
+from search.retrieval.fulltext import corpus_stats
 from search.retrieval.scope import scope_repositories
 from tests.factories import indexed_repository
 
