@@ -189,8 +189,7 @@ def run_query(
     """Time the three systems on one query (interleaved) and compare their top 10s."""
     from accounts.visibility import Viewer
     from search.executor import SearchRequest
-    from search.retrieval.fulltext import corpus_stats
-    from search.retrieval.fulltext import fulltext_search
+    from search.retrieval.fulltext import corpus_stats, fulltext_search
     from search.retrieval.query import parse_query
     from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
 
