@@ -8,9 +8,9 @@ They are kept in pack files that every search process of the host maps (``postin
 copy in the page cache, however many processes; a process holds a mapping per pack and serves
 the lists as views of it, the ``HOT_LISTS`` it used last at hand). The first process that needs
 a list reads it from the database, in one statement for all the lists of its search
-(``kept_lists``), and writes it to a pack under its generation's lock (``generation_locks``); the
-others map that pack. A process that makes a generation's directory, and each process every
-``SWEEP_SECONDS``, removes those of generations no longer live (``sweep_files``). Where packs
+(``kept_lists``), and writes it to a pack under its generation's lock; the others map that
+pack. A process that makes a generation's directory, and each process every ``SWEEP_SECONDS``,
+removes those of generations no longer live (``postings_sweep``). Where packs
 cannot be used (``REPO_SEARCH_POSTINGS_DIR=off``, a directory that cannot be written, another
 process writing the same generation for longer than the statement's timeout), the lists read are
 kept in this process's memory instead (``ListCache``: least recently used first out,
@@ -20,31 +20,26 @@ search only.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
-import shutil
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 from uuid import UUID
 
 import numpy as np
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, DatabaseError
+from django.db import DatabaseError
 from django.db.backends.utils import CursorWrapper
 
 from indexing.postings_format import HEADER, RECORD, buckets, list_base
 from search.lru import Lru
-from search.retrieval import postings_files
-from search.retrieval.db import array_literal, binary_cursor, reading_from, search_cursor
+from search.retrieval import postings_files, postings_sweep
+from search.retrieval.db import array_literal, binary_cursor, search_cursor
 from search.retrieval.postings_files import Generation, StoredList
-from search.retrieval.postings_hot import HotLists
+from search.retrieval.postings_sweep import generation_locks
 
 logger = logging.getLogger(__name__)
 ENTRY_OVERHEAD = 200  # bytes a cached list costs beyond its arrays (key, object, arrays' headers)
@@ -91,6 +86,75 @@ class TermList(NamedTuple):
 EMPTY = TermList.of(np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0)
 # repository (its UUID as an int: hashed in C), generation, statistics' build, term
 Key = tuple[int, int, int, str]
+V = TypeVar("V")
+
+
+class HotLists(Generic[V]):
+    """The lists a process served last, kept at hand: up to ``budget`` views of mapped packs by
+    key, the least recently used out first. A view keeps its pack mapped (and the pages of a
+    file that may have been merged away), so a generation's all go at once by ``drop``, which
+    ``postings_files`` calls when it unmaps a pack of it (thread-safe)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._kept: OrderedDict[Key, V] = OrderedDict()
+        # each generation's keys put since the index was last rebuilt (some gone since: a list
+        # pushed out does not pay to leave the index; it is rebuilt past twice the budget)
+        self._index: dict[Generation, set[Key]] = {}
+        self._indexed = 0
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: list[Key]) -> dict[Key, V]:
+        found = {}
+        kept = self._kept
+        with self._lock:
+            for key in keys:
+                value = kept.get(key)
+                if value is not None:
+                    kept.move_to_end(key)
+                    found[key] = value
+        return found
+
+    def put_many(self, entries: dict[Key, V]) -> None:
+        kept, index = self._kept, self._index
+        last, keys = None, set()
+        with self._lock:
+            for key, value in entries.items():
+                if key in kept:
+                    kept.move_to_end(key)
+                else:
+                    if key[:3] != last:  # a search's keys come by generation
+                        last = key[:3]
+                        keys = index.get(last) or index.setdefault(last, set())
+                    keys.add(key)
+                    self._indexed += 1
+                kept[key] = value
+            while len(kept) > self.budget:
+                kept.popitem(last=False)
+            if self._indexed > 4 * self.budget + 1024:
+                self._reindex()
+
+    def drop(self, generation: Generation) -> int:
+        """Let go of every list of ``generation``: how many."""
+        with self._lock:
+            keys = self._index.pop(generation, set())
+            self._indexed -= len(keys)
+            return sum(self._kept.pop(key, None) is not None for key in keys)
+
+    def _reindex(self) -> None:
+        self._index = {}
+        for key in self._kept:
+            self._index.setdefault(key[:3], set()).add(key)
+        self._indexed = len(self._kept)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._index.clear()
+            self._indexed = 0
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 class ListCache(Lru[Key, TermList]):
@@ -213,18 +277,8 @@ def _read(files: Path | None, keys: list[Key], timeout_ms: int) -> tuple[dict[Ke
 
 
 def _sweep(files: Path, timeout_ms: int) -> None:
-    started, _swept[0] = time.time(), time.monotonic()
-    try:  # what is live now: on the primary (a replica may not have replayed the newest builds)
-        with reading_from(DEFAULT_DB_ALIAS), search_cursor(timeout_ms) as cursor:
-            cursor.execute(
-                "SELECT repository_id, generation, max(xmin::text::bigint)"
-                " FROM search_chunkfacetstat GROUP BY repository_id, generation"
-            )
-            live = {(str(r), int(g), int(b)) for r, g, b in cursor.fetchall()}
-        if sweep_files(files, live, started):
-            postings_files.release_gone(now=True)  # none of their packs kept mapped by this process
-    except (OSError, DatabaseError):
-        logger.warning("posting list files not swept", exc_info=True)
+    _swept[0] = time.monotonic()
+    postings_sweep.sweep(files, timeout_ms)
 
 
 def _load(cursor: CursorWrapper, keys: list[Key]) -> dict[Key, TermList]:
@@ -279,96 +333,3 @@ def _decoded(values: list[tuple[int, bytes]]) -> TermList:
                               for _part, value in sorted(values)])  # fmt: skip
     return TermList.of(records["id"].astype(np.uint32), records["word"].astype(np.uint32),
                        bases.pop())  # fmt: skip
-
-
-@contextmanager
-def generation_locks(
-    base: Path, generations: list[Generation], timeout_ms: int
-) -> Iterator[tuple[bool, bool]]:
-    """Hold the lock of each generation's directory (made when missing; sorted order, so two
-    processes never wait for each other), trying for up to ``timeout_ms`` in all. Yields (held,
-    made): whether every lock is held (else the caller writes nothing), and whether some
-    directory was made here (a new generation on this host: time to ``sweep``)."""
-    deadline = time.monotonic() + timeout_ms / 1000
-    made = False
-    with ExitStack() as stack:
-        for generation in sorted(set(generations)):
-            directory = postings_files.generation_dir(base, generation)
-            try:
-                if not directory.is_dir():
-                    directory.mkdir(parents=True, exist_ok=True)
-                    made = True
-                descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as error:
-                postings_files.warn_once(
-                    "posting list directory %s not writable (%s)", directory, error
-                )
-                yield False, made
-                return
-            stack.callback(os.close, descriptor)
-            if not lock(descriptor, deadline):
-                logger.info("posting lists of %s being written by another process", directory)
-                yield False, made
-                return
-        yield True, made
-
-
-def lock(descriptor: int, deadline: float) -> bool:
-    """``flock`` (per open file, so two threads of a process exclude each other too), waiting
-    until ``deadline``; released when the descriptor is closed."""
-    while True:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-
-
-def sweep_files(base: Path, live: set[tuple[str, int, int]], started: float) -> int:
-    """Remove the directories of generations not in ``live`` ((repository, generation,
-    statistics' build) of every generation with statistics, read after ``started``: rebuilt,
-    retired, or their repository deleted), and leftovers of writers that died; the directories
-    removed. One written to since ``started`` is left for the next sweep (its generation may be
-    newer than ``live``), and so is one whose lock another process holds."""
-    removed = 0
-    for repository in _subdirectories(base):
-        for directory in _subdirectories(repository):
-            generation, _dash, build = directory.name.partition("-")
-            if not (generation.isdigit() and build.isdigit()):
-                continue  # not ours
-            stale = (repository.name, int(generation), int(build)) not in live
-            removed += _clean(directory, stale=stale, started=started)
-        with contextlib.suppress(OSError):
-            repository.rmdir()  # only when empty
-    return removed
-
-
-def _subdirectories(directory: Path) -> list[Path]:
-    try:
-        return [d for d in directory.iterdir() if d.is_dir() and not d.is_symlink()]
-    except OSError:
-        return []
-
-
-def _clean(directory: Path, *, stale: bool, started: float) -> int:
-    """A stale directory removed, or a live one's temporary files, when no process holds its
-    lock."""
-    try:
-        if stale and directory.stat().st_mtime >= started:
-            return 0
-        descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return 0
-    try:
-        if not lock(descriptor, 0):
-            return 0
-        if stale:
-            shutil.rmtree(directory, ignore_errors=True)
-            return 1
-        for leftover in [*directory.glob("*.tmp"), *directory.glob("*.list")]:
-            leftover.unlink(missing_ok=True)  # a dead writer's, or a list of the files before packs
-        return 0
-    finally:
-        os.close(descriptor)

@@ -17,12 +17,12 @@ each list (``KNOWN_LISTS`` of them, about 100 bytes each): a list no longer at h
 dictionary look-up and two views, not a search of the packs' indexes.
 
 The first process that needs lists writes them (``write_lists``) under their generation's lock
-(``postings_cache.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and
+(``postings_sweep.generation_locks``: ``flock`` on ``.lock``): a new pack per generation and
 search (temporary name, ``rename``), merged with the newest packs (those up to twice what is
 merged so far, or past ``MAX_PACKS``), those merged removed; newer packs win. Packs are not
 ``fsync``ed: they are a cache of the database; one torn by a crash fails its size or a list's
 CRC, and its lists are read again. The directories of generations whose statistics are no longer
-live go (``postings_cache.sweep_files``).
+live go (``postings_sweep.sweep_files``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from accounts.visibility import Viewer
 from search.executor import SearchRequest
 from search.retrieval import postings_cache, postings_files, postings_pack
 from search.retrieval.fulltext import FulltextList, fulltext_search
-from search.retrieval.postings_hot import HotLists
+from search.retrieval.postings_cache import HotLists
 from search.retrieval.query import parse_query
 from search.retrieval.scope import build_scope_filter, resolve_scope, scope_repositories
 from tests.search.corpus import Piece, SourceDoc, index_generation, indexed_repository
