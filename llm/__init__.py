@@ -42,6 +42,7 @@ __all__ = [
 _lock = threading.Lock()
 _embedders: dict[ModelSettings, Embedder] = {}
 _chats: dict[ModelSettings, Chat] = {}
+_rerankers: dict[ModelSettings, Any] = {}
 
 
 def _effective() -> ModelSettings:
@@ -77,6 +78,7 @@ def release_local_models() -> bool:
 
     with _lock:
         _embedders.clear()
+        _rerankers.clear()
     released_onnx = onnx_models.release()
     return release_runtime() or released_onnx
 
@@ -100,11 +102,19 @@ def get_chat(settings: ModelSettings | None = None) -> Chat:
 
 
 def get_reranker(settings: ModelSettings | None = None) -> Any:
-    """The cross-encoder of the configuration in force: ``score(query, passages, max_tokens=,
-    timeout=)`` -> one relevance per passage (``llm.rerankers``)."""
+    """The cross-encoder of the configuration in force (cached while it does not change):
+    ``score(query, passages, max_tokens=, timeout=)`` -> one relevance per passage
+    (``llm.rerankers``)."""
     from llm.rerankers import build_reranker
 
-    return build_reranker(settings or _effective())
+    cfg = settings or _effective()
+    with _lock:
+        reranker = _rerankers.get(cfg)
+        if reranker is None:
+            if len(_rerankers) > 8:
+                _rerankers.clear()
+            reranker = _rerankers[cfg] = build_reranker(cfg)
+    return reranker
 
 
 def current_space_key() -> str:
