@@ -97,16 +97,20 @@ def main(argv: list[str] | None = None) -> int:
 
         executor = SearchExecutor()
 
-        def search(query: str) -> None:
-            executor.run(SearchRequest(query=query, viewer=Viewer.everything()))
+        def request(query: str) -> SearchRequest:
+            return SearchRequest(query=query, viewer=Viewer.everything())
 
         # Installed before the first search starts the retrieval threads, so they carry it too.
         threading.setprofile(_profile)
         sys.setprofile(_profile)
-        search(queries[0])
+        executor.run(request(queries[0]))
         for query in queries:
-            search(query)  # caches warm for this query: the walk is the steady state's
-            found = report[query] = walk(lambda query=query: search(query))
+            # caches warm for this query: the walk is the steady state's
+            executor.run(request(query))
+            # the caller builds its request before the search starts (the API: the view's
+            # serializer), so the walk is the search's alone
+            asked = request(query)
+            found = report[query] = walk(lambda asked=asked: executor.run(asked))
             print(f"\n{query!r}: {found['files']} files ({found['search_files']} in search/), "
                   f"{found['stays']} stays")  # fmt: skip
             for step in found["order"]:
