@@ -6,11 +6,13 @@ against the gold patches and printed beside SweRank's published table (Table 1).
         nice -n 19 .venv/bin/python bench/swebench/run.py --split report --mirror-dir /work/.mirror'
 
     ... run.py --repos requests,flask --no-vectors     # a subset, full text only (fast)
+    ... run.py --split tune --per-repo 30 --no-vectors  # a sample: 30 instances a repository
     .venv/bin/python bench/swebench/run.py --combine bench/results/swebench-*.json  # pooled
 
 For each repository chosen (``--split`` report/tune/all of ``instances.json``, or ``--repos``),
 a local bare git repository is made under ``--work-dir`` from the repository's mirror
-(``<mirror-dir>/<owner>+<name>/repo``), with one branch ``swe-<commit[:12]>`` per base commit.
+(``<mirror-dir>/<owner>+<name>/repo``), with one branch ``swe-<commit[:12]>`` per base commit
+(``swebench_git.py``).
 It is added to reposearch (the first branch the default one, the others as indexed branches,
 so files the commits share are stored once) and indexed in-process (fetch, index, and embed
 unless ``--no-vectors``). Each instance's issue text is then localised on its branch by:
@@ -44,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from swebench_data import REPORT_REPOS, TUNE_REPOS, issue_texts  # noqa: E402
+from swebench_git import branch_name, local_repository  # noqa: E402
 from swebench_scoring import FILE_KS, FUNCTION_KS, score_instance, summarise  # noqa: E402
 
 INSTANCES = HERE / "instances.json"
@@ -61,30 +64,6 @@ PUBLISHED = (
 )
 
 Ranking = tuple[list[str], list[str]]  # (files best first, "path:Class.method" best first)
-
-
-def branch_name(commit: str) -> str:
-    return f"swe-{commit[:12]}"
-
-
-def _git(*args: str) -> str:
-    result = subprocess.run(["git", *args], check=True, capture_output=True, text=True)
-    return result.stdout.strip()
-
-
-def local_repository(mirror: Path, work_dir: Path, repo: str, commits: Sequence[str]) -> Path:
-    """A bare repository with a branch per base commit (fetched from ``mirror``), HEAD at the
-    first one."""
-    git_dir = work_dir / f"{repo.replace('/', '+')}.git"
-    if not git_dir.exists():
-        _git("init", "-q", "--bare", str(git_dir))
-    present = set(_git("-C", str(git_dir), "for-each-ref", "--format=%(refname:short)").split())
-    wanted = [c for c in commits if branch_name(c) not in present]
-    for start in range(0, len(wanted), 50):
-        specs = [f"{c}:refs/heads/{branch_name(c)}" for c in wanted[start : start + 50]]
-        _git("-C", str(git_dir), "fetch", "-q", "--no-tags", str(mirror), *specs)
-    _git("-C", str(git_dir), "symbolic-ref", "HEAD", f"refs/heads/{branch_name(commits[0])}")
-    return git_dir
 
 
 def _run_job(job_id: int, vectors: bool) -> None:
@@ -218,6 +197,20 @@ def select_instances(
     return [i for i in instances if i["repo"] in names]
 
 
+def instance_number(instance: dict[str, Any]) -> int:
+    """The number of an instance id (``sympy__sympy-11400``: 11400)."""
+    return int(instance["instance_id"].rsplit("-", 1)[1])
+
+
+def first_per_repository(instances: list[dict[str, Any]], per_repo: int) -> list[dict[str, Any]]:
+    """A reproducible sample: each repository's first ``per_repo`` instances by id number."""
+    chosen: list[dict[str, Any]] = []
+    for repo in dict.fromkeys(i["repo"] for i in instances):
+        own = sorted((i for i in instances if i["repo"] == repo), key=instance_number)
+        chosen.extend(own[:per_repo])
+    return chosen
+
+
 def _format(value: float | int | None) -> str:
     return "   -" if value is None else f"{value:5.1f}"
 
@@ -268,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--split", choices=("report", "tune", "all"), default="report")
     parser.add_argument("--repos", default="", help="e.g. requests,flask (overrides --split)")
+    parser.add_argument(
+        "--per-repo", type=int, help="a sample: each repository's first N instances by id number"
+    )
     parser.add_argument("--mirror-dir", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--locagent", type=Path, help="loc_outputs.jsonl (default: its mirror)")
     parser.add_argument("--instances", type=Path, default=INSTANCES)
@@ -283,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = select_instances(
         json.loads(args.instances.read_text(encoding="utf-8")), args.split, args.repos.split(",")
     )
+    if args.per_repo:
+        chosen = first_per_repository(chosen, args.per_repo)
     if not chosen:
         parser.error("no instances chosen")
     texts = issue_texts(args.locagent or args.mirror_dir)
@@ -347,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "split": args.split,
         "repos": args.repos,
+        "per_repo": args.per_repo,
         "vectors": vectors,
         "acc_definition": "all gold files (functions) within the top k",
         "summaries": summaries,

@@ -66,3 +66,22 @@ def test_instances_are_chosen_by_split_or_by_repository_name() -> None:
     assert select_instances(instances, "tune", []) == instances[1:]
     assert select_instances(instances, "report", ["sympy"]) == instances[1:]
     assert select_instances(instances, "all", ["requests", "sympy/sympy"]) == instances
+
+
+def test_a_sample_takes_each_repositorys_first_instances_by_id_number() -> None:
+    from run import first_per_repository
+
+    instances = [
+        {"instance_id": "astropy__astropy-14182", "repo": "astropy/astropy"},
+        {"instance_id": "sympy__sympy-12236", "repo": "sympy/sympy"},
+        {"instance_id": "astropy__astropy-6938", "repo": "astropy/astropy"},
+        {"instance_id": "sympy__sympy-11400", "repo": "sympy/sympy"},
+        {"instance_id": "sympy__sympy-11870", "repo": "sympy/sympy"},
+    ]
+    sample = first_per_repository(instances, 2)
+    assert [i["instance_id"] for i in sample] == [
+        "astropy__astropy-6938",  # 6938 before 14182: by number, not as text
+        "astropy__astropy-14182",
+        "sympy__sympy-11400",
+        "sympy__sympy-11870",
+    ]
