@@ -143,6 +143,15 @@ class ReplicaLab(NetnsLab):
         )
         return {"blocks": int(blocks), "tuples": int(tuples), "commits": int(commits)}
 
+    def primary_chunk_scans(self) -> int:
+        """Scans of the chunk and file tables on the primary (what reading code means; neither
+        autovacuum nor a new connection's catalog reads count here)."""
+        [(scans,)] = self.query(
+            "SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0) FROM pg_stat_user_tables"
+            " WHERE relname IN ('indexing_chunk', 'indexing_sourcefile')"
+        )
+        return int(scans)
+
     def quiet_primary(self) -> None:
         """Only the web hosts use the primary from now on: the worker hosts lose power and beat
         (its reaper reads the jobs every 10 s) stops."""

@@ -1,7 +1,8 @@
 """Clients of the replica lab (tests/replica_lab.py), run on its db host: ``--clients`` threads
 send ``POST /api/search`` to the web hosts in turn for ``--seconds`` (or ``--count`` searches in
 all), and print every answer as JSON: when it came back, its HTTP status (0: no answer), the
-database that served it, the replicas passed over and why, and its result paths.
+database that served it, the replicas passed over and why, its result paths and its count of
+exact matches (a one-identifier query's).
 
     python -m tests.replica_load --clients=50 --seconds=20 --query="function_7 value" URL...
 """
@@ -32,6 +33,7 @@ def _search(url: str, body: bytes) -> dict[str, Any]:
                 "lag_bytes": served.get("lag_bytes"),
                 "skipped": served.get("skipped", {}),
                 "paths": [hit["file_path"] for hit in answer["results"]],
+                "exact_matches": answer.get("exact_matches"),
             }
     except urllib.error.HTTPError as error:
         return {"status": error.code, "error": error.read()[:300].decode(errors="replace")}

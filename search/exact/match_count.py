@@ -1,5 +1,6 @@
 """A hybrid answer's count of exact matches for a one-identifier query: how many files hold the
-identifier literally, with a short budget, kept per process for the generations it was made on.
+identifier literally, with a short budget, kept per process for the generations it was made on;
+read from a replica as an exact search is (``search.retrieval.replicas``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term
 from search.exact.repositories import ready_repositories
 from search.lru import Lru
+from search.retrieval.replicas import positions, read_with_fallback
 
 # counted beside the search, within this budget (it must not slow the answer much)
 COUNT_BUDGET_MS = 150
@@ -56,17 +58,20 @@ def count_exact_matches(
     if branches:
         repo_ids, entries = branch_entries(branches, repo_ids, viewer)
     term = Term("literal", text, 0)
-    result = run_exact(
-        ExactRequest(
-            matchers=[compile_term(term, False)],
-            conditions=[PatternCondition([text])],
-            scope=CandidateScope(repo_ids=repo_ids, branches=entries),
-            fingerprint="count",
-            limit=1,
-            budget_ms=COUNT_BUDGET_MS,
-            count_budget_ms=COUNT_BUDGET_MS,
-            count_max_files=500,
-        )
+    request = ExactRequest(
+        matchers=[compile_term(term, False)],
+        conditions=[PatternCondition([text])],
+        scope=CandidateScope(repo_ids=repo_ids, branches=entries),
+        fingerprint="count",
+        limit=1,
+        budget_ms=COUNT_BUDGET_MS,
+        count_budget_ms=COUNT_BUDGET_MS,
+        count_max_files=500,
+    )
+    # read where an exact search of these repositories would be: a replica that has replayed
+    # their last swaps, else the primary
+    result, _route = read_with_fallback(
+        positions(repo_ids), lambda: run_exact(request), lambda _result: False
     )
     counted = (result.match_total, result.total_is_lower_bound)
     if key is not None and not connection.in_atomic_block:  # (nothing uncommitted is kept)
