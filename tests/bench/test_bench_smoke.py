@@ -43,6 +43,9 @@ def count_rows(database_url: str, table: str) -> int:
 
 
 @pytest.mark.django_db
+# Seven benchmark scripts in a row, each a process of its own: at a load of 6-8 they passed the
+# suite's 300 s per test once.
+@pytest.mark.timeout(900)
 def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path) -> None:
     env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
     run_script(
