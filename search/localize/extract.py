@@ -57,7 +57,12 @@ _ERROR = re.compile(
     re.M,
 )
 _RAISED = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::[ \t]*(?P<message>.*))?$")
-_CAMEL = re.compile(r"(?<!\w)([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]+)\b")
+# CamelCase, lowerCamel, and names that open with an acronym (HTTPAdapter, MCodePrinter: two or
+# more capitals, then a lower-case run of two or more, so that "URLs" and "APIs" are not names)
+_CAMEL = re.compile(
+    r"(?<!\w)([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]+"
+    r"|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*)\b"
+)
 _SNAKE = re.compile(r"(?<!\w)(_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_{0,2})\b")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?(?![\w.])")
 _CALLED = re.compile(r"\b([A-Za-z_]\w{2,})\(")

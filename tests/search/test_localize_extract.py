@@ -126,3 +126,13 @@ def test_names_written_after_a_dot_and_the_class_of_a_special_method_are_read() 
     names = [i.name for i in clues.identifiers]
     assert "register_hook" in names and "Request" in names
     assert "__init__" not in names
+
+
+def test_names_that_open_with_an_acronym_are_read_and_plural_acronyms_are_not() -> None:
+    clues = extract_clues(
+        "The Mathematica printer gets derivatives wrong; add these lines to MCodePrinter. "
+        "The HTTPAdapter retries, and NDDataRef keeps its units, for URLs and APIs alike."
+    )
+    names = [i.name for i in clues.identifiers]
+    assert {"MCodePrinter", "HTTPAdapter", "NDDataRef"} <= set(names)
+    assert not {"URLs", "APIs", "Mathematica"} & set(names)
