@@ -11,7 +11,8 @@ Nothing outside this package knows which provider (local, ollama, openai) is in 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llm.errors import (
     ChatUnavailable,
@@ -43,6 +44,18 @@ _lock = threading.Lock()
 _embedders: dict[ModelSettings, Embedder] = {}
 _chats: dict[ModelSettings, Chat] = {}
 _rerankers: dict[ModelSettings, Any] = {}
+T = TypeVar("T")
+
+
+def _kept(store: dict[ModelSettings, T], cfg: ModelSettings, build: Callable[..., T]) -> T:
+    """``build(cfg)``, kept in ``store`` while the configuration stays (a few kept at most)."""
+    with _lock:
+        found = store.get(cfg)
+        if found is None:
+            if len(store) > 8:
+                store.clear()
+            found = store[cfg] = build(cfg)
+    return found
 
 
 def _effective() -> ModelSettings:
@@ -59,14 +72,7 @@ def get_embedder(settings: ModelSettings | None = None) -> Embedder:
     """
     from llm.providers import build_embedder
 
-    cfg = settings or _effective()
-    with _lock:
-        embedder = _embedders.get(cfg)
-        if embedder is None:
-            if len(_embedders) > 8:
-                _embedders.clear()
-            embedder = _embedders[cfg] = build_embedder(cfg)
-    return embedder
+    return _kept(_embedders, settings or _effective(), build_embedder)
 
 
 def release_local_models() -> bool:
@@ -91,14 +97,7 @@ def get_chat(settings: ModelSettings | None = None) -> Chat:
     """
     from llm.chat_providers import build_chat
 
-    cfg = settings or _effective()
-    with _lock:
-        chat = _chats.get(cfg)
-        if chat is None:
-            if len(_chats) > 8:
-                _chats.clear()
-            chat = _chats[cfg] = build_chat(cfg)
-    return chat
+    return _kept(_chats, settings or _effective(), build_chat)
 
 
 def get_reranker(settings: ModelSettings | None = None) -> Any:
@@ -107,14 +106,7 @@ def get_reranker(settings: ModelSettings | None = None) -> Any:
     (``llm.rerankers``)."""
     from llm.rerankers import build_reranker
 
-    cfg = settings or _effective()
-    with _lock:
-        reranker = _rerankers.get(cfg)
-        if reranker is None:
-            if len(_rerankers) > 8:
-                _rerankers.clear()
-            reranker = _rerankers[cfg] = build_reranker(cfg)
-    return reranker
+    return _kept(_rerankers, settings or _effective(), build_reranker)
 
 
 def current_space_key() -> str:
