@@ -31,6 +31,7 @@ class ServerReranker:
     """A rerank server's relevance scores, with the model layer's timeouts and retries."""
 
     batch = 64  # one request for every candidate: the server batches on its side
+    passage_tokens = 256  # about 1,000 characters a passage unless the search says
 
     def __init__(self, cfg: ModelSettings) -> None:
         root = (cfg.rerank_base_url or cfg.base_url).rstrip("/")
@@ -52,12 +53,12 @@ class ServerReranker:
         query: str,
         passages: Sequence[str],
         *,
-        max_tokens: int = 256,
+        max_tokens: int | None = None,
         timeout: float | None = None,
     ) -> np.ndarray:
         if not passages:
             return np.zeros(0, dtype=np.float32)
-        limit = max_tokens * CHARS_PER_TOKEN
+        limit = (max_tokens or self.passage_tokens) * CHARS_PER_TOKEN
         body: dict[str, Any] = {
             "query": query,
             "documents": [p[:limit] for p in passages],

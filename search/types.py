@@ -52,7 +52,9 @@ class SearchTuning:
     # ``cross_encoder_top`` fused candidates within the budget.
     cross_encoder_top: int = 10
     cross_encoder_budget_s: float = 1.5  # past it, the candidates scored so far are reordered
-    cross_encoder_tokens: int = 256  # query + chunk text, in model tokens
+    # query + chunk text, in model tokens; None: the model's own (``passage_tokens``: 128 for
+    # the built-in model, 256 for a rerank server)
+    cross_encoder_tokens: int | None = None
     cross_encoder_weight: float = 0.3  # the model's share of the reorder (0: fusion order)
 
     # Expansion and rerank

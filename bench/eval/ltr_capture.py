@@ -46,7 +46,7 @@ def _cross_encoder_logits(query: str, chunk_ids: list[int], tuning: Any) -> dict
     """The cross-encoder's logit for each chunk, read as the live stage reads it (path, symbol,
     text; the same token budget), without a time budget."""
     from llm import get_reranker
-    from search.ranking.cross_encoder import Passage, cross_encode, passage_text
+    from search.ranking.cross_encoder import Passage, cross_encode, passage_text, passage_tokens
     from search.retrieval.hydrate import hydrate_hits
     from search.types import FusedCandidate
 
@@ -56,12 +56,13 @@ def _cross_encoder_logits(query: str, chunk_ids: list[int], tuning: Any) -> dict
         for cid in chunk_ids
         if cid in hits
     ]
+    model = get_reranker()
     outcome = cross_encode(
-        get_reranker(),
+        model,
         query,
         passages,
         budget_s=float("inf"),
-        max_tokens=tuning.cross_encoder_tokens,
+        max_tokens=passage_tokens(tuning, model),
         weight=tuning.cross_encoder_weight,
     )
     return {str(cid): round(score, 6) for cid, score in outcome.scores.items()}

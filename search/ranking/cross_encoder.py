@@ -23,7 +23,14 @@ from typing import Any
 from llm import ModelError
 from search.lru import Lru
 from search.retrieval.query import identifier_query
-from search.types import FusedCandidate, SearchHit, SearchRequest, StageTrace, record_stage
+from search.types import (
+    FusedCandidate,
+    SearchHit,
+    SearchRequest,
+    SearchTuning,
+    StageTrace,
+    record_stage,
+)
 
 RANK_K = 5  # small: the reorder acts among the first few places, where it matters
 BATCH = 4  # pairs between two looks at the clock, unless the model says (``model.batch``)
@@ -90,7 +97,7 @@ def cross_encoder_stage(
             request.query,
             passages,
             budget_s=request.tuning.cross_encoder_budget_s,
-            max_tokens=request.tuning.cross_encoder_tokens,
+            max_tokens=passage_tokens(request.tuning, model),
             weight=request.tuning.cross_encoder_weight,
         )
         stage.set(outcome.status, outcome.reason, **outcome.detail)  # type: ignore[arg-type]
@@ -98,6 +105,12 @@ def cross_encoder_stage(
             return candidates
         return reordered(candidates, outcome.order)
     return candidates
+
+
+def passage_tokens(tuning: SearchTuning, model: Any) -> int:
+    """Tokens of each (query, chunk) pair the model reads: the search's, else the model's own
+    (``passage_tokens``: 128 for the built-in model, 256 for a rerank server)."""
+    return tuning.cross_encoder_tokens or int(getattr(model, "passage_tokens", 128))
 
 
 def reordered(candidates: list[FusedCandidate], order: list[int]) -> list[FusedCandidate]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from bench.eval.harness.ltr_replay import EXTRA_FEATURES, cross_encoder_reorder
-from search.ranking.cross_encoder import Passage, cross_encode
+from search.ranking.cross_encoder import Passage, cross_encode, passage_tokens
 from search.retrieval.hydrate import ChunkFacts
 from search.types import FusedCandidate, SearchTuning
 
@@ -29,7 +29,7 @@ def test_the_reorder_from_stored_logits_is_the_live_stages() -> None:
         "q live",
         passages,
         budget_s=math.inf,
-        max_tokens=tuning.cross_encoder_tokens,
+        max_tokens=passage_tokens(tuning, _Model()),
         weight=tuning.cross_encoder_weight,
     )
     assert replayed is not None

@@ -9,9 +9,15 @@ import pytest
 
 from llm.onnx_models import get_cross_encoder
 from search.executor import SearchExecutor
-from search.ranking.cross_encoder import Passage, clear_cache, cross_encode, reordered
+from search.ranking.cross_encoder import (
+    Passage,
+    clear_cache,
+    cross_encode,
+    passage_tokens,
+    reordered,
+)
 from search.ranking.fusion import FusedCandidate
-from search.types import SearchRequest
+from search.types import SearchRequest, SearchTuning
 from tests.search.corpus import Piece, SourceDoc, indexed_repository
 
 QUESTION = "how do I stop the upload when the user cancels it"
@@ -95,6 +101,7 @@ def test_a_search_asks_for_it_and_its_trace_says_what_it_did() -> None:
     stage = on.stage("cross_encoder")
     assert stage is not None and stage.status == "ran"
     assert stage.detail["scored"] == len(on.hits) == 4
+    assert stage.detail["max_tokens"] == 128  # the built-in model's own (docs/benchmarks.md)
     assert on.hits[0].file_path == "uploads/cancel.py"
     named = SearchExecutor().run(SearchRequest(query="cancel_upload", cross_encoder=True))
     named_stage = named.stage("cross_encoder")
@@ -127,6 +134,17 @@ def test_a_rerank_server_scores_every_candidate_in_one_request(model_server: Any
     assert sent.body["model"] == "bge-reranker" and sent.body["query"] == question
     assert len(sent.body["documents"]) == 4
     assert all(len(d) <= 64 * 4 for d in sent.body["documents"])  # cut to about 64 tokens
+
+
+def test_each_model_reads_its_own_length_unless_the_search_says(model_server: Any) -> None:
+    server = server_reranker(model_server.url)
+    assert passage_tokens(SearchTuning(), get_cross_encoder()) == 128
+    assert passage_tokens(SearchTuning(), server) == 256
+    assert passage_tokens(SearchTuning(cross_encoder_tokens=64), server) == 64
+    long_passage = "def cancel_upload(upload):\n" + "    upload.transfer.abort()\n" * 100
+    server.score("cancel the upload", [long_passage, "short"])
+    (sent,) = model_server.requests_to("/v1/rerank")
+    assert [len(d) for d in sent.body["documents"]] == [256 * 4, len("short")]
 
 
 def test_a_failing_rerank_server_leaves_the_fusion_order_and_says_why(model_server: Any) -> None:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from search.ranking.cross_encoder import Passage, cross_encode
+from search.ranking.cross_encoder import Passage, cross_encode, passage_tokens
 from search.ranking.fusion import RankedList, fuse_ranked_lists, place_left_out
 from search.ranking.ordering import QuestionShape, apply_signals
 from search.retrieval.hydrate import ChunkFacts
@@ -104,7 +104,7 @@ def cross_encoder_reorder(
         f"replay\x00{query}",  # the product's score cache is keyed by query: keep ours apart
         [Passage(cid, str(cid)) for cid in top],
         budget_s=math.inf,
-        max_tokens=tuning.cross_encoder_tokens,
+        max_tokens=passage_tokens(tuning, StoredScores),
         weight=tuning.cross_encoder_weight,
     )
     return [*outcome.order, *order[len(outcome.order) :]]
