@@ -235,6 +235,24 @@ def test_levers(corpora: TinyCorpora, tmp_path: Path) -> None:
             assert lever["mrr"] - levers["defaults"]["mrr"] == pytest.approx(lever["difference"])
 
 
+def test_cross_encoder_cost(corpora: TinyCorpora, tmp_path: Path) -> None:
+    report = tmp_path / "cost.json"
+    run_script(
+        "eval/cross_encoder_cost.py", *corpora.corpus_args(), "--tokens", "128,64",
+        "--json", str(report), env=corpora.env,
+    )  # fmt: skip
+    figures = json.loads(report.read_text())
+    assert list(figures) == ["128", "64"]
+    # every prose question is searched at each length; the lone identifier skips the stage
+    asked = sum(
+        kind != "identifier" for questions in QUESTIONS.values() for *_, kind, _ in questions
+    )
+    assert {row["searches"] for row in figures.values()} == {asked}
+    for row in figures.values():
+        assert 0 < row["stage_p50_ms"] <= row["stage_p95_ms"]
+        assert row["stage_p50_ms"] < row["search_p50_ms"] <= row["search_p95_ms"]
+
+
 def test_ltr_capture_and_train(corpora: TinyCorpora, tmp_path: Path) -> None:
     captured = tmp_path / "ltr.json"
     run_script(
