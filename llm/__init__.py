@@ -10,6 +10,7 @@ Nothing outside this package knows which provider (local, ollama, openai) is in 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,8 +39,10 @@ __all__ = [
     "get_embedder",
     "get_embedder_for_space",
     "get_reranker",
+    "load_local_models",
 ]
 
+logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _embedders: dict[ModelSettings, Embedder] = {}
 _chats: dict[ModelSettings, Chat] = {}
@@ -107,6 +110,28 @@ def get_reranker(settings: ModelSettings | None = None) -> Any:
     from llm.rerankers import build_reranker
 
     return _kept(_rerankers, settings or _effective(), build_reranker)
+
+
+def load_local_models(*, cross_encoder: bool) -> list[str]:
+    """Load the built-in models of the configuration in force in this process -- the embedding
+    model, and the cross-encoder when ``cross_encoder`` -- so that the first search does not wait
+    for them (a web process, at start). Models served elsewhere are not contacted. Returns what
+    it loaded; a model that cannot load is logged and left to the searches, which say so."""
+    cfg = _effective()
+    loaded: list[str] = []
+    wanted: list[tuple[str, Callable[[], object]]] = []
+    if cfg.embedding_provider == "local":
+        wanted.append((cfg.embedding_model, lambda: get_embedder(cfg).embed(["warm up"])))
+    if cross_encoder and cfg.rerank_provider == "local":
+        wanted.append(("cross-encoder", lambda: get_reranker(cfg).score("warm up", ["warm up"])))
+    for name, load in wanted:
+        try:
+            load()
+        except Exception as exc:  # missing carrier wheel, no onnxruntime, unreadable files
+            logger.warning("could not load the built-in model %s at start: %s", name, exc)
+        else:
+            loaded.append(name)
+    return loaded
 
 
 def current_space_key() -> str:

@@ -1,4 +1,5 @@
-"""``model_status()`` for ``GET /api/health``: is the embedding model loaded, is chat reachable?
+"""``model_status()`` for ``GET /api/health``: are the embedding model and the cross-encoder
+loaded, is chat reachable?
 
 Cheap by design: nothing is loaded or downloaded here, remote servers get one short request
 with no retry, and the result is cached for ``CACHE_SECS`` per process.
@@ -9,9 +10,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm.errors import ModelError
+
+if TYPE_CHECKING:
+    from llm.local_models import LocalModel
 
 CACHE_SECS = 5.0
 PING_TIMEOUT_SECS = 2.0
@@ -46,15 +50,21 @@ def _embedding_status(cfg: Any) -> dict[str, Any]:
 def _local_status(name: str) -> dict[str, Any]:
     """Loaded, or else whether it can load (its files are installed): nothing is loaded here."""
     from llm import local_embedding, onnx_models
-    from llm.local_models import ModelFilesMissing, local_model
+    from llm.local_models import local_model
 
     model = local_model(name)
     if model.runtime == "onnx":
         loaded, error = onnx_models.status(model.name)
     else:
         loaded, error = local_embedding.runtime_status()
+    return _loaded_or_available(model, loaded, error)
+
+
+def _loaded_or_available(model: LocalModel, loaded: bool, error: str | None) -> dict[str, Any]:
     if loaded or error is not None:
         return {"loaded": loaded, "error": error}
+    from llm.local_models import ModelFilesMissing
+
     weights = "model.onnx" if model.runtime == "onnx" else "model.safetensors"
     try:
         present = (model.files() / weights).is_file()
@@ -63,6 +73,23 @@ def _local_status(name: str) -> dict[str, Any]:
     # Loads lazily on first use; say whether it can.
     missing = f"the files of {model.name} are not installed"
     return {"loaded": False, "error": None if present else missing, "available": present}
+
+
+def _cross_encoder_status(cfg: Any) -> dict[str, Any]:
+    """The built-in cross-encoder: loaded, or whether it can load; a rerank server is not
+    asked (it is judged at each search, which says in its trace when it failed)."""
+    if cfg.rerank_provider != "local":
+        return {"provider": cfg.rerank_provider, "model": cfg.rerank_model or None,
+                "loaded": None, "error": None}  # fmt: skip
+    from llm import onnx_models
+    from llm.local_models import CROSS_ENCODER
+
+    loaded, error = onnx_models.status(CROSS_ENCODER.name)
+    return {
+        "provider": "local",
+        "model": CROSS_ENCODER.name,
+        **_loaded_or_available(CROSS_ENCODER, loaded, error),
+    }
 
 
 def _chat_status(cfg: Any) -> dict[str, Any]:
@@ -86,7 +113,8 @@ def _chat_status(cfg: Any) -> dict[str, Any]:
 
 
 def model_status() -> dict[str, Any]:
-    """``{"embedding": {...}, "chat": {...}}``; cached a few seconds per configuration."""
+    """``{"embedding": {...}, "cross_encoder": {...}, "chat": {...}}``; cached a few seconds per
+    configuration."""
     global _cached
     from llm.config import effective_settings
 
@@ -95,7 +123,11 @@ def model_status() -> dict[str, Any]:
     with _lock:
         if _cached and _cached[1] == cfg and now - _cached[0] < CACHE_SECS:
             return _cached[2]
-        report = {"embedding": _embedding_status(cfg), "chat": _chat_status(cfg)}
+        report = {
+            "embedding": _embedding_status(cfg),
+            "cross_encoder": _cross_encoder_status(cfg),
+            "chat": _chat_status(cfg),
+        }
         _cached = (time.monotonic(), cfg, report)
         return report
 

@@ -55,9 +55,20 @@ def build_application(django_threads: int = 8) -> BodyGate:
 
 
 def _warm_up_search() -> None:
-    """Build the full-text ranking's compiled loops beside the first requests (they release the
-    GIL), not inside the first search."""
-    from search.retrieval.postings_memory import warm_up
+    """Beside the first requests (the work releases the GIL), not inside the first search: build
+    the full-text ranking's compiled loops, then load the built-in models a search runs (the
+    embedding model; the cross-encoder when it is on; ``REPO_SEARCH_LOAD_MODELS_AT_START``),
+    which would cost that search about a second."""
+
+    def warm_up() -> None:
+        from django.conf import settings
+
+        from llm import load_local_models
+        from search.retrieval.postings_memory import warm_up as build_loops
+
+        build_loops()
+        if settings.REPO_SEARCH_LOAD_MODELS_AT_START:
+            load_local_models(cross_encoder=bool(settings.REPO_SEARCH_CROSS_ENCODER))
 
     threading.Thread(target=warm_up, name="warm-up-search", daemon=True).start()
 

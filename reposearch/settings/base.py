@@ -66,6 +66,9 @@ REPO_SEARCH_LEARNED_FUSION = env.flag("REPO_SEARCH_LEARNED_FUSION", True)
 # identifier (search.ranking.cross_encoder; docs/benchmarks.md); a request's "use_cross_encoder"
 # overrides it.
 REPO_SEARCH_CROSS_ENCODER = env.flag("REPO_SEARCH_CROSS_ENCODER", True)
+# A web process loads the built-in models its searches run (embedding model, cross-encoder) at
+# start, in the background, so that its first search does not wait about a second for them.
+REPO_SEARCH_LOAD_MODELS_AT_START = env.flag("REPO_SEARCH_LOAD_MODELS_AT_START", True)
 REPO_SEARCH_GIT_TOKEN = env.optional("REPO_SEARCH_GIT_TOKEN")
 REPO_SEARCH_GIT_TOKEN_HOSTS = [host.lower() for host in env.csv("REPO_SEARCH_GIT_TOKEN_HOSTS", "")]
 if REPO_SEARCH_GIT_TOKEN and not REPO_SEARCH_GIT_TOKEN_HOSTS:

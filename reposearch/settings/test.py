@@ -14,10 +14,13 @@ if env.raw("REPO_SEARCH_DB_POOL_SIZE") is None:
     DATABASES["default"]["OPTIONS"].pop("pool", None)  # type: ignore[attr-defined]  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# The cross-encoder adds about a second to every prose search on these cores: the ranking tests
+# The cross-encoder adds about 0.3 s to every prose search on these cores: the ranking tests
 # state what they expect of the fusion, and the cross-encoder's own tests ask for it
 # (tests/search/test_cross_encoder.py), as does the end-to-end stack (base settings).
 REPO_SEARCH_CROSS_ENCODER = env.flag("REPO_SEARCH_CROSS_ENCODER", False)
+# A test process that serves the site loads a model when one of its tests needs it, not beside
+# tests that watch when models are loaded and freed (tests/reposearch/test_warm_up.py asks).
+REPO_SEARCH_LOAD_MODELS_AT_START = env.flag("REPO_SEARCH_LOAD_MODELS_AT_START", False)
 REPO_SEARCH_ALLOW_LOCAL_PATHS = True
 # Per-process counters; budgets out of the way except in the tests that lower them.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

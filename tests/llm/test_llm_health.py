@@ -84,3 +84,23 @@ def test_missing_chat_model_is_reported(server: ModelServer) -> None:
         status = health.model_status()
     assert status["chat"]["reachable"] is False
     assert "'not-pulled' is not available" in status["chat"]["error"]
+
+
+def test_the_cross_encoder_is_reported_loaded_or_loadable() -> None:
+    from llm.onnx_models import get_cross_encoder, release
+
+    release()
+    with override_settings(LLM_RERANK_PROVIDER="local"):
+        before = health.model_status()["cross_encoder"]
+        get_cross_encoder()
+        health.clear_cache()
+        after = health.model_status()["cross_encoder"]
+    assert before == {"provider": "local", "model": "ms-marco-MiniLM-L-12-v2", "loaded": False,
+                      "error": None, "available": True}  # fmt: skip
+    assert after == {"provider": "local", "model": "ms-marco-MiniLM-L-12-v2", "loaded": True,
+                     "error": None}  # fmt: skip
+    with override_settings(LLM_RERANK_PROVIDER="server", LLM_RERANK_MODEL="bge-reranker"):
+        health.clear_cache()
+        served = health.model_status()["cross_encoder"]
+    # a rerank server is judged by each search (its trace), not asked here
+    assert served == {"provider": "server", "model": "bge-reranker", "loaded": None, "error": None}
