@@ -311,5 +311,7 @@ def test_settings_show_the_model_configuration_and_save_changes(
     assert error.text.startswith("Not saved:") and "384 dimensions" in error.text
     assert dim.get_attribute("aria-invalid") == "true"
     browser.find_element(By.ID, "config-reset").click()
-    wait_until(browser, lambda d: d.find_element(By.ID, "health").text)
+    health = wait_until(browser, lambda d: d.find_element(By.ID, "health").text)
+    assert "embedding model\nall-MiniLM-L6-v2 · ready" in health
+    assert "cross-encoder\nms-marco-MiniLM-L-12-v2 · ready" in health
     screenshot(browser, "settings")

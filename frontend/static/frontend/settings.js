@@ -61,6 +61,11 @@
       const e = models.embedding;
       items.push(["embedding model", e.loaded || e.available ? (e.model + " · ready") : (e.error || "not loaded"), Boolean(e.loaded || e.available)]);
     }
+    if (models.cross_encoder) {
+      const x = models.cross_encoder;
+      const served = x.provider !== "local";
+      items.push(["cross-encoder", served ? "a rerank server" + (x.model ? " (" + x.model + ")" : "") + " · asked at each search" : (x.loaded || x.available ? x.model + " · ready" : (x.error || "not loaded")), served || Boolean(x.loaded || x.available)]);
+    }
     if (models.chat) {
       const c = models.chat;
       items.push(["chat model", c.provider === "none" ? "off (provider none)" : (c.reachable ? c.model + " · reachable" : (c.error || "unreachable")), c.provider === "none" || Boolean(c.reachable)]);
