@@ -62,13 +62,17 @@ def _warm_up_search() -> None:
 
     def warm_up() -> None:
         from django.conf import settings
+        from django.db import connections
 
         from llm import load_local_models
         from search.retrieval.postings_memory import warm_up as build_loops
 
         build_loops()
         if settings.REPO_SEARCH_LOAD_MODELS_AT_START:
-            load_local_models(cross_encoder=bool(settings.REPO_SEARCH_CROSS_ENCODER))
+            try:  # the model configuration in force is read from the database
+                load_local_models(cross_encoder=bool(settings.REPO_SEARCH_CROSS_ENCODER))
+            finally:
+                connections.close_all()  # this thread's own, not left open for the process's life
 
     threading.Thread(target=warm_up, name="warm-up-search", daemon=True).start()
 
