@@ -42,7 +42,7 @@ from reposearch.embedded_services import (
     wait_until,
 )
 from reposearch.processes import embedded_workers, web_command
-from reposearch.supervisor import Child, GaveUp, Watched, check
+from reposearch.supervisor import Child, GaveUp, Probe, Watched, check
 
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
 
@@ -201,13 +201,14 @@ def command_up(args: argparse.Namespace) -> int:
             process.started_at = time.monotonic()
         announced = False
         started = time.monotonic()
+        probe = Probe(
+            lambda: _health_status(settings.REPO_SEARCH_BIND_HOST, settings.REPO_SEARCH_BIND_PORT)
+        )
         try:
             while not stopping:
                 check(watched)
                 if not announced:
-                    health = _health_status(
-                        settings.REPO_SEARCH_BIND_HOST, settings.REPO_SEARCH_BIND_PORT
-                    )
+                    health = probe.poll()
                     if health == 200 or time.monotonic() - started > READY_WAIT_SECS:
                         for line in ready_lines(settings, health == 200):
                             say(line)
@@ -216,6 +217,7 @@ def command_up(args: argparse.Namespace) -> int:
         except GaveUp:
             exit_code = 1
         finally:
+            probe.close()
             say("stopping")
             for child in children:
                 child.terminate()

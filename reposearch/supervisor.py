@@ -17,6 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,28 @@ class Watched:
         self.start()
         self.started_at = time.monotonic()
         self.restart_at = None
+
+
+class Probe:
+    """A check (``make up``'s: does ``/api/health`` answer 200?) asked in a thread of its own, so
+    the rounds that restart crashed processes never wait for it: a web server slow to answer, or
+    a port held by something that accepts and never answers, costs no restart its delay."""
+
+    def __init__(self, ask: Callable[[], int]) -> None:
+        self._ask = ask
+        self._threads = ThreadPoolExecutor(1, thread_name_prefix="probe")
+        self._pending: Future[int] | None = None
+
+    def poll(self) -> int | None:
+        """The last ask's answer once it has come (and the check asked again), else None."""
+        pending = self._pending
+        if pending is not None and not pending.done():
+            return None
+        self._pending = self._threads.submit(self._ask)
+        return pending.result() if pending is not None else None
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
 
 class Child:

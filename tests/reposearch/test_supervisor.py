@@ -1,15 +1,17 @@
 """make up's restart policy (reposearch/supervisor.py) on real child processes: the delays it
-announces, the count that starts over after a healthy run, the message when it gives up."""
+announces, the count that starts over after a healthy run, the message when it gives up; and
+its ready probe, which the rounds never wait for."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from reposearch.supervisor import Backoff, Child, GaveUp, check
+from reposearch.supervisor import Backoff, Child, GaveUp, Probe, check
 
 
 def test_the_delay_doubles_from_one_second_up_to_a_minute() -> None:
@@ -43,3 +45,27 @@ def test_a_child_that_keeps_crashing_is_restarted_then_given_up_on(
     assert "restarting it in 0.05 s" in out and "restarting it in 0.4 s" in out
     assert runs.read_text() == "x" * 5  # started five times in all
     assert (tmp_path / "demo.pid").read_text() == str(child.process.pid)  # type: ignore[union-attr]
+
+
+def test_a_probe_that_gets_no_answer_never_holds_up_the_rounds() -> None:
+    # make up asks /api/health this way between rounds; a port held by something that accepts
+    # and never answers used to hold each round (and a crashed process's restart) for 5 s.
+    answer = threading.Event()
+    asked: list[int] = []
+
+    def ask() -> int:
+        asked.append(1)
+        answer.wait(60)
+        return 200
+
+    probe = Probe(ask)
+    try:
+        assert [probe.poll() for _ in range(3)] == [None, None, None]  # not waited for
+        assert len(asked) == 1  # and not asked again while the first ask is out
+        answer.set()
+        deadline = time.monotonic() + 30
+        while (health := probe.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert health == 200
+    finally:
+        probe.close()
