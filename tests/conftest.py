@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models.signals import post_migrate
 
 from tests.model_server import model_server  # noqa: F401 - a fixture for every test module
-from tests.parallel_workers import use_own_redis_database
+from tests.parallel_workers import make_scheduler, use_own_redis_database
 from tests.refusals import public_dns  # noqa: F401 - a fixture for every test module
 from tests.shared_rows import ROW_FIXTURES, open_shared_rows
 from tests.tier_times import pytest_runtest_logreport, pytest_terminal_summary, record_tiers
@@ -31,6 +31,12 @@ __all__ = ["pytest_runtest_logreport", "pytest_terminal_summary"]  # hooks: time
 
 ROOT = Path(__file__).resolve().parent.parent
 use_own_redis_database()  # under pytest-xdist: this worker's Redis database
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Modules sharing a costly session fixture on one worker (tests/parallel_workers.py)."""
+    return make_scheduler(config, log)
 
 
 def _test_database_url() -> str:

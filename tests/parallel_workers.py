@@ -11,6 +11,7 @@ is imported, so they are changed as well as the environment (which the worker's 
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlsplit
 
 SPARE_REDIS_DATABASE = 13  # tests/bench/test_bench_smoke.py's spare_redis
@@ -34,3 +35,24 @@ def use_own_redis_database() -> None:
     os.environ["REDIS_URL"] = own
     settings.REDIS_URL = settings.CELERY_BROKER_URL = own
     app.conf.broker_url = own
+
+
+# Modules that share a session fixture too costly to make twice, scheduled as one unit of work
+# (``--dist loadfile``) so that they run on one worker, in this order: the key with its value.
+# tests/reposearch/conftest.py's ``shared_make_up`` is a whole ``make up`` stack (about 20 s of
+# both cores), which test_make_up.py looks at and test_make_up_restarts.py then disturbs.
+RUN_WITH = {"tests/reposearch/test_make_up_restarts.py": "tests/reposearch/test_make_up.py"}
+
+
+def make_scheduler(config: Any, log: Any) -> Any:
+    """``--dist loadfile``, with each module of ``RUN_WITH`` in the unit of its partner."""
+    if config.getoption("dist") != "loadfile":
+        return None  # pytest-xdist's own choice
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesWithPartners(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return RUN_WITH.get(module, module)
+
+    return ModulesWithPartners(config, log)
