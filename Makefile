@@ -54,9 +54,10 @@ check: install-dev
 		$(PY) manage.py check --fail-level WARNING && \
 		$(PY) manage.py makemigrations --check --dry-run'
 
-# Three pytest-xdist workers, a module's tests on one worker (tests/conftest.py); PYTEST_WORKERS=
-# runs the suite in one process.
-PYTEST_WORKERS ?= -n 3 --dist loadfile
+# Four pytest-xdist workers, a module's tests on one worker (tests/parallel_workers.py): many
+# tests wait on processes they started, so four keep 2 cores busy where three left them idle
+# about a tenth of the time (docs/benchmarks.md, Setting up). PYTEST_WORKERS= runs one process.
+PYTEST_WORKERS ?= -n 4 --dist loadfile
 
 test: install-dev lint check
 	@bash scripts/ensure_test_packages.sh
