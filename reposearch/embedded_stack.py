@@ -278,9 +278,8 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
     give them roles (``accounts.first_run.people_lines``)."""
     from accounts.first_run import people_lines
 
-    base = (
-        f"http://{_browsable_host(settings.REPO_SEARCH_BIND_HOST)}:{settings.REPO_SEARCH_BIND_PORT}"
-    )
+    host = settings.REPO_SEARCH_BIND_HOST
+    base = f"http://{_browsable_host(host)}:{settings.REPO_SEARCH_BIND_PORT}"
     state = "ready" if healthy else "started, but /api/health does not answer 200 yet"
     people = people_lines(f"{command_prefix()}{_relative(sys.executable)} manage.py", base)
     lines = [
@@ -294,9 +293,7 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
         *people,
         "press Ctrl-C to stop everything",
     ]
-    if _browsable_host(settings.REPO_SEARCH_BIND_HOST) != settings.REPO_SEARCH_BIND_HOST.strip(
-        "[]"
-    ):
+    if _browsable_host(host) != host.strip("[]"):
         lines.insert(
             -1 - len(people),
             "other machines may use: "
