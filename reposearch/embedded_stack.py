@@ -47,6 +47,7 @@ from reposearch.supervisor import Child, GaveUp, Probe, Watched, check
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+EVERY_ADDRESS = ("0.0.0.0", "::", "")  # noqa: S104 - bind addresses recognised, not bound
 READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 200 yet
 AS_ROOT_WARNING = (  # docs/operators/deploy.md, "make up as root"
     "warning: running as root, so the web server and the workers run as root too; make up needs"
@@ -256,7 +257,7 @@ def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:
 
 def _browsable_host(host: str) -> str:
     host = host.strip("[]")
-    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - recognising it, not binding
+    if host in EVERY_ADDRESS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host
 
@@ -293,7 +294,7 @@ def ready_lines(settings: Any, healthy: bool) -> list[str]:
         *people,
         "press Ctrl-C to stop everything",
     ]
-    if _browsable_host(host) != host.strip("[]"):
+    if host.strip("[]") in EVERY_ADDRESS:  # other machines may reach it too
         lines.insert(
             -1 - len(people),
             "other machines may use: "

@@ -62,3 +62,20 @@ def test_the_first_run_names_the_people_page_and_the_role_commands(settings, tmp
     assert "createsuperuser" not in people  # that makes administrators: named apart
     more = next(line for line in lines if line.startswith("more accounts:"))
     assert "/admin/auth/user/add/" in more and "(an administrator)" in more
+
+
+@pytest.mark.parametrize(
+    ("bind_host", "named"),
+    [("0.0.0.0", True), ("[::]", True), ("127.0.0.1", False), ("[::1]", False), ("fe80::1", False)],
+)
+def test_the_ready_lines_name_other_machines_hosts_only_when_it_listens_on_every_address(  # type: ignore[no-untyped-def]
+    settings, tmp_path, bind_host: str, named: bool
+) -> None:
+    from reposearch.embedded_stack import ready_lines
+
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    settings.REPO_SEARCH_BIND_HOST = bind_host
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1", "search.example.org"]
+    others = [line for line in ready_lines(settings, True) if line.startswith("other machines")]
+    expected = ["other machines may use: search.example.org"] if named else []
+    assert [line.split(" (")[0] for line in others] == expected
