@@ -55,8 +55,8 @@ check: install-dev
 		$(PY) manage.py makemigrations --check --dry-run'
 
 # Four pytest-xdist workers, a module's tests on one worker (tests/parallel_workers.py): many
-# tests wait on processes they started, so four keep 2 cores busy where three left them idle
-# about a tenth of the time (docs/benchmarks.md, Setting up). PYTEST_WORKERS= runs one process.
+# tests wait on processes they started, so four leave 2 cores idle less often than three; the
+# gain is small (docs/benchmarks.md, Setting up). PYTEST_WORKERS= runs one process.
 PYTEST_WORKERS ?= -n 4 --dist loadfile
 
 test: install-dev lint check

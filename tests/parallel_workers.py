@@ -38,7 +38,8 @@ def use_own_redis_database() -> None:
 
 
 # Modules that share a session fixture too costly to make twice, scheduled as one unit of work
-# (``--dist loadfile``) so that they run on one worker, in this order: the key with its value.
+# (``--dist loadfile``) so that they run on one worker: each key joins the unit of its value,
+# and the unit runs in collection order (here test_make_up.py first).
 # tests/reposearch/conftest.py's ``shared_make_up`` is a whole ``make up`` stack (about 20 s of
 # both cores), which test_make_up.py looks at and test_make_up_restarts.py then disturbs.
 RUN_WITH = {"tests/reposearch/test_make_up_restarts.py": "tests/reposearch/test_make_up.py"}
