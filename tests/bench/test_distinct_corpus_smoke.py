@@ -1,0 +1,50 @@
+"""build_distinct_corpus.py at a tiny size: it indexes, stops when its time is up, and resumes.
+
+A module of its own: the script adds repositories to its database, which the other smoke
+runs' module database must not see.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.bench.script_runs import run_script
+
+
+@pytest.mark.timeout(600)
+def test_distinct_corpus_stops_on_time_and_resumes(
+    bench_database: str, source_tree: Path, tmp_path: Path
+) -> None:
+    corpora = tmp_path / "corpora"
+    env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(corpora)}
+    package = str(source_tree / "tinypkg-1.0")
+
+    # No time to embed: indexed for full text, nothing embedded, no index built yet.
+    output = run_script("build_distinct_corpus.py", "--packages", package, "--hours", "0", env=env)
+    manifest = json.loads((corpora / "distinct.json").read_text())
+    assert manifest["packages"]["tinypkg"]["chunks"] == 4, output[-3000:]
+    assert [run["vectors"] for run in manifest["embed_runs"]] == [0]
+    assert "distinct_vectors" not in manifest
+    with psycopg.connect(bench_database) as connection:
+        indexed = connection.execute("SELECT count(*) FROM indexing_chunk").fetchone()
+        hnsw = connection.execute(
+            "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
+        ).fetchone()
+    assert indexed == (4,) and hnsw == (0,)
+
+    # Run again: the repository is kept, the rest is embedded and the index built once.
+    output = run_script("build_distinct_corpus.py", "--packages", package, env=env)
+    manifest = json.loads((corpora / "distinct.json").read_text())
+    assert [run["vectors"] for run in manifest["embed_runs"]] == [0, 4], output[-3000:]
+    assert (manifest["chunks"], manifest["distinct_vectors"]) == (4, 4)
+    assert manifest["chunks_by_language"] == {"python": 3, "markdown": 1}
+    with psycopg.connect(bench_database) as connection:
+        repositories = connection.execute("SELECT count(*) FROM indexing_repository").fetchone()
+        hnsw = connection.execute(
+            "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
+        ).fetchone()
+    assert repositories == (1,) and hnsw == (1,)
