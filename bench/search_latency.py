@@ -3,6 +3,8 @@
     .venv/bin/python bench/build_synthetic_corpus.py        # once: >= 1,000,000 chunks (long)
     .venv/bin/python bench/search_latency.py [--repeats 3] [--corpus synthetic,flask]
         [--json bench/results/latency.json] [--plans bench/results/latency-plans.txt]
+    BENCH_CORPORA_DIR=bench/corpora/distinct .venv/bin/python bench/search_latency.py \
+        --corpus distinct --recall     # the corpus of build_distinct_corpus.py
 
 Runs ``SearchExecutor`` -- the code the API runs -- in three modes: full-text only, vector only
 and hybrid (full-text + vector + fusion), default scope (tests and docs left out unless the
@@ -341,6 +343,15 @@ def main(argv: list[str] | None = None) -> int:
                 report["synthetic_one_repo"] = run_corpus(
                     f"synthetic, one repository ({one.chunk_count} chunks)", [one.pk], args
                 )
+        if "distinct" in wanted:  # build_distinct_corpus.py's, with its BENCH_CORPORA_DIR
+            built = CORPORA / "distinct.json"
+            if not built.exists():
+                raise SystemExit(
+                    f"no distinct-code corpus in {CORPORA}: run build_distinct_corpus.py"
+                )
+            report["distinct_manifest"] = json.loads(built.read_text())
+            total = Chunk.objects.count()
+            report["distinct"] = run_corpus(f"distinct code ({total} chunks, all)", None, args)
         if "flask" in wanted:
             sys.path.insert(0, str(ROOT / "bench" / "eval"))
             from index_corpus import ensure_repository

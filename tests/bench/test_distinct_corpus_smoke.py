@@ -48,3 +48,23 @@ def test_distinct_corpus_stops_on_time_and_resumes(
             "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
         ).fetchone()
     assert repositories == (1,) and hnsw == (1,)
+
+    # The measuring scripts read that corpus from the same BENCH_CORPORA_DIR.
+    run_script(
+        "search_latency.py", *("--corpus", "distinct", "--repeats", "1", "--recall"),
+        *("--json", str(tmp_path / "latency.json"), "--plans", str(tmp_path / "plans.txt")),
+        env=env,
+    )  # fmt: skip
+    latency = json.loads((tmp_path / "latency.json").read_text())
+    assert latency["distinct_manifest"]["distinct_vectors"] == 4
+    for mode in ("fulltext", "vector", "hybrid"):
+        timed = latency["distinct"][mode]["all"]
+        assert timed["runs"] > 0 and 0 < timed["p50"] <= timed["p95"], mode
+    # Four vectors: the search scans them all, so it finds exactly what an exact scan finds.
+    assert latency["distinct"]["vector_recall"]["recall_at_10_mean"] == 1.0
+    run_script(
+        "vector_recall.py", *("--scopes", "all", "--ef-search", "40", "--extra-queries", "2"),
+        *("--json", str(tmp_path / "recall.json")), env=env,
+    )  # fmt: skip
+    measured = json.loads((tmp_path / "recall.json").read_text())["all"]["ef_search=40"]
+    assert measured["distinct_vector_recall_at_10_mean"] == measured["recall_at_10_mean"] == 1.0
