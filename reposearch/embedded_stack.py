@@ -171,12 +171,10 @@ def command_up(args: argparse.Namespace) -> int:
         env = _child_env(extra)
         manage = [sys.executable, "manage.py"]
         say("applying migrations")
-        with audit_log_open(servers):  # a superuser hands the audit table back and over again
-            subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
-        subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
-        # The first start on an empty database: `admin`'s secrets go to a file, never the screen.
-        subprocess.run([*manage, "initial_admin"], env=env, check=True)
-        subprocess.run([*manage, "sync_repos", "--from-settings"], env=env, check=True)
+        # Migrations, static files, the first administrator (its secrets go to a file, never
+        # the screen) and the repository file; a superuser hands the audit table back and over.
+        with audit_log_open(servers):
+            subprocess.run([*manage, "prepare"], env=env, check=True)
         python = (sys.executable, "-m")
         web = web_command(  # ASGI: the site plus the MCP server's streamable HTTP endpoint
             settings.REPO_SEARCH_BIND_HOST.strip("[]"),
