@@ -5,8 +5,8 @@
 
 Beside the synthetic corpus (``build_synthetic_corpus.py``: 90 near-copies of Django, 260 k
 distinct vectors for 1 M chunks), this one is what a large install holds: the pinned sdists of
-``sdists.DISTINCT`` (33 projects: Python mostly, with C, C++, Cython and TypeScript; about
-1.07 M chunks, of which about 1 M distinct texts). Each sdist is committed into a local bare
+``sdists.DISTINCT`` (32 projects: Python mostly, with C, C++, Cython and TypeScript;
+113,474 files, 1,071,864 chunks). Each sdist is committed into a local bare
 git repository (``<corpora>/repos/<name>.git``) and indexed in process by the product's stages
 -- fetch, walk, chunk, store with the full-text statistics -- as repository ``<name>-<version>``;
 then the embed stage embeds every repository with the default model, one vector per distinct
