@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -144,23 +145,25 @@ def embed_all(repositories: list[Any], hours: float, manifest: dict[str, Any]) -
 
     deadline = time.monotonic() + hours * 3600
     before, started = EmbeddingVector.objects.count(), time.monotonic()
-    done = True
-    for repository in repositories:
-        if time.monotonic() >= deadline or not embed_repository_job(repository, deadline):
-            done = False
-            break
-        made = EmbeddingVector.objects.count() - before
-        rate = made / max(time.monotonic() - started, 1e-9)
-        log(f"{repository.name} embedded; this run {made} vectors, {rate:.1f} chunks/s")
-    made, seconds = EmbeddingVector.objects.count() - before, time.monotonic() - started
-    manifest.setdefault("embed_runs", []).append(
-        {
+    done = False
+    try:
+        for repository in repositories:
+            if time.monotonic() >= deadline or not embed_repository_job(repository, deadline):
+                return False
+            made = EmbeddingVector.objects.count() - before
+            rate = made / max(time.monotonic() - started, 1e-9)
+            log(f"{repository.name} embedded; this run {made} vectors, {rate:.1f} chunks/s")
+        done = True
+        return True
+    finally:  # also when stopped (Ctrl-C, SIGTERM): what this run embedded is on record
+        made, seconds = EmbeddingVector.objects.count() - before, time.monotonic() - started
+        run = {
             "vectors": made,
             "seconds": round(seconds),
             "chunks_per_s": round(made / max(seconds, 1), 1),
         }
-    )
-    return done
+        manifest.setdefault("embed_runs", []).append({**run, "finished": done})
+        MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 def finish(space: Any, manifest: dict[str, Any]) -> None:
@@ -195,12 +198,17 @@ def finish(space: Any, manifest: dict[str, Any]) -> None:
     manifest["built_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--packages", default=",".join(DISTINCT), help="comma-separated")
     parser.add_argument("--no-embed", action="store_true", help="index for full text only")
     parser.add_argument("--hours", type=float, default=24.0, help="stop embedding after this")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # a session's end: stop as Ctrl-C does
     packages = [p for p in args.packages.split(",") if p]
     for package in packages:
         package_id(package)  # refuse an unpinned name before anything starts

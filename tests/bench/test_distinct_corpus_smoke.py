@@ -27,7 +27,7 @@ def test_distinct_corpus_stops_on_time_and_resumes(
     output = run_script("build_distinct_corpus.py", "--packages", package, "--hours", "0", env=env)
     manifest = json.loads((corpora / "distinct.json").read_text())
     assert manifest["packages"]["tinypkg"]["chunks"] == 4, output[-3000:]
-    assert [run["vectors"] for run in manifest["embed_runs"]] == [0]
+    assert [(run["vectors"], run["finished"]) for run in manifest["embed_runs"]] == [(0, False)]
     assert "distinct_vectors" not in manifest
     with psycopg.connect(bench_database) as connection:
         indexed = connection.execute("SELECT count(*) FROM indexing_chunk").fetchone()
@@ -39,7 +39,8 @@ def test_distinct_corpus_stops_on_time_and_resumes(
     # Run again: the repository is kept, the rest is embedded and the index built once.
     output = run_script("build_distinct_corpus.py", "--packages", package, env=env)
     manifest = json.loads((corpora / "distinct.json").read_text())
-    assert [run["vectors"] for run in manifest["embed_runs"]] == [0, 4], output[-3000:]
+    runs = [(run["vectors"], run["finished"]) for run in manifest["embed_runs"]]
+    assert runs == [(0, False), (4, True)], output[-3000:]
     assert (manifest["chunks"], manifest["distinct_vectors"]) == (4, 4)
     assert manifest["chunks_by_language"] == {"python": 3, "markdown": 1}
     with psycopg.connect(bench_database) as connection:
