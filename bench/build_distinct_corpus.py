@@ -64,7 +64,7 @@ def package_id(requirement: str) -> tuple[str, str]:
 
 def index_package(requirement: str, manifest: dict[str, Any]) -> Any:
     """The package's repository, indexed at its commit (full text); not embedded here."""
-    from indexing.models import IndexJob, Repository
+    from indexing.models import FINISHED_JOB_STATES, IndexJob, Repository
     from indexing.services.stages import fetch_and_index
 
     name, version = package_id(requirement)
@@ -78,7 +78,11 @@ def index_package(requirement: str, manifest: dict[str, Any]) -> Any:
         return repository
     if repository is None:
         repository = Repository.objects.create(url=str(bare), name=f"{name}-{version}")
-    job = IndexJob.objects.create(repository=repository)
+    # A run stopped mid-index left its job unfinished: the fetch stage starts it over.
+    unfinished = IndexJob.objects.filter(repository=repository).exclude(
+        state__in=FINISHED_JOB_STATES
+    )
+    job = unfinished.order_by("-pk").first() or IndexJob.objects.create(repository=repository)
     started = time.monotonic()
     if not (fetch_and_index.run_fetch(job.pk) and fetch_and_index.run_index(job.pk)):
         job.refresh_from_db()
