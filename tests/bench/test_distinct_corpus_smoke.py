@@ -15,6 +15,17 @@ import pytest
 from tests.bench.script_runs import run_script
 
 
+def database_counts(url: str) -> dict[str, int]:
+    """Repositories, chunks and HNSW indexes in the script's database."""
+    with psycopg.connect(url) as connection:
+        row = connection.execute(
+            "SELECT (SELECT count(*) FROM indexing_repository), (SELECT count(*) FROM"
+            " indexing_chunk), (SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%')"
+        ).fetchone()
+    assert row is not None
+    return dict(zip(("repositories", "chunks", "hnsw_indexes"), row, strict=True))
+
+
 @pytest.mark.timeout(600)
 def test_distinct_corpus_stops_on_time_and_resumes(
     bench_database: str, source_tree: Path, tmp_path: Path
@@ -29,12 +40,7 @@ def test_distinct_corpus_stops_on_time_and_resumes(
     assert manifest["packages"]["tinypkg"]["chunks"] == 4, output[-3000:]
     assert [(run["vectors"], run["finished"]) for run in manifest["embed_runs"]] == [(0, False)]
     assert "distinct_vectors" not in manifest
-    with psycopg.connect(bench_database) as connection:
-        indexed = connection.execute("SELECT count(*) FROM indexing_chunk").fetchone()
-        hnsw = connection.execute(
-            "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
-        ).fetchone()
-    assert indexed == (4,) and hnsw == (0,)
+    assert database_counts(bench_database) == {"repositories": 1, "chunks": 4, "hnsw_indexes": 0}
 
     # Run again: the repository is kept, the rest is embedded and the index built once.
     output = run_script("build_distinct_corpus.py", "--packages", package, env=env)
@@ -43,12 +49,7 @@ def test_distinct_corpus_stops_on_time_and_resumes(
     assert runs == [(0, False), (4, True)], output[-3000:]
     assert (manifest["chunks"], manifest["distinct_vectors"]) == (4, 4)
     assert manifest["chunks_by_language"] == {"python": 3, "markdown": 1}
-    with psycopg.connect(bench_database) as connection:
-        repositories = connection.execute("SELECT count(*) FROM indexing_repository").fetchone()
-        hnsw = connection.execute(
-            "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
-        ).fetchone()
-    assert repositories == (1,) and hnsw == (1,)
+    assert database_counts(bench_database) == {"repositories": 1, "chunks": 4, "hnsw_indexes": 1}
 
     # The measuring scripts read that corpus from the same BENCH_CORPORA_DIR.
     run_script(
