@@ -216,22 +216,26 @@ def main(argv: list[str] | None = None) -> int:
     packages = [p for p in args.packages.split(",") if p]
     for package in packages:
         package_id(package)  # refuse an unpinned name before anything starts
-    with bench_database(with_redis=True):
-        manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"packages": {}}
-        repositories = []
-        for package in packages:
-            repositories.append(index_package(package, manifest))
+    try:
+        with bench_database(with_redis=True):
+            manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"packages": {}}
+            repositories = []
+            for package in packages:
+                repositories.append(index_package(package, manifest))
+                MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+            if args.no_embed:
+                return 0
+            space = hold_hnsw_index()
+            done = embed_all(repositories, args.hours, manifest)
+            if done:
+                finish(space, manifest)
             MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
-        if args.no_embed:
-            return 0
-        space = hold_hnsw_index()
-        done = embed_all(repositories, args.hours, manifest)
-        if done:
-            finish(space, manifest)
-        MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
-        log(json.dumps({k: v for k, v in manifest.items() if k != "packages"}, indent=1))
-        if not done:
-            log("stopped before every repository was embedded: run again to go on")
+            log(json.dumps({k: v for k, v in manifest.items() if k != "packages"}, indent=1))
+            if not done:
+                log("stopped before every repository was embedded: run again to go on")
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was embedded is kept and on record
+        log("stopped: run again to go on where it stopped")
+        return 130
     return 0
 
 
