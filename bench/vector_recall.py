@@ -153,11 +153,12 @@ def measure(
             query, vector, space, scope_filter, limit=10, estimated_rows=estimated,
             force="exact", timeout_ms=60_000,
         )  # fmt: skip
-        cases.append((query, vector, scope_filter, estimated, {c for c, _ in exact.ranked}))
+        truth = {c for c, _ in exact.ranked}
+        cases.append((query, vector, scope_filter, estimated, truth, vector_ids(truth, space.pk)))
     result: dict[str, Any] = {"estimated_rows": cases[0][3] if cases else 0}
     for ef in ef_values:
         recalls, distinct, times, strategies = [], [], [], {}
-        for query, vector, scope_filter, estimated, truth in cases:
+        for query, vector, scope_filter, estimated, truth, truth_vectors in cases:
             started = time.perf_counter()
             found = vector_search(
                 query, vector, space, scope_filter, limit=50, estimated_rows=estimated,
@@ -166,7 +167,7 @@ def measure(
             times.append((time.perf_counter() - started) * 1000)
             top = {c for c, _ in found.ranked[:10]}
             recalls.append(len(truth & top) / max(len(truth), 1))
-            truth_vectors, top_vectors = vector_ids(truth, space.pk), vector_ids(top, space.pk)
+            top_vectors = vector_ids(top, space.pk)
             distinct.append(len(truth_vectors & top_vectors) / max(len(truth_vectors), 1))
             strategy = str(found.detail.get("strategy"))
             strategies[strategy] = strategies.get(strategy, 0) + 1
