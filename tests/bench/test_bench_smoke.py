@@ -67,10 +67,13 @@ def test_synthetic_corpus_and_search_latency(bench_database: str, tmp_path: Path
     )
     latency = json.loads((tmp_path / "latency.json").read_text())
     for scope in ("synthetic", "synthetic_one_repo"):
-        for mode in ("fulltext", "vector", "hybrid"):
+        for mode in ("fulltext", "vector", "hybrid", "hybrid+cross-encoder"):
             timed = latency[scope][mode]
             assert timed["all"]["runs"] > 0 and 0 < timed["all"]["p50"] <= timed["all"]["p95"]
             assert timed["stages_not_run"] == {}, (scope, mode)  # every required stage ran
+        # Only the default mode times the cross-encoder (on the prose queries).
+        assert "cross_encoder" in latency[scope]["hybrid+cross-encoder"]["stage_ms_p50"]
+        assert "cross_encoder" not in latency[scope]["hybrid"]["stage_ms_p50"]
         assert latency[scope]["plans"]["statements"] > 0
     assert (tmp_path / "plans.txt").read_text().count("#####") == 2  # one plan set a scope
 

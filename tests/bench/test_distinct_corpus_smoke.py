@@ -59,7 +59,7 @@ def test_distinct_corpus_stops_on_time_and_resumes(
     )  # fmt: skip
     latency = json.loads((tmp_path / "latency.json").read_text())
     assert latency["distinct_manifest"]["distinct_vectors"] == 4
-    for mode in ("fulltext", "vector", "hybrid"):
+    for mode in ("fulltext", "vector", "hybrid", "hybrid+cross-encoder"):
         timed = latency["distinct"][mode]["all"]
         assert timed["runs"] > 0 and 0 < timed["p50"] <= timed["p95"], mode
     # Four vectors: the search scans them all, so it finds exactly what an exact scan finds.
