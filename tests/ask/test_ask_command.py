@@ -6,7 +6,7 @@ import io
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 pytestmark = pytest.mark.django_db
 
@@ -33,3 +33,11 @@ def test_without_a_chat_model_prints_where_to_look_and_fails(shop, chat_model: A
     assert exit_info.value.code == 3
     assert "no chat model could answer" in err.getvalue()
     assert "acme/shop:src/" in out.getvalue()
+
+
+def test_repo_takes_a_name_as_the_api_does(shop, chat_model: Any) -> None:
+    chat_model.queue_chat("Delays double each attempt [1].")
+    out, _ = run("how is the retry delay computed", "--repo", "acme/shop")
+    assert "[1] acme/shop:src/" in out
+    with pytest.raises(CommandError, match="--repo: no repository named 'acme/shp'"):
+        run("how is the retry delay computed", "--repo", "acme/shp")

@@ -1,4 +1,4 @@
-"""``manage.py ask "question" [--repo ID] [--k N] [--expand] [--hyde] [--json]``.
+"""``manage.py ask "question" [--repo ID|NAME] [--k N] [--expand] [--hyde] [--json]``.
 
 Prints the answer with ``[n]`` markers, then the sources as ``n. repo:path:start-end  symbol``
 with their permalinks. With no chat model reachable it prints where to look (the retrieved
@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
-import uuid
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from reposearch.domain_errors import DomainError
+from search import contract
 from search.ask.errors import AskFailed
 from search.ask.serializers import MAX_DEPTH, MAX_K, MAX_QUESTION_CHARS
 from search.ask.service import AskRequest, answer_question
 from search.management.viewer_option import add_user_option, viewer_from_options
-from search.retrieval.scope import UnknownRepositories
 
 
 class Command(BaseCommand):
@@ -29,7 +29,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question")
-        parser.add_argument("--repo", action="append", default=[], help="Repository id (repeat).")
+        parser.add_argument(
+            "--repo", action="append", default=[], help="Repository id or name (repeat)."
+        )
         parser.add_argument("--k", type=int, default=8, help=f"Snippets retrieved (1..{MAX_K}).")
         parser.add_argument("--expand", action="store_true", help="Follow the call graph.")
         parser.add_argument("--depth", type=int, default=2, help="Call-graph depth (1..4).")
@@ -51,10 +53,11 @@ class Command(BaseCommand):
             raise CommandError(f"--k must be between 1 and {MAX_K}")
         if not 1 <= options["depth"] <= MAX_DEPTH:
             raise CommandError(f"--depth must be between 1 and {MAX_DEPTH}")
-        try:
-            repo_ids = [uuid.UUID(value) for value in options["repo"]]
-        except ValueError as exc:
-            raise CommandError(f"--repo: not a repository id ({exc})") from None
+        viewer = viewer_from_options(options)
+        try:  # ids or names, as POST /api/ask's repo_ids
+            repo_ids = contract.repository_ids(options["repo"], viewer)
+        except DomainError as exc:
+            raise CommandError(f"--repo: {exc}") from None
         tristate = {"auto": None, "yes": True, "no": False}
         request = AskRequest(
             question=question,
@@ -65,12 +68,10 @@ class Command(BaseCommand):
             hyde=options["hyde"],
             include_tests=tristate[options["tests"]],
             include_docs=tristate[options["docs"]],
-            viewer=viewer_from_options(options),
+            viewer=viewer,
         )
         try:
             result = answer_question(request)
-        except UnknownRepositories as exc:
-            raise CommandError(str(exc)) from None
         except AskFailed as exc:
             if options["json"]:
                 body = {"error": {"code": exc.code, "message": exc.message}}
@@ -80,6 +81,8 @@ class Command(BaseCommand):
                 for source in exc.result.retrieved:
                     self.stdout.write(f"  {source['location']}  {source['symbol']}")
             sys.exit(3)
+        except DomainError as exc:  # an unknown repository, a refused question...
+            raise CommandError(str(exc)) from None
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict(), indent=2))
             return

@@ -16,14 +16,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from indexing.repository_refs import AmbiguousRepository
+from reposearch.domain_errors import DomainError
 from search import contract
-from search.exact.errors import QueryRejected
 from search.localize.response import localize_document
 from search.localize.serializers import MAX_FILES, serialize_localize
 from search.localize.service import MAX_ISSUE_CHARS, LocalizeRequest, localize
 from search.management.viewer_option import add_user_option, viewer_from_options
-from search.retrieval.scope import UnknownBranch, UnknownRepositories
 
 
 class Command(BaseCommand):
@@ -58,7 +56,7 @@ class Command(BaseCommand):
         viewer = viewer_from_options(options)
         try:
             repo_ids = contract.repository_ids(options["repo"], viewer)
-        except (QueryRejected, AmbiguousRepository) as exc:
+        except DomainError as exc:
             raise CommandError(f"--repo: {exc}") from None
         try:
             result = localize(
@@ -71,7 +69,7 @@ class Command(BaseCommand):
                     include_tests=options["tests"],
                 )
             )
-        except (UnknownRepositories, UnknownBranch) as exc:
+        except DomainError as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
             document = serialize_localize(localize_document(result, viewer))

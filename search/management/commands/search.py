@@ -13,13 +13,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from indexing.repository_refs import AmbiguousRepository
+from reposearch.domain_errors import DomainError
 from search import contract
-from search.exact.errors import QueryRejected
 from search.management.viewer_option import add_user_option, viewer_from_options
 from search.response import search_body
-from search.retrieval.query import InvalidGlob
-from search.retrieval.scope import UnknownRepositories
 from search.router import SearchCall, SearchOutcome, run_search
 from search.serializers import MAX_LIMIT, MAX_QUERY_CHARS, SearchResponseSerializer
 
@@ -61,7 +58,7 @@ class Command(BaseCommand):
         viewer = viewer_from_options(options)
         try:  # ids or names, as POST /api/search's repo_ids
             repo_ids = contract.repository_ids(options["repo"], viewer)
-        except (QueryRejected, AmbiguousRepository) as exc:
+        except DomainError as exc:
             raise CommandError(f"--repo: {exc}") from None
         tristate = {"auto": None, "yes": True, "no": False}
         request = contract.search_request(
@@ -82,7 +79,7 @@ class Command(BaseCommand):
         )
         try:
             outcome = run_search(SearchCall(request))
-        except (UnknownRepositories, InvalidGlob, QueryRejected) as exc:
+        except DomainError as exc:  # what the API answers 4xx: an unknown branch, a bad glob...
             raise CommandError(str(exc)) from None
         if options["json"]:
             body = search_body(outcome, request.limit)
