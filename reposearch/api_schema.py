@@ -19,7 +19,8 @@ from rest_framework import serializers
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 DESCRIPTIONS = {
-    400: "Invalid input: the message says what and where (`error.details.fields` per field).",
+    400: "Invalid input: the message says what and where (`error.details.fields` per field;"
+    " `unknown_parameter` for a query parameter the operation does not list).",
     401: "Not authenticated: no, a malformed, an expired or a revoked API token (send "
     "`Authorization: Bearer <token>`), or a webhook whose signature does not match.",
     403: "Signed in, but the account's role (or the token's scope) does not allow this.",

@@ -9,7 +9,11 @@ elsewhere:
 - 400 for JSON nested deeper than ``MAX_JSON_DEPTH`` (Python's parser would recurse until a
   ``RecursionError``; no API body of ours nests more than a few levels);
 - 400 for a NUL character in a query parameter (PostgreSQL text cannot hold one), or for more
-  query parameters than ``DATA_UPLOAD_MAX_NUMBER_FIELDS``.
+  query parameters than ``DATA_UPLOAD_MAX_NUMBER_FIELDS``;
+- 400 for a query parameter an API view does not read (``GET /api/repos?status=failed`` would
+  otherwise list every repository, as if the filter had been applied): a view declares what it
+  reads in ``query_parameters`` (none when it does not say; ``None``: not checked), the same
+  names its OpenAPI operation lists, and DRF's ``format`` is always accepted.
 
 NUL characters in JSON strings are refused by the serializers' ``CharField`` (DRF checks them).
 
@@ -19,8 +23,10 @@ even with ``DEBUG=1``, so no user is shown Django's debug page listing the URL p
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
@@ -119,6 +125,30 @@ class RequestGuardMiddleware:
                     {"max_depth": MAX_JSON_DEPTH},
                 )
         return None
+
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
+    ) -> HttpResponse | None:
+        view_class = getattr(view, "cls", None)  # DRF's as_view() names its class
+        if view_class is None or not request.GET or request.method not in ("GET", "HEAD"):
+            return None
+        known: frozenset[str] | None = getattr(view_class, "query_parameters", frozenset())
+        if known is None:
+            return None
+        unknown = sorted(set(request.GET) - known - {"format"})
+        if not unknown:
+            return None
+        name = unknown[0]
+        near = difflib.get_close_matches(name, sorted(known), n=1)
+        takes = ", ".join(sorted(known)) if known else "no query parameters"
+        hint = f" — did you mean {near[0]}?" if near else ""
+        return error_response(
+            request,
+            400,
+            "unknown_parameter",
+            f"unknown query parameter {name!r}{hint} ({request.path} takes {takes})",
+            {"unknown": unknown, "parameters": sorted(known)},
+        )
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, RequestDataTooBig):

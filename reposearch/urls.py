@@ -16,9 +16,17 @@ from reposearch.health import HealthView
 class SchemaView(SpectacularAPIView):
     """The OpenAPI document itself; left out of the operations it lists."""
 
+    query_parameters = frozenset({"lang", "version"})  # drf-spectacular's, beside ``format``
+
     @extend_schema(exclude=True)
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
+
+
+class ApiDocsView(SpectacularSwaggerSplitView):
+    """The schema's docs page (Swagger UI); it asks for its own script with ``?script=``."""
+
+    query_parameters = frozenset({"script"})
 
 
 urlpatterns = [
@@ -30,9 +38,7 @@ urlpatterns = [
     path("api/schema", SchemaView.as_view(), name="schema"),
     path(  # the split view serves its start-up script as a file: no inline script for the CSP
         "api/docs",
-        SpectacularSwaggerSplitView.as_view(
-            url_name="schema", template_name="frontend/api_docs.html"
-        ),
+        ApiDocsView.as_view(url_name="schema", template_name="frontend/api_docs.html"),
         name="api-docs",
     ),
     path("api/", include("accounts.urls")),

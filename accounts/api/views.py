@@ -46,18 +46,20 @@ def _visible_tokens(request: Request) -> QuerySet[ApiToken]:
     return rows.filter(user_id=request.user.pk or 0)
 
 
+TOKEN_LIST_ALL = OpenApiParameter(
+    "all", OpenApiTypes.BOOL, description="Admins: everyone's tokens (true or false)."
+)
+
+
 class TokenListView(AuditedWrites, APIView):
     required_roles = {"POST": Role.READ}  # anyone signed in may make tokens for themselves
     anonymous_read = False
     audit_actions = {"POST": "token.create"}
+    query_parameters = frozenset({TOKEN_LIST_ALL.name})
 
     @extend_schema(
         operation_id="tokens_list",
-        parameters=[
-            OpenApiParameter(
-                "all", OpenApiTypes.BOOL, description="Admins: everyone's tokens (true or false)."
-            )
-        ],
+        parameters=[TOKEN_LIST_ALL],
         responses={200: TokenListSerializer},
     )
     def get(self, request: Request) -> Response:
@@ -177,26 +179,30 @@ def _int_param(request: Request, name: str, default: int | None, high: int) -> i
     return int(raw)
 
 
+AUDIT_LIST_PARAMETERS = [
+    OpenApiParameter("actor", str, description="User name, exactly."),
+    OpenApiParameter("action", str, description="e.g. repository.add; a prefix with *."),
+    OpenApiParameter("since", OpenApiTypes.DATETIME),
+    OpenApiParameter("until", OpenApiTypes.DATETIME),
+    OpenApiParameter(
+        "before", _whole_number(1, 2**62), description="The `next_before` of the last page."
+    ),
+    OpenApiParameter(
+        "limit",
+        _whole_number(1, AUDIT_PAGE_MAX),
+        description=f"1 to {AUDIT_PAGE_MAX}, default 50.",
+    ),
+]
+
+
 class AuditLogView(APIView):
     required_roles = {"GET": Role.ADMIN}
     anonymous_read = False
+    query_parameters = frozenset(p.name for p in AUDIT_LIST_PARAMETERS)
 
     @extend_schema(
         operation_id="audit_list",
-        parameters=[
-            OpenApiParameter("actor", str, description="User name, exactly."),
-            OpenApiParameter("action", str, description="e.g. repository.add; a prefix with *."),
-            OpenApiParameter("since", OpenApiTypes.DATETIME),
-            OpenApiParameter("until", OpenApiTypes.DATETIME),
-            OpenApiParameter(
-                "before", _whole_number(1, 2**62), description="The `next_before` of the last page."
-            ),
-            OpenApiParameter(
-                "limit",
-                _whole_number(1, AUDIT_PAGE_MAX),
-                description=f"1 to {AUDIT_PAGE_MAX}, default 50.",
-            ),
-        ],
+        parameters=AUDIT_LIST_PARAMETERS,
         responses={200: AuditPageSerializer},
     )
     def get(self, request: Request) -> Response:

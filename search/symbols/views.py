@@ -46,6 +46,7 @@ class SymbolListView(APIView):
     """Definitions by name: exact, then prefix, then substring, then similar names."""
 
     throttle_classes = [SearchRateThrottle]
+    query_parameters = frozenset(SymbolQuerySerializer().fields)
 
     @extend_schema(
         operation_id="symbols",
@@ -71,6 +72,7 @@ class DefinitionListView(APIView):
     """Go to definition: the definitions of a name, the given repository and language first."""
 
     throttle_classes = [SearchRateThrottle]
+    query_parameters = frozenset(DefinitionQuerySerializer().fields)
 
     @extend_schema(
         operation_id="symbol_definitions",
@@ -96,6 +98,7 @@ class ReferenceListView(APIView):
     """Find references: call sites tree-sitter recorded plus the identifier's exact matches."""
 
     throttle_classes = [SearchRateThrottle]
+    query_parameters = frozenset(ReferenceQuerySerializer().fields)
 
     @extend_schema(
         operation_id="symbol_references",
