@@ -300,7 +300,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # The schema and its docs page need an account, like every other part of the API.
     "SERVE_PERMISSIONS": ["accounts.permissions.RolePermission"],
-    "ENUM_NAME_OVERRIDES": {"TokenScopeEnum": "accounts.models.TokenScope"},
+    "ENUM_NAME_OVERRIDES": {  # one name per choice set (else: StatusD2dEnum, MatchEnum twice)
+        "TokenScopeEnum": "accounts.models.TokenScope",
+        "StageStatusEnum": ["ran", "skipped", "failed"],  # a search's and localize's stages
+        "SymbolMatchEnum": ["exact", "prefix", "substring", "fuzzy"],  # search.symbols TIERS
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "reposearch.api_schema.declare_common_errors",  # 400/404/413 of the request guards
