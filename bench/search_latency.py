@@ -1,7 +1,7 @@
 """Search latency (p50 / p95, no LLM stages) on the 1 M-chunk corpus and on a real repository.
 
     .venv/bin/python bench/build_synthetic_corpus.py        # once: >= 1,000,000 chunks (long)
-    .venv/bin/python bench/search_latency.py [--repeats 3] [--corpus synthetic,flask]
+    .venv/bin/python bench/search_latency.py [--repeats 3] [--corpus synthetic,flask] [--modes ...]
         [--json bench/results/latency.json] [--plans bench/results/latency-plans.txt]
     BENCH_CORPORA_DIR=bench/corpora/distinct .venv/bin/python bench/search_latency.py \
         --corpus distinct --recall     # the corpus of build_distinct_corpus.py
@@ -174,13 +174,18 @@ def explain(statements: list[tuple[str, Any]]) -> list[str]:
 
 
 def measure(
-    executor: Any, embedder: TimedEmbedder, repo_ids: list[Any] | None, repeats: int
+    executor: Any,
+    embedder: TimedEmbedder,
+    repo_ids: list[Any] | None,
+    repeats: int,
+    modes: list[str],
 ) -> dict[str, Any]:
     from search.executor import SearchRequest
     from search.ranking import cross_encoder
 
     results: dict[str, Any] = {}
-    for mode, overrides in MODES.items():
+    for mode in modes:
+        overrides = MODES[mode]
         per_group: dict[str, list[float]] = {}
         embed_ms: list[float] = []
         stage_ms: dict[str, list[float]] = {}
@@ -238,6 +243,8 @@ def plans_for(executor: Any, repo_ids: list[Any] | None) -> tuple[list[str], lis
     offenders: list[str] = []
     for query in ("get_object_or_404", "self return value", "the", "how are migrations applied"):
         for mode, overrides in MODES.items():
+            if overrides.get("cross_encoder", False):
+                continue  # the cross-encoder runs in the process: hybrid's statements
             request = SearchRequest(query=query, limit=10, repo_ids=repo_ids, **overrides)
             statements = capture_statements(lambda request=request: executor.run(request))
             for plan in explain(statements):
@@ -299,7 +306,7 @@ def run_corpus(name: str, repo_ids: list[Any] | None, args: argparse.Namespace) 
     executor = SearchExecutor(embedder=embedder)
     count = sum(len(q) for q in QUERIES.values())
     print(f"{name}: {count} queries x {args.repeats} runs", flush=True)
-    results = measure(executor, embedder, repo_ids, args.repeats)
+    results = measure(executor, embedder, repo_ids, args.repeats, args.modes)
     if args.recall:
         results["vector_recall"] = hnsw_recall(repo_ids)
     plans, offenders = plans_for(executor, repo_ids)
@@ -317,6 +324,12 @@ def run_corpus(name: str, repo_ids: list[Any] | None, args: argparse.Namespace) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--modes",
+        type=lambda value: [m for m in value.split(",") if m],
+        default=list(MODES),
+        help=f"comma-separated, of {', '.join(MODES)} (default: all)",
+    )
     parser.add_argument("--corpus", default="synthetic,flask")
     parser.add_argument("--append", action="store_true", help="merge into an existing --json")
     parser.add_argument(
@@ -325,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/latency.json")
     parser.add_argument("--plans", type=Path, default=ROOT / "bench/results/latency-plans.txt")
     args = parser.parse_args(argv)
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        parser.error(f"--modes: no mode {unknown[0]!r} (there are {', '.join(MODES)})")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     if not args.append:
         args.plans.write_text("")

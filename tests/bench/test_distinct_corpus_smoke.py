@@ -62,6 +62,9 @@ def test_distinct_corpus_stops_on_time_and_resumes(
     for mode in ("fulltext", "vector", "hybrid", "hybrid+cross-encoder"):
         timed = latency["distinct"][mode]["all"]
         assert timed["runs"] > 0 and 0 < timed["p50"] <= timed["p95"], mode
+    # Only the default mode times the cross-encoder (on the prose queries).
+    assert "cross_encoder" in latency["distinct"]["hybrid+cross-encoder"]["stage_ms_p50"]
+    assert "cross_encoder" not in latency["distinct"]["hybrid"]["stage_ms_p50"]
     # Four vectors: the search scans them all, so it finds exactly what an exact scan finds.
     assert latency["distinct"]["vector_recall"]["recall_at_10_mean"] == 1.0
     run_script(
