@@ -24,8 +24,9 @@ def _visibility_groups_field() -> serializers.ListField:
         child=StrictCharField(max_length=150),
         required=False,
         max_length=50,
-        help_text="Names of existing groups whose members alone may see the repository "
-        "(unknown names: 400); [] or left out: every account.",
+        help_text="Names of existing groups whose members alone may see the repository (an "
+        "administrator may name any; another writer only groups they belong to; any other "
+        "name: 400 unknown_group); [] or left out: every account.",
     )
 
 

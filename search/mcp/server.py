@@ -124,7 +124,7 @@ def search_code(
         str | None,
         Field(
             description="Search this indexed branch (a name or glob like release/*; * for "
-            "every branch; default: each repository's default branch). Semantic search only."
+            "every branch; default: each repository's default branch). Every mode."
         ),
     ] = None,
 ) -> Answer:
