@@ -349,6 +349,13 @@ def mode_label(mode: Any) -> str:
     return MODE_LABELS.get(_text(mode), "")
 
 
+def notice_messages(raw: Any) -> list[str]:
+    """The messages of the response's ``notices`` (the filters that matched no file)."""
+    if not isinstance(raw, list):
+        return []
+    return [str(n["message"]) for n in raw if isinstance(n, dict) and n.get("message")]
+
+
 def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> list[str]:
     """Plain words for what was searched, for the "no results" message."""
     parts: list[str] = []

@@ -141,6 +141,10 @@ def _with_freshness(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def search_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
     """The ``POST /api/search`` document of ``outcome`` (before serialisation)."""
+    return {**_mode_body(outcome, limit), "notices": outcome.notices}
+
+
+def _mode_body(outcome: SearchOutcome, limit: int) -> dict[str, Any]:
     if outcome.hybrid is not None:
         result = outcome.hybrid
         request = outcome.hybrid_request

@@ -55,6 +55,7 @@ from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
+from search.filter_notices import filter_notices
 from search.retrieval.db import soon
 from search.retrieval.replicas import positions, read_with_fallback
 from search.symbols.lookup import DefinitionHit, find_definitions
@@ -81,11 +82,40 @@ class SearchOutcome:
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
     # Where an exact, regex, symbol or file-name search read (hybrid: in ``hybrid``).
     served_by: dict[str, Any] = field(default_factory=dict)
+    # An empty first page: the filters that left nothing to search (search.filter_notices).
+    notices: list[dict[str, str]] = field(default_factory=list)
 
 
 def run_search(call: SearchCall) -> SearchOutcome:
     """Parse, choose the mode, run. Raises ``QueryRejected`` (and the hybrid executor's
-    ``UnknownRepositories`` / ``InvalidGlob``) for bad input."""
+    ``UnknownRepositories`` / ``InvalidGlob``) for bad input. An empty first page carries the
+    ``notices`` of the filters that matched no file."""
+    if call.request.languages:
+        call = replace(call, request=replace(call.request, languages=_languages(call.request)))
+    outcome = _run(call)
+    if _empty_first_page(outcome, call):
+        parsed = outcome.parsed
+        outcome.notices = filter_notices(
+            candidate_scope(parsed, call.request),
+            [*(call.request.path_globs or []), *parsed.files],
+            [*(call.request.languages or []), *parsed.languages],
+        )
+    return outcome
+
+
+def _empty_first_page(outcome: SearchOutcome, call: SearchCall) -> bool:
+    if call.cursor or call.file_path or call.match_offset:
+        return False
+    if outcome.hybrid_page is not None:
+        return outcome.hybrid_page.total == 0
+    if outcome.definitions is not None:
+        return not outcome.definitions
+    if outcome.files is not None:
+        return outcome.files.total == 0
+    return outcome.exact is not None and outcome.exact.total == 0 and not outcome.exact.timed_out
+
+
+def _run(call: SearchCall) -> SearchOutcome:
     from search.retrieval.query import identifier_query
 
     parsed = parse_search_query(call.request.query)
@@ -97,8 +127,6 @@ def run_search(call: SearchCall) -> SearchOutcome:
             f" this query runs a {ran} search",
             {"mode": ran},
         )
-    if call.request.languages:
-        call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     for glob in [*(call.request.path_globs or []), *parsed.files, *parsed.exclude_files]:
         refuse_bad_ranges(glob)
     # Requested ids the viewer may not see are unknown in every mode, before any filter.

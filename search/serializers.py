@@ -280,6 +280,14 @@ class FacetsSerializer(serializers.Serializer):
     languages = LanguageFacetSerializer(many=True, help_text="Most files first.")
 
 
+class NoticeSerializer(serializers.Serializer):
+    filter = serializers.CharField(
+        help_text="The filter as written (file:GLOB, lang:NAME); empty when the filters together "
+        "are why."
+    )
+    message = serializers.CharField(help_text="What it matched, and what would match.")
+
+
 class SearchResponseSerializer(serializers.Serializer):
     query = serializers.CharField()
     queries = serializers.ListField(
@@ -328,6 +336,11 @@ class SearchResponseSerializer(serializers.Serializer):
     ms = serializers.FloatField()
     served_by = ServedBySerializer(
         required=False, help_text="The database the search read from, and its lag."
+    )
+    notices = NoticeSerializer(
+        many=True,
+        help_text="An empty first page: each file: or lang: filter (or the filters together) "
+        "that matches no indexed file in the repositories searched, with what would match.",
     )
 
 

@@ -210,14 +210,17 @@ def search_code(
     except (UnknownRepositories, InvalidGlob) as exc:  # pragma: no cover - resolved above
         raise ToolInputError("invalid_scope", str(exc), _repositories_hint(viewer)) from None
     if outcome.definitions is not None:
-        return definitions_answer(outcome, budget)
-    if outcome.files is not None:
-        return file_names_answer(outcome, budget)
-    if outcome.hybrid is None:
-        return exact_answer(outcome, budget)
-    return hybrid_answer(
-        outcome, expand=bool(_choose("expand", expand)), viewer=viewer, max_tokens=budget
-    )
+        answer = definitions_answer(outcome, budget)
+    elif outcome.files is not None:
+        answer = file_names_answer(outcome, budget)
+    elif outcome.hybrid is None:
+        answer = exact_answer(outcome, budget)
+    else:
+        answer = hybrid_answer(
+            outcome, expand=bool(_choose("expand", expand)), viewer=viewer, max_tokens=budget
+        )
+    # An empty answer says which filter matched no file (the API's notices).
+    return {**answer, "notices": outcome.notices} if outcome.notices else answer
 
 
 def list_repositories(*, viewer: Viewer = Viewer()) -> dict[str, Any]:  # noqa: B008

@@ -1,0 +1,174 @@
+"""An empty answer says which filter emptied it: a ``file:`` glob or ``lang:`` that matches no
+indexed file is named in ``notices`` with what would match, in every mode, through the API, the
+MCP tool, the command line and the results page; an answer with results, or an empty one whose
+filters all match files, carries none.
+
+The real ``acme/httpclient`` of the exact-search tests (``tests.search.exact_corpus``: Python,
+JavaScript, C++, Markdown and text under ``src/``, ``tests/``, ``docs/`` and ``notes/``) is indexed
+once for the module.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+
+from accounts.visibility import viewer_for
+from indexing.clone_paths import repository_dir
+from indexing.models import Repository
+from search.mcp.tools import search_code
+from tests.accounts_support import make_account
+from tests.indexing.real_run import index, mirror
+from tests.search.exact_corpus import FILES
+from tests.shared_rows import shared_rows
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def repository(
+    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Repository]:
+    def build() -> Repository:
+        return index(mirror(tmp_path_factory.mktemp("notices"), FILES), "acme/httpclient")
+
+    with shared_rows(django_db_blocker, build, "filter-notices corpus") as built:
+        yield built
+        shutil.rmtree(repository_dir(built.pk), ignore_errors=True)
+
+
+@pytest.fixture
+def reader(repository: Repository) -> User:
+    return make_account("read")
+
+
+def search(user: User, query: str, **fields: Any) -> dict[str, Any]:
+    client = Client()
+    client.force_login(user)
+    response = client.post(
+        "/api/search",
+        data=json.dumps({"query": query, **fields}),
+        content_type="application/json",
+    )
+    assert response.status_code == 200, response.content
+    body: dict[str, Any] = response.json()
+    return body
+
+
+@pytest.mark.parametrize(
+    ("query", "mode"),
+    [
+        ("send the request file:lib/httpclient/*.py", "hybrid"),
+        ('"def send" file:lib/httpclient/*.py', "exact"),
+        ("/def +send/ file:lib/httpclient/*.py", "regex"),
+        ("sym:send file:lib/httpclient/*.py", "symbol"),
+        ("type:file client file:lib/httpclient/*.py", "file"),
+    ],
+)
+def test_a_glob_matching_no_file_is_named_with_the_glob_at_any_depth(
+    reader: User, query: str, mode: str
+) -> None:
+    body = search(reader, query)
+    assert body["mode"] == mode
+    assert body["results"] == []
+    assert body["notices"] == [
+        {
+            "filter": "file:lib/httpclient/*.py",
+            "message": "file:lib/httpclient/*.py matches no indexed file in the repository"
+            " searched — did you mean file:**/*.py? (it matches src/httpclient/client.py)",
+        }
+    ]
+
+
+def test_a_glob_in_the_wrong_case_names_the_path_it_would_match(reader: User) -> None:
+    body = search(reader, '"def send" file:SRC/HttpClient/Client.py')
+    assert body["results"] == []
+    assert body["notices"] == [
+        {
+            "filter": "file:SRC/HttpClient/Client.py",
+            "message": "file:SRC/HttpClient/Client.py matches no indexed file in the repository"
+            " searched — paths match case-sensitively; in another case it would match"
+            " src/httpclient/client.py",
+        }
+    ]
+
+
+def test_the_api_paths_field_is_checked_as_file_is(reader: User) -> None:
+    body = search(reader, "send the request", paths=["vendor/**"])
+    assert body["results"] == []
+    assert [n["filter"] for n in body["notices"]] == ["file:vendor/**"]
+    assert "matches no indexed file in the repository searched" in body["notices"][0]["message"]
+
+
+def test_a_language_with_no_file_lists_the_languages_there(reader: User) -> None:
+    body = search(reader, '"def send" lang:go')
+    assert body["results"] == []
+    (notice,) = body["notices"]
+    assert notice["filter"] == "lang:go"
+    assert notice["message"].startswith(
+        "lang:go matches no indexed file in the repository searched; its languages: "
+    )
+    assert {"lang:python", "lang:javascript", "lang:markdown"} <= set(
+        notice["message"].split("; its languages: ")[1].split(", ")
+    )
+
+
+def test_filters_that_each_match_but_not_together_are_said_together(reader: User) -> None:
+    body = search(reader, '"def send" file:docs/** lang:python')
+    assert body["results"] == []
+    assert body["notices"] == [
+        {
+            "filter": "",
+            "message": "the file and language filters together match no indexed file in the"
+            " repository searched; each matches files on its own",
+        }
+    ]
+
+
+def test_an_exclusion_that_leaves_no_file_is_said(reader: User) -> None:
+    body = search(reader, '"def send" -file:**')
+    assert body["results"] == []
+    assert [n["filter"] for n in body["notices"]] == [""]
+
+
+def test_no_notice_when_the_filters_match_files_or_there_are_results(reader: User) -> None:
+    empty = search(reader, '"no such text anywhere" file:src/**/*.py lang:python')
+    assert empty["results"] == [] and empty["notices"] == []
+    found = search(reader, '"def send" file:src/**/*.py')
+    assert found["results"] and found["notices"] == []
+
+
+def test_the_mcp_tool_carries_the_notices_of_an_empty_answer(reader: User) -> None:
+    answer = search_code('"def send" file:lib/*.py', viewer=viewer_for(reader))
+    assert [n["filter"] for n in answer["notices"]] == ["file:lib/*.py"]
+    assert "notices" not in search_code('"def send"', viewer=viewer_for(reader))
+
+
+def test_the_command_line_prints_the_notice_beside_no_results(repository: Repository) -> None:
+    out, err = StringIO(), StringIO()
+    call_command("search", '"def send" lang:go', stdout=out, stderr=err)
+    assert out.getvalue().strip() == "no results"
+    assert "lang:go matches no indexed file in the repository searched" in err.getvalue()
+
+
+def test_the_results_page_shows_the_notice(reader: User) -> None:
+    body = search(reader, '"def send" file:lib/*.py')
+    client = Client()
+    client.force_login(reader)
+    page = client.post(
+        "/ui/results",
+        data=json.dumps({"request": {"query": '"def send" file:lib/*.py'}, "response": body}),
+        content_type="application/json",
+    )
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "No results for" in html
+    assert '<p class="notice">file:lib/*.py matches no indexed file' in html
