@@ -1,12 +1,13 @@
-"""Why an empty answer is empty, when a filter is why.
+"""Filters that match no file, said in the answer instead of passing unnoticed.
 
 A ``file:`` glob with a typo in it, or ``lang:go`` on a Python repository, would otherwise
-answer "no results" as if the code held nothing that matches. When the first page of a search
-comes back empty, each filter is checked against the indexed files of the repositories (and
-branches) searched: a glob or language that matches none of them is named in the answer's
-``notices``, with what would match (the glob at any depth, the path in another case, the
-languages that are there). When every filter matches files but together they match none, that is
-said too. Each check reads one file at most; a search with results asks nothing.
+answer "no results" as if the code held nothing that matches; a mistyped exclusion
+(``-file:vendr/``) would leave the answer as it was, as if it had been applied. Each filter is
+checked against the indexed files of the repositories (and branches) searched, on a search's
+first page: an exclusion that excludes no file, always; when the page is empty, a glob or
+language that matches no file, else the filters together when each matches files alone. Each
+is named in the answer's ``notices`` with what would match (the glob at any depth, the path in
+another case, the languages that are there). A search without filters asks nothing.
 """
 
 from __future__ import annotations
@@ -28,58 +29,93 @@ TIMEOUT_MS = 1000  # per check: past it, the answer goes without its notices
 
 
 def filter_notices(
-    scope: CandidateScope, globs: Sequence[str], languages: Sequence[str]
+    scope: CandidateScope,
+    globs: Sequence[str],
+    languages: Sequence[str],
+    exclusions: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    *,
+    empty: bool,
 ) -> list[dict[str, str]]:
-    """``[{"filter", "message"}]`` for the filters of ``scope`` that leave it no file: each
-    ``file:`` glob of ``globs`` and ``lang:`` of ``languages`` matching no file on its own, else
-    the filters together (exclusions included) when they do. Empty when a check runs out of time."""
+    """``[{"filter", "message"}]``: the exclusions (``-file:`` globs, ``-lang:`` names) that
+    exclude no file of ``scope``; when the answer is ``empty``, also each ``file:`` glob of
+    ``globs`` and ``lang:`` of ``languages`` that matches no file on its own, else the filters
+    together when they leave no file. Empty when a check runs out of time."""
     try:
-        return _notices(scope, globs, languages)
+        return _notices(scope, globs, languages, exclusions, empty)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == QUERY_CANCELED:
-            return []  # out of time: an empty answer is not worth an error
+            return []  # out of time: the answer is not worth an error
         raise
 
 
 def _notices(
-    scope: CandidateScope, globs: Sequence[str], languages: Sequence[str]
+    scope: CandidateScope,
+    globs: Sequence[str],
+    languages: Sequence[str],
+    exclusions: tuple[Sequence[str], Sequence[str]],
+    empty: bool,
 ) -> list[dict[str, str]]:
-    filtered = bool(globs or languages or scope.exclude_path_regex or scope.exclude_languages)
-    if not filtered or not scope.repo_ids:
+    exclude_globs, exclude_languages = exclusions
+    filtered = bool(globs or languages) and empty
+    if not (filtered or exclude_globs or exclude_languages) or not scope.repo_ids:
         return []
     bare = replace(
         scope, languages=None, exclude_languages=None, path_regex=None, exclude_path_regex=None
     )
-    if _first_path(bare) is None:
+    if not _has_file(bare):
         return []  # nothing indexed there at all: no filter's doing
     where = _where(scope)
-    notices = []
-    for glob in globs:
-        regex = _regex(glob)
-        if regex is None or _first_path(replace(bare, path_regex=regex)) is not None:
-            continue
-        notices.append(
-            {
-                "filter": f"file:{glob}",
-                "message": f"file:{glob} matches no indexed file in {where}{_glob_hint(bare, glob)}",
-            }
-        )
-    for language in languages:
-        if _first_path(replace(bare, languages=[language.lower()])) is None:
-            present = ", ".join(f"lang:{name}" for name in _languages(bare))
-            notices.append(
-                {
-                    "filter": f"lang:{language}",
-                    "message": f"lang:{language} matches no indexed file in {where}"
-                    + (f"; its languages: {present}" if present else ""),
-                }
-            )
-    if not notices and _first_path(scope) is None:
-        notices.append(
+    notices = [
+        *_glob_notices(bare, exclude_globs, "-", "excludes", where),
+        *_language_notices(bare, exclude_languages, "-", "excludes", where),
+    ]
+    if not empty:
+        return notices
+    unmatched = [
+        *_glob_notices(bare, globs, "", "matches", where),
+        *_language_notices(bare, languages, "", "matches", where),
+    ]
+    if not unmatched and not _has_file(scope):
+        unmatched.append(
             {
                 "filter": "",
                 "message": f"the file and language filters together match no indexed file in"
                 f" {where}; each matches files on its own",
+            }
+        )
+    return notices + unmatched
+
+
+def _glob_notices(
+    bare: CandidateScope, globs: Sequence[str], sign: str, verb: str, where: str
+) -> list[dict[str, str]]:
+    notices = []
+    for glob in globs:
+        regex = _regex(glob)
+        if regex is None or _has_file(replace(bare, path_regex=regex)):
+            continue
+        written = f"{sign}file:{glob}"
+        hint = _glob_hint(bare, glob, sign)
+        notices.append(
+            {"filter": written, "message": f"{written} {verb} no indexed file in {where}{hint}"}
+        )
+    return notices
+
+
+def _language_notices(
+    bare: CandidateScope, languages: Sequence[str], sign: str, verb: str, where: str
+) -> list[dict[str, str]]:
+    notices = []
+    for language in languages:
+        if _has_file(replace(bare, languages=[language.lower()])):
+            continue
+        written = f"{sign}lang:{language}"
+        present = ", ".join(f"lang:{name}" for name in _languages(bare))
+        notices.append(
+            {
+                "filter": written,
+                "message": f"{written} {verb} no indexed file in {where}"
+                + (f"; its languages: {present}" if present else ""),
             }
         )
     return notices
@@ -98,7 +134,7 @@ def _regex(glob: str) -> str | None:
         return None  # refused before the search ran; nothing to add
 
 
-def _glob_hint(bare: CandidateScope, glob: str) -> str:
+def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> str:
     """What would match: the glob's last part at any depth, else the glob in another case."""
     pattern = glob.strip("/")
     if "/" in pattern and not glob.startswith("**/"):
@@ -106,7 +142,7 @@ def _glob_hint(bare: CandidateScope, glob: str) -> str:
         regex = _regex(f"**/{tail}")
         found = _first_path(replace(bare, path_regex=regex)) if regex else None
         if found is not None:
-            return f" — did you mean file:**/{tail}? (it matches {found})"
+            return f" — did you mean {sign}file:**/{tail}? (it matches {found})"
     regex = _regex(glob)
     found = _first_path(bare, regex, case_insensitive=True) if regex else None
     if found is not None:
@@ -114,10 +150,16 @@ def _glob_hint(bare: CandidateScope, glob: str) -> str:
     return ""
 
 
+def _has_file(scope: CandidateScope) -> bool:
+    """Whether ``scope`` holds an indexed file (the scan stops at the first)."""
+    scope_sql, params = scope.sql()
+    return bool(_fetch(scope, "1", scope_sql, params, "LIMIT 1"))
+
+
 def _first_path(
     scope: CandidateScope, extra_regex: str | None = None, *, case_insensitive: bool = False
 ) -> str | None:
-    """The first indexed path of ``scope`` (also matching ``extra_regex``), or None."""
+    """The first indexed path of ``scope`` in path order (also matching ``extra_regex``)."""
     scope_sql, params = scope.sql()
     if extra_regex is not None:
         scope_sql += " AND c.path ~* %s" if case_insensitive else " AND c.path ~ %s"

@@ -82,30 +82,36 @@ class SearchOutcome:
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
     # Where an exact, regex, symbol or file-name search read (hybrid: in ``hybrid``).
     served_by: dict[str, Any] = field(default_factory=dict)
-    # An empty first page: the filters that left nothing to search (search.filter_notices).
+    # The filters that matched no file (search.filter_notices): exclusions, or why it is empty.
     notices: list[dict[str, str]] = field(default_factory=list)
 
 
 def run_search(call: SearchCall) -> SearchOutcome:
     """Parse, choose the mode, run. Raises ``QueryRejected`` (and the hybrid executor's
-    ``UnknownRepositories`` / ``InvalidGlob``) for bad input. An empty first page carries the
-    ``notices`` of the filters that matched no file."""
+    ``UnknownRepositories`` / ``InvalidGlob``) for bad input. A first page carries the
+    ``notices`` of the filters that matched no file (exclusions always, the others when it is
+    empty)."""
     if call.request.languages:
         call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     outcome = _run(call)
-    if _empty_first_page(outcome, call):
-        parsed = outcome.parsed
+    parsed = outcome.parsed
+    if call.cursor or call.file_path or call.match_offset:
+        return outcome  # said on the first page
+    globs = [*(call.request.path_globs or []), *parsed.files]
+    languages = [*(call.request.languages or []), *parsed.languages]
+    empty = _empty(outcome)
+    if (empty and (globs or languages)) or parsed.exclude_files or parsed.exclude_languages:
         outcome.notices = filter_notices(
             candidate_scope(parsed, call.request),
-            [*(call.request.path_globs or []), *parsed.files],
-            [*(call.request.languages or []), *parsed.languages],
+            globs,
+            languages,
+            (parsed.exclude_files, parsed.exclude_languages),
+            empty=empty,
         )
     return outcome
 
 
-def _empty_first_page(outcome: SearchOutcome, call: SearchCall) -> bool:
-    if call.cursor or call.file_path or call.match_offset:
-        return False
+def _empty(outcome: SearchOutcome) -> bool:
     if outcome.hybrid_page is not None:
         return outcome.hybrid_page.total == 0
     if outcome.definitions is not None:

@@ -282,8 +282,8 @@ class FacetsSerializer(serializers.Serializer):
 
 class NoticeSerializer(serializers.Serializer):
     filter = serializers.CharField(
-        help_text="The filter as written (file:GLOB, lang:NAME); empty when the filters together "
-        "are why."
+        help_text="The filter as written (file:GLOB, -lang:NAME...); empty when the filters "
+        "together are why."
     )
     message = serializers.CharField(help_text="What it matched, and what would match.")
 
@@ -339,8 +339,9 @@ class SearchResponseSerializer(serializers.Serializer):
     )
     notices = NoticeSerializer(
         many=True,
-        help_text="An empty first page: each file: or lang: filter (or the filters together) "
-        "that matches no indexed file in the repositories searched, with what would match.",
+        help_text="On a first page: each exclusion (-file:, -lang:) that excludes no indexed file "
+        "in the repositories searched; when the page is empty, each file: or lang: filter that "
+        "matches none (or the filters together), with what would match.",
     )
 
 

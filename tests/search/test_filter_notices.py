@@ -1,7 +1,8 @@
-"""An empty answer says which filter emptied it: a ``file:`` glob or ``lang:`` that matches no
-indexed file is named in ``notices`` with what would match, in every mode, through the API, the
-MCP tool, the command line and the results page; an answer with results, or an empty one whose
-filters all match files, carries none.
+"""A filter that matches no file is said in the answer's ``notices``, with what would match: an
+empty answer names the ``file:`` glob or ``lang:`` that emptied it, and an exclusion that
+excludes nothing (a mistyped ``-file:``) is named beside the results it left as they were; in
+every mode, through the API, the MCP tool, the command line and the results page. Filters that
+all match files add nothing.
 
 The real ``acme/httpclient`` of the exact-search tests (``tests.search.exact_corpus``: Python,
 JavaScript, C++, Markdown and text under ``src/``, ``tests/``, ``docs/`` and ``notes/``) is indexed
@@ -146,6 +147,28 @@ def test_no_notice_when_the_filters_match_files_or_there_are_results(reader: Use
     assert found["results"] and found["notices"] == []
 
 
+def test_an_exclusion_that_excludes_no_file_is_said_beside_the_results(reader: User) -> None:
+    body = search(reader, '"def send" -file:lib/native/')
+    assert body["results"]
+    assert body["notices"] == [
+        {
+            "filter": "-file:lib/native/",
+            "message": "-file:lib/native/ excludes no indexed file in the repository searched"
+            " — did you mean -file:**/native/? (it matches src/native/vec.cpp)",
+        }
+    ]
+    hybrid = search(reader, "send the request -lang:go")
+    assert hybrid["mode"] == "hybrid" and hybrid["results"]
+    (notice,) = hybrid["notices"]
+    assert notice["filter"] == "-lang:go"
+    assert notice["message"].startswith("-lang:go excludes no indexed file in the repository")
+
+
+def test_an_exclusion_that_excludes_files_adds_nothing(reader: User) -> None:
+    body = search(reader, '"def send" -file:tests/ -lang:markdown')
+    assert body["results"] and body["notices"] == []
+
+
 def test_the_mcp_tool_carries_the_notices_of_an_empty_answer(reader: User) -> None:
     answer = search_code('"def send" file:lib/*.py', viewer=viewer_for(reader))
     assert [n["filter"] for n in answer["notices"]] == ["file:lib/*.py"]
@@ -157,6 +180,10 @@ def test_the_command_line_prints_the_notice_beside_no_results(repository: Reposi
     call_command("search", '"def send" lang:go', stdout=out, stderr=err)
     assert out.getvalue().strip() == "no results"
     assert "lang:go matches no indexed file in the repository searched" in err.getvalue()
+    out, err = StringIO(), StringIO()
+    call_command("search", '"def send" -file:vendr/', stdout=out, stderr=err)
+    assert "src/httpclient/client.py" in out.getvalue()
+    assert "-file:vendr/ excludes no indexed file" in err.getvalue()
 
 
 def test_the_results_page_shows_the_notice(reader: User) -> None:
@@ -172,3 +199,13 @@ def test_the_results_page_shows_the_notice(reader: User) -> None:
     html = page.content.decode()
     assert "No results for" in html
     assert '<p class="notice">file:lib/*.py matches no indexed file' in html
+    query = '"def send" -file:vendr/'
+    body = search(reader, query)
+    page = client.post(
+        "/ui/results",
+        data=json.dumps({"request": {"query": query}, "response": body}),
+        content_type="application/json",
+    )
+    html = page.content.decode()
+    assert 'class="results"' in html
+    assert '<p class="notice panel" role="note">-file:vendr/ excludes no indexed file' in html
