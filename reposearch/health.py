@@ -24,9 +24,15 @@ from rest_framework.views import APIView
 from reposearch.celery import app as celery_app
 
 PING_TIMEOUT_SECS = 1.0
-# A worker ping waits its whole timeout for replies; orchestrators and the UI call health often,
-# so one ping answers for a few seconds (per process; concurrent callers share it).
+# Orchestrators and the UI call health often, so one ping answers for a few seconds (per
+# process; concurrent callers share it).
 WORKER_PING_CACHE_SECS = 5.0
+# A ping waits its whole timeout unless it knows how many replies to expect: the next pings stop
+# as soon as the workers the last full one found have answered (milliseconds, so a probe with a
+# 1 s timeout is not failed by a healthy server), and a full one, which counts workers that
+# joined since, runs at most this often. A ping that hears fewer than it expects waits the whole
+# timeout, so a worker gone is reported at once.
+FULL_PING_SECS = 60.0
 _worker_ping: dict[str, Any] = {}
 _worker_ping_lock = threading.Lock()
 
@@ -60,17 +66,27 @@ def check_broker() -> dict[str, Any]:
     return {"ok": True}
 
 
-def check_workers() -> dict[str, Any]:
+def check_workers(expected: int | None = None) -> dict[str, Any]:
+    """Ping the workers; with ``expected``, stop once that many have answered (``ping`` says
+    ``"full"``, or ``"known workers"`` when the replies stopped it)."""
     try:
         with celery_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=int(PING_TIMEOUT_SECS))
-            replies = celery_app.control.ping(timeout=PING_TIMEOUT_SECS, connection=conn)
+            replies = celery_app.control.ping(
+                timeout=PING_TIMEOUT_SECS, connection=conn, limit=expected
+            )
     except Exception as error:
         return {"ok": False, "count": 0, "error": f"could not ping workers: {type(error).__name__}"}
     names = sorted(name for reply in replies or [] for name in reply)
+    ping = "known workers" if expected and len(names) >= expected else "full"
     if not names:
-        return {"ok": False, "count": 0, "error": "no Celery worker answered the ping"}
-    return {"ok": True, "count": len(names), "workers": names}
+        return {
+            "ok": False,
+            "count": 0,
+            "ping": ping,
+            "error": "no Celery worker answered the ping",
+        }
+    return {"ok": True, "count": len(names), "workers": names, "ping": ping}
 
 
 def check_workers_cached() -> dict[str, Any]:
@@ -78,13 +94,23 @@ def check_workers_cached() -> dict[str, Any]:
     when its ping ran (``checked_at``) and how old it is (``age_s``)."""
     broker = settings.CELERY_BROKER_URL
     with _worker_ping_lock:
+        if _worker_ping.get("broker") != broker:
+            _worker_ping.clear()
         at = _worker_ping.get("at")
-        stale = at is None or time.monotonic() - at >= WORKER_PING_CACHE_SECS
-        if stale or _worker_ping.get("broker") != broker:
-            result = check_workers()
+        now = time.monotonic()
+        if at is None or now - at >= WORKER_PING_CACHE_SECS:
+            full_at = _worker_ping.get("full_at")
+            known = _worker_ping.get("result", {}).get("count", 0)
+            recent = full_at is not None and now - full_at < FULL_PING_SECS
+            result = check_workers(known if recent and known else None)
             checked_at = timezone.now().isoformat(timespec="milliseconds")
+            if result.get("ping") != "known workers":
+                full_at = time.monotonic()
             _worker_ping.update(
-                at=time.monotonic(), broker=broker, result={**result, "checked_at": checked_at}
+                at=time.monotonic(),
+                full_at=full_at,
+                broker=broker,
+                result={**result, "checked_at": checked_at},
             )
         age = round(time.monotonic() - _worker_ping["at"], 1)
         return {**_worker_ping["result"], "age_s": age}

@@ -52,6 +52,42 @@ def test_an_expired_worker_ping_is_redone(celery_worker_process, monkeypatch) ->
     assert second["age_s"] == 0.0
 
 
+@pytest.mark.django_db
+def test_later_pings_stop_at_the_workers_the_full_one_found(
+    celery_worker_process, monkeypatch
+) -> None:
+    """A full ping waits its whole timeout (1 s); the next ones stop once the workers it found
+    have answered, so a probe with a 1 s timeout is not failed by a healthy server."""
+    from reposearch import health
+
+    health.forget_worker_ping()
+    monkeypatch.setattr(health, "WORKER_PING_CACHE_SECS", 0.0)
+    first = token_client().get("/api/health").json()["workers"]
+    second = token_client().get("/api/health").json()["workers"]
+    assert first["ping"] == "full" and second["ping"] == "known workers", (first, second)
+    assert second["workers"] == first["workers"]
+    monkeypatch.setattr(health, "FULL_PING_SECS", 0.0)  # a full one again: joiners are counted
+    third = token_client().get("/api/health").json()["workers"]
+    assert third["ping"] == "full" and third["workers"] == first["workers"]
+
+
+@pytest.mark.django_db
+def test_a_ping_that_hears_fewer_workers_than_it_knew_reports_them_gone(
+    celery_worker_process, monkeypatch
+) -> None:
+    from reposearch import health
+
+    health.forget_worker_ping()
+    monkeypatch.setattr(health, "WORKER_PING_CACHE_SECS", 0.0)
+    known = token_client().get("/api/health").json()["workers"]
+    assert known["ok"]
+    # One more worker than answers: as when one of them has died since the full ping.
+    health._worker_ping["result"]["count"] = known["count"] + 1
+    after = token_client().get("/api/health").json()["workers"]
+    assert after["ping"] == "full"
+    assert after["count"] == known["count"]
+
+
 # These two change the Celery app's broker at run time; the app keeps pools of the last
 # broker it used, so they run after the tests that need the real one.
 @pytest.mark.django_db
