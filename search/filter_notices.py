@@ -12,6 +12,7 @@ another case, the languages that are there). A search without filters asks nothi
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -25,6 +26,10 @@ from search.retrieval.query import InvalidGlob, glob_to_regex
 
 _FILES_SQL = "SELECT {select} FROM indexing_sourcefile c {live} WHERE {scope} {tail}"
 MOST_LANGUAGES = 5
+MIN_NEAREST = 4  # a plain path shorter than this gets no nearest spelling
+NEAREST_CANDIDATES = 20
+NEAREST_CUTOFF = 0.75  # difflib's ratio a suggestion needs
+GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 1000  # per check: past it, the answer goes without its notices
 
 
@@ -135,7 +140,8 @@ def _regex(glob: str) -> str | None:
 
 
 def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> str:
-    """What would match: the glob's last part at any depth, else the glob in another case."""
+    """What would match: the glob's last part at any depth, else the glob in another case, else
+    (a plain path) the nearest spelling."""
     pattern = glob.strip("/")
     if "/" in pattern and not glob.startswith("**/"):
         tail = pattern.rsplit("/", 1)[1] + ("/" if glob.endswith("/") else "")
@@ -147,7 +153,37 @@ def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> str:
     found = _first_path(bare, regex, case_insensitive=True) if regex else None
     if found is not None:
         return f" — paths match case-sensitively; in another case it would match {found}"
-    return ""
+    nearest = _nearest_name(bare, glob)
+    return f" — did you mean {sign}file:{nearest}?" if nearest else ""
+
+
+def _nearest_name(bare: CandidateScope, glob: str) -> str | None:
+    """For a glob that is a plain path (a typo: ``src/app/sesions.py``), the indexed path
+    nearest in spelling; for a plain name without a directory, the nearest file name."""
+    literal = glob.lstrip("/")
+    if set(glob) & GLOB_CHARS or glob.endswith("/") or len(literal) < MIN_NEAREST:
+        return None
+    # Trigram similarity picks the candidates (an index-free scan of the names in scope);
+    # difflib judges them, as it also weighs letters swapped (mux_tset.go: mux_test.go).
+    name = "c.path" if "/" in literal else "regexp_replace(c.path, '^.*/', '')"
+    scope_sql, params = bare.sql()
+    rows = _fetch(
+        bare,
+        name,
+        f"{scope_sql} AND similarity({name}, %s) >= 0.3",
+        [*params, literal],
+        f"ORDER BY similarity({name}, %s) DESC, 1 LIMIT {NEAREST_CANDIDATES}",
+        [literal],
+    )
+    base = literal.rsplit("/", 1)[-1]
+    # The file's own name must be close too: a shared directory alone is no resemblance.
+    names = [str(row[0]) for row in rows if _close(base, str(row[0]).rsplit("/", 1)[-1])]
+    close = difflib.get_close_matches(literal, names, n=1, cutoff=NEAREST_CUTOFF)
+    return close[0] if close else None
+
+
+def _close(a: str, b: str) -> bool:
+    return difflib.SequenceMatcher(None, a, b).ratio() >= NEAREST_CUTOFF
 
 
 def _has_file(scope: CandidateScope) -> bool:
@@ -182,10 +218,15 @@ def _languages(scope: CandidateScope) -> list[str]:
 
 
 def _fetch(
-    scope: CandidateScope, select: str, scope_sql: str, params: list[Any], tail: str
+    scope: CandidateScope,
+    select: str,
+    scope_sql: str,
+    params: list[Any],
+    tail: str,
+    tail_params: Sequence[Any] = (),
 ) -> list[tuple[Any, ...]]:
     live, live_params = scope.live_join("c.id")
     sql = _FILES_SQL.format(select=select, live=live, scope=scope_sql, tail=tail)
     with search_cursor(TIMEOUT_MS) as cursor:
-        cursor.execute(sql, [*live_params, *params])
+        cursor.execute(sql, [*live_params, *params, *tail_params])
         return list(cursor.fetchall())

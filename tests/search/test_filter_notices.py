@@ -102,6 +102,29 @@ def test_a_glob_in_the_wrong_case_names_the_path_it_would_match(reader: User) ->
     ]
 
 
+@pytest.mark.parametrize(
+    ("glob", "nearest"),
+    [("src/httpclient/clinet.py", "src/httpclient/client.py"), ("clinet.py", "client.py")],
+)
+def test_a_misspelt_path_names_the_nearest_spelling(reader: User, glob: str, nearest: str) -> None:
+    body = search(reader, f'"def send" file:{glob}')
+    assert body["results"] == []
+    assert body["notices"] == [
+        {
+            "filter": f"file:{glob}",
+            "message": f"file:{glob} matches no indexed file in the repository searched"
+            f" — did you mean file:{nearest}?",
+        }
+    ]
+
+
+def test_a_path_like_no_other_gets_no_suggestion(reader: User) -> None:
+    body = search(reader, '"def send" file:src/httpclient/nothing_like_it.py')
+    assert [n["message"] for n in body["notices"]] == [
+        "file:src/httpclient/nothing_like_it.py matches no indexed file in the repository searched"
+    ]
+
+
 def test_the_api_paths_field_is_checked_as_file_is(reader: User) -> None:
     body = search(reader, "send the request", paths=["vendor/**"])
     assert body["results"] == []
