@@ -13,9 +13,9 @@ another case, the languages that are there). A search without filters asks nothi
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import OperationalError
 
@@ -24,11 +24,26 @@ from search.exact.engine import QUERY_CANCELED
 from search.retrieval.db import search_cursor
 from search.retrieval.query import InvalidGlob, glob_to_regex
 
+T = TypeVar("T")
 _FILES_SQL = "SELECT {select} FROM indexing_sourcefile c {live} WHERE {scope} {tail}"
+# Names of about the same length and the same ending first (cheap), then trigram similarity on
+# those only (OFFSET 0 keeps the planner from computing it on every file).
+_NEAREST_SQL = """
+    SELECT name FROM (
+        SELECT {name} AS name FROM indexing_sourcefile c {live}
+        WHERE {scope} AND length({name}) BETWEEN %s AND %s AND right(c.path, %s) = %s
+        OFFSET 0
+    ) f
+    WHERE similarity(name, %s) >= 0.3
+    GROUP BY name
+    ORDER BY similarity(name, %s) DESC, name
+    LIMIT {limit}
+"""
 MOST_LANGUAGES = 5
 MIN_NEAREST = 4  # a plain path shorter than this gets no nearest spelling
 NEAREST_CANDIDATES = 20
 NEAREST_CUTOFF = 0.75  # difflib's ratio a suggestion needs
+NEAREST_SPREAD = 3  # characters more or fewer than the glob (a fifth of a long one)
 GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 1000  # per check: past it, the answer goes without its notices
 
@@ -45,11 +60,17 @@ def filter_notices(
     exclude no file of ``scope``; when the answer is ``empty``, also each ``file:`` glob of
     ``globs`` and ``lang:`` of ``languages`` that matches no file on its own, else the filters
     together when they leave no file. Empty when a check runs out of time."""
+    return _in_time(lambda: _notices(scope, globs, languages, exclusions, empty), [])
+
+
+def _in_time(check: Callable[[], T], otherwise: T) -> T:
+    """``check()``, or ``otherwise`` when one of its statements ran out of time (a notice, or
+    a hint, is not worth an error or a wait)."""
     try:
-        return _notices(scope, globs, languages, exclusions, empty)
+        return check()
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == QUERY_CANCELED:
-            return []  # out of time: the answer is not worth an error
+            return otherwise
         raise
 
 
@@ -100,7 +121,7 @@ def _glob_notices(
         if regex is None or _has_file(replace(bare, path_regex=regex)):
             continue
         written = f"{sign}file:{glob}"
-        hint = _glob_hint(bare, glob, sign)
+        hint = _in_time(lambda: _glob_hint(bare, glob, sign), "")  # noqa: B023
         notices.append(
             {"filter": written, "message": f"{written} {verb} no indexed file in {where}{hint}"}
         )
@@ -115,7 +136,8 @@ def _language_notices(
         if _has_file(replace(bare, languages=[language.lower()])):
             continue
         written = f"{sign}lang:{language}"
-        present = ", ".join(f"lang:{name}" for name in _languages(bare))
+        there: list[str] = _in_time(lambda: _languages(bare), [])
+        present = ", ".join(f"lang:{name}" for name in there)
         notices.append(
             {
                 "filter": written,
@@ -140,8 +162,15 @@ def _regex(glob: str) -> str | None:
 
 
 def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> str:
-    """What would match: the glob's last part at any depth, else the glob in another case, else
-    (a plain path) the nearest spelling."""
+    """What would match: the glob in another case, else (a plain path) the nearest spelling,
+    else the glob's last part at any depth."""
+    regex = _regex(glob)
+    found = _first_path(bare, regex, case_insensitive=True) if regex else None
+    if found is not None:
+        return f" — paths match case-sensitively; in another case it would match {found}"
+    nearest = _nearest_name(bare, glob)
+    if nearest:
+        return f" — did you mean {sign}file:{nearest}?"
     pattern = glob.strip("/")
     if "/" in pattern and not glob.startswith("**/"):
         tail = pattern.rsplit("/", 1)[1] + ("/" if glob.endswith("/") else "")
@@ -149,12 +178,7 @@ def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> str:
         found = _first_path(replace(bare, path_regex=regex)) if regex else None
         if found is not None:
             return f" — did you mean {sign}file:**/{tail}? (it matches {found})"
-    regex = _regex(glob)
-    found = _first_path(bare, regex, case_insensitive=True) if regex else None
-    if found is not None:
-        return f" — paths match case-sensitively; in another case it would match {found}"
-    nearest = _nearest_name(bare, glob)
-    return f" — did you mean {sign}file:{nearest}?" if nearest else ""
+    return ""
 
 
 def _nearest_name(bare: CandidateScope, glob: str) -> str | None:
@@ -163,23 +187,27 @@ def _nearest_name(bare: CandidateScope, glob: str) -> str | None:
     literal = glob.lstrip("/")
     if set(glob) & GLOB_CHARS or glob.endswith("/") or len(literal) < MIN_NEAREST:
         return None
-    # Trigram similarity picks the candidates (an index-free scan of the names in scope);
-    # difflib judges them, as it also weighs letters swapped (mux_tset.go: mux_test.go).
+    # Trigram similarity picks the candidates among names of about its length and with its
+    # ending (its extension, else its last letter); difflib judges them, as it also weighs
+    # letters swapped (mux_tset.go: mux_test.go).
     name = "c.path" if "/" in literal else "regexp_replace(c.path, '^.*/', '')"
+    ending = "." + literal.rsplit(".", 1)[1] if "." in literal.rsplit("/", 1)[-1] else literal[-1]
     scope_sql, params = bare.sql()
-    rows = _fetch(
-        bare,
-        name,
-        f"{scope_sql} AND similarity({name}, %s) >= 0.3",
-        [*params, literal],
-        f"ORDER BY similarity({name}, %s) DESC, 1 LIMIT {NEAREST_CANDIDATES}",
-        [literal],
-    )
-    base = literal.rsplit("/", 1)[-1]
-    # The file's own name must be close too: a shared directory alone is no resemblance.
-    names = [str(row[0]) for row in rows if _close(base, str(row[0]).rsplit("/", 1)[-1])]
-    close = difflib.get_close_matches(literal, names, n=1, cutoff=NEAREST_CUTOFF)
-    return close[0] if close else None
+    live, live_params = bare.live_join("c.id")
+    sql = _NEAREST_SQL.format(name=name, live=live, scope=scope_sql, limit=NEAREST_CANDIDATES)
+    apart = max(NEAREST_SPREAD, len(literal) // 5)
+    spread = [len(literal) - apart, len(literal) + apart]
+    with search_cursor(TIMEOUT_MS) as cursor:
+        cursor.execute(sql, [*live_params, *params, *spread, len(ending), ending, literal, literal])
+        rows = cursor.fetchall()
+    # Judged in lower case, as the trigrams are. The file's own name must be close too: a
+    # shared directory alone is no resemblance.
+    wanted = literal.lower()
+    base = wanted.rsplit("/", 1)[-1]
+    names = {str(row[0]).lower(): str(row[0]) for row in rows}
+    near = [lowered for lowered in names if _close(base, lowered.rsplit("/", 1)[-1])]
+    close = difflib.get_close_matches(wanted, near, n=1, cutoff=NEAREST_CUTOFF)
+    return names[close[0]] if close else None
 
 
 def _close(a: str, b: str) -> bool:
