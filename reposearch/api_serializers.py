@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from rest_framework import serializers
@@ -53,13 +54,23 @@ class NonBlankTextField(StrictCharField):
 
 
 class StrictSerializer(serializers.Serializer):
-    """A request body may only hold the fields the serializer declares (typos get a 400)."""
+    """A request body may only hold the fields the serializer declares (typos get a 400 that
+    names the nearest field and the ones the body takes)."""
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         data = self.initial_data
         unknown = set(data) - set(self.fields) if isinstance(data, dict) else set()
         if unknown:
-            raise serializers.ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+            known = sorted(name for name, field in self.fields.items() if not field.read_only)
+            hints = [
+                f"{name} (did you mean {near[0]}?)"
+                if (near := difflib.get_close_matches(str(name), known, n=1))
+                else str(name)
+                for name in sorted(unknown, key=str)
+            ]
+            raise serializers.ValidationError(
+                f"unknown fields: {', '.join(hints)}; the fields: {', '.join(known)}"
+            )
         return attrs
 
 
