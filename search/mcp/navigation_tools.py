@@ -93,6 +93,7 @@ def find_symbol(
             (f"{d.repo_name}@{d.branch}" if d.branch else d.repo_name): d.commit
             for d in answer.hits
         },
+        **({"notices": answer.notices} if answer.notices else {}),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from search.serializers import NoticeSerializer
 from search.symbols.lookup import MAX_NAME_CHARS, TIERS
 from search.symbols.service import MAX_FILTER_CHARS, MAX_LIMIT
 
@@ -68,6 +69,12 @@ class SymbolListSerializer(serializers.Serializer):
     results = DefinitionSerializer(many=True)
     total = serializers.IntegerField(help_text="Hits in this answer.")
     truncated = serializers.BooleanField(help_text="More matched than the limit.")
+    notices = NoticeSerializer(
+        many=True,
+        required=False,
+        help_text="No result: a lang filter that matches no indexed file in the repositories "
+        "searched, with the languages there.",
+    )
 
 
 class ReferenceSerializer(serializers.Serializer):

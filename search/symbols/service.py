@@ -9,7 +9,7 @@ repository named that it may not see is ``RepositoryNotFound``, like one that do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from accounts.visibility import Viewer
@@ -21,6 +21,7 @@ from indexing.visible import visible_repositories
 from search.exact.candidates import CandidateScope, branch_entries
 from search.exact.errors import QueryRejected
 from search.exact.query_filters import checked_language, closest
+from search.filter_notices import filter_notices
 from search.symbols.lookup import (
     MAX_NAME_CHARS,
     DefinitionHit,
@@ -37,6 +38,8 @@ class SymbolAnswer:
     query: str
     hits: list[DefinitionHit]
     truncated: bool
+    # No hit: a language filter that matches no file (search.filter_notices).
+    notices: list[dict[str, str]] = field(default_factory=list)
 
 
 def checked_name(name: object, field: str = "q") -> str:
@@ -142,7 +145,8 @@ def search_symbols(
     hits, more = find_definitions(
         name, scope, limit=limit, kinds=[kind_name] if kind_name else None
     )
-    return SymbolAnswer(name, hits, more)
+    notices = filter_notices(scope, [], [language], empty=True) if language and not hits else []
+    return SymbolAnswer(name, hits, more, notices)
 
 
 def go_to_definition(

@@ -64,6 +64,7 @@ class SymbolListView(APIView):
                 "results": hits,
                 "total": len(hits),
                 "truncated": answer.truncated,
+                "notices": answer.notices,
             }
         )
 

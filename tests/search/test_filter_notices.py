@@ -25,6 +25,7 @@ from django.test import Client
 from accounts.visibility import viewer_for
 from indexing.clone_paths import repository_dir
 from indexing.models import Repository
+from search.mcp.navigation_tools import find_symbol
 from search.mcp.tools import search_code
 from tests.accounts_support import make_account
 from tests.indexing.real_run import index, mirror
@@ -196,6 +197,21 @@ def test_the_mcp_tool_carries_the_notices_of_an_empty_answer(reader: User) -> No
     answer = search_code('"def send" file:lib/*.py', viewer=viewer_for(reader))
     assert [n["filter"] for n in answer["notices"]] == ["file:lib/*.py"]
     assert "notices" not in search_code('"def send"', viewer=viewer_for(reader))
+
+
+def test_symbol_search_says_when_its_language_has_no_file(reader: User) -> None:
+    client = Client()
+    client.force_login(reader)
+    body = client.get("/api/symbols", {"q": "send", "lang": "go"}).json()
+    assert body["results"] == []
+    (notice,) = body["notices"]
+    assert notice["filter"] == "lang:go"
+    assert "lang:python" in notice["message"]
+    found = client.get("/api/symbols", {"q": "send", "lang": "python"}).json()
+    assert found["results"] and found["notices"] == []
+    tool = find_symbol("send", lang="go", viewer=viewer_for(reader))
+    assert tool["definitions"] == [] and [n["filter"] for n in tool["notices"]] == ["lang:go"]
+    assert "notices" not in find_symbol("send", lang="python", viewer=viewer_for(reader))
 
 
 def test_the_command_line_prints_the_notice_beside_no_results(repository: Repository) -> None:
