@@ -349,11 +349,26 @@ def mode_label(mode: Any) -> str:
     return MODE_LABELS.get(_text(mode), "")
 
 
-def notice_messages(raw: Any) -> list[str]:
-    """The messages of the response's ``notices`` (the filters that matched no file)."""
-    if not isinstance(raw, list):
-        return []
-    return [str(n["message"]) for n in raw if isinstance(n, dict) and n.get("message")]
+@dataclass
+class Notice:
+    """A filter that matched no file, and the search with the filter to write instead."""
+
+    message: str
+    suggested_query: str = ""
+    url: str = ""
+
+
+def notices(raw: Any) -> list[Notice]:
+    """The response's ``notices`` (the filters that matched no file), each with a link that
+    searches for its ``suggested_query`` when it has one."""
+    found = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or not item.get("message"):
+            continue
+        suggested = _text(item.get("suggested_query"))
+        url = reverse("frontend:search") + "?" + urlencode({"q": suggested}) if suggested else ""
+        found.append(Notice(str(item["message"]), suggested, url))
+    return found
 
 
 def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> list[str]:

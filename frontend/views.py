@@ -21,7 +21,7 @@ from accounts.visibility import Viewer, viewer_for
 from frontend.access import account_page, may, reader_fragment, reader_page
 from frontend.pipeline import build_pipeline
 from frontend.result_facets import facet_links
-from frontend.results import build_results, describe_filters, mode_label, notice_messages
+from frontend.results import build_results, describe_filters, mode_label, notices
 from indexing.models import SourceFile
 from indexing.visible import visible_repositories
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
@@ -109,7 +109,7 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "truncated": response.get("truncated"),
             "mode": mode_label(response.get("mode")),
             "searched": describe_filters(search_request, repo_names),
-            "notices": notice_messages(response.get("notices")),
+            "notices": notices(response.get("notices")),
             "facets": facets,
             "facet_groups": [("Repositories", facets.repositories), ("Languages", facets.languages)]
             if facets

@@ -121,9 +121,13 @@ def _glob_notices(
         if regex is None or _has_file(replace(bare, path_regex=regex)):
             continue
         written = f"{sign}file:{glob}"
-        hint = _in_time(lambda: _glob_hint(bare, glob, sign), "")  # noqa: B023
+        hint, instead = _in_time(lambda: _glob_hint(bare, glob, sign), ("", ""))  # noqa: B023
         notices.append(
-            {"filter": written, "message": f"{written} {verb} no indexed file in {where}{hint}"}
+            {
+                "filter": written,
+                "message": f"{written} {verb} no indexed file in {where}{hint}",
+                **({"suggestion": instead} if instead else {}),
+            }
         )
     return notices
 
@@ -161,24 +165,28 @@ def _regex(glob: str) -> str | None:
         return None  # refused before the search ran; nothing to add
 
 
-def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> str:
-    """What would match: the glob in another case, else (a plain path) the nearest spelling,
-    else the glob's last part at any depth."""
+def _glob_hint(bare: CandidateScope, glob: str, sign: str) -> tuple[str, str]:
+    """What would match, and the filter to write instead ("" when none is sure): the glob in
+    another case, else (a plain path) the nearest spelling, else the glob's last part at any
+    depth."""
     regex = _regex(glob)
     found = _first_path(bare, regex, case_insensitive=True) if regex else None
     if found is not None:
-        return f" — paths match case-sensitively; in another case it would match {found}"
+        instead = "" if set(glob) & GLOB_CHARS else f"{sign}file:{found}"
+        return f" — paths match case-sensitively; in another case it would match {found}", instead
     nearest = _nearest_name(bare, glob)
     if nearest:
-        return f" — did you mean {sign}file:{nearest}?"
+        return f" — did you mean {sign}file:{nearest}?", f"{sign}file:{nearest}"
     pattern = glob.strip("/")
-    if "/" in pattern and not glob.startswith("**/"):
-        tail = pattern.rsplit("/", 1)[1] + ("/" if glob.endswith("/") else "")
+    last = pattern.rsplit("/", 1)[-1]
+    if "/" in pattern and not glob.startswith("**/") and set(last) - GLOB_CHARS - {"]"}:
+        tail = last + ("/" if glob.endswith("/") else "")
         regex = _regex(f"**/{tail}")
         found = _first_path(replace(bare, path_regex=regex)) if regex else None
         if found is not None:
-            return f" — did you mean {sign}file:**/{tail}? (it matches {found})"
-    return ""
+            instead = f"{sign}file:**/{tail}"
+            return f" — did you mean {instead}? (it matches {found})", instead
+    return "", ""
 
 
 def _nearest_name(bare: CandidateScope, glob: str) -> str | None:

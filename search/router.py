@@ -52,7 +52,7 @@ from search.exact.mode_requests import (
 from search.exact.pattern_logic import Term
 from search.exact.query_filters import checked_language
 from search.exact.query_language import SearchQuery, parse_search_query
-from search.exact.repositories import check_visible
+from search.exact.repositories import check_visible, suggested_query
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
 from search.filter_notices import filter_notices
@@ -108,6 +108,11 @@ def run_search(call: SearchCall) -> SearchOutcome:
             (parsed.exclude_files, parsed.exclude_languages),
             empty=empty,
         )
+        for notice in outcome.notices:  # the query with the filter to write instead
+            if notice.get("suggestion"):
+                notice.update(
+                    suggested_query(call.request.query, notice["filter"], notice["suggestion"])
+                )
     return outcome
 
 

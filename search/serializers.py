@@ -286,6 +286,12 @@ class NoticeSerializer(serializers.Serializer):
         "together are why."
     )
     message = serializers.CharField(help_text="What it matched, and what would match.")
+    suggestion = serializers.CharField(
+        required=False, help_text="The filter to write instead, when one would match."
+    )
+    suggested_query = serializers.CharField(
+        required=False, help_text="The query with that filter in its place."
+    )
 
 
 class SearchResponseSerializer(serializers.Serializer):

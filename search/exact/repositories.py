@@ -121,7 +121,7 @@ def _resolve(
             "suggestions": nearest,
             **({"suggestion": nearest[0]} if nearest else {}),
             **(
-                _suggested_query(text, written, f"{written[: -len(pattern)]}{nearest[0]}")
+                suggested_query(text, written, f"{written[: -len(pattern)]}{nearest[0]}")
                 if nearest
                 else {}
             ),
@@ -129,7 +129,7 @@ def _resolve(
     )
 
 
-def _suggested_query(text: str, written: str, replacement: str) -> dict[str, str]:
+def suggested_query(text: str, written: str, replacement: str) -> dict[str, str]:
     """``{"suggested_query"}``: ``text`` with the filter as written replaced, when it is there
     as a word of its own."""
     for match in re.finditer(rf"(?<!\S){re.escape(written)}(?!\S)", text):

@@ -86,6 +86,8 @@ def test_a_glob_matching_no_file_is_named_with_the_glob_at_any_depth(
             "filter": "file:lib/httpclient/*.py",
             "message": "file:lib/httpclient/*.py matches no indexed file in the repository"
             " searched — did you mean file:**/*.py? (it matches src/httpclient/client.py)",
+            "suggestion": "file:**/*.py",
+            "suggested_query": query.replace("file:lib/httpclient/*.py", "file:**/*.py"),
         }
     ]
 
@@ -99,6 +101,8 @@ def test_a_glob_in_the_wrong_case_names_the_path_it_would_match(reader: User) ->
             "message": "file:SRC/HttpClient/Client.py matches no indexed file in the repository"
             " searched — paths match case-sensitively; in another case it would match"
             " src/httpclient/client.py",
+            "suggestion": "file:src/httpclient/client.py",
+            "suggested_query": '"def send" file:src/httpclient/client.py',
         }
     ]
 
@@ -115,6 +119,8 @@ def test_a_misspelt_path_names_the_nearest_spelling(reader: User, glob: str, nea
             "filter": f"file:{glob}",
             "message": f"file:{glob} matches no indexed file in the repository searched"
             f" — did you mean file:{nearest}?",
+            "suggestion": f"file:{nearest}",
+            "suggested_query": f'"def send" file:{nearest}',
         }
     ]
 
@@ -129,8 +135,12 @@ def test_a_path_like_no_other_gets_no_suggestion(reader: User) -> None:
 def test_the_api_paths_field_is_checked_as_file_is(reader: User) -> None:
     body = search(reader, "send the request", paths=["vendor/**"])
     assert body["results"] == []
-    assert [n["filter"] for n in body["notices"]] == ["file:vendor/**"]
-    assert "matches no indexed file in the repository searched" in body["notices"][0]["message"]
+    assert body["notices"] == [
+        {
+            "filter": "file:vendor/**",
+            "message": "file:vendor/** matches no indexed file in the repository searched",
+        }
+    ]
 
 
 def test_a_language_with_no_file_lists_the_languages_there(reader: User) -> None:
@@ -179,6 +189,8 @@ def test_an_exclusion_that_excludes_no_file_is_said_beside_the_results(reader: U
             "filter": "-file:lib/native/",
             "message": "-file:lib/native/ excludes no indexed file in the repository searched"
             " — did you mean -file:**/native/? (it matches src/native/vec.cpp)",
+            "suggestion": "-file:**/native/",
+            "suggested_query": '"def send" -file:**/native/',
         }
     ]
     hybrid = search(reader, "send the request -lang:go")
@@ -226,18 +238,24 @@ def test_the_command_line_prints_the_notice_beside_no_results(repository: Reposi
 
 
 def test_the_results_page_shows_the_notice(reader: User) -> None:
-    body = search(reader, '"def send" file:lib/*.py')
+    query = '"def send" file:src/httpclient/clinet.py'
+    body = search(reader, query)
     client = Client()
     client.force_login(reader)
     page = client.post(
         "/ui/results",
-        data=json.dumps({"request": {"query": '"def send" file:lib/*.py'}, "response": body}),
+        data=json.dumps({"request": {"query": query}, "response": body}),
         content_type="application/json",
     )
     assert page.status_code == 200
     html = page.content.decode()
     assert "No results for" in html
-    assert '<p class="notice">file:lib/*.py matches no indexed file' in html
+    assert '<p class="notice">file:src/httpclient/clinet.py matches no indexed file' in html
+    # The corrected search is one click away.
+    assert (
+        '<a class="suggestion" href="/?q=%22def+send%22+file%3Asrc%2Fhttpclient%2Fclient.py">'
+        "Search for &quot;def send&quot; file:src/httpclient/client.py</a>"
+    ) in html
     query = '"def send" -file:vendr/'
     body = search(reader, query)
     page = client.post(
