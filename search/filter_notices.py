@@ -19,10 +19,15 @@ from typing import Any, TypeVar
 
 from django.db import OperationalError
 
+from reposearch.domain_errors import DomainError
 from search.exact.candidates import CandidateScope
 from search.exact.engine import QUERY_CANCELED
-from search.retrieval.db import search_cursor
+from search.exact.mode_requests import candidate_scope
+from search.exact.query_language import SearchQuery
+from search.exact.repositories import suggested_query
+from search.retrieval.db import search_cursor, soon
 from search.retrieval.query import InvalidGlob, glob_to_regex
+from search.types import SearchRequest
 
 T = TypeVar("T")
 _FILES_SQL = "SELECT {select} FROM indexing_sourcefile c {live} WHERE {scope} {tail}"
@@ -46,6 +51,41 @@ NEAREST_CUTOFF = 0.75  # difflib's ratio a suggestion needs
 NEAREST_SPREAD = 3  # characters more or fewer than the glob (a fifth of a long one)
 GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 1000  # per check: past it, the answer goes without its notices
+
+
+def start_notices(
+    parsed: SearchQuery, request: SearchRequest
+) -> Callable[[bool], list[dict[str, str]]]:
+    """Start checking the query's exclusions beside the search (they do not depend on its
+    answer); the call returned takes whether the first page came back empty and gives every
+    notice, each with the query to write instead (``suggested_query``) where one is sure."""
+    exclusions = (parsed.exclude_files, parsed.exclude_languages)
+    excluded = soon(_exclusion_notices, parsed, request) if any(exclusions) else list
+    globs = [*(request.path_globs or []), *parsed.files]
+    languages = [*(request.languages or []), *parsed.languages]
+
+    def finish(empty: bool) -> list[dict[str, str]]:
+        found = excluded()
+        if empty and (globs or languages or any(exclusions)):
+            scope = candidate_scope(parsed, request)
+            found += filter_notices(scope, globs, languages, empty=True)
+        for notice in found:
+            if notice.get("suggestion"):
+                notice.update(
+                    suggested_query(request.query, notice["filter"], notice["suggestion"])
+                )
+        return found
+
+    return finish
+
+
+def _exclusion_notices(parsed: SearchQuery, request: SearchRequest) -> list[dict[str, str]]:
+    try:
+        scope = candidate_scope(parsed, request)
+    except DomainError:
+        return []  # the search itself refuses the query, with this error
+    exclusions = (parsed.exclude_files, parsed.exclude_languages)
+    return filter_notices(scope, (), (), exclusions, empty=False)
 
 
 def filter_notices(
@@ -82,7 +122,8 @@ def _notices(
     empty: bool,
 ) -> list[dict[str, str]]:
     exclude_globs, exclude_languages = exclusions
-    filtered = bool(globs or languages) and empty
+    narrowed = scope.path_regex or scope.languages or scope.exclude_path_regex
+    filtered = empty and bool(globs or languages or narrowed or scope.exclude_languages)
     if not (filtered or exclude_globs or exclude_languages) or not scope.repo_ids:
         return []
     bare = replace(

@@ -52,10 +52,10 @@ from search.exact.mode_requests import (
 from search.exact.pattern_logic import Term
 from search.exact.query_filters import checked_language
 from search.exact.query_language import SearchQuery, parse_search_query
-from search.exact.repositories import check_visible, suggested_query
+from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
-from search.filter_notices import filter_notices
+from search.filter_notices import start_notices
 from search.retrieval.db import soon
 from search.retrieval.replicas import positions, read_with_fallback
 from search.symbols.lookup import DefinitionHit, find_definitions
@@ -93,26 +93,12 @@ def run_search(call: SearchCall) -> SearchOutcome:
     empty)."""
     if call.request.languages:
         call = replace(call, request=replace(call.request, languages=_languages(call.request)))
-    outcome = _run(call)
-    parsed = outcome.parsed
-    if call.cursor or call.file_path or call.match_offset:
-        return outcome  # said on the first page
-    globs = [*(call.request.path_globs or []), *parsed.files]
-    languages = [*(call.request.languages or []), *parsed.languages]
-    empty = _empty(outcome)
-    if (empty and (globs or languages)) or parsed.exclude_files or parsed.exclude_languages:
-        outcome.notices = filter_notices(
-            candidate_scope(parsed, call.request),
-            globs,
-            languages,
-            (parsed.exclude_files, parsed.exclude_languages),
-            empty=empty,
-        )
-        for notice in outcome.notices:  # the query with the filter to write instead
-            if notice.get("suggestion"):
-                notice.update(
-                    suggested_query(call.request.query, notice["filter"], notice["suggestion"])
-                )
+    parsed = parse_search_query(call.request.query)
+    first_page = not (call.cursor or call.file_path or call.match_offset)
+    notices = start_notices(parsed, call.request) if first_page else None
+    outcome = _run(call, parsed)
+    if notices is not None:
+        outcome.notices = notices(_empty(outcome))
     return outcome
 
 
@@ -126,10 +112,9 @@ def _empty(outcome: SearchOutcome) -> bool:
     return outcome.exact is not None and outcome.exact.total == 0 and not outcome.exact.timed_out
 
 
-def _run(call: SearchCall) -> SearchOutcome:
+def _run(call: SearchCall, parsed: SearchQuery) -> SearchOutcome:
     from search.retrieval.query import identifier_query
 
-    parsed = parse_search_query(call.request.query)
     ran, terms = choose_mode(parsed, call.mode)
     if (call.file_path or call.match_offset) and ran not in ("exact", "regex"):
         raise QueryRejected(
