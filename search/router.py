@@ -95,7 +95,9 @@ def run_search(call: SearchCall) -> SearchOutcome:
         call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     parsed = parse_search_query(call.request.query)
     first_page = not (call.cursor or call.file_path or call.match_offset)
-    notices = start_notices(parsed, call.request) if first_page else None
+    filtered = parsed.files or parsed.exclude_files or parsed.languages or parsed.exclude_languages
+    checked = first_page and (filtered or call.request.path_globs or call.request.languages)
+    notices = start_notices(parsed, call.request) if checked else None
     outcome = _run(call, parsed)
     if notices is not None:
         outcome.notices = notices(_empty(outcome))
