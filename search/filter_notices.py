@@ -6,8 +6,11 @@ answer "no results" as if the code held nothing that matches; a mistyped exclusi
 checked against the indexed files of the repositories (and branches) searched, on a search's
 first page: an exclusion that excludes no file, always; when the page is empty, a glob or
 language that matches no file, else the filters together when each matches files alone. Each
-is named in the answer's ``notices`` with what would match (the glob at any depth, the path in
-another case, the languages that are there). A search without filters asks nothing.
+is named in the answer's ``notices`` with what would match (the path in another case, the
+nearest spelling of a plain path, the glob at any depth, the languages that are there) and,
+where one filter would, the query with it in place (``suggested_query``). The exclusions are
+checked beside the search, the rest after an empty page; a search without a file or language
+filter asks nothing, and a check that runs out of time leaves its notice or hint out.
 """
 
 from __future__ import annotations
