@@ -253,7 +253,8 @@ def test_the_results_page_shows_the_notice(reader: User) -> None:
     assert '<p class="notice">file:src/httpclient/clinet.py matches no indexed file' in html
     # The corrected search is one click away.
     assert (
-        '<a class="suggestion" href="/?q=%22def+send%22+file%3Asrc%2Fhttpclient%2Fclient.py">'
+        '<a class="suggestion" href="/?q=%22def+send%22+file%3Asrc%2Fhttpclient%2Fclient.py"'
+        ' data-query="&quot;def send&quot; file:src/httpclient/client.py">'
         "Search for &quot;def send&quot; file:src/httpclient/client.py</a>"
     ) in html
     query = '"def send" -file:vendr/'

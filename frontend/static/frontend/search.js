@@ -186,8 +186,9 @@
   results.addEventListener("click", function (event) {
     const button = event.target.closest && event.target.closest("button.more-matches");
     if (button) showMoreMatches(button);
-    // A facet adds its repo: / lang: filter to the query; the other filters stay as they are.
-    const facet = event.target.closest && event.target.closest("a.facet[data-query]");
+    // A facet adds its repo: / lang: filter to the query, a notice's suggestion puts the filter
+    // that would match in place of one that matched no file; the other filters stay as they are.
+    const facet = event.target.closest && event.target.closest("a.facet[data-query], a.suggestion[data-query]");
     if (facet && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
       event.preventDefault();
       box.value = facet.dataset.query;
