@@ -53,6 +53,18 @@ class NonBlankTextField(StrictCharField):
         return value
 
 
+def repositories_field(help_text: str) -> serializers.ListField:
+    """A list of repositories by id or name, as every request that narrows by repository takes
+    it (up to 50, each up to 300 characters; null or left out: every one the account sees)."""
+    return serializers.ListField(
+        child=StrictCharField(max_length=300),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text=help_text,
+    )
+
+
 class StrictSerializer(serializers.Serializer):
     """A request body may only hold the fields the serializer declares (typos get a 400 that
     names the nearest field and the ones the body takes)."""

@@ -18,6 +18,7 @@ from reposearch.api_serializers import (
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
+    repositories_field,
 )
 
 MAX_QUERY_CHARS = 1000
@@ -43,21 +44,11 @@ class SearchRequestSerializer(StrictSerializer):
         help_text="Reorder the best 10 with the cross-encoder (no chat model needed); null: "
         "the server's REPO_SEARCH_CROSS_ENCODER (on unless turned off).",
     )
-    repo_ids = serializers.ListField(
-        child=StrictCharField(max_length=300),
-        required=False,
-        allow_null=True,
-        max_length=50,
-        help_text="Only these repositories, by id or name (unknown ones are a 404; a name "
-        "several repositories share is a 400 listing their ids).",
+    repo_ids = repositories_field(
+        "Only these repositories, by id or name (unknown ones are a 404; a name "
+        "several repositories share is a 400 listing their ids)."
     )
-    repos = serializers.ListField(
-        child=StrictCharField(max_length=300),
-        required=False,
-        allow_null=True,
-        max_length=50,
-        help_text="The same as repo_ids (names read better); both together: either's.",
-    )
+    repos = repositories_field("The same as repo_ids (names read better); both together: either's.")
     languages = serializers.ListField(
         child=StrictCharField(max_length=32), required=False, allow_null=True, max_length=20
     )

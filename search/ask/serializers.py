@@ -7,9 +7,9 @@ from rest_framework import serializers
 from reposearch.api_serializers import (
     NonBlankTextField,
     StrictBooleanField,
-    StrictCharField,
     StrictIntegerField,
     StrictSerializer,
+    repositories_field,
 )
 
 MAX_QUESTION_CHARS = 2000
@@ -22,21 +22,11 @@ class AskRequestSerializer(StrictSerializer):
         help_text=f"The question about the indexed code (1..{MAX_QUESTION_CHARS} characters).",
     )
     # As POST /api/search's: ids or names, in either field (search.contract.repository_ids).
-    repo_ids = serializers.ListField(
-        child=StrictCharField(max_length=300),
-        required=False,
-        allow_null=True,
-        max_length=50,
-        help_text="Only these repositories, by id or name (unknown ones are a 404; a name "
-        "several repositories share is a 400 listing their ids). Default: all ready ones.",
+    repo_ids = repositories_field(
+        "Only these repositories, by id or name (unknown ones are a 404; a name "
+        "several repositories share is a 400 listing their ids). Default: all ready ones."
     )
-    repos = serializers.ListField(
-        child=StrictCharField(max_length=300),
-        required=False,
-        allow_null=True,
-        max_length=50,
-        help_text="The same as repo_ids (names read better); both together: either's.",
-    )
+    repos = repositories_field("The same as repo_ids (names read better); both together: either's.")
     k = StrictIntegerField(
         min_value=1, max_value=MAX_K, default=8, help_text="Retrieved snippets given to the model."
     )

@@ -12,6 +12,7 @@ from reposearch.api_serializers import (
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
+    repositories_field,
 )
 from search.localize.service import MAX_ISSUE_CHARS
 
@@ -23,13 +24,9 @@ class LocalizeRequestSerializer(StrictSerializer):
         help_text=f"The issue or stack trace, as written (1..{MAX_ISSUE_CHARS} characters): its "
         "title, prose, paths, tracebacks, backticked names, error messages and code blocks.",
     )
-    repos = serializers.ListField(
-        child=StrictCharField(max_length=300),
-        required=False,
-        allow_null=True,
-        max_length=50,
-        help_text="Only these repositories, by name or id (unknown ones are a 404, with the "
-        "nearest names). Left out: every repository the account may see.",
+    repos = repositories_field(
+        "Only these repositories, by name or id (unknown ones are a 404, with the "
+        "nearest names). Left out: every repository the account may see."
     )
     branch = StrictCharField(
         required=False,
