@@ -185,13 +185,19 @@ class CandidateReader:
             return max(1, min(size, MAX_REPOS_PER_PROBE))
         return self.repos_per_probe or REPOS_PER_PROBE
 
+    def _any_pattern(self) -> tuple[str, list[Any]]:
+        """A chunk holding some pattern's literals, as one parenthesised condition: the
+        statements put it beside others with AND, where a bare OR would let another
+        repository's chunks through."""
+        sql = "(" + " OR ".join(cond.sql() for cond in self.conditions) + ")"
+        return sql, [p for cond in self.conditions for p in cond.params]
+
     def _choose(self, cursor: Any) -> str:
         if not any(cond.literals for cond in self.conditions):
             return "every file"
         if not all(cond.literals for cond in self.conditions):
             return "windowed"
-        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
-        any_params = [p for cond in self.conditions for p in cond.params]
+        any_pattern, any_params = self._any_pattern()
         if expected_chunks(cursor, any_pattern, any_params) > COMMON_SHARE * table_rows(cursor):
             return "windowed"  # a probe would pay for the word's whole trigram bitmap
         if self.scope.branches is None:
@@ -224,8 +230,7 @@ class CandidateReader:
         ``REPO_PROBE_SQL``)."""
         scope = self.scope if repo_ids is None else replace(self.scope, repo_ids=repo_ids)
         scope_sql, scope_params = scope.sql(repositories=not each)
-        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
-        any_params = [p for cond in self.conditions for p in cond.params]
+        any_pattern, any_params = self._any_pattern()
         several = len(self.conditions) > 1
         flags = "".join(f", {cond.sql()} AS m{i}" for i, cond in enumerate(self.conditions))
         having = ""
@@ -268,8 +273,7 @@ class CandidateReader:
         having: str,
     ) -> tuple[str, list[Any]]:
         """The probe of every repository in ``scope`` at once, or of its branches."""
-        any_pattern = " OR ".join(cond.sql() for cond in self.conditions)
-        any_params = [p for cond in self.conditions for p in cond.params]
+        any_pattern, any_params = self._any_pattern()
         several = len(self.conditions) > 1
         after_sql, after_params = "", []
         branched = self.scope.branches is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from tests.factories import Piece, SourceDoc, indexed_repository
 from tests.search.exact_corpus import three_repositories
 from tests.search.test_exact_search import CASES, READ_PLANS, all_pages, force_plan, git_grep
 
@@ -47,3 +48,21 @@ def test_several_repositories_page_in_name_order_under_every_plan(
         assert exact or page["total_is_lower_bound"]
         assert page["total"] <= len(files) and page["match_total"] <= len(expected)
     assert not pages[-1]["total_is_lower_bound"]
+
+
+@pytest.mark.parametrize("plan", READ_PLANS)
+def test_a_file_is_answered_under_its_own_repository_only(
+    three_repositories, client: Client, monkeypatch: pytest.MonkeyPatch, plan
+) -> None:  # type: ignore[no-untyped-def]
+    """Two literals a file must both hold, in one repository of several: that repository's
+    file, and no other repository's name on it. (A probe of one repository joined the patterns
+    by a bare OR beside its own condition, which let every repository's chunks holding the
+    second literal in, under the probed repository's name.)"""
+    force_plan(monkeypatch, plan)
+    doc = SourceDoc("only/here.py", [Piece("def f():\n    return 'needle_one needle_two'\n", "f")])
+    indexed_repository("aaa/empty", [SourceDoc("other.py", [Piece("def g():\n    pass\n", "g")])])
+    holder = indexed_repository("bbb/holder", [doc])
+    hits, pages = all_pages(client, {"query": '"needle_one" "needle_two"', "limit": 2})
+    found = [(h["repo_name"], h["file_path"], h["commit"]) for h in hits]
+    assert found == [("bbb/holder", "only/here.py", holder.last_indexed_commit)]
+    assert pages[0]["total"] == 1
