@@ -13,12 +13,17 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
+from indexing.models import Repository
 from indexing.permalinks import Permalinks
 from search.localize.service import LocalizeResult
 
 
 def localize_document(result: LocalizeResult, viewer: Viewer) -> dict[str, Any]:
     links = Permalinks({(UUID(f.repo_id), f.repo_name) for f in result.files}, viewer)
+    # A file found on a default branch by its definitions or its text alone carries no branch
+    # name (the hybrid hits do): every file says the branch it was found on.
+    unnamed = {UUID(f.repo_id) for f in result.files if not f.branch}
+    default_branch = dict(Repository.objects.filter(pk__in=unnamed).values_list("pk", "branch"))
     files = []
     for rank, file in enumerate(result.files, start=1):
         repo_id = UUID(file.repo_id)
@@ -42,7 +47,7 @@ def localize_document(result: LocalizeResult, viewer: Viewer) -> dict[str, Any]:
                 "repo_name": file.repo_name,
                 "path": file.path,
                 "commit": file.commit,
-                "branch": file.branch,
+                "branch": file.branch or default_branch.get(repo_id, ""),
                 "language": file.language,
                 "score": file.score,
                 "reasons": file.reasons,

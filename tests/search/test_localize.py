@@ -4,6 +4,7 @@ with the local model's vectors: the service, ``POST /api/localize`` and its refu
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from django.test import Client
 
 from accounts.visibility import Viewer
 from indexing.models import Repository
+from search.localize.response import localize_document
 from search.localize.service import LocalizeRequest, localize
 from tests.accounts.visibility_corpus import leaks
 from tests.factories import Piece, SourceDoc, indexed_repository
@@ -202,6 +204,17 @@ def test_api_answers_ranked_files_with_functions_reasons_and_links(
     assert page.status_code == 200 and b"PoolExhausted" in page.content
     assert body["clues"]["error_lines"] == ["PoolExhausted: no free connection left in the pool"]
     assert {s["name"] for s in body["trace"]} >= {"paths", "definitions", "description"}
+
+
+def test_every_file_names_the_branch_it_was_found_on(shop: Any) -> None:
+    """On a large repository the hybrid searches reach a few files only; a file found by its
+    definitions or its text alone came without a branch name while the others named the
+    default branch. (On this small one every file is among the hybrid hits, so such a file is
+    made from a real answer by dropping what the hybrid evidence gave it.)"""
+    result = localize(LocalizeRequest(issue=TRACEBACK_ISSUE, repo_ids=[shop.pk]))
+    result.files[-1] = replace(result.files[-1], branch="")
+    files = localize_document(result, Viewer())["files"]
+    assert [f["branch"] for f in files] == ["main"] * len(files)
 
 
 @pytest.mark.parametrize(
