@@ -49,6 +49,9 @@ def test_json_is_the_api_document() -> None:
 
 def test_no_results() -> None:
     assert run("nothingmatcheshere", "--quiet") == ("no results\n", "")
+    # Every mode says so, a symbol search too.
+    assert run("sym:nothingdefinedhere", "--quiet") == ("no results\n", "")
+    assert run('"nothingmatcheshere"', "--quiet") == ("no results\n", "")
 
 
 @pytest.mark.parametrize(

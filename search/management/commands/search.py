@@ -88,7 +88,7 @@ class Command(BaseCommand):
         for notice in outcome.notices:  # an empty answer: the filters that matched no file
             self.stderr.write(notice["message"])
         if outcome.exact is not None:
-            self._write_exact(outcome)
+            self._write_exact(outcome, quiet=options["quiet"])
             return
         if outcome.files is not None:  # type:file
             for found in outcome.files.hits:
@@ -102,6 +102,8 @@ class Command(BaseCommand):
                 f"-{definition.end_line}  {definition.symbol} ({definition.kind}, {definition.tier})"
             )
         if outcome.definitions is not None:
+            if not outcome.definitions:
+                self.stdout.write("no results")
             return
         result = outcome.hybrid
         assert result is not None
@@ -121,7 +123,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"    ... ({len(lines) - SNIPPET_LINES} more lines)")
             self.stdout.write("")
 
-    def _write_exact(self, outcome: SearchOutcome) -> None:
+    def _write_exact(self, outcome: SearchOutcome, *, quiet: bool) -> None:
         """Exact/regex: ``repo:path:line: text`` per matching line, as grep prints them."""
         result = outcome.exact
         assert result is not None
@@ -132,5 +134,6 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{hit.file.repo_name}:{hit.file.path}:{match.line}: {match.text}"
                 )
-        more = "+" if result.total_is_lower_bound else ""
-        self.stderr.write(f"# {outcome.mode}: {result.total}{more} files, {result.ms:.0f} ms")
+        if not quiet:
+            more = "+" if result.total_is_lower_bound else ""
+            self.stderr.write(f"# {outcome.mode}: {result.total}{more} files, {result.ms:.0f} ms")
