@@ -10,7 +10,9 @@ is named in the answer's ``notices`` with what would match (the path in another 
 nearest spelling of a plain path, the glob at any depth, the languages that are there) and,
 where one filter would, the query with it in place (``suggested_query``). The exclusions are
 checked beside the search, the rest after an empty page; a search without a file or language
-filter asks nothing, and a check that runs out of time leaves its notice or hint out.
+filter asks nothing, and a check that runs out of time leaves its notice or hint out. A filter
+name written with nothing after its colon (``file: src/``), which the search took as a word, is
+named too, with the query that gives it the next word as its value when the search takes that.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from django.db import OperationalError
 from reposearch.domain_errors import DomainError
 from search.exact.candidates import CandidateScope
 from search.exact.engine import QUERY_CANCELED
-from search.exact.mode_requests import candidate_scope
-from search.exact.query_language import SearchQuery
+from search.exact.errors import QueryRejected
+from search.exact.mode_requests import candidate_scope, choose_mode
+from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import suggested_query
 from search.retrieval.db import search_cursor, soon
 from search.retrieval.query import InvalidGlob, glob_to_regex
@@ -54,6 +57,33 @@ NEAREST_CUTOFF = 0.75  # difflib's ratio a suggestion needs
 NEAREST_SPREAD = 3  # characters more or fewer than the glob (a fifth of a long one)
 GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 1000  # per check: past it, the answer goes without its notices
+
+
+def bare_filter_notices(parsed: SearchQuery) -> list[dict[str, str]]:
+    """A notice for each filter name written with nothing after its colon (``file: src/``),
+    which the search took as a word, with the query that gives the filter its value."""
+    notices = []
+    for bare in parsed.bare_filters:
+        message = (
+            f"'{bare.written}' has nothing after the colon, so it was searched as a word: a filter"
+            " takes its value right after the colon"
+        )
+        notice = {"filter": bare.written, "message": message}
+        if bare.suggestion and bare.suggested_query and _runs(bare.suggested_query):
+            notice["message"] += f" ({bare.suggestion})"
+            notice |= {"suggestion": bare.suggestion, "suggested_query": bare.suggested_query}
+        notices.append(notice)
+    return notices
+
+
+def _runs(query: str) -> bool:
+    """Whether the search takes ``query`` and it has something to search for."""
+    try:
+        parsed = parse_search_query(query)
+        choose_mode(parsed, "auto")
+    except QueryRejected:
+        return False
+    return bool(parsed.words or parsed.terms or parsed.symbols)
 
 
 def start_notices(

@@ -55,7 +55,7 @@ from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
-from search.filter_notices import start_notices
+from search.filter_notices import bare_filter_notices, start_notices
 from search.retrieval.db import soon
 from search.retrieval.replicas import positions, read_with_fallback
 from search.symbols.lookup import DefinitionHit, find_definitions
@@ -82,7 +82,9 @@ class SearchOutcome:
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
     # Where an exact, regex, symbol or file-name search read (hybrid: in ``hybrid``).
     served_by: dict[str, Any] = field(default_factory=dict)
-    # The filters that matched no file (search.filter_notices): exclusions, or why it is empty.
+    # What the query asked that the answer could not follow (search.filter_notices): filters
+    # that matched no file (exclusions always, the others when it is empty), and filter names
+    # written with no value, searched as words.
     notices: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -90,7 +92,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
     """Parse, choose the mode, run. Raises ``QueryRejected`` (and the hybrid executor's
     ``UnknownRepositories`` / ``InvalidGlob``) for bad input. A first page carries the
     ``notices`` of the filters that matched no file (exclusions always, the others when it is
-    empty)."""
+    empty) and of the filter names written with no value (``file: x``)."""
     if call.request.languages:
         call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     parsed = parse_search_query(call.request.query)
@@ -101,6 +103,8 @@ def run_search(call: SearchCall) -> SearchOutcome:
     outcome = _run(call, parsed)
     if notices is not None:
         outcome.notices = notices(_empty(outcome))
+    if first_page and parsed.bare_filters:
+        outcome.notices = [*bare_filter_notices(parsed), *outcome.notices]
     return outcome
 
 

@@ -278,7 +278,7 @@ class NoticeSerializer(serializers.Serializer):
     )
     message = serializers.CharField(help_text="What it matched, and what would match.")
     suggestion = serializers.CharField(
-        required=False, help_text="The filter to write instead, when one would match."
+        required=False, help_text="The filter to write instead, when one would match (or apply)."
     )
     suggested_query = serializers.CharField(
         required=False, help_text="The query with that filter in its place."
@@ -338,7 +338,8 @@ class SearchResponseSerializer(serializers.Serializer):
         many=True,
         help_text="On a first page: each exclusion (-file:, -lang:) that excludes no indexed file "
         "in the repositories searched; when the page is empty, each file: or lang: filter that "
-        "matches none (or the filters together), with what would match.",
+        "matches none (or the filters together), with what would match; and each filter name "
+        "written with nothing after its colon (file: src/), searched as a word.",
     )
 
 

@@ -66,6 +66,17 @@ MAX_PATTERNS = 10
 MAX_VALUE_CHARS = 300
 
 
+@dataclass(frozen=True)
+class BareFilter:
+    """A filter name with no value after its colon, and the query that writes the word after
+    it as its value (``file: src/`` -> ``file:src/``), when a word or a quote follows."""
+
+    written: str
+    position: int
+    suggestion: str | None = None
+    suggested_query: str | None = None
+
+
 @dataclass
 class SearchQuery:
     """A parsed query. ``has_syntax`` is False for plain text: that goes to hybrid search as is.
@@ -88,6 +99,8 @@ class SearchQuery:
     type: str | None = None
     filter_count: int = 0
     expression: Expr | None = None
+    # Filter names written with nothing after the colon (``file: src/``): searched as words.
+    bare_filters: list[BareFilter] = field(default_factory=list)
 
     @property
     def has_syntax(self) -> bool:
@@ -262,10 +275,32 @@ def _check_term(query: SearchQuery, term: Term) -> None:
         )
 
 
+def _bare_filters(text: str, tokens: list[Token]) -> list[BareFilter]:
+    """The words that are a filter's name and its colon alone (``file:``, ``-lang:``), each with
+    the query that joins the next word or quote to it (whether the search takes that query is
+    for the caller to check: ``search.filter_notices``)."""
+    found: list[BareFilter] = []
+    for index, token in enumerate(tokens):
+        name, colon, rest = token.text.removeprefix("-").partition(":")
+        if token.kind != "word" or token.value is not None or not colon or rest:
+            continue
+        if not (name.isascii() and name.isalpha() and canonical_filter(name.lower())):
+            continue
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if following is None or following.kind not in ("word", "quote"):
+            found.append(BareFilter(token.text, token.start))
+            continue
+        suggestion = token.text + text[following.start : following.end]
+        suggested = text[: token.start] + suggestion + text[following.end :]
+        found.append(BareFilter(token.text, token.start, suggestion, suggested))
+    return found
+
+
 def _items(text: str, query: SearchQuery) -> list[Item]:
     """The query's items in order: filters applied (and left out), patterns with their terms,
     plain words, and the operators, ``-`` and parentheses that are syntax."""
     tokens = scan(text)
+    query.bare_filters = _bare_filters(text, tokens)
     kinds = [_kind(token) for token in tokens]
     as_text = resolve_syntax(text, tokens, kinds)
     tokens = merge_text(text, tokens, as_text, lambda t: _kind(t) in ("word", "plain"))

@@ -219,7 +219,7 @@ def search_code(
         answer = hybrid_answer(
             outcome, expand=bool(_choose("expand", expand)), viewer=viewer, max_tokens=budget
         )
-    # The filters that matched no file, as the API says them (notices).
+    # The filters that matched no file or had no value, as the API says them (notices).
     return {**answer, "notices": outcome.notices} if outcome.notices else answer
 
 

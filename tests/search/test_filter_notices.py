@@ -2,7 +2,8 @@
 empty answer names the ``file:`` glob or ``lang:`` that emptied it, and an exclusion that
 excludes nothing (a mistyped ``-file:``) is named beside the results it left as they were; in
 every mode, through the API, the MCP tool, the command line and the results page. Filters that
-all match files add nothing.
+all match files add nothing. A filter name written with nothing after its colon (``file: src/``),
+searched as a word, is said with the query that gives it its value.
 
 The real ``acme/httpclient`` of the exact-search tests (``tests.search.exact_corpus``: Python,
 JavaScript, C++, Markdown and text under ``src/``, ``tests/``, ``docs/`` and ``notes/``) is indexed
@@ -267,3 +268,44 @@ def test_the_results_page_shows_the_notice(reader: User) -> None:
     html = page.content.decode()
     assert 'class="results"' in html
     assert '<p class="notice panel" role="note">-file:vendr/ excludes no indexed file' in html
+
+
+@pytest.mark.parametrize(
+    ("query", "suggested"),
+    [
+        ('"def send" file: src/httpclient/', '"def send" file:src/httpclient/'),
+        ("send the request -lang: markdown", "send the request -lang:markdown"),
+        ('repo: acme/httpclient "def send"', 'repo:acme/httpclient "def send"'),
+    ],
+)
+def test_a_filter_name_with_nothing_after_its_colon_is_said_with_the_query_meant(
+    reader: User, query: str, suggested: str
+) -> None:
+    body = search(reader, query)
+    written, _, value = suggested.partition(":")
+    bare = written.split()[-1] + ":"
+    assert body["notices"][0] == {
+        "filter": bare,
+        "message": f"'{bare}' has nothing after the colon, so it was searched as a word: a filter"
+        f" takes its value right after the colon ({bare}{value.split()[0]})",
+        "suggestion": f"{bare}{value.split()[0]}",
+        "suggested_query": suggested,
+    }
+    # The query it suggests runs with the filter applied, and says nothing more.
+    assert search(reader, suggested)["notices"] == []
+
+
+def test_a_bare_filter_name_gets_no_suggestion_the_search_would_refuse(reader: User) -> None:
+    # type:int is no type, file:client alone has nothing to search for, and a symbol search
+    # takes no other words.
+    for query in ("send with type: int", "file: client", "send the sym: request"):
+        (notice,) = search(reader, query)["notices"]
+        assert notice["filter"] == next(w for w in query.split() if w.endswith(":"))
+        assert "suggestion" not in notice and "suggested_query" not in notice
+    # A colon inside other text, and quoted text, are not filter names.
+    assert search(reader, '"file:" in std:: names')["notices"] == []
+    # The next page of the answer does not repeat it.
+    first = search(reader, "send the request file: src/")
+    assert first["notices"] and first["next_cursor"]
+    again = search(reader, "send the request file: src/", cursor=first["next_cursor"])
+    assert again["notices"] == []

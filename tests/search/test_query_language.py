@@ -61,6 +61,20 @@ def test_filters_literals_and_regexes_are_recognised() -> None:
     assert mode == "regex" and [t.text for t in terms][-1] == "timeout"
 
 
+def test_a_filter_name_with_nothing_after_its_colon_is_a_word_that_is_noted() -> None:
+    parsed = parse_search_query('retry -file: vendor/ sym: "x y" std:: note: type:')
+    # Searched as words, as before; noted so that the answer can say so.
+    assert parsed.words[:2] == ["retry", "-file:"] and parsed.filter_count == 0
+    assert [(b.written, b.position, b.suggestion) for b in parsed.bare_filters] == [
+        ("-file:", 6, "-file:vendor/"),
+        ("sym:", 21, 'sym:"x y"'),  # whether the search takes it is the notice's to check
+        ("type:", 44, None),  # nothing follows
+    ]
+    assert (
+        parsed.bare_filters[0].suggested_query == 'retry -file:vendor/ sym: "x y" std:: note: type:'
+    )
+
+
 def test_a_metacharacter_free_slash_word_is_a_regex_only_without_other_words() -> None:
     # On its own (or with filters and quoted literals) /about/ is a regex; a real pattern stays
     # one beside free words, and those words are then literals required in the file.
