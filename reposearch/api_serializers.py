@@ -6,6 +6,7 @@ import difflib
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -65,25 +66,48 @@ def repositories_field(help_text: str) -> serializers.ListField:
     )
 
 
+# The names other search APIs (and the endpoints here) give a field or parameter: the nearest
+# by spelling would miss these. The first of the names the endpoint takes is the hint.
+OTHER_NAMES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("k", "top_k", "n", "size", "count", "max_results"), ("limit",)),
+    "q": ("query",),
+    "query": ("q",),
+    "text": ("query", "q"),
+    **dict.fromkeys(("file", "path", "glob", "paths"), ("paths", "path")),
+    **dict.fromkeys(("lang", "language", "languages"), ("languages", "lang")),
+    **dict.fromkeys(("repo", "repository", "repos"), ("repos", "repo")),
+    "branch": ("branches", "branch"),
+}
+
+
+def nearest_name(name: str, known: list[str]) -> str | None:
+    """The field or parameter of ``known`` that ``name`` most likely meant, if any: what other
+    search APIs call it (``k`` is ``limit``), else the nearest by spelling."""
+    for other in OTHER_NAMES.get(name.lower(), ()):
+        if other in known and other != name:
+            return other
+    near = difflib.get_close_matches(name, known, n=1)
+    return near[0] if near else None
+
+
 class StrictSerializer(serializers.Serializer):
     """A request body may only hold the fields the serializer declares (typos get a 400 that
-    names the nearest field and the ones the body takes)."""
+    names the nearest field and the ones the body takes), checked before the fields are: a
+    ``q`` for ``query`` is named as such, not answered "query: This field is required"."""
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        data = self.initial_data
+    def to_internal_value(self, data: Any) -> Any:
         unknown = set(data) - set(self.fields) if isinstance(data, dict) else set()
         if unknown:
             known = sorted(name for name, field in self.fields.items() if not field.read_only)
             hints = [
-                f"{name} (did you mean {near[0]}?)"
-                if (near := difflib.get_close_matches(str(name), known, n=1))
+                f"{name} (did you mean {near}?)"
+                if (near := nearest_name(str(name), known))
                 else str(name)
                 for name in sorted(unknown, key=str)
             ]
-            raise serializers.ValidationError(
-                f"unknown fields: {', '.join(hints)}; the fields: {', '.join(known)}"
-            )
-        return attrs
+            message = f"unknown fields: {', '.join(hints)}; the fields: {', '.join(known)}"
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]})
+        return super().to_internal_value(data)
 
 
 def refuse_too_long(data: Any, field: str, limit: int) -> None:

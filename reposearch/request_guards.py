@@ -23,7 +23,6 @@ even with ``DEBUG=1``, so no user is shown Django's debug page listing the URL p
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +32,7 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
+from reposearch.api_serializers import nearest_name
 from reposearch.views import error_response, not_found
 
 MAX_JSON_DEPTH = 64
@@ -139,9 +139,9 @@ class RequestGuardMiddleware:
         if not unknown:
             return None
         name = unknown[0]
-        near = difflib.get_close_matches(name, sorted(known), n=1)
+        near = nearest_name(name, sorted(known))
         takes = ", ".join(sorted(known)) if known else "no query parameters"
-        hint = f" — did you mean {near[0]}?" if near else ""
+        hint = f" — did you mean {near}?" if near else ""
         return error_response(
             request,
             400,

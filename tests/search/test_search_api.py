@@ -161,6 +161,15 @@ UNKNOWN = "3993271d-3e77-46fa-a6fd-feb0943d3c6e"  # fixed: a test id names it, a
             " limit, match_offset, mode, paths, query, repo_ids, repos, use_bm25,"
             " use_cross_encoder, use_expansion, use_rerank, use_vector",
         ),
+        (
+            {"q": "a", "k": 5},
+            400,
+            "invalid",
+            "unknown fields: k (did you mean limit?), q (did you mean query?); the fields:"
+            " branches, context_lines, cursor, file_path, group_by, include_docs, include_tests,"
+            " languages, limit, match_offset, mode, paths, query, repo_ids, repos, use_bm25,"
+            " use_cross_encoder, use_expansion, use_rerank, use_vector",
+        ),
         ([{"query": "a"}], 400, "invalid", "Invalid data. Expected a dictionary, but got list."),
         (
             '{"query": "a",',
