@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS, MAX_EMBEDDING_DIM
+from reposearch.api_serializers import StrictChoiceField
 
 # Shown by GET; a client may send them back unchanged (GET, edit, PUT) but not change them.
 READ_ONLY_HINTS = {
@@ -20,11 +21,11 @@ SECRET_FIELDS = {"api_key": "the API key is read-only over the API; set LLM_API_
 class ConfigUpdateSerializer(serializers.Serializer):
     """A partial update: absent fields keep their value; null resets to the environment."""
 
-    provider = serializers.ChoiceField(choices=CHAT_PROVIDERS, required=False, allow_null=True)
+    provider = StrictChoiceField(choices=CHAT_PROVIDERS, required=False, allow_null=True)
     chat_model = serializers.CharField(
         max_length=200, required=False, allow_null=True, allow_blank=False
     )
-    embedding_provider = serializers.ChoiceField(
+    embedding_provider = StrictChoiceField(
         choices=EMBEDDING_PROVIDERS, required=False, allow_null=True
     )
     embedding_model = serializers.CharField(

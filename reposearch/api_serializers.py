@@ -54,6 +54,26 @@ class NonBlankTextField(StrictCharField):
         return value
 
 
+class StrictChoiceField(serializers.ChoiceField):
+    """One of ``choices``; anything else is a 400 that lists them (and names the one meant when
+    only the case differs: ``"EXACT"``)."""
+
+    default_error_messages = {
+        "invalid_choice": '"{input}" is not a valid choice{hint}; the choices: {choices}'
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data == "" and self.allow_blank:
+            return ""
+        key = str(data)
+        if key in self.choice_strings_to_values:
+            return self.choice_strings_to_values[key]
+        same = [c for c in self.choice_strings_to_values if c.lower() == key.lower()]
+        hint = f": did you mean {same[0]}?" if same else ""
+        choices = ", ".join(self.choice_strings_to_values)
+        self.fail("invalid_choice", input=data, hint=hint, choices=choices)
+
+
 def repositories_field(help_text: str) -> serializers.ListField:
     """A list of repositories by id or name, as every request that narrows by repository takes
     it (up to 50, each up to 300 characters; null or left out: every one the account sees)."""

@@ -16,6 +16,7 @@ from reposearch.api_serializers import (
     NonBlankTextField,
     StrictBooleanField,
     StrictCharField,
+    StrictChoiceField,
     StrictIntegerField,
     StrictSerializer,
     repositories_field,
@@ -80,7 +81,7 @@ class SearchRequestSerializer(StrictSerializer):
         help_text="null: automatic (included when the query is about docs).",
     )
 
-    group_by = serializers.ChoiceField(
+    group_by = StrictChoiceField(
         choices=["file", "chunk"],
         default="chunk",
         help_text="Hybrid: chunk (one result per ranked chunk, the default) or file (one result "
@@ -88,7 +89,7 @@ class SearchRequestSerializer(StrictSerializer):
         "limit and total count files, as on a code host; what the search page shows). Exact "
         "and regex results are one per file either way; sym: one per definition.",
     )
-    mode = serializers.ChoiceField(
+    mode = StrictChoiceField(
         choices=["auto", "semantic", "exact", "regex"],
         default="auto",
         help_text="auto: the query language decides (plain text is hybrid search).",

@@ -7,12 +7,12 @@ from rest_framework import serializers
 from accounts.models import ApiToken, AuditEntry
 from accounts.roles import ROLE_NAMES
 from accounts.tokens import MAX_EXPIRY_DAYS
-from reposearch.api_serializers import StrictCharField, StrictSerializer
+from reposearch.api_serializers import StrictCharField, StrictChoiceField, StrictSerializer
 
 
 class TokenCreateSerializer(StrictSerializer):
     name = StrictCharField(max_length=100, trim_whitespace=True)  # 0 is a 400, not "0"
-    scope = serializers.ChoiceField(choices=ROLE_NAMES, default="read")
+    scope = StrictChoiceField(choices=ROLE_NAMES, default="read")
     expires_in_days = serializers.IntegerField(
         min_value=1, max_value=MAX_EXPIRY_DAYS, required=False, allow_null=True
     )

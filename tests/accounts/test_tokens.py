@@ -140,6 +140,16 @@ def test_unknown_fields_are_refused() -> None:
     assert "unknown fields: secret" in response.json()["error"]["message"]
 
 
+def test_a_scope_that_is_no_role_lists_the_roles() -> None:
+    response = token_client("read").post(
+        "/api/tokens", {"name": "a", "scope": "Write"}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        'scope: "Write" is not a valid choice: did you mean write?; the choices: read, write, admin'
+    )
+
+
 def test_others_tokens_are_invisible_except_to_admins() -> None:
     alice = token_client("write")
     theirs = alice.post("/api/tokens", {"name": "alice-ci"}, format="json").json()

@@ -170,6 +170,19 @@ UNKNOWN = "3993271d-3e77-46fa-a6fd-feb0943d3c6e"  # fixed: a test id names it, a
             " languages, limit, match_offset, mode, paths, query, repo_ids, repos, use_bm25,"
             " use_cross_encoder, use_expansion, use_rerank, use_vector",
         ),
+        (
+            {"query": "a", "mode": "EXACT"},
+            400,
+            "invalid",
+            'mode: "EXACT" is not a valid choice: did you mean exact?; the choices: auto,'
+            " semantic, exact, regex",
+        ),
+        (
+            {"query": "a", "group_by": "files"},
+            400,
+            "invalid",
+            'group_by: "files" is not a valid choice; the choices: file, chunk',
+        ),
         ([{"query": "a"}], 400, "invalid", "Invalid data. Expected a dictionary, but got list."),
         (
             '{"query": "a",',
