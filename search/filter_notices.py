@@ -28,8 +28,8 @@ from reposearch.domain_errors import DomainError
 from search.exact.candidates import CandidateScope
 from search.exact.engine import QUERY_CANCELED
 from search.exact.errors import QueryRejected
-from search.exact.mode_requests import candidate_scope, choose_mode
-from search.exact.query_language import SearchQuery, parse_search_query
+from search.exact.mode_requests import Mode, candidate_scope, choose_mode
+from search.exact.query_language import SearchQuery, parse_search_query, written_filters
 from search.exact.repositories import suggested_query
 from search.retrieval.db import search_cursor, soon
 from search.retrieval.query import InvalidGlob, glob_to_regex
@@ -57,30 +57,37 @@ NEAREST_CUTOFF = 0.75  # difflib's ratio a suggestion needs
 NEAREST_SPREAD = 3  # characters more or fewer than the glob (a fifth of a long one)
 GLOB_CHARS = frozenset("*?[")
 TIMEOUT_MS = 1000  # per check: past it, the answer goes without its notices
+MAX_BARE_NOTICES = 3  # filter names with no value said per answer
 
 
-def bare_filter_notices(parsed: SearchQuery) -> list[dict[str, str]]:
+def bare_filter_notices(parsed: SearchQuery, mode: Mode) -> list[dict[str, str]]:
     """A notice for each filter name written with nothing after its colon (``file: src/``),
-    which the search took as a word, with the query that gives the filter its value."""
-    notices = []
+    which the search took as a word, with the query that gives the filter its value when the
+    search (in ``mode``) accepts that query. Each name once, at most ``MAX_BARE_NOTICES``."""
+    notices: list[dict[str, str]] = []
+    seen: set[str] = set()
     for bare in parsed.bare_filters:
+        if bare.written.lower() in seen or len(notices) == MAX_BARE_NOTICES:
+            continue
+        seen.add(bare.written.lower())
         message = (
             f"'{bare.written}' has nothing after the colon, so it was searched as a word: a filter"
             " takes its value right after the colon"
         )
         notice = {"filter": bare.written, "message": message}
-        if bare.suggestion and bare.suggested_query and _runs(bare.suggested_query):
+        if bare.suggestion and bare.suggested_query and _runs(bare.suggested_query, mode):
             notice["message"] += f" ({bare.suggestion})"
             notice |= {"suggestion": bare.suggestion, "suggested_query": bare.suggested_query}
         notices.append(notice)
     return notices
 
 
-def _runs(query: str) -> bool:
-    """Whether the search takes ``query`` and it has something to search for."""
+def _runs(query: str, mode: Mode) -> bool:
+    """Whether the search takes ``query`` in ``mode`` and it has something to search for (the
+    repositories and branches it names are not looked up)."""
     try:
         parsed = parse_search_query(query)
-        choose_mode(parsed, "auto")
+        choose_mode(parsed, mode)
     except QueryRejected:
         return False
     return bool(parsed.words or parsed.terms or parsed.symbols)
@@ -102,7 +109,10 @@ def start_notices(
         if empty and (globs or languages or any(exclusions)):
             scope = candidate_scope(parsed, request)
             found += filter_notices(scope, globs, languages, empty=True)
+        written = written_filters(request.query)
         for notice in found:
+            # The filter as the query wrote it (path:, FILE:, a "quoted" glob), where it did.
+            notice["filter"] = written.get(notice["filter"], notice["filter"])
             if notice.get("suggestion"):
                 notice.update(
                     suggested_query(request.query, notice["filter"], notice["suggestion"])

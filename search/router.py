@@ -104,7 +104,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
     if notices is not None:
         outcome.notices = notices(_empty(outcome))
     if first_page and parsed.bare_filters:
-        outcome.notices = [*bare_filter_notices(parsed), *outcome.notices]
+        outcome.notices = [*bare_filter_notices(parsed, call.mode), *outcome.notices]
     return outcome
 
 

@@ -275,6 +275,25 @@ def _check_term(query: SearchQuery, term: Term) -> None:
         )
 
 
+def _filter_like(token: Token) -> bool:
+    """A word that reads as a filter, valued or not (``lang:go``, ``-file:``, ``repo:``)."""
+    name, colon, _ = token.text.removeprefix("-").partition(":")
+    return token.kind == "word" and bool(colon) and name.isascii() and name.isalpha()
+
+
+def written_filters(text: str) -> dict[str, str]:
+    """Each filter word of ``text`` as written (``path:src/``, ``-FILE:"a b"``), keyed by the
+    canonical spelling that notices use (``file:src/``, ``-file:a b``)."""
+    written: dict[str, str] = {}
+    for token in scan(text):
+        parts = _filter_parts(token)
+        canonical = canonical_filter(parts[1].lower()) if parts else None
+        if parts and canonical:
+            key = f"{'-' if parts[0] else ''}{canonical}:{parts[2]}"
+            written.setdefault(key, text[token.start : token.end])
+    return written
+
+
 def _bare_filters(text: str, tokens: list[Token]) -> list[BareFilter]:
     """The words that are a filter's name and its colon alone (``file:``, ``-lang:``), each with
     the query that joins the next word or quote to it (whether the search takes that query is
@@ -287,8 +306,8 @@ def _bare_filters(text: str, tokens: list[Token]) -> list[BareFilter]:
         if not (name.isascii() and name.isalpha() and canonical_filter(name.lower())):
             continue
         following = tokens[index + 1] if index + 1 < len(tokens) else None
-        if following is None or following.kind not in ("word", "quote"):
-            found.append(BareFilter(token.text, token.start))
+        if following is None or following.kind not in ("word", "quote") or _filter_like(following):
+            found.append(BareFilter(token.text, token.start))  # nothing to join, or a filter
             continue
         suggestion = token.text + text[following.start : following.end]
         suggested = text[: token.start] + suggestion + text[following.end :]

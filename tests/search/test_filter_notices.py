@@ -126,6 +126,17 @@ def test_a_misspelt_path_names_the_nearest_spelling(reader: User, glob: str, nea
     ]
 
 
+@pytest.mark.parametrize(
+    "written", ["path:src/httpclient/clinet.py", 'FILE:"src/httpclient/clinet.py"']
+)
+def test_a_filter_written_another_way_is_named_and_replaced_as_written(
+    reader: User, written: str
+) -> None:
+    (notice,) = search(reader, f'"def send" {written}')["notices"]
+    assert notice["filter"] == written
+    assert notice["suggested_query"] == '"def send" file:src/httpclient/client.py'
+
+
 def test_a_path_like_no_other_gets_no_suggestion(reader: User) -> None:
     body = search(reader, '"def send" file:src/httpclient/nothing_like_it.py')
     assert [n["message"] for n in body["notices"]] == [
@@ -302,6 +313,13 @@ def test_a_bare_filter_name_gets_no_suggestion_the_search_would_refuse(reader: U
         (notice,) = search(reader, query)["notices"]
         assert notice["filter"] == next(w for w in query.split() if w.endswith(":"))
         assert "suggestion" not in notice and "suggested_query" not in notice
+    # The next word is a filter of its own: joining it would lose it.
+    for query in ("send the request file: lang:python", "send the request file: -lang:markdown"):
+        (notice,) = search(reader, query)["notices"]
+        assert notice["filter"] == "file:" and "suggestion" not in notice
+    # Each name once, and at most three.
+    notices = search(reader, "send file: x file: y lang: a repo: b sym: c")["notices"]
+    assert [n["filter"] for n in notices] == ["file:", "lang:", "repo:"]
     # A colon inside other text, and quoted text, are not filter names.
     assert search(reader, '"file:" in std:: names')["notices"] == []
     # The next page of the answer does not repeat it.

@@ -8,7 +8,7 @@ from search.exact.errors import QueryRejected
 from search.exact.mode_requests import choose_mode
 from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term, regex_required_literals
-from search.exact.query_language import parse_search_query
+from search.exact.query_language import parse_search_query, written_filters
 
 # Questions people (and the held-out benchmark) type: none of them may turn into syntax.
 ORDINARY_QUESTIONS = [
@@ -73,6 +73,14 @@ def test_a_filter_name_with_nothing_after_its_colon_is_a_word_that_is_noted() ->
     assert (
         parsed.bare_filters[0].suggested_query == 'retry -file:vendor/ sym: "x y" std:: note: type:'
     )
+
+
+def test_filters_as_written_are_keyed_by_their_canonical_spelling() -> None:
+    assert written_filters('x path:src/ -FILE:"a b" Language:py file: y note:z') == {
+        "file:src/": "path:src/",
+        "-file:a b": '-FILE:"a b"',
+        "lang:py": "Language:py",
+    }
 
 
 def test_a_metacharacter_free_slash_word_is_a_regex_only_without_other_words() -> None:

@@ -85,7 +85,7 @@ class Command(BaseCommand):
             body = search_body(outcome, request.limit)
             self.stdout.write(json.dumps(SearchResponseSerializer(body).data, indent=2))
             return
-        for notice in outcome.notices:  # an empty answer: the filters that matched no file
+        for notice in outcome.notices:  # filters that matched no file, or that had no value
             self.stderr.write(notice["message"])
         if outcome.exact is not None:
             self._write_exact(outcome, quiet=options["quiet"])
