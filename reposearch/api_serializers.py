@@ -106,7 +106,7 @@ def nearest_name(name: str, known: list[str]) -> str | None:
     for other in OTHER_NAMES.get(name.lower(), ()):
         if other in known and other != name:
             return other
-    near = difflib.get_close_matches(name, known, n=1)
+    near = difflib.get_close_matches(name.lower(), known, n=1)
     return near[0] if near else None
 
 

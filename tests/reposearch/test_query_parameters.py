@@ -35,7 +35,7 @@ def test_a_filter_the_endpoint_does_not_take_is_a_400_naming_what_it_takes() -> 
 
 def test_another_search_apis_name_for_a_parameter_gets_the_name_here() -> None:
     client = session_client()
-    for name, meant in (("query", "q"), ("language", "lang"), ("k", "limit")):
+    for name, meant in (("query", "q"), ("language", "lang"), ("k", "limit"), ("Q", "q")):
         response = client.get("/api/symbols", {"q": "retry", name: "x"} | {"q": "retry"})
         assert response.status_code == 400
         assert error_of(response)["message"].startswith(
