@@ -10,6 +10,7 @@ it and fits in an address (``linkable``), else its id (which always resolves).
 
 from __future__ import annotations
 
+import difflib
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -22,18 +23,24 @@ from indexing.visible import visible_repositories
 from reposearch.domain_errors import DomainError
 
 MAX_REF_CHARS = 300
+NEAR_NAME_RATIO = 0.75  # difflib's similarity from which a name is suggested
+MAX_NAMES_COMPARED = 10_000  # visible names a missing one is compared with
 
 
 class RepositoryNotFound(DomainError, LookupError):
-    """No repository the viewer may see has this id or name."""
+    """No repository the viewer may see has this id or name; ``nearest`` are visible names
+    like it (``details.suggestions``)."""
 
     code = "not_found"
     http_status = HTTPStatus.NOT_FOUND
 
-    def __init__(self, ref: str) -> None:
+    def __init__(self, ref: str, nearest: list[str] | None = None) -> None:
         self.ref = ref[:MAX_REF_CHARS]
-        self.message = f"no repository {self.ref!r}"
+        hint = f" — did you mean {', '.join(repr(n) for n in nearest)}?" if nearest else ""
+        self.message = f"no repository {self.ref!r}{hint}"
         self.details: dict[str, Any] = {"repository": self.ref}
+        if nearest:
+            self.details |= {"suggestions": nearest, "suggestion": nearest[0]}
         super().__init__(self.message)
 
 
@@ -70,10 +77,26 @@ def find_repository(ref: str, viewer: Viewer) -> Repository:
         return found
     matches = list(visible.filter(name=ref).order_by("created_at")[:5])
     if not matches:
-        raise RepositoryNotFound(ref)
+        names = visible.order_by("name").values_list("name", flat=True)[:MAX_NAMES_COMPARED]
+        raise RepositoryNotFound(ref, nearest_names(ref, list(dict.fromkeys(names))))
     if len(matches) > 1:
         raise AmbiguousRepository(ref, [str(m.pk) for m in matches])
     return matches[0]
+
+
+def nearest_names(pattern: str, names: list[str], most: int = 3) -> list[str]:
+    """Up to ``most`` of ``names`` nearest to ``pattern``: compared whole, by their last part
+    and by their starts as long as it (``reqests`` is near ``requests-2.32.3``)."""
+    lowered = pattern.lower()
+
+    def score(name: str) -> float:
+        low = name.lower()
+        last = low.rsplit("/", 1)[-1]
+        forms = (low, last, low[: len(lowered)], last[: len(lowered)])
+        return max(difflib.SequenceMatcher(None, lowered, form).ratio() for form in forms)
+
+    scored = sorted((-score(name), name) for name in names)
+    return [name for negative, name in scored if -negative >= NEAR_NAME_RATIO][:most]
 
 
 def link_refs(repositories: Iterable[tuple[Any, str]], viewer: Viewer) -> dict[Any, str]:

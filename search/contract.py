@@ -19,10 +19,9 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
-from indexing.repository_refs import AmbiguousRepository, parse_id
+from indexing.repository_refs import AmbiguousRepository, nearest_names, parse_id
 from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
-from search.exact.repositories import nearest_names
 from search.types import SearchRequest
 
 # API field -> SearchRequest field

@@ -4,7 +4,6 @@ names an error suggests are only ever those the viewer may see (``accounts.visib
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import re
 from typing import Any
@@ -12,12 +11,11 @@ from uuid import UUID
 
 from accounts.visibility import Viewer
 from indexing.models import RepositoryStatus
+from indexing.repository_refs import nearest_names
 from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
 from search.exact.query_language import SearchQuery
 from search.retrieval.scope import UnknownRepositories
-
-NEAR_NAME_RATIO = 0.75  # difflib's similarity from which a name is suggested
 
 
 def ready_repositories(viewer: Viewer, *fields: str) -> list[tuple[Any, ...]]:
@@ -60,21 +58,6 @@ def _prefixed(pattern: str, repositories: list[tuple[UUID, str, str]]) -> list[t
         for pk, name, _ in repositories
         if name.lower().startswith(lowered) or name.lower().rsplit("/", 1)[-1].startswith(lowered)
     ]
-
-
-def nearest_names(pattern: str, names: list[str], most: int = 3) -> list[str]:
-    """Up to ``most`` of ``names`` nearest to ``pattern``: compared whole, by their last part
-    and by their starts as long as it (``reqests`` is near ``requests-2.32.3``)."""
-    lowered = pattern.lower()
-
-    def score(name: str) -> float:
-        low = name.lower()
-        last = low.rsplit("/", 1)[-1]
-        forms = (low, last, low[: len(lowered)], last[: len(lowered)])
-        return max(difflib.SequenceMatcher(None, lowered, form).ratio() for form in forms)
-
-    scored = sorted((-score(name), name) for name in names)
-    return [name for negative, name in scored if -negative >= NEAR_NAME_RATIO][:most]
 
 
 def _resolve(

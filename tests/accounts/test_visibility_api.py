@@ -65,6 +65,28 @@ def test_every_repository_endpoint_answers_an_invisible_repository_like_a_missin
     assert member.status_code == 200 and member.json()["visibility_groups"] == [GROUP]
 
 
+def test_a_misspelt_repository_suggests_only_names_the_account_may_see(corpus: Corpus) -> None:
+    member = api(corpus.member).get("/api/symbols", {"q": "x", "repo": "acme/vaul"})
+    assert member.status_code == 404
+    assert member.json()["error"] == {
+        "code": "not_found",
+        "message": "no repository 'acme/vaul' — did you mean 'acme/vault'?",
+        "details": {
+            "repository": "acme/vaul",
+            "suggestions": ["acme/vault"],
+            "suggestion": "acme/vault",
+        },
+    }
+    # To an account that may not see it, the name is as missing as any other.
+    outsider = api(corpus.outsider).get("/api/symbols", {"q": "x", "repo": "acme/vaul"})
+    missing = api(corpus.outsider).get("/api/symbols", {"q": "x", "repo": "acme/zzzz"})
+    assert outsider.status_code == missing.status_code == 404
+    assert outsider.json()["error"]["details"] == {"repository": "acme/vaul"}
+    assert "vault" not in json.dumps(outsider.json())
+    shop = api(corpus.outsider).get("/api/symbols", {"q": "x", "repo": "acme/shp"})
+    assert shop.json()["error"]["details"]["suggestions"] == ["acme/shop"]
+
+
 def test_jobs_of_an_invisible_repository_are_404_like_missing_jobs(corpus: Corpus) -> None:
     job = IndexJob.objects.create(repository=corpus.vault)
     reader = api(corpus.outsider)
