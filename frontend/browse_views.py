@@ -76,9 +76,11 @@ def refused(request: HttpRequest, exc: PageRefused) -> HttpResponse:
 def _repository(ref: str, viewer: Viewer) -> Repository:
     try:
         return find_repository(ref, viewer)
-    except RepositoryNotFound:
+    except RepositoryNotFound as exc:
+        near = exc.details.get("suggestions")
+        hint = f" Did you mean {' or '.join(near)}?" if near else ""
         raise PageRefused(
-            "There is no repository with this name or id (it may have been deleted)."
+            f"There is no repository with this name or id (it may have been deleted).{hint}"
         ) from None
     except AmbiguousRepository as exc:
         ids = ", ".join(exc.details["ids"])

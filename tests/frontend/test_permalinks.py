@@ -180,6 +180,15 @@ def test_bad_addresses_are_clear_pages_never_a_500(
     assert b"<h1" in response.content  # the UI's own page, not Django's
 
 
+def test_a_misspelt_repository_page_names_the_repository_meant(
+    shop: Repository, client: Client
+) -> None:
+    response = client.get("/repos/acme/shp/-/tree/HEAD")
+    assert response.status_code == 404
+    assert "There is no repository with this name or id" in response.content.decode()
+    assert "Did you mean acme/shop?" in response.content.decode()
+
+
 def test_a_restricted_repository_is_no_repository_to_an_outsider(
     shop: Repository, client: Client
 ) -> None:
