@@ -19,6 +19,7 @@ from typing import Any
 
 from accounts.visibility import Viewer
 from indexing.models import FINISHED_JOB_STATES, Repository, RepositoryStatus, SourceFile
+from indexing.repository_refs import MAX_NAMES_COMPARED, nearest_names
 from indexing.selectors import indexed_branch_summaries
 from indexing.visible import visible_repositories
 from search import contract, fair_use
@@ -113,7 +114,12 @@ def resolve_repository(repo: str, viewer: Viewer) -> Repository:
             ) from None
         found = matches[0] if matches else None
     if found is None:
-        raise ToolInputError("unknown_repo", f"no repository {repo!r}", _repositories_hint(viewer))
+        names = visible.order_by("name").values_list("name", flat=True)[:MAX_NAMES_COMPARED]
+        near = nearest_names(repo, list(dict.fromkeys(names)))
+        hint = f" — did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+        raise ToolInputError(
+            "unknown_repo", f"no repository {repo!r}{hint}", _repositories_hint(viewer)
+        )
     return found
 
 

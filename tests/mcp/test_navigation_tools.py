@@ -89,6 +89,12 @@ def test_bad_arguments_are_tool_errors_saying_what_is_valid(indexed, call, kwarg
     assert error_of(call, **kwargs)["code"] == code
 
 
+def test_a_misspelt_repository_names_the_one_meant(indexed) -> None:  # type: ignore[no-untyped-def]
+    error = error_of(navigation_tools.list_files, repo="acme/httpclien")
+    assert error["code"] == "unknown_repo"
+    assert error["message"] == "no repository 'acme/httpclien' — did you mean 'acme/httpclient'?"
+
+
 def test_get_file_says_truncated_when_the_400_line_cap_cuts_the_file(
     settings: Any, tmp_path: Any
 ) -> None:
