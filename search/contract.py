@@ -59,6 +59,13 @@ def search_request(
         elif name == "group_by":
             value = value == "file"
         values[REQUEST_FIELDS[name]] = value
+    if values.get("use_bm25") is False and values.get("use_vector") is False:
+        raise QueryRejected(
+            "unsupported_combination",
+            "use_bm25 and use_vector are both false: a search ranks the full-text list, the"
+            " vector list or both, so turn one of them on",
+            {"fields": ["use_bm25", "use_vector"]},
+        )
     twice = set(values) & set(executor_only)
     if twice:
         raise ValueError(f"set both as API fields and as executor-only ones: {sorted(twice)}")

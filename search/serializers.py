@@ -34,8 +34,12 @@ class SearchRequestSerializer(StrictSerializer):
         "path: symbol:). A filter-like word it cannot apply is a 400 with a suggestion.",
     )
     limit = StrictIntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
-    use_bm25 = StrictBooleanField(default=True, help_text="Full-text (BM25) retrieval.")
-    use_vector = StrictBooleanField(default=True, help_text="Embedding retrieval.")
+    use_bm25 = StrictBooleanField(
+        default=True, help_text="Full-text (BM25) retrieval (this or use_vector, or both)."
+    )
+    use_vector = StrictBooleanField(
+        default=True, help_text="Embedding retrieval (this or use_bm25, or both)."
+    )
     use_rerank = StrictBooleanField(default=False, help_text="LLM re-ranking of the top 30.")
     use_expansion = StrictBooleanField(default=False, help_text="LLM query expansion.")
     use_cross_encoder = StrictBooleanField(

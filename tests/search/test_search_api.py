@@ -191,6 +191,13 @@ UNKNOWN = "3993271d-3e77-46fa-a6fd-feb0943d3c6e"  # fixed: a test id names it, a
             "JSON parse error - Expecting property name enclosed in double quotes: line 1 column 15 (char 14)",
         ),
         ("null", 400, "invalid", "No data provided"),
+        (
+            {"query": "a", "use_bm25": False, "use_vector": False},
+            400,
+            "unsupported_combination",
+            "use_bm25 and use_vector are both false: a search ranks the full-text list, the"
+            " vector list or both, so turn one of them on",
+        ),
     ],
 )
 def test_validation(client: Client, body: Any, status: int, code: str, message: str) -> None:
