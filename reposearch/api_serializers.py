@@ -90,9 +90,9 @@ def repositories_field(help_text: str) -> serializers.ListField:
 # by spelling would miss these. The first of the names the endpoint takes is the hint.
 OTHER_NAMES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("k", "top_k", "n", "size", "count", "max_results"), ("limit",)),
-    "q": ("query",),
-    "query": ("q",),
-    "text": ("query", "q"),
+    **dict.fromkeys(
+        ("q", "query", "text", "question", "issue"), ("query", "q", "issue", "question")
+    ),
     **dict.fromkeys(("file", "path", "glob", "paths"), ("paths", "path")),
     **dict.fromkeys(("lang", "language", "languages"), ("languages", "lang")),
     **dict.fromkeys(("repo", "repository", "repos"), ("repos", "repo")),

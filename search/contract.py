@@ -93,12 +93,18 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
         # ``repo:`` would take (``requests`` for ``requests-2.32.3``).
         visible = list(visible_repositories(viewer).values_list("name", flat=True))
         nearest = {n: near for n in missing if (near := nearest_names(n, visible))}
-        hints = [f"{n!r} (did you mean {', '.join(names)}?)" for n, names in nearest.items()]
+        if len(missing) == 1:
+            near = nearest.get(missing[0])
+            message = f"no repository named {missing[0]!r}" + (
+                f" — did you mean {', '.join(near)}?" if near else ""
+            )
+        else:
+            hints = [f"{n!r}: did you mean {', '.join(near)}?" for n, near in nearest.items()]
+            message = "no repositories named " + ", ".join(repr(n) for n in missing)
+            message += (" — " + "; ".join(hints)) if hints else ""
         raise QueryRejected(
             "unknown_repository",
-            "no repository named "
-            + ", ".join(repr(n) for n in missing)
-            + (" — " + "; ".join(hints) if hints else ""),
+            message,
             {"repos": missing, **({"suggestions": nearest} if nearest else {})},
         )
     for ref in refs:

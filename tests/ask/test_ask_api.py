@@ -196,6 +196,14 @@ def test_bad_input_is_a_clear_4xx(db, body, status):
     assert set(response.json()["error"]) == {"code", "message", "details"}
 
 
+def test_the_name_a_search_api_gives_the_question_points_to_question(db):
+    response = ask(query="how is the pool sized")
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith(
+        "unknown fields: query (did you mean question?); the fields:"
+    )
+
+
 @pytest.mark.parametrize("payload", ['{"question": ', "[1, 2]", '"pool"', "null"])
 def test_malformed_or_non_object_json_is_a_400(db, payload):
     response = token_client().post("/api/ask", payload, content_type="application/json")

@@ -63,6 +63,23 @@ def test_a_restricted_name_answers_like_a_missing_one(corpus: Corpus) -> None:
         assert str(corpus.vault.pk) not in json.dumps(hidden)
 
 
+def test_a_misspelt_name_names_the_nearest_and_several_are_named_each(corpus: Corpus) -> None:
+    member = api(corpus.member)
+    status, body = search(member, repos=["acme/shp"])
+    assert status == 404
+    assert body["error"]["message"] == "no repository named 'acme/shp' — did you mean acme/shop?"
+    status, body = search(member, repos=["acme/shp", "acme/vaul", "zzz"])
+    assert status == 404
+    assert body["error"]["message"] == (
+        "no repositories named 'acme/shp', 'acme/vaul', 'zzz' — 'acme/shp': did you mean"
+        " acme/shop?; 'acme/vaul': did you mean acme/vault?"
+    )
+    assert body["error"]["details"]["suggestions"] == {
+        "acme/shp": ["acme/shop"],
+        "acme/vaul": ["acme/vault"],
+    }
+
+
 def test_a_shared_name_is_a_400_listing_the_ids(corpus: Corpus) -> None:
     twin = indexed_repository("acme/shop", ["def other():\n    return 1\n"])
     status, body = search(api(corpus.outsider), repos=["acme/shop"])
