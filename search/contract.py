@@ -94,9 +94,9 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
         visible = list(visible_repositories(viewer).values_list("name", flat=True))
         nearest = {n: near for n in missing if (near := nearest_names(n, visible))}
         if len(missing) == 1:
-            near = nearest.get(missing[0])
+            first = nearest.get(missing[0])
             message = f"no repository named {missing[0]!r}" + (
-                f" — did you mean {', '.join(near)}?" if near else ""
+                f" — did you mean {', '.join(first)}?" if first else ""
             )
         else:
             hints = [f"{n!r}: did you mean {', '.join(near)}?" for n, near in nearest.items()]
