@@ -7,6 +7,7 @@ role, and leaving the server without an active administrator.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +21,19 @@ from accounts.roles import GROUP_OF_ROLE, Role, grant_role, role_from_group_name
 
 
 def find_account(username: str) -> Any:
-    """The account called ``username``, or ``UnknownAccount``."""
-    user = get_user_model().objects.filter(username=username).first()
+    """The account called ``username``, or ``UnknownAccount`` naming the nearest usernames (for
+    the operator's commands, which may see every account)."""
+    accounts = get_user_model().objects
+    user = accounts.filter(username=username).first()
     if user is None:
-        raise UnknownAccount(f"no account named {username!r}", details={"username": username})
+        names = list(accounts.order_by("username").values_list("username", flat=True)[:10_000])
+        by_lower = {name.lower(): name for name in names}
+        near = [by_lower[n] for n in difflib.get_close_matches(username.lower(), by_lower, n=3)]
+        hint = f" — did you mean {', '.join(near)}?" if near else ""
+        raise UnknownAccount(
+            f"no account named {username!r}{hint}",
+            details={"username": username, **({"suggestions": near} if near else {})},
+        )
     return user
 
 

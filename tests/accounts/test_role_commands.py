@@ -97,7 +97,8 @@ def test_a_role_is_granted_even_if_someone_deleted_its_group() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["role", "grant", "nobody", "write"], "no account named 'nobody'"),
+        (["role", "grant", "nobody", "write"], "no account named 'nobody'$"),
+        (["role", "grant", "Dan", "write"], "no account named 'Dan' — did you mean dana, ada\\?"),
         (["role", "grant", "dana", "owner"], "invalid choice: 'owner'"),
         (["role", "revoke", "root"], "root is a superuser"),
         (["role", "revoke", "ada"], "ada is the last active administrator"),
