@@ -11,6 +11,7 @@ Path globs become anchored PostgreSQL regexes in ``search.retrieval.query``.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -96,15 +97,18 @@ class UnknownBranch(DomainError, LookupError):
 
     http_status = HTTPStatus.NOT_FOUND
 
-    def __init__(self, branches: Sequence[str]) -> None:
-        super().__init__(f"no indexed repository is on branch:{branches[0]}")
+    def __init__(self, branches: Sequence[str], nearest: Sequence[str] = ()) -> None:
+        hint = f" — did you mean {', '.join(f'branch:{n}' for n in nearest)}?" if nearest else ""
+        super().__init__(f"no indexed repository is on branch:{branches[0]}{hint}")
         self.branches = list(branches)
+        self.nearest = list(nearest)
 
     def api_code(self) -> str:
         return "unknown_branch"
 
     def api_details(self) -> dict[str, Any]:
-        return {"branches": list(self.branches)}
+        near = {"suggestions": self.nearest, "suggestion": self.nearest[0]} if self.nearest else {}
+        return {"branches": list(self.branches), **near}
 
 
 ALL_BRANCHES = "*"
@@ -237,7 +241,9 @@ def _on_branches(defaults: list[ScopeRepository], patterns: list[str]) -> list[S
     by_id = {r.id: r for r in defaults}
     chosen = [r for r in defaults if _named(r.branch, patterns)]
     others = IndexedBranch.objects.filter(repository_id__in=list(by_id), generation__gt=0)
+    names = {r.branch for r in defaults}
     for row in others.order_by("repository_id", "name"):
+        names.add(row.name)
         if not _named(row.name, patterns):
             continue
         default = by_id[row.repository_id]
@@ -256,7 +262,10 @@ def _on_branches(defaults: list[ScopeRepository], patterns: list[str]) -> list[S
             )
         )
     if not chosen and defaults:
-        raise UnknownBranch(patterns)
+        # The indexed branch names nearest the first pattern, of the repositories in scope.
+        by_lower = {name.lower(): name for name in sorted(names) if name}
+        near = difflib.get_close_matches(patterns[0].lower(), by_lower, n=3, cutoff=0.7)
+        raise UnknownBranch(patterns, [by_lower[n] for n in near])
     return chosen
 
 

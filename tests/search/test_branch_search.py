@@ -113,6 +113,20 @@ def test_api_query_language_and_mcp_take_a_branch(tmp_path: Path, client: Any) -
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "unknown_branch"
     assert unknown.json()["error"]["details"] == {"branches": ["feature/none"]}
+    misspelt = client.post(
+        "/api/search", {"query": "pool branch:relaese/1.0"}, content_type="application/json"
+    )
+    assert misspelt.status_code == 404
+    assert misspelt.json()["error"] == {
+        "code": "unknown_branch",
+        "message": "no indexed repository is on branch:relaese/1.0 — did you mean"
+        " branch:release/1.0?",
+        "details": {
+            "branches": ["relaese/1.0"],
+            "suggestions": ["release/1.0"],
+            "suggestion": "release/1.0",
+        },
+    }
 
     from accounts.visibility import Viewer
 
