@@ -18,6 +18,7 @@ named too, with the query that gives it the next word as its value when the sear
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -120,6 +121,41 @@ def start_notices(
         return found
 
     return finish
+
+
+def file_name_notices(
+    scope: CandidateScope, words: Sequence[str], query: str
+) -> list[dict[str, str]]:
+    """For a ``type:file`` search that found nothing: each of its words (the first three) that
+    no indexed path of ``scope``'s repositories holds in any case, whatever the filters, with the nearest file name where one is
+    near (``sessoins.py``: ``sessions.py``) and the query with it in place."""
+    return _in_time(lambda: _file_name_notices(scope, words, query), [])
+
+
+def _file_name_notices(
+    scope: CandidateScope, words: Sequence[str], query: str
+) -> list[dict[str, str]]:
+    if not scope.repo_ids:
+        return []
+    # Judged without the file and language filters: a word they alone keep out is theirs to say.
+    scope = replace(
+        scope, languages=None, exclude_languages=None, path_regex=None, exclude_path_regex=None
+    )
+    notices: list[dict[str, str]] = []
+    for word in words[:3]:
+        if _first_path(scope, re.escape(word), case_insensitive=True) is not None:
+            continue
+        notice = {
+            "filter": "type:file",
+            "message": f"no indexed path in {_where(scope)} holds {word!r}",
+        }
+        nearest = _in_time(lambda: _nearest_name(scope, word), None)  # noqa: B023
+        if nearest:
+            name = nearest.rsplit("/", 1)[-1] if "/" not in word else nearest
+            notice["message"] += f" — did you mean {name}?"
+            notice |= {"suggestion": name, **suggested_query(query, word, name)}
+        notices.append(notice)
+    return notices
 
 
 def _exclusion_notices(parsed: SearchQuery, request: SearchRequest) -> list[dict[str, str]]:

@@ -55,7 +55,7 @@ from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import check_visible
 from search.executor import SearchExecutor, SearchRequest, SearchResult
 from search.fair_use import costly_search_slot
-from search.filter_notices import bare_filter_notices, start_notices
+from search.filter_notices import bare_filter_notices, file_name_notices, start_notices
 from search.retrieval.db import soon
 from search.retrieval.replicas import positions, read_with_fallback
 from search.symbols.lookup import DefinitionHit, find_definitions
@@ -102,7 +102,7 @@ def run_search(call: SearchCall) -> SearchOutcome:
     notices = start_notices(parsed, call.request) if checked else None
     outcome = _run(call, parsed)
     if notices is not None:
-        outcome.notices = notices(_empty(outcome))
+        outcome.notices = [*notices(_empty(outcome)), *outcome.notices]
     if first_page and parsed.bare_filters:
         outcome.notices = [*bare_filter_notices(parsed, call.mode), *outcome.notices]
     return outcome
@@ -226,6 +226,8 @@ def _file_search(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> Se
         "file", parsed, files=files, viewer=call.request.viewer, served_by=route.served_by()
     )
     outcome.exact_scope = _scope_doc_for(scope)
+    if files.total == 0 and not call.cursor and not globs:  # a misspelt name: the nearest
+        outcome.notices = file_name_notices(scope, [*quoted, *pieces], call.request.query)
     return outcome
 
 

@@ -327,3 +327,26 @@ def test_a_bare_filter_name_gets_no_suggestion_the_search_would_refuse(reader: U
     assert first["notices"] and first["next_cursor"]
     again = search(reader, "send the request file: src/", cursor=first["next_cursor"])
     assert again["notices"] == []
+
+
+def test_a_file_name_search_that_finds_nothing_names_the_nearest_file_name(reader: User) -> None:
+    body = search(reader, "type:file clinet.py")
+    assert body["mode"] == "file" and body["results"] == []
+    assert body["notices"] == [
+        {
+            "filter": "type:file",
+            "message": "no indexed path in the repository searched holds 'clinet.py' — did you"
+            " mean client.py?",
+            "suggestion": "client.py",
+            "suggested_query": "type:file client.py",
+        }
+    ]
+    assert search(reader, "type:file client.py")["results"][0]["file_path"] == (
+        "src/httpclient/client.py"
+    )
+    # A name like no other is said without a suggestion; a word that some path holds, not.
+    (notice,) = search(reader, "type:file zqxjkw.py httpclient")["notices"]
+    assert notice == {
+        "filter": "type:file",
+        "message": "no indexed path in the repository searched holds 'zqxjkw.py'",
+    }
