@@ -12,7 +12,9 @@ where one filter would, the query with it in place (``suggested_query``). The ex
 checked beside the search, the rest after an empty page; a search without a file or language
 filter asks nothing, and a check that runs out of time leaves its notice or hint out. A filter
 name written with nothing after its colon (``file: src/``), which the search took as a word, is
-named too, with the query that gives it the next word as its value when the search takes that.
+named too, with the query that gives it the next word as its value when the search takes that;
+and a ``type:file`` search that found nothing names each word no indexed path holds, with the
+nearest file name.
 """
 
 from __future__ import annotations

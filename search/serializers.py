@@ -343,8 +343,9 @@ class SearchResponseSerializer(serializers.Serializer):
         many=True,
         help_text="On a first page: each exclusion (-file:, -lang:) that excludes no indexed file "
         "in the repositories searched; when the page is empty, each file: or lang: filter that "
-        "matches none (or the filters together), with what would match; and each filter name "
-        "written with nothing after its colon (file: src/), searched as a word.",
+        "matches none (or the filters together), with what would match; each filter name "
+        "written with nothing after its colon (file: src/), searched as a word; and, when a "
+        "type:file search finds nothing, each word no indexed path holds, with the nearest name.",
     )
 
 
