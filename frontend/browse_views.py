@@ -314,7 +314,7 @@ def _undashed_address(request: HttpRequest, ref: str) -> HttpResponse | None:
         if not name or not commit:
             continue
         try:
-            find_repository(name, viewer)
+            find_repository(name, viewer, suggest=False)  # a probe: no suggestions to compute
         except (RepositoryNotFound, AmbiguousRepository):
             continue
         at = blob_url if found.group(1) == "blob" else tree_url

@@ -11,6 +11,7 @@ it and fits in an address (``linkable``), else its id (which always resolves).
 from __future__ import annotations
 
 import difflib
+import itertools
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -24,7 +25,8 @@ from reposearch.domain_errors import DomainError
 
 MAX_REF_CHARS = 300
 NEAR_NAME_RATIO = 0.75  # difflib's similarity from which a name is suggested
-MAX_NAMES_COMPARED = 10_000  # visible names a missing one is compared with
+MAX_NAMES_COMPARED = 5_000  # visible names a missing one is compared with
+MIN_NAME_SUGGESTED, MAX_NAME_SUGGESTED = 3, 200  # names outside these lengths get none
 
 
 class RepositoryNotFound(DomainError, LookupError):
@@ -63,8 +65,9 @@ def parse_id(ref: str) -> uuid.UUID | None:
         return None
 
 
-def find_repository(ref: str, viewer: Viewer) -> Repository:
-    """The repository ``ref`` (an id or a name) names among those ``viewer`` may see."""
+def find_repository(ref: str, viewer: Viewer, *, suggest: bool = True) -> Repository:
+    """The repository ``ref`` (an id or a name) names among those ``viewer`` may see; a name
+    none has is ``RepositoryNotFound`` with the nearest names (unless not ``suggest``)."""
     ref = (ref or "").strip()
     if not ref or len(ref) > MAX_REF_CHARS or "\x00" in ref:
         raise RepositoryNotFound(ref)
@@ -77,25 +80,41 @@ def find_repository(ref: str, viewer: Viewer) -> Repository:
         return found
     matches = list(visible.filter(name=ref).order_by("created_at")[:5])
     if not matches:
+        if not suggest:
+            raise RepositoryNotFound(ref)
         names = visible.order_by("name").values_list("name", flat=True)[:MAX_NAMES_COMPARED]
-        raise RepositoryNotFound(ref, nearest_names(ref, list(dict.fromkeys(names))))
+        raise RepositoryNotFound(ref, nearest_names(ref, dict.fromkeys(names)))
     if len(matches) > 1:
         raise AmbiguousRepository(ref, [str(m.pk) for m in matches])
     return matches[0]
 
 
-def nearest_names(pattern: str, names: list[str], most: int = 3) -> list[str]:
-    """Up to ``most`` of ``names`` nearest to ``pattern``: compared whole, by their last part
-    and by their starts as long as it (``reqests`` is near ``requests-2.32.3``)."""
+def nearest_names(pattern: str, names: Iterable[str], most: int = 3) -> list[str]:
+    """Up to ``most`` of ``names`` (the first ``MAX_NAMES_COMPARED``) nearest to ``pattern``:
+    compared whole, by their last part and by their starts as long as it (``reqests`` is near
+    ``requests-2.32.3``). A pattern of one or two letters starts too many names to suggest any,
+    and one longer than a name may be gets none: no typo is that long, and it would cost the
+    more."""
+    if not MIN_NAME_SUGGESTED <= len(pattern) <= MAX_NAME_SUGGESTED:
+        return []
     lowered = pattern.lower()
+    length = len(lowered)
+    matcher: difflib.SequenceMatcher[str] = difflib.SequenceMatcher()
+    matcher.set_seq2(lowered)
 
     def score(name: str) -> float:
         low = name.lower()
         last = low.rsplit("/", 1)[-1]
-        forms = (low, last, low[: len(lowered)], last[: len(lowered)])
-        return max(difflib.SequenceMatcher(None, lowered, form).ratio() for form in forms)
+        best = 0.0
+        for form in dict.fromkeys((low, last, low[:length], last[:length])):
+            matcher.set_seq1(form)  # the cheap upper bounds first, as difflib's own search does
+            if matcher.real_quick_ratio() < NEAR_NAME_RATIO:
+                continue
+            if matcher.quick_ratio() >= NEAR_NAME_RATIO:
+                best = max(best, matcher.ratio())
+        return best
 
-    scored = sorted((-score(name), name) for name in names)
+    scored = sorted((-score(name), name) for name in itertools.islice(names, MAX_NAMES_COMPARED))
     return [name for negative, name in scored if -negative >= NEAR_NAME_RATIO][:most]
 
 

@@ -89,7 +89,7 @@ def repositories_field(help_text: str) -> serializers.ListField:
 # The names other search APIs (and the endpoints here) give a field or parameter: the nearest
 # by spelling would miss these. The first of the names the endpoint takes is the hint.
 OTHER_NAMES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("k", "top_k", "n", "size", "count", "max_results"), ("limit",)),
+    **dict.fromkeys(("k", "top_k", "n", "size", "count", "max_results", "limit"), ("limit", "k")),
     **dict.fromkeys(
         ("q", "query", "text", "question", "issue"), ("query", "q", "issue", "question")
     ),

@@ -59,13 +59,6 @@ def search_request(
         elif name == "group_by":
             value = value == "file"
         values[REQUEST_FIELDS[name]] = value
-    if values.get("use_bm25") is False and values.get("use_vector") is False:
-        raise QueryRejected(
-            "unsupported_combination",
-            "use_bm25 and use_vector are both false: a search ranks the full-text list, the"
-            " vector list or both, so turn one of them on",
-            {"fields": ["use_bm25", "use_vector"]},
-        )
     twice = set(values) & set(executor_only)
     if twice:
         raise ValueError(f"set both as API fields and as executor-only ones: {sorted(twice)}")
@@ -91,8 +84,8 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
     if missing:
         # The nearest names among those ``viewer`` may see (never another's), and the prefix
         # ``repo:`` would take (``requests`` for ``requests-2.32.3``).
-        visible = list(visible_repositories(viewer).values_list("name", flat=True))
-        nearest = {n: near for n in missing if (near := nearest_names(n, visible))}
+        visible = list(visible_repositories(viewer).order_by("name").values_list("name", flat=True))
+        nearest = {n: near for n in missing[:5] if (near := nearest_names(n, visible))}
         if len(missing) == 1:
             first = nearest.get(missing[0])
             message = f"no repository named {missing[0]!r}" + (

@@ -65,12 +65,17 @@ MAX_BARE_NOTICES = 3  # filter names with no value said per answer
 
 def bare_filter_notices(parsed: SearchQuery, mode: Mode) -> list[dict[str, str]]:
     """A notice for each filter name written with nothing after its colon (``file: src/``),
-    which the search took as a word, with the query that gives the filter its value when the
-    search (in ``mode``) accepts that query. Each name once, at most ``MAX_BARE_NOTICES``."""
+    which the search took as a word, with the query that gives the filter the next word as its
+    value when the search (in ``mode``) takes that query. Prose is left alone: a name whose
+    next word the search would refuse as its value (``in this case: the code``, ``type: int``)
+    is no notice. Each name once, at most ``MAX_BARE_NOTICES``."""
     notices: list[dict[str, str]] = []
     seen: set[str] = set()
     for bare in parsed.bare_filters:
         if bare.written.lower() in seen or len(notices) == MAX_BARE_NOTICES:
+            continue
+        joined = _joined(bare.suggested_query, mode) if bare.suggested_query else "alone"
+        if joined == "refused":
             continue
         seen.add(bare.written.lower())
         message = (
@@ -78,22 +83,23 @@ def bare_filter_notices(parsed: SearchQuery, mode: Mode) -> list[dict[str, str]]
             " takes its value right after the colon"
         )
         notice = {"filter": bare.written, "message": message}
-        if bare.suggestion and bare.suggested_query and _runs(bare.suggested_query, mode):
+        if joined == "runs" and bare.suggestion and bare.suggested_query:
             notice["message"] += f" ({bare.suggestion})"
             notice |= {"suggestion": bare.suggestion, "suggested_query": bare.suggested_query}
         notices.append(notice)
     return notices
 
 
-def _runs(query: str, mode: Mode) -> bool:
-    """Whether the search takes ``query`` in ``mode`` and it has something to search for (the
-    repositories and branches it names are not looked up)."""
+def _joined(query: str, mode: Mode) -> str:
+    """ "runs" when the search takes ``query`` in ``mode`` and it has something to search for
+    (the repositories and branches it names are not looked up), "empty" when it takes it but
+    nothing is left to search (``file: client`` alone), else "refused"."""
     try:
         parsed = parse_search_query(query)
         choose_mode(parsed, mode)
     except QueryRejected:
-        return False
-    return bool(parsed.words or parsed.terms or parsed.symbols)
+        return "refused"
+    return "runs" if parsed.words or parsed.terms or parsed.symbols else "empty"
 
 
 def start_notices(
@@ -126,32 +132,34 @@ def start_notices(
 
 
 def file_name_notices(
-    scope: CandidateScope, words: Sequence[str], query: str
+    scope: CandidateScope, words: Sequence[str], query: str, *, case_sensitive: bool
 ) -> list[dict[str, str]]:
     """For a ``type:file`` search that found nothing: each of its words (the first three) that
-    no indexed path of ``scope``'s repositories holds in any case, whatever the filters, with the nearest file name where one is
-    near (``sessoins.py``: ``sessions.py``) and the query with it in place."""
-    return _in_time(lambda: _file_name_notices(scope, words, query), [])
+    no indexed path of ``scope``'s repositories holds in any case, whatever the filters, with
+    the nearest file name where one is near (``sessoins.py``: ``sessions.py``) and the query
+    with it in place."""
+    return _in_time(lambda: _file_name_notices(scope, words, query, case_sensitive), [])
 
 
 def _file_name_notices(
-    scope: CandidateScope, words: Sequence[str], query: str
+    scope: CandidateScope, words: Sequence[str], query: str, case_sensitive: bool
 ) -> list[dict[str, str]]:
-    if not scope.repo_ids:
-        return []
+    filtered = scope.path_regex or scope.languages or scope.exclude_path_regex
     # Judged without the file and language filters: a word they alone keep out is theirs to say.
-    scope = replace(
+    bare = replace(
         scope, languages=None, exclude_languages=None, path_regex=None, exclude_path_regex=None
     )
+    if not scope.repo_ids or not _has_file(bare):
+        return []  # nothing indexed there at all (or the repo: filters left no repository)
+    # One word, in any case, with no other filter: the empty answer already says no path holds it.
+    proven = len(words) == 1 and not (filtered or scope.exclude_languages or case_sensitive)
     notices: list[dict[str, str]] = []
     for word in words[:3]:
-        if _first_path(scope, re.escape(word), case_insensitive=True) is not None:
+        if not proven and _first_path(bare, re.escape(word), case_insensitive=True) is not None:
             continue
-        notice = {
-            "filter": "type:file",
-            "message": f"no indexed path in {_where(scope)} holds {word!r}",
-        }
-        nearest = _in_time(lambda: _nearest_name(scope, word), None)  # noqa: B023
+        where = _where(bare)
+        notice = {"filter": "type:file", "message": f"no indexed path in {where} holds {word!r}"}
+        nearest = _in_time(lambda: _nearest_name(bare, word), None)  # noqa: B023
         if nearest:
             name = nearest.rsplit("/", 1)[-1] if "/" not in word else nearest
             notice["message"] += f" — did you mean {name}?"

@@ -122,6 +122,13 @@ def _run(call: SearchCall, parsed: SearchQuery) -> SearchOutcome:
     from search.retrieval.query import identifier_query
 
     ran, terms = choose_mode(parsed, call.mode)
+    if ran == "hybrid" and not (call.request.use_bm25 or call.request.use_vector):
+        raise QueryRejected(
+            "unsupported_combination",
+            "use_bm25 and use_vector are both false: a hybrid search ranks the full-text list,"
+            " the vector list or both, so turn one of them on",
+            {"fields": ["use_bm25", "use_vector"]},
+        )
     if (call.file_path or call.match_offset) and ran not in ("exact", "regex"):
         raise QueryRejected(
             "unsupported_combination",
@@ -227,7 +234,8 @@ def _file_search(parsed: SearchQuery, terms: list[Term], call: SearchCall) -> Se
     )
     outcome.exact_scope = _scope_doc_for(scope)
     if files.total == 0 and not call.cursor and not globs:  # a misspelt name: the nearest
-        outcome.notices = file_name_notices(scope, [*quoted, *pieces], call.request.query)
+        words = [*quoted, *pieces]
+        outcome.notices = file_name_notices(scope, words, call.request.query, case_sensitive=case)
     return outcome
 
 

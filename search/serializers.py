@@ -278,12 +278,15 @@ class FacetsSerializer(serializers.Serializer):
 
 class NoticeSerializer(serializers.Serializer):
     filter = serializers.CharField(
-        help_text="The filter as written (file:GLOB, -lang:NAME...); empty when the filters "
+        help_text="The filter as written (file:GLOB, path:GLOB, -lang:NAME...; file: for a name "
+        "with no value; type:file for a word of a file-name search); empty when the filters "
         "together are why."
     )
     message = serializers.CharField(help_text="What it matched, and what would match.")
     suggestion = serializers.CharField(
-        required=False, help_text="The filter to write instead, when one would match (or apply)."
+        required=False,
+        help_text="What to write instead, when it would match: a filter (file:PATH), or a file "
+        "name for a type:file word.",
     )
     suggested_query = serializers.CharField(
         required=False, help_text="The query with that filter in its place."

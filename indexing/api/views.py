@@ -55,10 +55,14 @@ def _check_id(repository_id: str) -> None:
         ) from None
 
 
-def _not_found(repository_id: str) -> ApiError:
+def _not_found(repository_id: str, nearest: list[str] | None = None) -> ApiError:
     if parse_id(str(repository_id)) is None:
+        hint = f" — did you mean {', '.join(repr(n) for n in nearest)}?" if nearest else ""
         return ApiError(
-            f"no repository named {str(repository_id)[:300]!r}", code="not_found", status_code=404
+            f"no repository named {str(repository_id)[:300]!r}{hint}",
+            code="not_found",
+            status_code=404,
+            details={"suggestions": nearest, "suggestion": nearest[0]} if nearest else None,
         )
     return ApiError(f"no repository with id {repository_id}", code="not_found", status_code=404)
 
@@ -77,8 +81,8 @@ def _get_repository(request: Request, repository_id: str) -> Repository:
     the 404 of a missing one; a name several visible repositories share is a 400 listing them."""
     try:
         return find_repository(repository_id, viewer_of(request))
-    except RepositoryNotFound:
-        raise _not_found(repository_id) from None
+    except RepositoryNotFound as exc:
+        raise _not_found(repository_id, exc.details.get("suggestions")) from None
 
 
 def _serialised(

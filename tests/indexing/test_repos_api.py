@@ -140,6 +140,22 @@ def test_unknown_repository_and_job_ids_are_404(api) -> None:
 
 
 @pytest.mark.django_db
+def test_a_misspelt_repository_name_is_a_404_naming_the_nearest(api) -> None:
+    from tests.factories import indexed_repository
+
+    indexed_repository("acme/shop", ["def checkout():\n    pass"])
+    response = api.get("/api/repos/acme%2Fshp")
+    assert response.status_code == 404
+    assert error_of(response) == {
+        "code": "not_found",
+        "message": "no repository named 'acme/shp' — did you mean 'acme/shop'?",
+        "details": {"suggestions": ["acme/shop"], "suggestion": "acme/shop"},
+    }
+    far = api.get("/api/repos/" + "x" * 250)  # no name that long is suggested, nor compared
+    assert far.status_code == 404 and error_of(far)["details"] == {}
+
+
+@pytest.mark.django_db
 def test_reindex_during_a_run_is_coalesced_into_it(api, public_dns) -> None:
     created = api.post("/api/repos", {"url": "https://example.org/y/z.git"}, format="json").json()
     response = api.post(f"/api/repos/{created['id']}/reindex")

@@ -307,18 +307,19 @@ def test_a_filter_name_with_nothing_after_its_colon_is_said_with_the_query_meant
 
 
 def test_a_bare_filter_name_gets_no_suggestion_the_search_would_refuse(reader: User) -> None:
-    # type:int is no type, file:client alone has nothing to search for, and a symbol search
-    # takes no other words.
-    for query in ("send with type: int", "file: client", "send the sym: request"):
-        (notice,) = search(reader, query)["notices"]
-        assert notice["filter"] == next(w for w in query.split() if w.endswith(":"))
-        assert "suggestion" not in notice and "suggested_query" not in notice
+    # file:client alone has nothing to search for: said, with no query to run.
+    (notice,) = search(reader, "file: client")["notices"]
+    assert notice["filter"] == "file:" and "suggestion" not in notice
+    # Prose: the next word is no value the filter takes (type:int is no type, case:the is not
+    # yes or no, a symbol search takes no other words): nothing to say.
+    for query in ("send with type: int", "in this case: the request", "send the sym: request"):
+        assert search(reader, query)["notices"] == [], query
     # The next word is a filter of its own: joining it would lose it.
     for query in ("send the request file: lang:python", "send the request file: -lang:markdown"):
         (notice,) = search(reader, query)["notices"]
         assert notice["filter"] == "file:" and "suggestion" not in notice
     # Each name once, and at most three.
-    notices = search(reader, "send file: x file: y lang: a repo: b sym: c")["notices"]
+    notices = search(reader, "send file: x file: y lang: go repo: b sym: c")["notices"]
     assert [n["filter"] for n in notices] == ["file:", "lang:", "repo:"]
     # A colon inside other text, and quoted text, are not filter names.
     assert search(reader, '"file:" in std:: names')["notices"] == []
@@ -344,6 +345,9 @@ def test_a_file_name_search_that_finds_nothing_names_the_nearest_file_name(reade
     assert search(reader, "type:file client.py")["results"][0]["file_path"] == (
         "src/httpclient/client.py"
     )
+    # repo: filters that leave no repository: no path is there to hold it, nothing to say.
+    body = search(reader, "type:file repo:acme/httpclient -repo:acme/httpclient clinet.py")
+    assert body["results"] == [] and body["notices"] == []
     # A name like no other is said without a suggestion; a word that some path holds, not.
     (notice,) = search(reader, "type:file zqxjkw.py httpclient")["notices"]
     assert notice == {

@@ -195,8 +195,8 @@ UNKNOWN = "3993271d-3e77-46fa-a6fd-feb0943d3c6e"  # fixed: a test id names it, a
             {"query": "a", "use_bm25": False, "use_vector": False},
             400,
             "unsupported_combination",
-            "use_bm25 and use_vector are both false: a search ranks the full-text list, the"
-            " vector list or both, so turn one of them on",
+            "use_bm25 and use_vector are both false: a hybrid search ranks the full-text list,"
+            " the vector list or both, so turn one of them on",
         ),
     ],
 )
@@ -205,6 +205,16 @@ def test_validation(client: Client, body: Any, status: int, code: str, message: 
     assert got_status == status, got
     assert got["error"]["code"] == code
     assert got["error"]["message"] == message
+
+
+def test_both_lists_off_refuse_a_hybrid_search_only(client: Client, repository) -> None:  # type: ignore[no-untyped-def]
+    off = {"use_bm25": False, "use_vector": False}
+    status, body = post(client, {"query": "how are retries counted", **off})
+    assert status == 400 and body["error"]["code"] == "unsupported_combination"
+    # Exact, regex and file-name searches read no ranked list: the flags change nothing there.
+    for query, mode in (('"def "', "exact"), ("/def +\\w+/", "regex"), ("type:file py", "file")):
+        status, body = post(client, {"query": query, **off})
+        assert status == 200 and body["mode"] == mode and body["results"], (query, body)
 
 
 def test_unknown_repository_is_named_in_the_details(client: Client, repository) -> None:  # type: ignore[no-untyped-def]

@@ -61,7 +61,7 @@ def test_no_results() -> None:
         (["a", "--limit", "0"], "--limit must be between 1 and 100"),
         (["a", "--repo", "nope"], "--repo: no repository named 'nope'"),
         (["a", "--repo", "00000000-0000-0000-0000-000000000000"], "unknown repository id(s)"),
-        (["a", "--no-bm25", "--no-vector"], "--no-bm25 and --no-vector leave nothing to rank"),
+        (["a", "--no-bm25", "--no-vector"], "use_bm25 and use_vector are both false: a hybrid"),
         # Refusals the API answers with a 4xx, from inside the search: a message, no traceback.
         (["retry branch:nope"], "no indexed repository is on branch:nope"),
     ],

@@ -60,8 +60,6 @@ class Command(BaseCommand):
             repo_ids = contract.repository_ids(options["repo"], viewer)
         except DomainError as exc:
             raise CommandError(f"--repo: {exc}") from None
-        if options["no_bm25"] and options["no_vector"]:
-            raise CommandError("--no-bm25 and --no-vector leave nothing to rank: give one of them")
         tristate = {"auto": None, "yes": True, "no": False}
         request = contract.search_request(
             {
