@@ -93,8 +93,17 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {}
     with bench_database():
         from accounts.visibility import Viewer
+        from indexing.models import Repository
         from search.executor import SearchExecutor, SearchRequest
 
+        if not Repository.objects.filter(active_generation__gt=0, chunk_count__gt=0).exists():
+            # A search over nothing stops early: its walk would say nothing of a real one.
+            print(
+                "search_walk: no indexed repository in the benchmark database; build one"
+                " (bench/build_synthetic_corpus.py) or point BENCH_DATABASE_URL at one",
+                file=sys.stderr,
+            )
+            return 2
         executor = SearchExecutor()
 
         def request(query: str) -> SearchRequest:

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.bench.script_runs import run_script
+from tests.bench.script_runs import ROOT, run_script
 
 
 @pytest.mark.django_db
 def test_the_walk_of_a_hybrid_search_names_its_files(bench_database: str, tmp_path: Path) -> None:
     env = {"BENCH_DATABASE_URL": bench_database, "BENCH_CORPORA_DIR": str(tmp_path)}
+    # Before there is a corpus: a walk over nothing is refused, not reported.
+    empty = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "search_walk.py")],
+        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert empty.returncode == 2 and "no indexed repository" in empty.stderr, empty.stderr
     run_script(
         "build_synthetic_corpus.py",
         *("--chunks", "200", "--real-vectors", "8", "--base-files", "6"),
