@@ -19,7 +19,12 @@ from typing import Any
 from uuid import UUID
 
 from accounts.visibility import Viewer
-from indexing.repository_refs import AmbiguousRepository, nearest_names, parse_id
+from indexing.repository_refs import (
+    MAX_NAMES_COMPARED,
+    AmbiguousRepository,
+    nearest_names,
+    parse_id,
+)
 from indexing.visible import visible_repositories
 from search.exact.errors import QueryRejected
 from search.types import SearchRequest
@@ -84,7 +89,8 @@ def repository_ids(refs: list[str] | None, viewer: Viewer) -> list[UUID] | None:
     if missing:
         # The nearest names among those ``viewer`` may see (never another's), and the prefix
         # ``repo:`` would take (``requests`` for ``requests-2.32.3``).
-        visible = list(visible_repositories(viewer).order_by("name").values_list("name", flat=True))
+        by_name = visible_repositories(viewer).order_by("name")
+        visible = list(by_name.values_list("name", flat=True)[:MAX_NAMES_COMPARED])
         nearest = {n: near for n in missing[:5] if (near := nearest_names(n, visible))}
         if len(missing) == 1:
             first = nearest.get(missing[0])
