@@ -83,8 +83,9 @@ class SearchOutcome:
     # Where an exact, regex, symbol or file-name search read (hybrid: in ``hybrid``).
     served_by: dict[str, Any] = field(default_factory=dict)
     # What the query asked that the answer could not follow (search.filter_notices): filters
-    # that matched no file (exclusions always, the others when it is empty), and filter names
-    # written with no value, searched as words.
+    # that matched no file (exclusions always, the others when it is empty), filter names
+    # written with no value, searched as words, and the words of an empty type:file search that
+    # no path holds.
     notices: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -92,7 +93,8 @@ def run_search(call: SearchCall) -> SearchOutcome:
     """Parse, choose the mode, run. Raises ``QueryRejected`` (and the hybrid executor's
     ``UnknownRepositories`` / ``InvalidGlob``) for bad input. A first page carries the
     ``notices`` of the filters that matched no file (exclusions always, the others when it is
-    empty) and of the filter names written with no value (``file: x``)."""
+    empty), of the filter names written with no value (``file: x``) and, for an empty
+    ``type:file`` search, of the words no indexed path holds."""
     if call.request.languages:
         call = replace(call, request=replace(call.request, languages=_languages(call.request)))
     parsed = parse_search_query(call.request.query)
