@@ -129,7 +129,10 @@ def resolve_allowed_addresses(
         except ValueError:
             raise UnsafeRepositoryUrl(f"host refused: unusable address {text}") from None
         if not allow_private_hosts and not is_public_address(ip):
-            raise UnsafeRepositoryUrl(f"host refused: resolves to a private address {ip}")
+            raise UnsafeRepositoryUrl(
+                f"host refused: resolves to a private address {ip} (set"
+                " REPO_SEARCH_ALLOW_PRIVATE_HOSTS=1 for a git server on your own network)"
+            )
         if ip.is_unspecified or ip.is_multicast:
             # Never a git server, even on a private network.
             raise UnsafeRepositoryUrl(f"host refused: resolves to a non-unicast address {ip}")

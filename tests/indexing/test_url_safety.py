@@ -88,9 +88,12 @@ def test_names_resolving_to_non_public_addresses_are_refused(address):
     assert not info.value.transient
 
 
-def test_private_address_message_names_the_address():
-    with pytest.raises(UnsafeRepositoryUrl, match=r"resolves to a private address 10\.0\.0\.5"):
+def test_private_address_message_names_the_address_and_the_setting_that_allows_it():
+    with pytest.raises(
+        UnsafeRepositoryUrl, match=r"resolves to a private address 10\.0\.0\.5"
+    ) as info:
         check("https://git.example/org/repo", table={"git.example": ["10.0.0.5"]})
+    assert "REPO_SEARCH_ALLOW_PRIVATE_HOSTS=1" in str(info.value)
 
 
 def test_one_private_address_among_public_ones_is_refused():
