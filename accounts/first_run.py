@@ -16,6 +16,8 @@ import os
 import secrets
 from pathlib import Path
 
+from reposearch.data_folder import private_folder
+
 FILE_NAME = "initial-admin.txt"
 USERNAME = "admin"
 
@@ -56,7 +58,7 @@ def ensure_initial_admin(data_dir: Path) -> Path | None:
         admin = users.create_superuser(USERNAME, email="", password=password)
         made = create_token(admin, "initial admin token", "admin")
         path = initial_admin_path(data_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         text = f"username: {USERNAME}\npassword: {password}\ntoken: {made.secret}\n"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:

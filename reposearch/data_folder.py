@@ -61,6 +61,23 @@ def make_private(root: Path, *, create: bool = True) -> list[Path]:
     return tightened
 
 
+def private_folder(path: Path | str) -> Path:
+    """Creates ``path`` and the parents it lacks with mode 0700, as ``make_private`` would leave
+    them, so a folder the product makes in the data directory (clones, postings, Redis's) is
+    private from the start and the next start-up has nothing to tighten. One that exists is left
+    as it is."""
+    path = Path(path)
+    missing = []
+    folder = path
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            folder.mkdir(mode=PRIVATE_MODE)
+    return path
+
+
 def _own_group(uid: int) -> int | None:
     try:
         return pwd.getpwuid(uid).pw_gid

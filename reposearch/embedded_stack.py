@@ -153,7 +153,7 @@ def command_up(args: argparse.Namespace) -> int:
 
     root = Path(settings.REPO_SEARCH_DATA_DIR)
     run_dir = root / "run"
-    run_dir.mkdir(exist_ok=True)
+    data_folder.private_folder(run_dir)
     _stop_leftover_children(run_dir)
     servers: list[EmbeddedPostgres | EmbeddedRedis] = []
     stopping = False

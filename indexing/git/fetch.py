@@ -53,6 +53,7 @@ from indexing.git.url_safety import (
     UnsafeRepositoryUrl,
     check_repository_url,
 )
+from reposearch.data_folder import private_folder
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def fetch_branch(
     checked = _check_url(url, allow_private_hosts, allow_local_paths, resolve)
     if os.path.exists(repo_dir) and os.listdir(repo_dir):
         raise GitFetchError(f"target directory is not empty: {repo_dir}")
-    os.makedirs(repo_dir, exist_ok=True)
+    private_folder(repo_dir)
     try:
         repo = Repo.init_bare(repo_dir, config=StackedConfig([]), default_branch=b"main")
         with repo:

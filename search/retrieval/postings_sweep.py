@@ -19,6 +19,7 @@ from pathlib import Path
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError
 
+from reposearch.data_folder import private_folder
 from search.retrieval import postings_files
 from search.retrieval.db import reading_from, search_cursor
 from search.retrieval.postings_files import Generation
@@ -58,7 +59,7 @@ def generation_locks(
             directory = postings_files.generation_dir(base, generation)
             try:
                 if not directory.is_dir():
-                    directory.mkdir(parents=True, exist_ok=True)
+                    private_folder(directory)
                     made = True
                 descriptor = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as error:

@@ -124,3 +124,31 @@ def test_without_a_kept_key_production_still_refuses_the_development_key(tmp_pat
     )  # fmt: skip
     assert result.returncode == 2
     assert "SECRET_KEY is missing or too short" in result.stderr
+
+
+def test_a_clone_fetched_into_a_new_data_directory_is_private_from_the_start(
+    tmp_path: Path,
+) -> None:
+    """A user's first ``make up`` printed "data/repos was readable by others; now it is not"
+    for folders reposearch had made itself: they must be made private, not tightened later."""
+    from tests.indexing.git_fetch_support import fetch
+
+    source = tmp_path / "source"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(source)], check=True)
+    (source / "a.py").write_text("x = 1\n")
+    git = ["git", "-C", str(source), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    data = tmp_path / "data"
+    data_folder.make_private(data)
+    old_umask = os.umask(0o022)
+    try:
+        clone = data / "repos" / "1234" / "main"
+        fetch(str(source), clone, allow_local_paths=True)
+        postings = data_folder.private_folder(data / "postings" / "7")
+    finally:
+        os.umask(old_umask)
+    assert (clone / "HEAD").is_file()  # the fetch ran
+    for folder in (data / "repos", data / "repos" / "1234", clone, data / "postings", postings):
+        assert mode(folder) == 0o700, folder
+    assert data_folder.make_private(data, create=False) == []  # nothing left to warn about

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from indexing.clone_paths import lock_of, remove_stale_staging, staging_dir
+from reposearch.data_folder import private_folder
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ _AT_FDCWD = -100
 def staging_area(target: Path) -> Iterator[Path]:
     """A staging directory for one fetch, locked (``flock`` on ``<staging>.lock``) while the
     run lives and removed when it ends; leftovers of runs that died are removed first."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(target.parent)
     remove_stale_staging(target)
     staging = staging_dir(target)
     lock = lock_of(staging)
