@@ -82,6 +82,11 @@ def get_client() -> httpx.Client:
     return _client
 
 
+def gave_up_after(attempts: int) -> str:
+    """How a failed call ends its message: "gave up after 3 attempts", "1 attempt" (no retries)."""
+    return f"gave up after {attempts} attempt{'' if attempts == 1 else 's'}"
+
+
 def retry_after_secs(response: httpx.Response) -> float | None:
     """The ``Retry-After`` header as seconds (delta or HTTP date), or None."""
     value = response.headers.get("retry-after", "").strip()
@@ -185,7 +190,7 @@ def request_json(
                 wait = retry_after_secs(response)
         attempt += 1
         if attempt > endpoint.max_retries:
-            raise ModelUnavailable(f"{problem} (gave up after {attempt} attempts)", **err_kw)
+            raise ModelUnavailable(f"{problem} ({gave_up_after(attempt)})", **err_kw)
         if wait is None:
             wait = min(BACKOFF_MAX_SECS, BACKOFF_BASE_SECS * 2 ** (attempt - 1))
         wait = min(wait, RETRY_AFTER_CAP_SECS)

@@ -171,7 +171,7 @@ class _Attempts:
         """Seconds to wait before the next attempt, or raise when there is none."""
         self.count += 1
         if self.count > self.call.endpoint.max_retries:
-            raise _unavailable(self.call, f"{problem} (gave up after {self.count} attempts)")
+            raise _unavailable(self.call, f"{problem} ({http.gave_up_after(self.count)})")
         wait = min(http.BACKOFF_MAX_SECS, http.BACKOFF_BASE_SECS * 2 ** (self.count - 1))
         if http.monotonic() + wait >= self.deadline:
             raise _unavailable(

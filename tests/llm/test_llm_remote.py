@@ -172,6 +172,15 @@ def test_persistent_500_gives_up_after_max_retries(
     assert len(server.requests) == 3 and len(sleeps) == 2
 
 
+def test_with_no_retries_the_message_says_one_attempt(
+    server: ModelServer, sleeps: list[float]
+) -> None:
+    server.fail_next("500", times=100)
+    with pytest.raises(ModelUnavailable, match=r"HTTP 500.*\(gave up after 1 attempt\)"):
+        get_embedder(settings_for(server, "openai", max_retries=0)).embed(["a"])
+    assert len(server.requests) == 1 and sleeps == []
+
+
 def test_4xx_is_not_retried(server: ModelServer, sleeps: list[float]) -> None:
     server.fail_next("status", status=404)
     with pytest.raises(ModelResponseError, match=r"HTTP 404.*scripted failure"):
