@@ -12,7 +12,7 @@ from typing import Any
 
 from accounts import audit
 from accounts.models import AuditOutcome
-from accounts.roles import Role
+from accounts.roles import Role, role_of
 from accounts.visibility import Viewer
 from indexing.models import IndexedBranch, Repository
 from indexing.services.branches import reindex_branch
@@ -43,11 +43,10 @@ def refresh_repository(
     indexed ``branch``es (coalesced into a running job; queued after one of another branch)."""
     caller = current_caller()
     if caller.role is None or caller.role < Role.WRITE:
-        held = caller.role.label if caller.role is not None else "none (no account)"
         _record(caller, str(repo)[:300], AuditOutcome.REFUSED, {"error": "permission_denied"})
         raise ToolInputError(
             "permission_denied",
-            f"refresh_repository needs the write role; this caller's role is {held}",
+            f"refresh_repository needs the write role; {_what_is_held(caller)}",
             "an API token with scope write (or admin) of an account holding that role "
             "(over stdio: manage.py mcp --user NAME of such an account)",
         )
@@ -104,3 +103,17 @@ def _other_branch(repository: Repository, branch: str | None) -> IndexedBranch |
             f"one of its indexed branches: {listed} (repository_status lists them)",
         )
     return found
+
+
+def _what_is_held(caller: Caller) -> str:
+    """Why the caller's role falls short: the token's scope when its account holds more (an
+    administrator's read token), else the account's role."""
+    if caller.role is None:
+        return "this caller's role is none (no account)"
+    account = role_of(caller.user) if caller.user is not None else None
+    if caller.token is not None and account is not None and account > caller.role:
+        return (
+            f"this token's scope is {caller.token.scope} (its account holds {account.label}):"
+            " use a token with scope write or admin"
+        )
+    return f"this caller's role is {caller.role.label}"

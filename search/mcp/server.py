@@ -13,6 +13,7 @@ nobody said.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -261,9 +262,19 @@ def refresh_repository(
     return _run(refresh.refresh_repository, repo, branch)
 
 
+def _version() -> str:
+    """The installed reposearch's version, which ``initialize`` reports to the agent."""
+    try:
+        return importlib.metadata.version("reposearch")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree never installed
+        return ""
+
+
 def build_server() -> MCPServer:
     """A new MCP server: the read-only tools and refresh_repository."""
-    server: MCPServer = MCPServer(name="reposearch", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = MCPServer(
+        name="reposearch", version=_version(), instructions=INSTRUCTIONS, log_level="WARNING"
+    )
     for fn in (
         search_code,
         list_repositories,

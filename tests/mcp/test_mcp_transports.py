@@ -4,6 +4,7 @@ and bad arguments that come back as structured, correctable errors."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 from collections.abc import Iterator
@@ -74,6 +75,7 @@ def expectations(repository: Repository) -> dict[str, Any]:
 async def exercise(session: ClientSession, expected: dict[str, Any]) -> None:
     init = await session.initialize()
     assert init.server_info.name == "reposearch"
+    assert init.server_info.version == importlib.metadata.version("reposearch")
 
     listed = await session.list_tools()
     assert {t.name for t in listed.tools} == TOOLS

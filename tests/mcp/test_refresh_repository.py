@@ -12,7 +12,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from accounts.models import AuditEntry
+from accounts.models import ApiToken, AuditEntry
 from accounts.roles import Role
 from accounts.visibility import viewer_for
 from indexing.models import IndexedBranch, IndexJob, Repository
@@ -48,6 +48,19 @@ def test_in_process_the_role_decides_and_a_hidden_repository_is_unknown(
 
     with pytest.raises(ToolInputError, match="permission_denied"):
         refresh_repository("acme/shop")  # nobody said who: no role
+
+    # An administrator's read token: the scope is what falls short, and the message says so.
+    admin = make_account("admin")
+    token_for(admin, "read", name="read only")
+    read_token = ApiToken.objects.get(user=admin, name="read only")
+    with (
+        acting_as(viewer_for(admin), Caller(Role.READ, admin, read_token)),
+        pytest.raises(ToolInputError) as refused,
+    ):
+        refresh_repository("acme/shop", viewer=viewer_for(admin))
+    message = refused.value.payload["error"]["message"]
+    assert "this token's scope is read (its account holds admin)" in message
+    assert _jobs(shop) == before
 
     with acting_as(viewer_for(writer), Caller(Role.WRITE, writer)):
         first = refresh_repository("acme/shop", viewer=viewer_for(writer))
