@@ -104,5 +104,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         code = codes if isinstance(codes, str) else "error"
         details = {}
         message = _first_message(exc.detail)
+        view = context.get("view")
+        if isinstance(exc, exceptions.MethodNotAllowed) and view is not None:
+            allowed = [m for m in view.allowed_methods if m not in ("HEAD", "OPTIONS")]
+            message = f"{message} Use {' or '.join(allowed)}."
     response.data = error_body(code, message, details)
     return response

@@ -132,6 +132,8 @@ class RequestGuardMiddleware:
         view_class = getattr(view, "cls", None)  # DRF's as_view() names its class
         if view_class is None or not request.GET or request.method not in ("GET", "HEAD"):
             return None
+        if not hasattr(view_class, "get"):
+            return None  # a POST-only endpoint: the view answers 405 and its Allow header
         known: frozenset[str] | None = getattr(view_class, "query_parameters", frozenset())
         if known is None:
             return None

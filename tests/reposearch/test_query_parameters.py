@@ -80,3 +80,16 @@ def test_every_get_takes_exactly_the_query_parameters_its_schema_lists() -> None
         assert set(taken) == listed, path
         checked.append(path)
     assert {"/api/repos", "/api/audit", "/api/symbols", "/api/tokens"} <= set(checked)
+
+
+def test_a_get_with_parameters_on_a_post_only_endpoint_is_a_405_naming_post() -> None:
+    # A user tried GET /api/search?query=x and was told "/api/search takes no query
+    # parameters", as if the parameter were the mistake; the method is.
+    response = session_client().get("/api/search", {"query": "x"})
+    assert response.status_code == 405
+    assert "POST" in response["Allow"]
+    assert error_of(response) == {
+        "code": "method_not_allowed",
+        "message": 'Method "GET" not allowed. Use POST.',
+        "details": {},
+    }
