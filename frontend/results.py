@@ -371,9 +371,15 @@ def notices(raw: Any) -> list[Notice]:
     return found
 
 
-def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> list[str]:
-    """Plain words for what was searched, for the "no results" message."""
+def describe_filters(
+    request: Mapping[str, Any], repo_names: Sequence[str], *, ranked: bool = True
+) -> list[str]:
+    """Plain words for what was searched, for the "no results" message. A search that is not
+    ``ranked`` (exact, regex, symbol, file name) read every indexed file, tests and docs too,
+    with no full-text or vector method: it says which search it was instead."""
     parts: list[str] = []
+    if not ranked:
+        return [*_scope_words(request, repo_names), "every indexed file, tests and docs too"]
     methods = [
         label
         for key, label in (
@@ -385,16 +391,22 @@ def describe_filters(request: Mapping[str, Any], repo_names: Sequence[str]) -> l
         if request.get(key)
     ]
     parts.append("methods: " + (", ".join(methods) if methods else "none"))
+    parts.extend(_scope_words(request, repo_names))
+    for key, noun in (("include_tests", "tests"), ("include_docs", "docs")):
+        value = request.get(key)
+        if value is None:
+            parts.append(f"{noun} left out unless the query is about them")
+        else:
+            parts.append(f"{noun} {'included' if value else 'left out'}")
+    return parts
+
+
+def _scope_words(request: Mapping[str, Any], repo_names: Sequence[str]) -> list[str]:
+    parts = []
     if repo_names:
         parts.append("repositories: " + ", ".join(repo_names))
     if request.get("languages"):
         parts.append("languages: " + ", ".join(map(str, request["languages"])))
     if request.get("paths"):
         parts.append("paths: " + ", ".join(map(str, request["paths"])))
-    for key, noun in (("include_tests", "tests"), ("include_docs", "docs")):
-        value = request.get(key)
-        if value is None:
-            parts.append(f"{noun} ranked below code unless the query is about them")
-        else:
-            parts.append(f"{noun} {'included' if value else 'left out'}")
     return parts

@@ -108,7 +108,8 @@ def render_results(request: HttpRequest) -> HttpResponse:
             ),
             "truncated": response.get("truncated"),
             "mode": mode_label(response.get("mode")),
-            "searched": describe_filters(search_request, repo_names),
+            "searched": describe_filters(search_request, repo_names, ranked=ranked),
+            "ranked": ranked,
             "notices": notices(response.get("notices")),
             "facets": facets,
             "facet_groups": [("Repositories", facets.repositories), ("Languages", facets.languages)]

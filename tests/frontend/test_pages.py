@@ -132,7 +132,22 @@ def test_no_results_says_what_was_searched(indexed: Repository) -> None:
     assert status == 200
     assert "No results for <q>zebra</q>" in html
     assert "repositories: acme/demo" in html and "languages: go" in html
-    assert "tests ranked below code unless the query is about them" in html
+    assert "tests left out unless the query is about them" in html
+    assert "methods: full-text" in html
+
+
+def test_no_exact_results_say_every_file_was_read_with_no_ranking_method(
+    indexed: Repository,
+) -> None:
+    # A user's `repo:... lang:go "url_for"` was told it searched "with methods: full-text,
+    # vector; tests ranked below code", which describes a ranked search, not this one.
+    request = {"query": '"zebra-never-written"', "repo_ids": [str(indexed.pk)]}
+    response = search(**request)
+    assert response["mode"] == "exact" and response["results"] == []
+    status, html = render({"request": request, "response": response})
+    assert status == 200
+    assert "Searched for exact text in repositories: acme/demo; every indexed file" in html
+    assert "methods:" not in html and "left out" not in html and "another method" not in html
 
 
 def test_the_results_endpoint_rejects_what_is_not_a_search_response() -> None:
