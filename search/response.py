@@ -277,8 +277,16 @@ def _symbol_body(outcome: SearchOutcome) -> dict[str, Any]:
         "total_bm25_hits": 0,
         "total_vector_hits": 0,
         "scope": outcome.exact_scope,
-        "trace": [{"name": "symbol", "status": "ran", "reason": "", "ms": 0.0, "detail": {}}],
-        "ms": 0.0,
+        "trace": [
+            {
+                "name": "symbol",
+                "status": "ran",
+                "reason": "",
+                "ms": outcome.definitions_ms,
+                "detail": {},
+            }
+        ],
+        "ms": outcome.definitions_ms,
         "served_by": outcome.served_by,
     }
 

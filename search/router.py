@@ -21,6 +21,7 @@ exact engine, symbol search and the exact-match count are given only visible ids
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -79,6 +80,7 @@ class SearchOutcome:
     definitions_offset: int = 0  # definitions earlier pages showed
     definitions_fingerprint: str = ""
     definitions_next_cursor: str | None = None
+    definitions_ms: float = 0.0  # the definitions lookup's time
     viewer: Viewer = field(default_factory=Viewer)  # whose links the answer's urls are
     # Where an exact, regex, symbol or file-name search read (hybrid: in ``hybrid``).
     served_by: dict[str, Any] = field(default_factory=dict)
@@ -169,6 +171,7 @@ def _run(call: SearchCall, parsed: SearchQuery) -> SearchOutcome:
         fingerprint = scope_fingerprint("symbol", terms, False, scope)
         offset = decode_offset(call.cursor, fingerprint)
         # Pages by position: the lookup's order is fixed (tier, then name, path, line).
+        started = time.perf_counter()
         (found, more), route = read_with_fallback(
             positions(scope.repo_ids),
             lambda: find_definitions(terms[0].text, scope, limit=offset + call.request.limit),
@@ -183,6 +186,7 @@ def _run(call: SearchCall, parsed: SearchQuery) -> SearchOutcome:
             definitions_truncated=more,
             definitions_offset=offset,
             definitions_fingerprint=fingerprint,
+            definitions_ms=round((time.perf_counter() - started) * 1000, 2),
             viewer=call.request.viewer,
             served_by=route.served_by(),
         )

@@ -253,3 +253,7 @@ def test_sym_finds_definitions_exact_then_prefix_then_substring(indexed, client:
     assert found("type:symbol send") == found("sym:send")
     assert [p for _, p, _ in found("sym:client -file:tests/")] == ["src/httpclient/client.py"]
     assert found("sym:nothing_named_so") == []
+    # The lookup's time is the answer's and its stage's (both were a fixed 0.0).
+    status, body = post(client, {"query": "sym:client", "limit": 10})
+    assert status == 200 and body["ms"] > 0
+    assert [(s["name"], s["ms"]) for s in body["trace"]] == [("symbol", body["ms"])]
