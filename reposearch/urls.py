@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.views import redirect_to_login
+from django.http.response import HttpResponseBase
 from django.urls import include, path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,9 +27,16 @@ class SchemaView(SpectacularAPIView):
 
 
 class ApiDocsView(SpectacularSwaggerSplitView):
-    """The schema's docs page (Swagger UI); it asks for its own script with ``?script=``."""
+    """The schema's docs page (Swagger UI); it asks for its own script with ``?script=``. A
+    visitor not signed in is sent to the sign-in page and back, as the UI's pages do (the page
+    ``make up`` prints was a bare "401 Unauthorized")."""
 
     query_parameters = frozenset({"script"})
+
+    def handle_exception(self, exc: Exception) -> HttpResponseBase:
+        if isinstance(exc, NotAuthenticated) and "script" not in self.request.query_params:
+            return redirect_to_login(self.request.get_full_path())
+        return super().handle_exception(exc)
 
 
 urlpatterns = [

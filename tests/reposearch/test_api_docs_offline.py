@@ -42,3 +42,14 @@ def test_the_docs_page_loads_only_local_assets_and_they_are_served(live_server) 
     assert b"SwaggerUIBundle" in fetch(f"{live_server.url}{bundle}")[1]
     # The schema it loads is served here too.
     assert b"openapi" in fetch(f"{live_server.url}/api/schema")[1]
+
+
+@pytest.mark.django_db
+def test_a_visitor_not_signed_in_is_sent_to_sign_in_and_back() -> None:
+    from django.test import Client
+
+    response = Client().get("/api/docs")
+    assert response.status_code == 302
+    assert response["Location"] == "/sign-in?next=/api/docs"
+    script = Client().get("/api/docs", {"script": ""})  # what the page fetches stays an API 401
+    assert script.status_code == 401
