@@ -33,7 +33,8 @@ class ApiDocsView(SpectacularSwaggerSplitView):
 
     query_parameters = frozenset({"script"})
 
-    def handle_exception(self, exc: Exception) -> HttpResponseBase:
+    # DRF types it Response; its finalize_response takes any HttpResponseBase (a redirect).
+    def handle_exception(self, exc: Exception) -> HttpResponseBase:  # type: ignore[override]
         if isinstance(exc, NotAuthenticated) and "script" not in self.request.query_params:
             return redirect_to_login(self.request.get_full_path())
         return super().handle_exception(exc)
