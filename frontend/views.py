@@ -103,6 +103,10 @@ def render_results(request: HttpRequest) -> HttpResponse:
             "total_is_lower_bound": response.get("total_is_lower_bound"),
             "match_total": response.get("match_total"),
             "only_weak_matches": response.get("only_weak_matches") is True,
+            # A lone identifier's lines that hold it exactly (docs/search.md): 0 is "it occurs
+            # nowhere", which the ranked results alone cannot say.
+            "exact_matches": response.get("exact_matches") if ranked else None,
+            "exact_matches_lower": response.get("exact_matches_is_lower_bound") is True,
             "match_total_is_lower_bound": response.get(
                 "match_total_is_lower_bound", response.get("total_is_lower_bound")
             ),

@@ -150,6 +150,25 @@ def test_no_exact_results_say_every_file_was_read_with_no_ranking_method(
     assert "methods:" not in html and "left out" not in html and "another method" not in html
 
 
+def test_a_lone_identifier_says_how_many_lines_hold_it_or_that_none_does(
+    indexed: Repository,
+) -> None:
+    # A user searched `xyzzyplugh`: the page showed ranked results with a 1.0 score and never
+    # said the name occurs nowhere, which the API knew (exact_matches: 0).
+    for query, held in (("parse_http_header", True), ("xyzzyplugh", False)):
+        request = {"query": query}
+        response = search(**request)
+        assert response["mode"] == "hybrid"
+        assert (response["exact_matches"] > 0) is held
+        status, html = render({"request": request, "response": response})
+        assert status == 200
+        lines = response["exact_matches"]
+        said = "1 line holds it" if lines == 1 else f"{lines} lines hold it"
+        shown = f'<span class="exact-matches">{said} exactly</span>'
+        assert (shown in html) is held
+        assert (f"<q>{query}</q> occurs nowhere</strong>" in html) is not held
+
+
 def test_the_results_endpoint_rejects_what_is_not_a_search_response() -> None:
     assert render("just a string")[0] == 400
     assert render({"response": []})[0] == 400
