@@ -110,18 +110,27 @@ def check_operators(items: list[Item], text: str) -> None:
         words = [n for n in (before, after) if n is not None and n.kind == "word"]
         binary = item.token.text != "NOT"
         if words and (binary or after in words):
+            parts = [n for n in (before if binary else None, item, after) if n is not None]
             quoted = " ".join(
-                f'"{source(text, n)}"' if n.kind == "word" else source(text, n)
-                for n in (before if binary else None, item, after)
-                if n is not None
+                f'"{source(text, n)}"' if n.kind == "word" else source(text, n) for n in parts
             )
+            start, end = parts[0].token.start, parts[-1].token.end
+            # The query with them quoted, when no other word is left (an exact search refuses
+            # the words of a question beside its terms).
+            whole = text[:start] + quoted + text[end:]
+            alone = all(n in parts for n in items if n.kind == "word")
             raise QueryRejected(
                 "unsupported_combination",
                 f'{item.token.text} at position {item.token.start} combines "quoted text" and'
                 f" /regex/ terms (an exact search), not the words of a question: write {quoted}"
                 f" -- or, to search for the word, write it in lower case"
                 f" ({item.token.text.lower()}) or quote it",
-                {"position": item.token.start, "operator": item.token.text, "example": quoted},
+                {
+                    "position": item.token.start,
+                    "operator": item.token.text,
+                    "example": quoted,
+                }
+                | ({"suggested_query": whole} if alone else {}),
             )
         if binary and (before is None or before.kind not in ("pattern", "rparen")):
             side = "before"

@@ -242,7 +242,13 @@ REFUSALS = [
         {"suggestion": "lang:", "suggested_query": "lang:python timeout"},
     ),
     ("org:acme timeout", 400, "unsupported_filter", {"filter": "org:"}),
-    ("timeout OR retry", 400, "unsupported_combination", {"example": '"timeout" OR "retry"'}),
+    (
+        "lang:go timeout OR retry",
+        400,
+        "unsupported_combination",
+        {"example": '"timeout" OR "retry"', "suggested_query": 'lang:go "timeout" OR "retry"'},
+    ),
+    ('"a" NOT b', 400, "unsupported_combination", {"suggested_query": '"a" NOT "b"'}),
     ('("a" OR "b") timeout', 400, "unsupported_combination", {"words": ["timeout"]}),
     ("case:yes timeout", 400, "unsupported_combination", {"filter": "case:"}),
     ('("a" OR "b"', 400, "unbalanced_parenthesis", {"position": 0}),
@@ -269,6 +275,21 @@ def test_refusals_carry_their_suggestion(
         assert body["error"]["details"][key] == value, body["error"]
     if "suggestion" in details:
         assert str(details["suggestion"]) in body["error"]["message"]
+
+
+def test_an_operator_among_other_words_suggests_no_query_that_would_be_refused(
+    corpus: Corpus,
+) -> None:
+    client = signed_in(corpus.outsider)
+    for query in ("a NOT b", "connect timeout OR retry"):
+        got, body = post(client, {"query": query})
+        assert got == 400 and body["error"]["code"] == "unsupported_combination"
+        assert "suggested_query" not in body["error"]["details"]
+    # The suggestions given do run.
+    for query in ("lang:python timeout OR retry", '"a" NOT b'):
+        got, body = post(client, {"query": query})
+        got, _ = post(client, {"query": body["error"]["details"]["suggested_query"]})
+        assert got == 200
 
 
 def test_the_languages_field_is_checked_as_lang_is(corpus: Corpus) -> None:
