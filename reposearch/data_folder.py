@@ -67,14 +67,20 @@ def private_folder(path: Path | str) -> Path:
     private from the start and the next start-up has nothing to tighten. One that exists is left
     as it is."""
     path = Path(path)
-    missing = []
-    folder = path
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
-            folder.mkdir(mode=PRIVATE_MODE)
+    for attempt in range(3):
+        missing = []
+        folder = path
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        try:
+            for folder in reversed(missing):
+                with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+                    folder.mkdir(mode=PRIVATE_MODE)
+            return path
+        except FileNotFoundError:  # a parent removed meanwhile (the postings sweep): again
+            if attempt == 2:
+                raise
     return path
 
 

@@ -128,14 +128,14 @@ def resolve_allowed_addresses(
             ip = ipaddress.ip_address(text)
         except ValueError:
             raise UnsafeRepositoryUrl(f"host refused: unusable address {text}") from None
+        if ip.is_unspecified or ip.is_multicast:
+            # Never a git server, even on a private network (so no setting is named).
+            raise UnsafeRepositoryUrl(f"host refused: resolves to a non-unicast address {ip}")
         if not allow_private_hosts and not is_public_address(ip):
             raise UnsafeRepositoryUrl(
                 f"host refused: resolves to a private address {ip} (set"
                 " REPO_SEARCH_ALLOW_PRIVATE_HOSTS=1 for a git server on your own network)"
             )
-        if ip.is_unspecified or ip.is_multicast:
-            # Never a git server, even on a private network.
-            raise UnsafeRepositoryUrl(f"host refused: resolves to a non-unicast address {ip}")
         allowed.append((family, (str(ip), port, *sockaddr[2:])))
     if not allowed:
         raise UnsafeRepositoryUrl(f"host not found: {host}")

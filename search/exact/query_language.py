@@ -347,6 +347,19 @@ def _items(text: str, query: SearchQuery) -> list[Item]:
     return items
 
 
+def _keep_suggestion_only_if_it_parses(refused: QueryRejected) -> None:
+    """A refusal's ``suggested_query`` becomes a link to search for: it goes when that query
+    would be refused in its turn (``NOT timeout`` -> ``NOT "timeout"`` has nothing to find).
+    The suggestion quotes plain words, so each level has fewer of them: this ends."""
+    suggested = refused.details.get("suggested_query")
+    if suggested is None:
+        return
+    try:
+        parse_search_query(suggested)
+    except QueryRejected:
+        del refused.details["suggested_query"]
+
+
 def parse_search_query(text: str) -> SearchQuery:
     """Parse ``text``. Raises ``QueryRejected`` for unknown, foreign or misspelt filters, bad
     values, unknown languages, unbalanced quotes and parentheses, operators without terms or
@@ -364,7 +377,11 @@ def parse_search_query(text: str) -> SearchQuery:
     for item in items:
         if item.kind == "plain":
             item.kind = "pattern" if alone else "word"
-    check_operators(items, text)
+    try:
+        check_operators(items, text)
+    except QueryRejected as refused:
+        _keep_suggestion_only_if_it_parses(refused)
+        raise
     stream: list[Item] = []
     terms: dict[int, int] = {}
     for item in items:

@@ -118,7 +118,9 @@ def check_operators(items: list[Item], text: str) -> None:
             # The query with them quoted, when no other word is left (an exact search refuses
             # the words of a question beside its terms).
             whole = text[:start] + quoted + text[end:]
-            alone = all(n in parts for n in items if n.kind == "word")
+            alone = all(n in parts for n in items if n.kind == "word") and not any(
+                set(source(text, n)) & set('()"') for n in parts if n.kind == "word"
+            )  # "(timeout" quoted would search for the parenthesis
             raise QueryRejected(
                 "unsupported_combination",
                 f'{item.token.text} at position {item.token.start} combines "quoted text" and'

@@ -167,6 +167,10 @@ def test_a_lone_identifier_says_how_many_lines_hold_it_or_that_none_does(
         shown = f'<span class="exact-matches">{said} exactly</span>'
         assert (shown in html) is held
         assert (f"<q>{query}</q> occurs nowhere</strong>" in html) is not held
+    # A count cut short by its time budget (0, a lower bound) says nothing of the kind.
+    cut = {**response, "exact_matches_is_lower_bound": True}
+    status, html = render({"request": request, "response": cut})
+    assert status == 200 and "occurs nowhere" not in html
 
 
 def test_the_results_endpoint_rejects_what_is_not_a_search_response() -> None:

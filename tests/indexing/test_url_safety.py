@@ -113,8 +113,11 @@ def test_private_hosts_allowed_by_the_operator():
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "224.0.0.1", "ff02::1"])
 def test_unspecified_and_multicast_refused_even_when_private_allowed(address):
-    with pytest.raises(UnsafeRepositoryUrl, match="host refused"):
-        check("http://git.internal/o/r", private=True, table={"git.internal": [address]})
+    for private in (True, False):
+        with pytest.raises(UnsafeRepositoryUrl, match="non-unicast address") as info:
+            check("http://git.internal/o/r", private=private, table={"git.internal": [address]})
+        # The setting would not help, so the message does not name it.
+        assert "REPO_SEARCH_ALLOW_PRIVATE_HOSTS" not in str(info.value)
 
 
 @pytest.mark.parametrize(

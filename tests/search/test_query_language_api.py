@@ -281,7 +281,10 @@ def test_an_operator_among_other_words_suggests_no_query_that_would_be_refused(
     corpus: Corpus,
 ) -> None:
     client = signed_in(corpus.outsider)
-    for query in ("a NOT b", "connect timeout OR retry"):
+    for query in (
+        *("a NOT b", "connect timeout OR retry", "NOT timeout", "OR retry", "timeout OR"),
+        *("lang:go OR retry", "(timeout OR retry)"),
+    ):
         got, body = post(client, {"query": query})
         assert got == 400 and body["error"]["code"] == "unsupported_combination"
         assert "suggested_query" not in body["error"]["details"]
