@@ -73,7 +73,8 @@ def test_unreachable_chat_is_reported_quickly_without_retries(server: ModelServe
         status = health.model_status()
     assert status["chat"]["reachable"] is False
     assert (
-        "connection failed" in status["chat"]["error"] and "1 attempts" in status["chat"]["error"]
+        "connection failed" in status["chat"]["error"]
+        and "(gave up after 1 attempt)" in status["chat"]["error"]
     )
 
 
