@@ -21,7 +21,8 @@ from accounts.visibility import Viewer, viewer_for
 from frontend.access import account_page, may, reader_fragment, reader_page
 from frontend.pipeline import build_pipeline
 from frontend.result_facets import facet_links
-from frontend.results import build_results, describe_filters, mode_label, notices
+from frontend.results import build_results
+from frontend.search_summary import describe_filters, mode_label, notices
 from indexing.models import SourceFile
 from indexing.visible import visible_repositories
 from llm.config import CHAT_PROVIDERS, EMBEDDING_PROVIDERS

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import psycopg
 
-from reposearch import audit_owner
+from reposearch import audit_owner, data_folder
 from reposearch import embedded_credentials as credentials
-from reposearch.data_folder import private_folder
 from reposearch.embedded_provision import HBA, hba_is_weak, provision, set_superuser_password_sql
 
 PG_USER = "embedded_postgres"
@@ -351,7 +350,7 @@ class EmbeddedRedis:
         return "".join(f"{name} {value}\n" for name, value in lines.items())
 
     def start(self) -> None:
-        private_folder(self.dir)
+        data_folder.private_folder(self.dir)
         if self.pidfile.exists():
             with contextlib.suppress(ValueError, OSError):
                 pid = int(self.pidfile.read_text().strip())

@@ -31,8 +31,9 @@ from reposearch.domain_errors import DomainError
 from search.exact.candidates import CandidateScope
 from search.exact.engine import QUERY_CANCELED
 from search.exact.errors import QueryRejected
+from search.exact.filter_words import written_filters
 from search.exact.mode_requests import Mode, candidate_scope, choose_mode
-from search.exact.query_language import SearchQuery, parse_search_query, written_filters
+from search.exact.query_language import SearchQuery, parse_search_query
 from search.exact.repositories import suggested_query
 from search.retrieval.db import search_cursor, soon
 from search.retrieval.query import InvalidGlob, glob_to_regex

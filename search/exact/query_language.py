@@ -16,7 +16,8 @@ Syntax (everything else is ordinary text)::
 
 The vocabulary (filters, aliases, the other hosts' filters that are refused, language names) is
 ``search.exact.query_filters``; the tokens are ``search.exact.query_scanner``'s; the boolean
-expression is ``search.exact.pattern_logic``'s.
+expression is ``search.exact.pattern_logic``'s; how filters are written (as the query spells
+them, or a name with no value) is ``search.exact.filter_words``'.
 
 A filter is a known prefix at the start of a word followed directly by its value; a regex is a
 whole word that starts with ``/`` + a non-space and ends with a non-space + ``/``. So "HTTP_PROXY /
@@ -37,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from search.exact.errors import QueryRejected
+from search.exact.filter_words import BareFilter, bare_filters, filter_parts
 from search.exact.pattern_logic import Expr, Term, matches_without_terms
 from search.exact.query_filters import (
     FILTER_NAMES,
@@ -64,17 +66,6 @@ from search.exact.query_syntax import (
 MAX_FILTERS = 50
 MAX_PATTERNS = 10
 MAX_VALUE_CHARS = 300
-
-
-@dataclass(frozen=True)
-class BareFilter:
-    """A filter name with no value after its colon, and the query that writes the word after
-    it as its value (``file: src/`` -> ``file:src/``), when a word or a quote follows."""
-
-    written: str
-    position: int
-    suggestion: str | None = None
-    suggested_query: str | None = None
 
 
 @dataclass
@@ -116,26 +107,6 @@ class SearchQuery:
         return any(t.kind == "regex" for t in self.terms)
 
 
-def _filter_parts(token: Token) -> tuple[bool, str, str] | None:
-    """(negated, name, value) of a word shaped like a filter -- a known, foreign or nearly known
-    name directly followed by a value -- else None (``note:``, ``a:b``, ``std::x``, URLs)."""
-    if token.kind != "word":
-        return None
-    word = token.text
-    negated = word.startswith("-")
-    name, colon, value = word[1 if negated else 0 :].partition(":")
-    if token.value is not None:
-        value = token.value
-    elif not value or value[0] == ":" or value.startswith("//"):
-        return None
-    if not (colon and name.isascii() and name.isalpha()):
-        return None
-    lowered = name.lower()
-    if canonical_filter(lowered) or lowered in FOREIGN_FILTERS or near_filter(lowered):
-        return negated, name, value
-    return None
-
-
 def _kind(token: Token) -> ItemKind:
     if token.kind != "word":
         if token.kind in ("quote", "regex"):
@@ -143,7 +114,7 @@ def _kind(token: Token) -> ItemKind:
         return token.kind  # type: ignore[return-value]
     if token.text in OPERATORS:
         return "op"
-    parts = _filter_parts(token)
+    parts = filter_parts(token)
     if parts is None:
         return "word"
     return "pattern" if canonical_filter(parts[1]) == "content" else "filter"
@@ -152,7 +123,7 @@ def _kind(token: Token) -> ItemKind:
 def _apply_filter(query: SearchQuery, item: Item, text: str) -> Term | None:
     """Apply a filter word; ``content:`` gives its term instead. Refuses what it cannot apply."""
     token = item.token
-    parts = _filter_parts(token)
+    parts = filter_parts(token)
     assert parts is not None
     negated, name, value = parts
     lowered = name.lower()
@@ -275,51 +246,11 @@ def _check_term(query: SearchQuery, term: Term) -> None:
         )
 
 
-def _filter_like(token: Token) -> bool:
-    """A word that reads as a filter, valued or not (``lang:go``, ``-file:``, ``repo:``)."""
-    name, colon, _ = token.text.removeprefix("-").partition(":")
-    return token.kind == "word" and bool(colon) and name.isascii() and name.isalpha()
-
-
-def written_filters(text: str) -> dict[str, str]:
-    """Each filter word of ``text`` as written (``path:src/``, ``-FILE:"a b"``), keyed by the
-    canonical spelling that notices use (``file:src/``, ``-file:a b``)."""
-    written: dict[str, str] = {}
-    for token in scan(text):
-        parts = _filter_parts(token)
-        canonical = canonical_filter(parts[1].lower()) if parts else None
-        if parts and canonical:
-            key = f"{'-' if parts[0] else ''}{canonical}:{parts[2]}"
-            written.setdefault(key, text[token.start : token.end])
-    return written
-
-
-def _bare_filters(text: str, tokens: list[Token]) -> list[BareFilter]:
-    """The words that are a filter's name and its colon alone (``file:``, ``-lang:``), each with
-    the query that joins the next word or quote to it (whether the search takes that query is
-    for the caller to check: ``search.filter_notices``)."""
-    found: list[BareFilter] = []
-    for index, token in enumerate(tokens):
-        name, colon, rest = token.text.removeprefix("-").partition(":")
-        if token.kind != "word" or token.value is not None or not colon or rest:
-            continue
-        if not (name.isascii() and name.isalpha() and canonical_filter(name.lower())):
-            continue
-        following = tokens[index + 1] if index + 1 < len(tokens) else None
-        if following is None or following.kind not in ("word", "quote") or _filter_like(following):
-            found.append(BareFilter(token.text, token.start))  # nothing to join, or a filter
-            continue
-        suggestion = token.text + text[following.start : following.end]
-        suggested = text[: token.start] + suggestion + text[following.end :]
-        found.append(BareFilter(token.text, token.start, suggestion, suggested))
-    return found
-
-
 def _items(text: str, query: SearchQuery) -> list[Item]:
     """The query's items in order: filters applied (and left out), patterns with their terms,
     plain words, and the operators, ``-`` and parentheses that are syntax."""
     tokens = scan(text)
-    query.bare_filters = _bare_filters(text, tokens)
+    query.bare_filters = bare_filters(text, tokens)
     kinds = [_kind(token) for token in tokens]
     as_text = resolve_syntax(text, tokens, kinds)
     tokens = merge_text(text, tokens, as_text, lambda t: _kind(t) in ("word", "plain"))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from search.exact.errors import QueryRejected
+from search.exact.filter_words import written_filters
 from search.exact.mode_requests import choose_mode
 from search.exact.pattern_logic import Term
 from search.exact.patterns import compile_term, regex_required_literals
-from search.exact.query_language import parse_search_query, written_filters
+from search.exact.query_language import parse_search_query
 
 # Questions people (and the held-out benchmark) type: none of them may turn into syntax.
 ORDINARY_QUESTIONS = [
