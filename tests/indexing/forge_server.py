@@ -78,6 +78,10 @@ def gitea_repo(org: str, name: str, clone_base: str, **extra: Any) -> dict[str, 
     }  # fmt: skip
 
 
+# Where each host's API paths start: a request elsewhere is not a forge client's.
+API_ROOTS = {"github": ("/orgs/", "/users/"), "gitlab": ("/api/v4/",), "gitea": ("/api/v1/",)}
+
+
 class ForgeServer:
     """Serves ``repositories`` (already in the host's JSON shape) for one owner."""
 
@@ -175,6 +179,11 @@ class ForgeServer:
         parts = urlsplit(handler.path)
         query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
         headers = {name.lower(): value for name, value in handler.headers.items()}
+        if not parts.path.startswith(API_ROOTS[self.kind]):
+            # Not a forge API call, so not the import's: another process's request to a port
+            # it had used before this server took it (seen in CI: an OpenID discovery).
+            self._send(handler, 404, {"message": "Not Found"})
+            return
         self.seen.append(Seen(parts.path, query, headers, time.time()))
         behaviour = self.behaviour
         if not self._authorised(headers):  # a bad token is refused on any path, as the hosts do
