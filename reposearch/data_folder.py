@@ -65,22 +65,17 @@ def private_folder(path: Path | str) -> Path:
     """Creates ``path`` and the parents it lacks with mode 0700, as ``make_private`` would leave
     them, so a folder the product makes in the data directory (clones, postings, Redis's) is
     private from the start and the next start-up has nothing to tighten. One that exists is left
-    as it is."""
+    as it is. As ``Path.mkdir(parents=True)``: the folder first, its parent when that is missing
+    (made by another process meanwhile, or removed by the postings sweep), then the folder again."""
     path = Path(path)
-    for attempt in range(3):
-        missing = []
-        folder = path
-        while not folder.exists():
-            missing.append(folder)
-            folder = folder.parent
-        try:
-            for folder in reversed(missing):
-                with contextlib.suppress(FileExistsError):  # another process made it meanwhile
-                    folder.mkdir(mode=PRIVATE_MODE)
-            return path
-        except FileNotFoundError:  # a parent removed meanwhile (the postings sweep): again
-            if attempt == 2:
-                raise
+    try:
+        path.mkdir(mode=PRIVATE_MODE)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        private_folder(path.parent)
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            path.mkdir(mode=PRIVATE_MODE)
     return path
 
 
