@@ -2,9 +2,10 @@
 
 Addresses are ``indexing.permalinks``'s: ``/repos/<name or id>/-/blob/<commit>/<path>`` and
 ``/-/tree/<commit>/<dir>``; ``HEAD`` (or a prefix of the indexed commit) means the indexed
-commit. The same addresses typed without the ``/-/`` redirect to them. Everything is read from the clone's git objects at that commit, never from a working
-tree: a path is only ever a key looked up in git trees, and ``..``, ``.``, empty segments and
-NUL are refused before that. At the indexed commit a file page also offers go to definition and
+commit, and an indexed branch's name the commit it was indexed at (``frontend.address_commits``).
+The same addresses typed without the ``/-/`` redirect to them. Everything is read from the
+clone's git objects at that commit, never from a working tree: a path is only ever a key looked
+up in git trees, and ``..``, ``.``, empty segments and NUL are refused before that. At the indexed commit a file page also offers go to definition and
 find references (``static/frontend/file.js``, through ``/api/symbols``). The old address
 ``/repos/<id>/file?path=&start=&end=`` redirects to the permalink. A file page has a file-tree
 sidebar (``frontend.file_tree``) and links to its history and blame (``frontend.history_views``);
@@ -26,6 +27,7 @@ from dulwich.errors import NotGitRepository
 
 from accounts.visibility import Viewer, viewer_for
 from frontend.access import reader_page
+from frontend.address_commits import AddressRefused, resolve
 from frontend.file_tree import TreeRow, sidebar_rows
 from frontend.highlighting import highlight_lines
 from frontend.readme import MAX_README_BYTES, find_readme, relative_resolver, render_readme
@@ -43,8 +45,6 @@ from indexing.upstream_urls import upstream_file_url
 from indexing.visible import visible_repositories
 
 MAX_SHOWN_BYTES = 2 * 1024 * 1024
-_FULL_SHA = re.compile(r"[0-9a-f]{40}")
-_SHORT_SHA = re.compile(r"[0-9a-f]{4,39}")
 GIT_ERRORS = (NotGitRepository, OSError, KeyError, ValueError)
 
 
@@ -62,6 +62,7 @@ class Place:
     commit: str  # the full commit id shown
     path: str
     at_index: bool  # the commit is the indexed one
+    branch: str = ""  # the indexed branch whose indexed commit this is
 
 
 def refused(request: HttpRequest, exc: PageRefused) -> HttpResponse:
@@ -99,26 +100,16 @@ def clean_path(path: str) -> str:
     return path
 
 
-def _commit(repository: Repository, commit: str) -> str:
-    indexed = repository.last_indexed_commit
-    if commit == "HEAD" or (
-        indexed and _SHORT_SHA.fullmatch(commit) and indexed.startswith(commit)
-    ):
-        if not indexed:
-            raise PageRefused(f"{repository.name} has not finished indexing yet.")
-        return indexed
-    if not _FULL_SHA.fullmatch(commit):
-        raise PageRefused(f"“{commit[:80]}” is not a commit of {repository.name}.")
-    return commit
-
-
 def place_of(request: HttpRequest, ref: str, commit: str, path: str) -> Place:
     viewer = viewer_for(request.user)
     repository = _repository(ref, viewer)
-    full = _commit(repository, commit)
+    try:
+        named = resolve(repository, commit, clean_path(path))
+    except AddressRefused as exc:
+        raise PageRefused(exc.message, exc.status) from None
     link = link_refs([(repository.pk, repository.name)], viewer)[repository.pk]
-    at_index = full == repository.last_indexed_commit and repository.active_generation > 0
-    return Place(repository, link, full, clean_path(path), at_index)
+    at_index = named.commit == repository.last_indexed_commit and repository.active_generation > 0
+    return Place(repository, link, named.commit, named.path, at_index, named.branch)
 
 
 def crumbs(place: Place) -> list[tuple[str, str]]:

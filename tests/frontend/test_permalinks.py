@@ -83,6 +83,49 @@ def test_an_older_commit_in_the_clone_is_shown_as_it_was(shop: Repository, clien
     assert status == 200 and "append" in html
 
 
+def test_a_branch_name_means_the_commit_it_was_indexed_at(shop: Repository, client: Client) -> None:
+    """``/blob/main/...`` as a code host reads it: the default branch (named by the clone's HEAD,
+    the repository having been added without one) is its indexed commit even after a newer one
+    was fetched; another indexed branch, ``/`` in its name, is its own indexed commit; a branch
+    not indexed yet and a misspelt one are refused with what to use instead."""
+    from indexing.models import IndexedBranch
+
+    indexed = shop.last_indexed_commit
+    repo = Repo(str(repository_dir(shop.pk)))
+    commit_files(repo, {"src/shop/cart.py": "def add_item(cart, item):\n    pass\n"})
+    release = commit_files(
+        repo, {"src/shop/cart.py": "def add_item(cart, item):\n    cart.insert(0, item)\n"},
+        branch="release/1.0",
+    ).decode()  # fmt: skip
+    repo.close()
+    IndexedBranch.objects.create(
+        repository=shop, name="release/1.0", generation=2, last_indexed_commit=release
+    )
+    IndexedBranch.objects.create(repository=shop, name="next", generation=0)
+
+    status, html = page(client, "/repos/acme/shop/-/blob/main/src/shop/cart.py")
+    assert status == 200 and "append" in html and "pass" not in html
+    assert f'data-permalink="/repos/acme/shop/-/blob/{indexed}/src/shop/cart.py"' in html
+    assert ">main</span>" in html and "data-navigable" in html
+
+    status, html = page(client, "/repos/acme/shop/-/blob/release/1.0/src/shop/cart.py")
+    assert status == 200 and "insert" in html and "append" not in html
+    assert f'data-permalink="/repos/acme/shop/-/blob/{release}/src/shop/cart.py"' in html
+    assert ">release/1.0</span>" in html and "not the indexed commit" not in html
+    status, html = page(client, "/repos/acme/shop/-/tree/release/1.0")
+    assert status == 200 and f'href="/repos/acme/shop/-/tree/{release}/src"' in html
+    # the branch's commit by its id, as a search hit on that branch links to it
+    status, html = page(client, f"/repos/acme/shop/-/blob/{release}/src/shop/cart.py")
+    assert status == 200 and ">release/1.0</span>" in html
+
+    status, html = page(client, "/repos/acme/shop/-/tree/next/src")
+    assert status == 404 and "Branch next of acme/shop is not indexed yet." in html
+    status, html = page(client, "/repos/acme/shop/-/blob/mian/src/shop/cart.py")
+    assert status == 404 and "Did you mean main?" in html
+    status, html = page(client, "/repos/acme/shop/-/tree/zzz")
+    assert status == 404 and "Its indexed branches: main, next, release/1.0." in html
+
+
 def test_a_tree_page_lists_directories_first_with_links_at_the_commit(
     shop: Repository, client: Client
 ) -> None:
