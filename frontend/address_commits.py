@@ -1,13 +1,13 @@
-"""Which commit a browse address names: ``HEAD``, a commit id, a prefix of the indexed commit, or
+"""Which commit a browse address names: ``HEAD``, a commit id, a prefix of an indexed commit, or
 the name of an indexed branch, as a code host reads ``/blob/<branch>/<path>``.
 
 A branch's name means the commit it was last indexed at (what search answers from), not the
 remote's newest: ``/repos/acme/shop/-/blob/main/src/cart.py`` is the file search found. The
-default branch is named by the repository's ``branch``, or, when it was added without one, by
-the clone's ``HEAD`` (the branch the remote's ``HEAD`` resolved to at the last fetch). A name
-holding ``/`` (``release/1.0``) runs on into the address's path; the longest indexed name wins.
-Git refs take precedence over abbreviated commit ids, so a branch named like a hex prefix is
-the branch. A name that is none of these is refused with the nearest indexed branch names.
+default branch is the repository's ``branch`` (the first fetch records the remote's default
+there when none was given). A name holding ``/`` (``release/1.0``) runs on into the address's
+path; the longest indexed name wins. Git refs take precedence over abbreviated commit ids, so a
+branch named like a hex prefix is the branch. A name that is none of these is refused with the
+nearest indexed branch names.
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ import difflib
 import re
 from typing import NamedTuple
 
-from dulwich.errors import NotGitRepository
-from dulwich.refs import Ref
-from dulwich.repo import Repo
-
-from indexing.clone_paths import repository_dir
 from indexing.models import Repository
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 SHORT_SHA = re.compile(r"[0-9a-f]{4,39}")
 SHOWN_BRANCHES = 5
+COMPARED_BRANCHES = 1000  # names a misspelt one is compared with (difflib is quadratic)
 
 
 class AddressRefused(Exception):
@@ -35,26 +31,14 @@ class AddressRefused(Exception):
         self.status = status
 
 
-def clone_default_branch(repository: Repository) -> str | None:
-    """The branch the clone's ``HEAD`` names (set at each fetch of the default branch)."""
-    try:
-        with Repo(str(repository_dir(repository.pk))) as repo:
-            target = repo.refs.get_symrefs().get(Ref(b"HEAD"))
-    except (NotGitRepository, OSError, KeyError, ValueError):
-        return None
-    prefix = b"refs/heads/"
-    if target is None or not target.startswith(prefix):
-        return None
-    return target[len(prefix) :].decode("utf-8", "replace")
-
-
 def branch_commits(repository: Repository) -> dict[str, str]:
-    """Each indexed branch's name and the commit it was indexed at ("" while never indexed),
-    the default branch first."""
+    """Each branch's name and the commit it was indexed at ("" while never indexed), the
+    default branch first."""
     found: dict[str, str] = {}
-    default = repository.branch or clone_default_branch(repository)
-    if default:
-        found[default] = repository.last_indexed_commit if repository.active_generation else ""
+    if repository.branch:
+        found[repository.branch] = (
+            repository.last_indexed_commit if repository.active_generation else ""
+        )
     for branch in repository.indexed_branches.all():
         found.setdefault(branch.name, branch.last_indexed_commit if branch.generation else "")
     return found
@@ -69,7 +53,7 @@ class Named(NamedTuple):
 def resolve(repository: Repository, commit: str, path: str) -> Named:
     """The full commit ``commit`` names in ``repository``, the path the address goes on with (a
     branch name's later segments are taken from ``path``) and the indexed branch at that commit.
-    ``AddressRefused`` when it names nothing, or a branch not indexed yet."""
+    ``AddressRefused`` when it names nothing, or only a branch not indexed yet."""
     indexed = repository.last_indexed_commit
     if commit == "HEAD" and not indexed:
         raise AddressRefused(f"{repository.name} has not finished indexing yet.")
@@ -78,15 +62,30 @@ def resolve(repository: Repository, commit: str, path: str) -> Named:
         full = indexed if commit == "HEAD" else commit
         return Named(full, path, _branch_at(branches, full))
     parts = path.split("/") if path else []
+    waiting = ""  # the longest name that is a branch not indexed yet
     for taken in range(len(parts), -1, -1):
         name = "/".join([commit, *parts[:taken]])
-        if name in branches:
-            if not branches[name]:
-                raise AddressRefused(f"Branch {name} of {repository.name} is not indexed yet.")
+        if name not in branches:
+            continue
+        if branches[name]:
             return Named(branches[name], "/".join(parts[taken:]), name)
-    if indexed and SHORT_SHA.fullmatch(commit) and indexed.startswith(commit):
-        return Named(indexed, path, _branch_at(branches, indexed))
-    raise AddressRefused(_nothing_named(repository, commit, sorted(branches)))
+        waiting = waiting or name
+    if waiting:
+        raise AddressRefused(f"Branch {waiting} of {repository.name} is not indexed yet.")
+    if SHORT_SHA.fullmatch(commit):
+        known = {c for c in (indexed, *branches.values()) if c and c.startswith(commit)}
+        if len(known) == 1:
+            full = known.pop()
+            return Named(full, path, _branch_at(branches, full))
+        if known:
+            raise AddressRefused(
+                f"“{commit}” begins {len(known)} indexed commits of {repository.name};"
+                " give more of the commit id.",
+                400,
+            )
+    if not indexed and not any(branches.values()):
+        raise AddressRefused(f"{repository.name} has not finished indexing yet.")
+    raise AddressRefused(_nothing_named(repository, [commit, *parts], branches))
 
 
 def _branch_at(branches: dict[str, str], commit: str) -> str:
@@ -94,15 +93,28 @@ def _branch_at(branches: dict[str, str], commit: str) -> str:
     return next((name for name, indexed in branches.items() if indexed == commit), "")
 
 
-def _nothing_named(repository: Repository, commit: str, branches: list[str]) -> str:
-    message = f"“{commit[:80]}” is neither a commit nor an indexed branch of {repository.name}."
-    near = difflib.get_close_matches(commit[:200], branches, n=3, cutoff=0.6)
-    if near:
-        return f"{message} Did you mean {' or '.join(near)}?"
-    if branches:
-        shown = ", ".join(branches[:SHOWN_BRANCHES])
-        more = (
-            f" and {len(branches) - SHOWN_BRANCHES} more" if len(branches) > SHOWN_BRANCHES else ""
-        )
-        return f"{message} Its indexed branches: {shown}{more}."
+def _nothing_named(repository: Repository, typed: list[str], branches: dict[str, str]) -> str:
+    """Why the address names nothing, with the indexed branches it most resembles: each is
+    compared with as many of the address's segments as its name has."""
+    names = [name for name, indexed in branches.items() if indexed]
+    scored: list[tuple[float, str, str]] = []
+    for name in names[:COMPARED_BRANCHES]:
+        given = "/".join(typed[: name.count("/") + 1])[:200]
+        matcher = difflib.SequenceMatcher(None, given, name)
+        # get_close_matches' order: the cheap upper bounds first
+        if (
+            matcher.real_quick_ratio() >= 0.6
+            and matcher.quick_ratio() >= 0.6
+            and (ratio := matcher.ratio()) >= 0.6
+        ):
+            scored.append((ratio, name, given))
+    scored.sort(key=lambda found: (-found[0], found[1]))
+    shown = scored[0][2] if scored else typed[0]
+    message = f"“{shown[:80]}” is neither a commit nor an indexed branch of {repository.name}."
+    if scored:
+        return f"{message} Did you mean {' or '.join(name for _r, name, _g in scored[:3])}?"
+    if names:
+        listed = ", ".join(sorted(names)[:SHOWN_BRANCHES])
+        more = f" and {len(names) - SHOWN_BRANCHES} more" if len(names) > SHOWN_BRANCHES else ""
+        return f"{message} Its indexed branches: {listed}{more}."
     return message

@@ -37,6 +37,8 @@ from indexing.upstream_urls import upstream_history_url
 def _checked_place(request: HttpRequest, ref: str, commit: str, path: str) -> tuple[Place, bool]:
     """The place, and whether the path is a directory; ``PageRefused`` when nothing is there."""
     place = place_of(request, ref, commit, path)
+    if not place.path:  # a branch name took the whole path (/-/commits/release/1.0)
+        raise PageRefused("History and blame are of a file or a directory: add its path.", 400)
     try:
         with GitTreeReader(repository_dir(place.repository.pk)) as reader:
             entry = reader.entry_at(place.commit, place.path)

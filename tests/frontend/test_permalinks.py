@@ -83,47 +83,91 @@ def test_an_older_commit_in_the_clone_is_shown_as_it_was(shop: Repository, clien
     assert status == 200 and "append" in html
 
 
-def test_a_branch_name_means_the_commit_it_was_indexed_at(shop: Repository, client: Client) -> None:
-    """``/blob/main/...`` as a code host reads it: the default branch (named by the clone's HEAD,
-    the repository having been added without one) is its indexed commit even after a newer one
-    was fetched; another indexed branch, ``/`` in its name, is its own indexed commit; a branch
-    not indexed yet and a misspelt one are refused with what to use instead."""
+@pytest.fixture
+def branches(shop: Repository) -> dict[str, str]:
+    """``shop`` on branch ``main`` (as its first fetch records it) with a newer commit fetched
+    and not indexed, an indexed ``release/1.0`` whose tip moved on since, and two branches not
+    indexed yet: ``next`` and ``main/src`` (a name that begins a path of ``main``)."""
     from indexing.models import IndexedBranch
 
-    indexed = shop.last_indexed_commit
+    Repository.objects.filter(pk=shop.pk).update(branch="main")
+    shop.refresh_from_db()
     repo = Repo(str(repository_dir(shop.pk)))
     commit_files(repo, {"src/shop/cart.py": "def add_item(cart, item):\n    pass\n"})
     release = commit_files(
         repo, {"src/shop/cart.py": "def add_item(cart, item):\n    cart.insert(0, item)\n"},
         branch="release/1.0",
     ).decode()  # fmt: skip
+    commit_files(repo, {"src/shop/cart.py": "# newer\n"}, branch="release/1.0")
     repo.close()
     IndexedBranch.objects.create(
         repository=shop, name="release/1.0", generation=2, last_indexed_commit=release
     )
     IndexedBranch.objects.create(repository=shop, name="next", generation=0)
+    IndexedBranch.objects.create(repository=shop, name="main/src", generation=0)
+    return {"main": shop.last_indexed_commit, "release/1.0": release}
 
+
+def test_a_branch_name_means_the_commit_it_was_indexed_at(
+    branches: dict[str, str], client: Client
+) -> None:
+    """``/blob/main/...`` as a code host reads it: each branch is the commit search answers from
+    (not the newer tips fetched since), a name with ``/`` runs into the path, and the page names
+    the branch; the branch's commit typed in full or abbreviated names it too."""
+    main, release = branches["main"], branches["release/1.0"]
     status, html = page(client, "/repos/acme/shop/-/blob/main/src/shop/cart.py")
     assert status == 200 and "append" in html and "pass" not in html
-    assert f'data-permalink="/repos/acme/shop/-/blob/{indexed}/src/shop/cart.py"' in html
+    assert f'data-permalink="/repos/acme/shop/-/blob/{main}/src/shop/cart.py"' in html
     assert ">main</span>" in html and "data-navigable" in html
 
     status, html = page(client, "/repos/acme/shop/-/blob/release/1.0/src/shop/cart.py")
-    assert status == 200 and "insert" in html and "append" not in html
+    assert status == 200 and "insert" in html and "append" not in html and "newer" not in html
     assert f'data-permalink="/repos/acme/shop/-/blob/{release}/src/shop/cart.py"' in html
     assert ">release/1.0</span>" in html and "not the indexed commit" not in html
     status, html = page(client, "/repos/acme/shop/-/tree/release/1.0")
     assert status == 200 and f'href="/repos/acme/shop/-/tree/{release}/src"' in html
-    # the branch's commit by its id, as a search hit on that branch links to it
-    status, html = page(client, f"/repos/acme/shop/-/blob/{release}/src/shop/cart.py")
-    assert status == 200 and ">release/1.0</span>" in html
+    for given in (release, release[:12]):  # as a search hit links to it; as the page shows it
+        status, html = page(client, f"/repos/acme/shop/-/blob/{given}/src/shop/cart.py")
+        assert status == 200 and ">release/1.0</span>" in html and "insert" in html
 
-    status, html = page(client, "/repos/acme/shop/-/tree/next/src")
-    assert status == 404 and "Branch next of acme/shop is not indexed yet." in html
-    status, html = page(client, "/repos/acme/shop/-/blob/mian/src/shop/cart.py")
-    assert status == 404 and "Did you mean main?" in html
-    status, html = page(client, "/repos/acme/shop/-/tree/zzz")
-    assert status == 404 and "Its indexed branches: main, next, release/1.0." in html
+    status, html = page(client, "/repos/acme/shop/-/commits/release/1.0/src/shop/cart.py")
+    assert status == 200 and release[:12] in html and main[:12] not in html
+    response = client.get("/repos/acme/shop/blob/release/1.0/src/shop/cart.py")
+    assert response["Location"] == "/repos/acme/shop/-/blob/release/1.0/src/shop/cart.py"
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "message"),
+    [
+        ("/-/tree/next/src", 404, "Branch next of acme/shop is not indexed yet."),
+        ("/-/blob/mian/src/shop/cart.py", 404, "“mian” is neither a commit nor an indexed"),
+        ("/-/blob/mian/src/shop/cart.py", 404, "Did you mean main?"),
+        ("/-/blob/release/2.0/src/shop/cart.py", 404, "Did you mean release/1.0?"),
+        ("/-/blob/release/2.0/src/shop/cart.py", 404, "“release/2.0” is neither"),
+        ("/-/tree/zzz", 404, "Its indexed branches: main, release/1.0."),
+        ("/-/commits/release/1.0", 400, "History and blame are of a file or a directory"),
+    ],
+)
+def test_a_branch_that_is_not_indexed_or_misspelt_is_refused_with_what_to_use(
+    branches: dict[str, str], client: Client, url: str, status: int, message: str
+) -> None:
+    got, html = page(client, "/repos/acme/shop" + url)
+    assert got == status and message in html, html[html.find("<main") :][:600]
+
+
+def test_a_branch_not_indexed_yet_does_not_hide_a_path_of_an_indexed_one(
+    branches: dict[str, str], client: Client
+) -> None:
+    """``main/src`` is listed but not indexed: ``/blob/main/src/...`` is still main's file."""
+    status, html = page(client, "/repos/acme/shop/-/blob/main/src/shop/cart.py")
+    assert status == 200 and "append" in html
+
+
+def test_a_repository_on_its_first_index_says_so_for_its_branch(client: Client) -> None:
+    Repository.objects.create(name="acme/new", url="https://example.com/acme/new.git")
+    for commit in ("HEAD", "main"):
+        status, html = page(client, f"/repos/acme/new/-/tree/{commit}")
+        assert status == 404 and "acme/new has not finished indexing yet." in html
 
 
 def test_a_tree_page_lists_directories_first_with_links_at_the_commit(
