@@ -7,6 +7,7 @@ value raises ``ConfigError`` whose message is one line naming the variable and w
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -125,6 +126,17 @@ class EnvReader:
         if value not in choices:
             raise ConfigError(f"{name}={value!r} is not one of: {', '.join(choices)}")
         return value
+
+    def log_level(self, name: str, default: str) -> str:
+        """A level name Python's logging knows, in any case (``debug``, ``INFO``), as logging
+        spells it; ``dictConfig`` would otherwise end start-up with a traceback."""
+        value = self.text(name, default)
+        levels = logging.getLevelNamesMapping()
+        if value.upper() not in levels:
+            raise ConfigError(
+                f"{name}={value!r} is not a log level (one of: {', '.join(levels)}; any case)"
+            )
+        return value.upper()
 
     def url(self, name: str, default: str, schemes: tuple[str, ...]) -> str:
         value = self.text(name, default)

@@ -52,6 +52,12 @@ def run_manage(env_overrides: dict[str, str], settings_module: str = "reposearch
         ("REPO_SEARCH_PG_PORT", "99999", "REPO_SEARCH_PG_PORT='99999' is not a TCP port"),
         ("REPO_SEARCH_REDIS_PORT", "redis", "REPO_SEARCH_REDIS_PORT='redis' is not a TCP port"),
         ("REPO_SEARCH_WEB_WORKERS", "0", "REPO_SEARCH_WEB_WORKERS='0' is not a positive integer"),
+        (
+            "LOG_LEVEL",
+            "verbose",
+            "LOG_LEVEL='verbose' is not a log level (one of: CRITICAL, FATAL, ERROR, WARN, WARNING,"
+            " INFO, DEBUG, NOTSET; any case)",
+        ),
     ],
 )
 def test_invalid_value_stops_startup_with_one_line(name: str, value: str, expected: str) -> None:
@@ -71,7 +77,9 @@ def test_password_in_a_bad_url_is_not_echoed() -> None:
 
 
 def test_valid_environment_starts() -> None:
-    result = run_manage({"REPO_SEARCH_MAX_REPOS": "7", "LLM_PROVIDER": "openai"})
+    result = run_manage(
+        {"REPO_SEARCH_MAX_REPOS": "7", "LLM_PROVIDER": "openai", "LOG_LEVEL": "warning"}
+    )
     assert result.returncode == 0, result.stderr
 
 
