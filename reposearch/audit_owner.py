@@ -2,8 +2,11 @@
 
 ``accounts_auditentry`` and its append-only trigger's function (migration ``accounts.0002``)
 are handed to ``reposearch_audit``, a role nobody logs in as. The application's role keeps
-``SELECT`` and ``INSERT`` on the table: it cannot ``TRUNCATE``, ``DELETE`` or ``UPDATE`` rows,
-disable or drop the trigger, replace the trigger's function, alter or drop the table. The
+``SELECT`` and ``INSERT`` on the table, and ``SELECT`` (only) on its id sequence, which
+``pg_dump`` reads as the application's role (docs/operators/backups.md); an insert takes the
+identity column's next id without any privilege on the sequence. It cannot ``TRUNCATE``,
+``DELETE`` or ``UPDATE`` rows, rewind the sequence (``setval``) so that inserts collide, disable
+or drop the trigger, replace the trigger's function, alter or drop the table. The
 ``public`` schema goes to the same role too, with ``USAGE`` and ``CREATE`` for the application,
 because a schema's owner may drop any table in it; the application still creates and owns
 every other table (its migrations need nothing more).
@@ -41,10 +44,24 @@ def _ready(conn: psycopg.Connection) -> bool:
     return found is not None and found[0] is not None
 
 
+def _sequences(conn: psycopg.Connection) -> list[str]:
+    """The audit table's own sequences (its identity column's), quoted; they change owner with
+    the table."""
+    rows = conn.execute(
+        "SELECT d.objid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+        " WHERE d.classid = 'pg_class'::regclass AND d.refobjid = to_regclass(%s)"
+        " AND d.deptype IN ('a', 'i') AND s.relkind = 'S' ORDER BY 1",
+        (f"public.{AUDIT_TABLE}",),
+    ).fetchall()
+    return [name for (name,) in rows]
+
+
 def seal(conn: psycopg.Connection, app_role: str = DEFAULT_APP_ROLE) -> bool:
     """Hand the audit table, its trigger's function and the ``public`` schema to
-    ``AUDIT_OWNER`` (made if missing); the application keeps ``SELECT, INSERT``. ``conn``: a
-    superuser's, on the application's database. False when there is no audit table yet."""
+    ``AUDIT_OWNER`` (made if missing); the application keeps ``SELECT, INSERT`` on the table and
+    ``SELECT`` on its sequence (for ``pg_dump``). ``conn``: a superuser's, on the application's
+    database. False when there is no audit table yet. Running it again (every ``make up``
+    start) brings an older sealed database's grants up to date."""
     if not _ready(conn):
         return False
     owner, app = sql.Identifier(AUDIT_OWNER), sql.Identifier(app_role)
@@ -61,6 +78,10 @@ def seal(conn: psycopg.Connection, app_role: str = DEFAULT_APP_ROLE) -> bool:
             "GRANT USAGE, CREATE ON SCHEMA public TO {app}",
         ):
             conn.execute(sql.SQL(statement).format(table=table, owner=owner, app=app))
+        for sequence in _sequences(conn):  # quoted by regclass; no USAGE or UPDATE (setval)
+            seq = sql.SQL(sequence)
+            conn.execute(sql.SQL("REVOKE ALL ON SEQUENCE {} FROM {}").format(seq, app))
+            conn.execute(sql.SQL("GRANT SELECT ON SEQUENCE {} TO {}").format(seq, app))
     return True
 
 

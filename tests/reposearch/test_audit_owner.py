@@ -37,6 +37,10 @@ ERASERS = [
     "CREATE OR REPLACE FUNCTION accounts_audit_append_only() RETURNS trigger"
     " AS $$ BEGIN RETURN OLD; END; $$ LANGUAGE plpgsql",
     "ALTER SCHEMA public OWNER TO reposearch",
+    # The id sequence is readable (pg_dump reads it), not movable: a rewound sequence would make
+    # every later insert collide with a kept row.
+    "SELECT setval('accounts_auditentry_id_seq', 1)",
+    "ALTER SEQUENCE accounts_auditentry_id_seq RESTART",
 ]
 
 
