@@ -44,15 +44,31 @@ def unreachable_server_message(error: BaseException) -> str | None:
             return None  # the server answers: a real database error, keep its traceback
         return (
             f"cannot reach the database at {redact_url(settings.DATABASE_URL)} ({reason}); "
-            "is make up running with the same REPO_SEARCH_PG_PORT / DATABASE_URL?"
+            + what_to_check("DATABASE_URL", "REPO_SEARCH_PG_PORT")
         )
     if isinstance(error, BrokerError | RedisConnectionError):
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return (
             f"cannot reach the broker at {redact_url(settings.REDIS_URL)} ({reason}); "
-            "is make up running with the same REPO_SEARCH_REDIS_PORT / REDIS_URL?"
+            + what_to_check("REDIS_URL", "REPO_SEARCH_REDIS_PORT")
         )
     return None
+
+
+def what_to_check(url_variable: str, port_variable: str) -> str:
+    """The hint after an unreachable server: the data directory when the passwords ``make up``
+    keeps there are missing (a command run with another ``REPO_SEARCH_DATA_DIR`` connects
+    without them), else the port and URL."""
+    from reposearch.settings.env import missing_credentials, reader
+
+    missing = missing_credentials(reader(), url_variable)
+    if missing is not None:
+        return (
+            f"no {missing.name} (make up's passwords) in {missing.parent}: REPO_SEARCH_DATA_DIR "
+            f"must be the data directory make up uses (and {port_variable} / {url_variable} "
+            "the same)"
+        )
+    return f"is make up running with the same {port_variable} / {url_variable}?"
 
 
 def database_unreachable(url: str) -> str | None:

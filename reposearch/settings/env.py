@@ -305,6 +305,18 @@ def redis_url(env: EnvReader) -> str:
     return env.url("REDIS_URL", default, ("redis", "rediss", "unix"))
 
 
+def missing_credentials(env: EnvReader, url_variable: str) -> Path | None:
+    """The ``credentials.env`` looked for in vain: ``url_variable`` (``DATABASE_URL`` /
+    ``REDIS_URL``) is unset, so its default needs ``make up``'s passwords, and the data
+    directory holds none. None when the URL is set or the passwords are there."""
+    if env.raw(url_variable) is not None:
+        return None
+    root = data_dir(env)
+    if embedded_credentials.read(root) is not None:
+        return None
+    return embedded_credentials.path(root)
+
+
 def redact_url(url: str) -> str:
     """``url`` with its password hidden, for messages."""
     return _redact(url)

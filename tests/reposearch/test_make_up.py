@@ -107,6 +107,22 @@ def test_a_command_that_cannot_reach_the_database_names_the_address() -> None:
     assert "REPO_SEARCH_PG_PORT" in lines[0]
 
 
+def test_a_command_run_with_another_data_directory_names_it(stack: Stack, tmp_path) -> None:
+    env = dict(stack.env)  # make up's ports, but a data directory without its passwords
+    env["REPO_SEARCH_DATA_DIR"] = str(tmp_path)
+    result = manage(env, "users")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    address = f"postgresql://reposearch@127.0.0.1:{stack.pg_port}/"
+    assert f"cannot reach the database at {address}" in lines[0]
+    assert (
+        f"no credentials.env (make up's passwords) in {tmp_path}: REPO_SEARCH_DATA_DIR must be"
+        " the data directory make up uses"
+    ) in lines[0]
+    assert "is make up running" not in lines[0]
+
+
 def test_the_first_start_generates_private_passwords_and_never_prints_them(stack: Stack) -> None:
     from reposearch import embedded_credentials
 
