@@ -3,7 +3,8 @@
 Exit 0 when the process answers, 1 (with one line saying why) when it does not; docker compose
 restarts what stays unhealthy. ``web`` asks ``/api/health`` and counts any answer from Django
 (200, or 503 naming a part that is down elsewhere) as the web being up; ``worker`` pings the
-Celery worker of this host by its node name. Neither needs Django set up for the web check, so
+Celery worker of this host by its node name and, when it does not answer, names the workers that
+did (a wrong ``--prefix`` shows at once). Neither needs Django set up for the web check, so
 the check stays cheap.
 """
 
@@ -14,6 +15,9 @@ import socket
 import sys
 import urllib.error
 import urllib.request
+
+# How long the ping to every worker waits for replies, after the named one did not answer.
+LISTING_TIMEOUT_SECS = 2.0
 
 
 def check_web(url: str, timeout: float) -> str | None:
@@ -37,11 +41,19 @@ def check_worker(name: str, timeout: float) -> str | None:
 
     try:
         replies = app.control.ping(destination=[name], timeout=timeout)
+        if any(name in reply for reply in replies or []):
+            return None
+        # Who did answer, so a wrong --prefix (make up's work@ / embed@ for compose's git@ ...)
+        # shows at once. Only now: a ping to every worker waits its whole timeout.
+        replies = app.control.ping(timeout=min(timeout, LISTING_TIMEOUT_SECS))
     except Exception as error:
         return f"could not ping {name}: {type(error).__name__}: {error}"
-    if not any(name in reply for reply in replies or []):
-        return f"worker {name} did not answer a ping"
-    return None
+    answered = sorted({node for reply in replies or [] for node in reply})
+    if name in answered:
+        return None  # it answered, late
+    if not answered:
+        return f"worker {name} did not answer a ping, and no other worker did"
+    return f"worker {name} did not answer a ping; workers that did: {', '.join(answered)}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     web.add_argument("--url", default="http://127.0.0.1:9000/api/health")
     worker = sub.add_parser("worker")
     worker.add_argument("--name", help="node name (default: <prefix>@<this host>)")
-    worker.add_argument("--prefix", default="celery", help="the part before @ of the node name")
+    worker.add_argument(
+        "--prefix",
+        default="celery",
+        help="the part before @ of the node name: git, index or embed under compose; work or"
+        " embed under make up",
+    )
     parser.add_argument("--timeout", type=float, default=5.0)
     args = parser.parse_args(argv)
     if args.what == "web":

@@ -43,4 +43,11 @@ def test_a_live_worker_answers_its_healthcheck(celery_worker_process) -> None:
     name = next(iter(reply))
     assert _run("worker", "--name", name).returncode == 0
     missing = _run("worker", "--name", "nobody@nowhere")
-    assert missing.returncode == 1 and "did not answer" in missing.stderr
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("unhealthy: worker nobody@nowhere did not answer a ping;")
+    # A mistyped prefix names the workers that answered, so the right name is plain to see.
+    typo = _run("worker", "--prefix", "gti")
+    assert typo.returncode == 1
+    line = typo.stderr.strip()
+    assert f"worker gti@{socket.gethostname()} did not answer a ping" in line
+    assert "workers that did: " in line and name in line.rsplit("workers that did: ", 1)[1]
