@@ -13,7 +13,6 @@ import uuid
 from typing import Any
 
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -201,7 +200,16 @@ class JobDetailView(APIView):
     def get(self, request: Request, job_id: int) -> Response:
         # A job of a repository the account may not see is a 404 like a missing one.
         jobs = IndexJob.objects.filter(repository_filter(viewer_of(request), "repository__"))
-        return Response(IndexJobSerializer(get_object_or_404(jobs, pk=job_id)).data)
+        job = jobs.filter(pk=job_id).first()
+        if job is None:
+            raise ApiError(
+                f"no job with id {job_id}; a job is deleted with its repository, so its"
+                " repository may have been deleted",
+                code="not_found",
+                status_code=404,
+                details={"job": job_id},
+            )
+        return Response(IndexJobSerializer(job).data)
 
 
 class RepositoryJobsView(APIView):

@@ -179,3 +179,22 @@ def test_delete_removes_the_repository_its_rows_and_its_files(
     assert not Repository.objects.filter(pk=created["id"]).exists()
     assert not IndexJob.objects.filter(repository_id=created["id"]).exists()
     assert not checkout.exists()
+
+
+@pytest.mark.django_db
+def test_a_job_of_a_deleted_repository_is_a_404_naming_the_job(
+    api, public_dns, settings, tmp_path
+) -> None:
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    created = api.post("/api/repos", {"url": "https://example.org/d/f.git"}, format="json").json()
+    job_id = created["job"]["id"]
+    assert api.get(f"/api/jobs/{job_id}").status_code == 200
+    assert api.delete(f"/api/repos/{created['id']}").status_code == 204
+    response = api.get(f"/api/jobs/{job_id}")
+    assert response.status_code == 404
+    assert error_of(response) == {
+        "code": "not_found",
+        "message": f"no job with id {job_id}; a job is deleted with its repository, so its"
+        " repository may have been deleted",
+        "details": {"job": job_id},
+    }
