@@ -1,9 +1,10 @@
 """Admin pages of accounts: users and groups (audited), API tokens (revocable, never shown) and
 the audit log (read-only: nobody adds, changes or deletes an entry here).
 
-A user's form shows their reposearch role and sets it through ``accounts.services.roles`` (the
-same rules as the People page and ``manage.py role``); its group list holds visibility groups
-only. Django's per-user "user permissions" are hidden: reposearch decides what an account may
+Administrators (the ``admin`` role) use every page here (``accounts.admin_access``); only a
+superuser makes another. A user's form shows their reposearch role and sets it through
+``accounts.services.roles`` (the same rules as the People page and ``manage.py role``); its group
+list holds visibility groups only. Django's per-user "user permissions" are hidden: reposearch decides what an account may
 do from its role, never from Django's model permissions. Role groups cannot be renamed or
 deleted here, nor can a group that restricts repositories (deleting it would open them to
 every account).
@@ -22,6 +23,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from accounts.actors import Actor
+from accounts.admin_access import AdministratorsManage
 from accounts.admin_audit import AuditedAdmin
 from accounts.audit import client_address, record
 from accounts.errors import PeopleRefused
@@ -31,6 +33,7 @@ from accounts.roles import (
     ROLE_NAMES,
     Role,
     is_role_group,
+    keep_staff_in_step,
     role_from_group_names,
 )
 from accounts.services.roles import check_role_change, held_role, set_role
@@ -87,7 +90,7 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
 
 
 @admin.register(User)
-class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
+class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     form = RoleUserChangeForm
     fieldsets = (
         (None, {"fields": ("username", "password")}),
@@ -100,7 +103,9 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
                     "What this account may do in reposearch comes from its role; which "
                     "restricted repositories it sees, from its visibility groups. Django's "
                     "per-model permissions are not used by reposearch and are not shown. "
-                    "'Staff status' opens this admin site, whose pages superusers see."
+                    "'Staff status' opens this admin site: giving the admin role sets it and "
+                    "taking the role away clears it; administrators use every page here. Only "
+                    "a superuser makes another superuser."
                 ),
             },
         ),
@@ -121,6 +126,12 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
         return super().get_queryset(request).prefetch_related("groups")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if not getattr(request.user, "is_superuser", False):
+            fields += ("is_superuser",)  # an administrator cannot make anyone a superuser
+        return fields
+
     @admin.display(description="role")
     def role(self, user: User) -> str:
         names = {group.name for group in user.groups.all()}
@@ -137,10 +148,11 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
         role = form.cleaned_data.get("role")
         if change and role and "role" in form.changed_data and not form.fields["role"].disabled:
             set_role(form.actor, user, Role.parse(role))
+        keep_staff_in_step(user, was_admin=False)  # an administrator keeps 'Staff status'
 
 
 @admin.register(Group)
-class AuditedGroupAdmin(AuditedAdmin, GroupAdmin):
+class AuditedGroupAdmin(AdministratorsManage, AuditedAdmin, GroupAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None and is_role_group(obj.name):
             return ("name",)  # the name is what grants the role
@@ -158,7 +170,7 @@ class AuditedGroupAdmin(AuditedAdmin, GroupAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(AdministratorsManage, admin.ModelAdmin):
     list_display = ("name", "user", "scope", "prefix", "created_at", "expires_at",
                     "last_used_at", "revoked_at")  # fmt: skip
     list_filter = ("scope",)
@@ -197,7 +209,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(AdministratorsManage, admin.ModelAdmin):
     list_display = ("at", "actor", "token_name", "action", "target", "address", "outcome")
     list_filter = ("outcome", "action")
     search_fields = ("actor", "action", "target")

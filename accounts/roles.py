@@ -4,7 +4,9 @@ A role is membership of a Django group (``ROLE_GROUPS``), so the People page, ``
 the admin, the reverse-proxy header and OpenID Connect group claims all grant roles the same way;
 superusers are administrators. The role groups exist from migration ``accounts.0003`` (and are
 made again when a role is granted, should someone delete one). A token's scope narrows its
-user's role, never widens it.
+user's role, never widens it. Administrators open Django's admin: ``is_staff`` is set when an
+account becomes one and cleared when it stops being one (``keep_staff_in_step``), whichever way
+the role changed; what they may do there comes from the role (``accounts.admin_access``).
 
 There is no ``reposearch-read`` group, on purpose: every active account reads, so a read group
 would be one every account must join (accounts made at sign-in by a proxy or an identity
@@ -69,14 +71,27 @@ def role_of(user: Any) -> Role | None:
     return role
 
 
+def keep_staff_in_step(user: Any, was_admin: bool) -> None:
+    """Set ``is_staff`` (Django's "may open the admin") on an account that is an administrator
+    now, clear it on one that just stopped being one; leave it alone otherwise (a superuser may
+    open the admin to another account). ``was_admin``: whether it was one before the change."""
+    is_admin = user.is_superuser or user.groups.filter(name=GROUP_OF_ROLE[Role.ADMIN]).exists()
+    staff = True if is_admin else (False if was_admin else user.is_staff)
+    if staff != user.is_staff:
+        user.is_staff = staff
+        user.save(update_fields=["is_staff"])
+
+
 def grant_role(user: Any, role: Role) -> None:
-    """Make ``user`` hold exactly ``role`` (through the role groups)."""
+    """Make ``user`` hold exactly ``role`` (through the role groups), ``is_staff`` in step."""
     from django.contrib.auth.models import Group
 
+    was_admin = user.is_superuser or user.groups.filter(name=GROUP_OF_ROLE[Role.ADMIN]).exists()
     for name in ROLE_GROUPS:
         user.groups.remove(*Group.objects.filter(name=name))
     if role in GROUP_OF_ROLE:
         group, _ = Group.objects.get_or_create(name=GROUP_OF_ROLE[role])
         user.groups.add(group)
+    keep_staff_in_step(user, was_admin)
     if hasattr(user, "_reposearch_role"):
         del user._reposearch_role

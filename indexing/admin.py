@@ -15,6 +15,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
 from accounts.actors import Actor
+from accounts.admin_access import AdministratorsManage
 from accounts.admin_audit import AuditedAdmin
 from accounts.audit import client_address, record
 from accounts.roles import Role, role_of
@@ -38,7 +39,7 @@ def _file_view_url(repository_id: Any, path: str, start: int = 0, end: int = 0) 
     return f"{reverse('frontend:file', args=[repository_id])}?{urlencode(query)}{anchor}"
 
 
-class IndexJobInline(admin.TabularInline):
+class IndexJobInline(AdministratorsManage, admin.TabularInline):
     model = IndexJob
     extra = 0
     can_delete = False
@@ -86,7 +87,7 @@ class RepositoryAddForm(forms.ModelForm):
 
 
 @admin.register(Repository)
-class RepositoryAdmin(AuditedAdmin, admin.ModelAdmin):
+class RepositoryAdmin(AdministratorsManage, AuditedAdmin, admin.ModelAdmin):
     list_display = ("name", "url", "branch", "status", "file_count", "chunk_count",
                     "embedded_count", "last_indexed_commit", "updated_at")  # fmt: skip
     list_filter = ("status", "last_indexed_at", "managed_by_file")
@@ -211,7 +212,7 @@ JOB_JSON_FIELDS = ("stage_timings", "failures", "skipped_files")  # drawn as tab
 
 
 @admin.register(IndexJob)
-class IndexJobAdmin(AuditedAdmin, admin.ModelAdmin):
+class IndexJobAdmin(AdministratorsManage, AuditedAdmin, admin.ModelAdmin):
     list_display = ("title", "kind", "state", "files_done", "files_skipped", "chunks_total",
                     "chunks_embedded", "duration", "error_summary", "created_at")  # fmt: skip
     list_display_links = ("title",)
@@ -292,7 +293,7 @@ class IndexJobAdmin(AuditedAdmin, admin.ModelAdmin):
 
 
 @admin.register(SourceFile)
-class SourceFileAdmin(admin.ModelAdmin):
+class SourceFileAdmin(AdministratorsManage, admin.ModelAdmin):
     list_display = (
         "path",
         "repository",
@@ -323,7 +324,7 @@ class SourceFileAdmin(admin.ModelAdmin):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(AdministratorsManage, admin.ModelAdmin):
     list_display = ("path", "start_line", "end_line", "symbol", "kind", "language", "repository")
     list_filter = (
         "language",

@@ -5,12 +5,13 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
+from accounts.admin_access import AdministratorsManage
 from accounts.admin_audit import AuditedAdmin
 from llm.models import ModelConfig
 
 
 @admin.register(ModelConfig)
-class ModelConfigAdmin(AuditedAdmin, admin.ModelAdmin):
+class ModelConfigAdmin(AdministratorsManage, AuditedAdmin, admin.ModelAdmin):
     list_display = ("__str__", "provider", "chat_model", "embedding_provider", "updated_at")
     readonly_fields = ("updated_at",)
 

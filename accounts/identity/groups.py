@@ -117,15 +117,18 @@ def sync_groups(
     from django.contrib.auth.models import Group
 
     from accounts.audit import record
+    from accounts.roles import GROUP_OF_ROLE, Role, keep_staff_in_step
 
     wanted = mapped_group_names(names)
     held = set(user.groups.values_list("name", flat=True))
+    was_admin = user.is_superuser or GROUP_OF_ROLE[Role.ADMIN] in held
     added = sorted(wanted - held)
     removed = sorted(held - wanted)
     if removed:
         user.groups.remove(*Group.objects.filter(name__in=removed))
     for name in added:
         user.groups.add(Group.objects.get_or_create(name=name)[0])
+    keep_staff_in_step(user, was_admin)  # an administrator opens the admin, a former one not
     if hasattr(user, "_reposearch_role"):
         del user._reposearch_role  # accounts.roles caches the role on the instance
     changes = GroupChanges(tuple(added), tuple(removed))

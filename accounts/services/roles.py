@@ -80,8 +80,9 @@ def check_role_change(actor: Actor, user: Any, wanted: Role) -> RoleChange:
     name = user.get_username()
     if user.is_superuser and wanted < Role.ADMIN:
         raise PeopleRefused(
-            f"{name} is a superuser, an administrator whatever their role; clear "
-            "'Superuser status' in the admin (/admin/) first to give them a smaller role",
+            f"{name} is a superuser, an administrator whatever their role; a superuser "
+            "clears their 'Superuser status' in the admin (/admin/) first to give them a "
+            "smaller role",
             code="superuser",
         )
     if wanted < Role.ADMIN and before == Role.ADMIN:

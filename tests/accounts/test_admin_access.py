@@ -1,0 +1,154 @@
+"""Administrators use Django's admin, whichever way they became administrators.
+
+The People page sends administrators to the admin's *Add user* and *Repositories* pages; an
+account made an administrator with ``manage.py role grant``, on the People page or by the
+identity provider's groups opens them (``is_staff`` set with the role, cleared when it goes),
+and may do there what a superuser may, short of making superusers.
+"""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from django.test import Client
+
+from accounts.identity.groups import sync_groups
+from accounts.models import AuditEntry
+from accounts.roles import Role, role_of
+from indexing.models import Repository
+from tests.accounts.test_admin_roles import form_data
+from tests.accounts_support import make_account
+
+pytestmark = pytest.mark.django_db
+NOT_AUTHORIZED = "but are not authorized to access this page"
+
+
+def signed_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def fresh(user: User) -> User:
+    return User.objects.get(pk=user.pk)
+
+
+def admin_links(html: str) -> list[str]:
+    return re.findall(r'href="(/admin/[^"]*)"', html)
+
+
+def test_an_administrator_made_by_the_role_command_uses_the_admin_pages_the_people_page_links() -> (
+    None
+):
+    make_account("admin", username="ada")
+    carol = make_account("read", username="carol")
+    call_command("role", "grant", "carol", "admin")
+    client = signed_in(fresh(carol))
+
+    people = client.get("/people/").content.decode()
+    links = admin_links(people)
+    assert "/admin/auth/user/add/" in links and "/admin/indexing/repository/" in links
+    assert 'href="/admin/"' in client.get("/").content.decode()  # the header's Admin link
+
+    add_page = client.get("/admin/auth/user/add/")
+    assert add_page.status_code == 200, add_page.content.decode()[:2000]
+    assert NOT_AUTHORIZED not in add_page.content.decode()
+    made = client.post(
+        "/admin/auth/user/add/",
+        {"username": "erin", "password1": "a long enough password", "password2": "a long enough password",
+         "usable_password": "true"},
+    )  # fmt: skip
+    assert made.status_code == 302, made.content.decode()[:3000]
+    erin = User.objects.get(username="erin")
+    assert role_of(erin) == Role.READ and not erin.is_staff
+    assert AuditEntry.objects.filter(action="admin.auth.user.add", actor="carol").exists()
+
+    # The Repositories page, where an administrator restricts a repository to groups.
+    team = Group.objects.create(name="team-a")
+    vault = Repository.objects.create(url="https://example.org/acme/vault.git", name="acme/vault")
+    assert client.get("/admin/indexing/repository/").status_code == 200
+    url = f"/admin/indexing/repository/{vault.pk}/change/"
+    data = form_data(client.get(url))
+    data["visible_to_groups"] = [str(team.pk)]
+    assert client.post(url, data).status_code == 302
+    assert list(vault.visible_to_groups.values_list("name", flat=True)) == ["team-a"]
+    entry = AuditEntry.objects.get(action="repository.visibility")
+    assert entry.actor == "carol" and entry.details["to"] == ["team-a"]
+
+
+def test_revoking_the_role_closes_the_admin_again() -> None:
+    make_account("admin", username="ada")
+    carol = make_account("read", username="carol")
+    call_command("role", "grant", "carol", "admin")
+    assert fresh(carol).is_staff
+    call_command("role", "revoke", "carol")
+    assert not fresh(carol).is_staff
+    client = signed_in(fresh(carol))
+    response = client.get("/admin/auth/user/add/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert 'href="/admin/"' not in client.get("/").content.decode()
+
+
+def test_the_people_pages_role_form_sets_and_clears_staff_status() -> None:
+    ada = make_account("admin", username="ada")
+    dana = make_account("write", username="dana")
+    client = signed_in(ada)
+    client.post(f"/people/{dana.pk}/role", {"role": "admin"})
+    assert role_of(fresh(dana)) == Role.ADMIN and fresh(dana).is_staff
+    assert signed_in(fresh(dana)).get("/admin/auth/user/").status_code == 200
+    client.post(f"/people/{dana.pk}/role", {"role": "write"})
+    assert role_of(fresh(dana)) == Role.WRITE and not fresh(dana).is_staff
+
+
+def test_groups_from_the_identity_provider_set_and_clear_staff_status() -> None:
+    fay = make_account("read", username="fay")
+    sync_groups(fay, ["reposearch-admin", "team-a"], "oidc")
+    assert fresh(fay).is_staff
+    assert signed_in(fresh(fay)).get("/admin/").status_code == 200
+    sync_groups(fresh(fay), ["team-a"], "oidc")
+    assert not fresh(fay).is_staff
+
+
+def test_an_administrator_cannot_make_anyone_a_superuser_or_drop_an_administrators_staff() -> None:
+    carol = make_account("admin", username="carol")
+    dana = make_account("admin", username="dana")
+    client = signed_in(carol)
+    url = f"/admin/auth/user/{dana.pk}/change/"
+    page = client.get(url)
+    assert page.status_code == 200
+    assert 'name="is_superuser"' not in page.content.decode()
+    data = form_data(page)
+    data["groups"] = []  # what a browser sends: the box offers no role group
+    data["is_superuser"] = "on"
+    data.pop("is_staff", None)  # unticked
+    assert client.post(url, data).status_code == 302
+    dana = fresh(dana)
+    assert not dana.is_superuser
+    assert dana.is_staff  # an administrator keeps it while the role lasts
+
+
+def test_staff_who_are_not_administrators_see_only_what_their_permissions_allow() -> None:
+    writer = make_account("write", username="wren")
+    writer.is_staff = True
+    writer.save()
+    response = signed_in(writer).get("/admin/auth/user/")
+    assert response.status_code == 403
+
+
+def test_the_migration_makes_existing_administrators_staff() -> None:
+    migration = __import__("accounts.migrations.0005_administrators_are_staff", fromlist=["x"])
+    ada = make_account("admin", username="ada")
+    reader = make_account("read", username="rory")
+    User.objects.filter(pk=ada.pk).update(is_staff=False)  # as grant_role left it before
+    root = User.objects.create_superuser("root", password="x-very-long-password")
+    User.objects.filter(pk=root.pk).update(is_staff=False)
+
+    editor = SimpleNamespace(connection=SimpleNamespace(alias="default"))  # what it reads
+    migration.administrators_are_staff(apps, editor)
+    assert fresh(ada).is_staff and fresh(root).is_staff and not fresh(reader).is_staff
