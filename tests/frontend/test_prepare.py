@@ -41,3 +41,23 @@ def test_prepare_does_every_start_step_and_a_second_run_changes_nothing(  # type
     call_command("prepare", stdout=out)
     assert "0 add, 0 update, 0 remove, 1 unchanged (applied)" in out.getvalue()
     assert User.objects.count() == 1 and Repository.objects.count() == 1
+
+
+def test_a_repository_file_it_cannot_apply_is_reported_and_the_start_goes_on(  # type: ignore[no-untyped-def]
+    settings, tmp_path: Path
+) -> None:
+    settings.REPO_SEARCH_DATA_DIR = tmp_path
+    settings.STATIC_ROOT = tmp_path / "static"
+    settings.REPO_SEARCH_REPOS_FILE = str(tmp_path / "nonexist.yaml")
+    err = io.StringIO()
+    call_command("prepare", stdout=io.StringIO(), stderr=err)  # no CommandError: the site starts
+    assert err.getvalue() == (
+        f"reposearch: {tmp_path}/nonexist.yaml: cannot read it: No such file or directory\n"
+        "the repository file was not applied; nothing was changed\n"
+    )
+    assert User.objects.get(username="admin")  # the steps before it ran
+
+    settings.REPO_SEARCH_REPOS_FILE = None  # none configured: nothing to apply, nothing said
+    err = io.StringIO()
+    call_command("prepare", stdout=io.StringIO(), stderr=err)
+    assert err.getvalue() == ""

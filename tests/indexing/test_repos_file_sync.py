@@ -190,15 +190,25 @@ def test_not_yaml_and_a_missing_list_are_refused_with_a_line(tmp_path: Path) -> 
     assert "other.yaml:2: unknown field 'repos'" in str(refused.value)
 
 
-def test_from_settings_reports_an_invalid_file_without_failing_the_start(
+def test_from_settings_refuses_a_file_it_cannot_apply_as_the_file_itself_is(
     tmp_path: Path, settings
 ) -> None:
+    # Exit status 1 (CommandError), as `sync_repos FILE`; `prepare` reports it and starts anyway.
     settings.REPO_SEARCH_REPOS_FILE = str(write(tmp_path / "r.yaml", "repositories: 3\n"))
-    err = StringIO()
-    call_command("sync_repos", "--from-settings", stdout=StringIO(), stderr=err)
-    assert "r.yaml:1: repositories must be a list" in err.getvalue()
+    with pytest.raises(CommandError, match=r"r.yaml:1: repositories must be a list"):
+        call_command("sync_repos", "--from-settings", stdout=StringIO())
+    settings.REPO_SEARCH_REPOS_FILE = str(tmp_path / "nonexist.yaml")
+    with pytest.raises(CommandError) as unreadable:
+        call_command("sync_repos", "--from-settings", stdout=StringIO())
+    assert "nonexist.yaml: cannot read it: No such file or directory" in str(unreadable.value)
+    assert "the repository file was not applied; nothing was changed" in str(unreadable.value)
     settings.REPO_SEARCH_REPOS_FILE = None
-    call_command("sync_repos", "--from-settings", stdout=StringIO())  # unset: nothing to do
+    with pytest.raises(CommandError) as unset:
+        call_command("sync_repos", "--from-settings", stdout=StringIO())
+    assert str(unset.value) == (
+        "REPO_SEARCH_REPOS_FILE is not set, so there is no repository file to apply: set it to"
+        " the file's path, or give the file: sync_repos FILE"
+    )
 
 
 def test_from_settings_applies_the_file_at_start_and_the_beat_check_then_sees_no_change(

@@ -5,7 +5,10 @@ and the repository file of the settings (``REPO_SEARCH_REPOS_FILE``).
 ``make up`` and compose's ``migrate`` service run it before the web server and the workers
 start. Each step is the command of its own name (``migrate``, ``collectstatic``,
 ``initial_admin``, ``sync_repos --from-settings``), run as that command runs: one process saves
-the three extra start-ups of Django (about 3 s of CPU each on two cores).
+the three extra start-ups of Django (about 3 s of CPU each on two cores). The repository file is
+the one step that never stops the start: without ``REPO_SEARCH_REPOS_FILE`` it is skipped, and a
+file ``sync_repos`` refuses (unreadable, invalid) is reported on stderr while the site starts
+with the repositories it has.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from reposearch.data_folder import private_folder
 
@@ -38,4 +41,8 @@ class Command(BaseCommand):
             private_folder(static)  # as the data directory's other folders: private from the start
         call_command("collectstatic", interactive=False, verbosity=0, **out)
         call_command("initial_admin", **out)
-        call_command("sync_repos", from_settings=True, **out)
+        if settings.REPO_SEARCH_REPOS_FILE:
+            try:
+                call_command("sync_repos", from_settings=True, **out)
+            except CommandError as refusal:  # the beat check applies the file once it is fixed
+                out["stderr"].write(f"reposearch: {refusal}\n")

@@ -1,10 +1,11 @@
 """``manage.py sync_repos FILE [--dry-run]`` / ``--from-settings``: apply a repository file.
 
 Prints the plan, one line per repository (add / update / remove / unchanged), then applies it
-unless ``--dry-run``. An invalid file is refused with every problem and its line, and nothing
-is changed (exit status 1). ``--from-settings`` applies ``REPO_SEARCH_REPOS_FILE`` (nothing
-when it is unset); it is what ``make up`` and compose's ``migrate`` run at start, so an invalid
-file is reported on stderr without stopping the server from starting (exit status 0).
+unless ``--dry-run``. An invalid or unreadable file is refused with every problem and its line,
+and nothing is changed (exit status 1). ``--from-settings`` applies ``REPO_SEARCH_REPOS_FILE``
+the same way, and is refused (exit status 1) when it is unset: there is nothing to apply.
+``manage.py prepare`` (``make up``, compose's ``migrate``) runs this step at start and reports a
+refusal without stopping the server from starting.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", nargs="?", help="the repository file (YAML, or .json)")
         parser.add_argument(
-            "--from-settings", action="store_true", help="apply REPO_SEARCH_REPOS_FILE"
+            "--from-settings",
+            action="store_true",
+            help="apply REPO_SEARCH_REPOS_FILE (refused when it is unset)",
         )
         parser.add_argument("--dry-run", action="store_true", help="print the plan only")
 
@@ -38,16 +41,16 @@ class Command(BaseCommand):
         if from_settings:
             path = settings.REPO_SEARCH_REPOS_FILE
             if not path:
-                return  # no declarative set configured
+                raise CommandError(
+                    "REPO_SEARCH_REPOS_FILE is not set, so there is no repository file to apply:"
+                    " set it to the file's path, or give the file: sync_repos FILE"
+                )
         try:
             result = sync_repository_file(path, dry_run=options["dry_run"])
         except RepositoryFileInvalid as refusal:
             if not options["dry_run"]:
                 record_refusal(path, refusal)
             message = f"{refusal}\nthe repository file was not applied; nothing was changed"
-            if from_settings:
-                self.stderr.write(f"reposearch: {message}")
-                return
             raise CommandError(message) from None
         for change in result.plan.changes:
             self.stdout.write(change.describe())
