@@ -10,7 +10,8 @@ which a job could not give up while the transaction hid the cancellation).
 
 ``check_repository_file`` is the beat task's body: it reconciles ``REPO_SEARCH_REPOS_FILE``
 when its modification time, size or SHA-256 differ from what was last seen
-(``RepositoryFileState``).
+(``RepositoryFileState``). It says nothing when no file is set, and logs a file it cannot read
+or apply once, not at every check.
 """
 
 from __future__ import annotations
@@ -174,7 +175,11 @@ def check_repository_file() -> str:
             return "unchanged"
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError as error:
-        logger.warning("repository file %s cannot be read: %s", path, error.strerror)
+        refusal = RepositoryFileInvalid(path, [Problem(0, f"cannot read it: {error.strerror}")])
+        # Said once per reason (kept as the state's error), not at every check while it lasts.
+        if state is None or state.error != str(refusal):
+            logger.warning("repository file not applied: %s", refusal)
+            record_refusal(path, refusal)
         return "unreadable"
     if state is not None and state.sha256 == digest:
         RepositoryFileState.objects.filter(pk=state.pk).update(mtime_ns=mtime_ns, size=size)

@@ -5,6 +5,7 @@ nothing then, never prunes a repository added by hand, and the beat check applie
 from __future__ import annotations
 
 import json
+import logging
 from io import StringIO
 from pathlib import Path
 
@@ -245,6 +246,28 @@ def test_the_beat_check_applies_the_file_when_it_changes(
         assert check_repository_file() == "applied: 1 add, 0 update, 1 remove, 0 unchanged"
     assert list(Repository.objects.values_list("url", flat=True)) == [B]
     assert RepositoryFileState.objects.get(path=str(path)).error == ""
+
+
+def test_the_beat_check_is_silent_without_a_file_and_names_a_missing_one_once(
+    tmp_path: Path, settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="indexing.repository_sets.reconcile")
+    settings.REPO_SEARCH_REPOS_FILE = None
+    assert check_repository_file() == "off"
+    assert caplog.records == []
+
+    path = tmp_path / "repos.yaml"
+    settings.REPO_SEARCH_REPOS_FILE = str(path)
+    said = f"repository file not applied: {path}: cannot read it: No such file or directory"
+    assert [check_repository_file() for _ in range(3)] == ["unreadable"] * 3
+    assert [record.getMessage() for record in caplog.records] == [said]  # not every minute
+
+    write(path, f"repositories:\n  - url: {A}\n")  # it appears: applied at the next check
+    assert check_repository_file() == "applied: 1 add, 0 update, 0 remove, 0 unchanged"
+    path.unlink()  # gone again: said again, once
+    caplog.clear()
+    assert [check_repository_file() for _ in range(2)] == ["unreadable"] * 2
+    assert [record.getMessage() for record in caplog.records] == [said]
 
 
 def test_a_file_that_would_pass_the_repository_limit_adds_none(tmp_path: Path, settings) -> None:
