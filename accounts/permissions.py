@@ -5,7 +5,9 @@ reads (GET, HEAD, OPTIONS) need ``read`` and every other method ``write``. Searc
 POSTs but reads. ``REPO_SEARCH_ANONYMOUS_READ=1`` lets anonymous requests through where
 ``read`` is enough, unless the view sets ``anonymous_read = False`` (a personal resource such
 as tokens); writes are never anonymous. Anonymous and refused requests get 401 (with
-``WWW-Authenticate: Bearer``), signed-in ones without the role 403.
+``WWW-Authenticate: Bearer``), signed-in ones without the role 403, whose message says whether
+the account's role or the token's scope fell short (tokens are ``read`` unless made wider), and
+how to get a token that would do.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.urls import reverse
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
@@ -37,6 +40,25 @@ def required_role(view: Any, method: str) -> Role:
     return Role.READ if method in SAFE_METHODS else Role.WRITE
 
 
+def role_refusal(request: Any, needed: Role, role: Role) -> str:
+    """Why a signed-in request acting as ``role`` may not do what needs ``needed``: the token's
+    scope when its account holds enough (with where to make a token of the needed scope), else
+    the account's role."""
+    token = getattr(request, "auth", None)
+    if isinstance(token, ApiToken):
+        account = role_of(token.user)
+        if account is not None and account >= needed:
+            name = token.user.get_username()
+            return (
+                f"this needs the {needed.label} role; this token ({token.name!r}) has scope "
+                f"{token.scope}, though its account {name} holds {account.label} (tokens have "
+                f"scope read unless made with another): make a token with scope {needed.label} "
+                f"on the Tokens page ({reverse('frontend:tokens')}) or with "
+                f"'manage.py createtoken {name} NAME --scope {needed.label}'"
+            )
+    return f"this needs the {needed.label} role; your account's role is {role.label}"
+
+
 class RolePermission(BasePermission):
     message = "your account's role does not allow this"
 
@@ -50,6 +72,6 @@ class RolePermission(BasePermission):
                 and getattr(view, "anonymous_read", True)
             )
         if role < needed:
-            self.message = f"this needs the {needed.label} role; you act as {role.label}"
+            self.message = role_refusal(request, needed, role)
             return False
         return True

@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.management.commands.createtoken import Command as CreateToken
 from accounts.models import ApiToken, AuditEntry
 from accounts.roles import Role, grant_role
 from tests.accounts_support import make_account, token_client
@@ -192,3 +193,44 @@ def test_createtoken_refuses_clearly(args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=message):
         call_command("createtoken", *args, stdout=io.StringIO())
     assert ApiToken.objects.count() == 0
+
+
+def test_a_403_from_the_tokens_scope_names_the_scope_and_how_to_make_a_wider_token() -> None:
+    make_account("write", username="bob")
+    out = io.StringIO()
+    call_command("createtoken", "bob", "cli", stdout=out)  # no --scope: read
+    refused = _with(out.getvalue().strip()).post(
+        "/api/repos", {"url": "https://example.org/team/new.git"}, format="json"
+    )
+    assert refused.status_code == 403
+    message = refused.json()["error"]["message"]
+    assert "this token ('cli') has scope read, though its account bob holds write" in message
+    assert "Tokens page (/tokens/)" in message
+    assert "'manage.py createtoken bob NAME --scope write'" in message
+    # The command it names makes a token that is allowed.
+    out = io.StringIO()
+    call_command("createtoken", "bob", "cli-write", "--scope", "write", stdout=out)
+    assert _with(out.getvalue().strip()).post("/api/repos/nope/reindex").status_code == 404
+
+
+def test_a_403_from_the_accounts_role_names_the_role_and_no_token() -> None:
+    reader = token_client("read")
+    refused = reader.post("/api/repos/nope/reindex")
+    assert refused.status_code == 403
+    message = refused.json()["error"]["message"]
+    assert message == "this needs the write role; your account's role is read"
+    # A session has no token: the account's role is what falls short.
+    session = APIClient()
+    session.force_login(make_account("write"))
+    refused = session.get("/api/audit")
+    assert refused.json()["error"]["message"] == (
+        "this needs the admin role; your account's role is write"
+    )
+
+
+def test_createtokens_help_says_the_default_scope_is_read() -> None:
+    out = io.StringIO()
+    CreateToken().create_parser("manage.py", "createtoken").print_help(out)
+    text = " ".join(out.getvalue().split())
+    assert "can only read unless given --scope write or admin" in text
+    assert "(default: read)" in text

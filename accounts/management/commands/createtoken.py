@@ -1,6 +1,7 @@
 """``manage.py createtoken USER NAME [--scope read|write|admin] [--expires-in-days N]``.
 
-Prints the secret (shown only this once). The scope may not exceed USER's role. Audited as
+Prints the secret (shown only this once). The scope is ``read`` unless ``--scope`` says
+otherwise, whatever USER's role, and may not exceed that role. Audited as
 ``token.create`` with USER as the owner and this command as the actor.
 """
 
@@ -18,12 +19,20 @@ from accounts.services.roles import find_account
 
 
 class Command(BaseCommand):
-    help = "Create an API token for an account and print its secret (shown only this once)."
+    help = (
+        "Create an API token for an account and print its secret (shown only this once). The"
+        " token can only read unless given --scope write or admin, whatever the account's role."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("name", help="What the token is for, e.g. 'ci' or 'claude-code'.")
-        parser.add_argument("--scope", choices=ROLE_NAMES, default="read")
+        parser.add_argument(
+            "--scope",
+            choices=ROLE_NAMES,
+            default="read",
+            help="What the token may do (default: read); at most the account's role.",
+        )
         parser.add_argument("--expires-in-days", type=int, default=None)
 
     def handle(self, *args: Any, **options: Any) -> None:
