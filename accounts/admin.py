@@ -36,7 +36,12 @@ from accounts.roles import (
     keep_staff_in_step,
     role_from_group_names,
 )
-from accounts.services.roles import check_role_change, held_role, set_role
+from accounts.services.roles import (
+    check_role_change,
+    held_role,
+    record_refused_role_change,
+    set_role,
+)
 from accounts.tokens import revoke_token
 
 ROLE_HELP = (
@@ -85,6 +90,7 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
             try:
                 check_role_change(self.actor, self.instance, Role.parse(role))
             except PeopleRefused as error:
+                record_refused_role_change(self.actor, self.instance, role, error)
                 self.add_error("role", error.message)
         return data
 

@@ -2,7 +2,9 @@
 
 A role is membership of one role group (``accounts.roles``); revoking is going back to ``read``.
 Refused: lowering a superuser (they are administrators whatever their groups), lowering one's own
-role, and leaving the server without an active administrator.
+role, and leaving the server without an active administrator. A refused change is recorded too
+(``account.role``, outcome ``refused``, with the reason), from every path: the People page,
+``manage.py role``, the admin's user form.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from django.db.models import Q
 
 from accounts.actors import Actor
 from accounts.errors import PeopleRefused, UnknownAccount
+from accounts.models import AuditOutcome
 from accounts.roles import GROUP_OF_ROLE, Role, grant_role, role_from_group_names
 
 
@@ -99,10 +102,37 @@ def check_role_change(actor: Actor, user: Any, wanted: Role) -> RoleChange:
     return RoleChange(name, before, wanted)
 
 
-@transaction.atomic
+def record_refused_role_change(actor: Actor, user: Any, wanted: str, error: PeopleRefused) -> None:
+    """The audit row of a role change refused with ``error`` (nothing else is written)."""
+    actor.record(
+        "account.role",
+        user.get_username(),
+        {
+            "from": held_role(user).label,
+            "to": wanted,
+            "error": error.code,
+            "message": error.message,
+        },
+        outcome=AuditOutcome.REFUSED,
+    )
+
+
 def set_role(actor: Actor, user: Any, role: Role | str) -> RoleChange:
-    """Make ``user`` hold exactly ``role``; audited as ``account.role`` when it changes."""
-    wanted = role if isinstance(role, Role) else parse_role(role)
+    """Make ``user`` hold exactly ``role``; audited as ``account.role`` when it changes, and
+    when it is refused (the refusal raised again after its row is written)."""
+    try:
+        wanted = role if isinstance(role, Role) else parse_role(role)
+        return _set_role(actor, user, wanted)
+    except PeopleRefused as error:
+        # Outside _set_role's transaction, which the refusal rolled back.
+        record_refused_role_change(
+            actor, user, role.label if isinstance(role, Role) else str(role)[:20], error
+        )
+        raise
+
+
+@transaction.atomic
+def _set_role(actor: Actor, user: Any, wanted: Role) -> RoleChange:
     # Serialise role changes so two administrators cannot demote each other at once.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext('reposearch:roles'))")

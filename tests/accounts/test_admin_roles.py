@@ -116,6 +116,9 @@ def test_the_admin_form_refuses_to_demote_the_last_administrator() -> None:
     assert response.status_code == 200  # the form again, with the reason
     assert "you cannot lower your own role" in response.content.decode()
     assert role_of(fresh(ada)) == Role.ADMIN
+    entry = AuditEntry.objects.get(action="account.role")  # the refusal is on record
+    assert (entry.actor, entry.target, entry.outcome) == ("ada", "ada", "refused")
+    assert entry.details["error"] == "own_role" and entry.details["via"] == "admin"
 
 
 def test_staff_who_are_not_administrators_cannot_give_roles() -> None:

@@ -131,7 +131,25 @@ def test_refusals_are_shown_and_change_nothing() -> None:
     above = client.post(f"/people/{dana.pk}/tokens", {"name": "x", "scope": "admin"}, follow=True)
     assert "admin is above dana's role (read)" in shown_messages(above)[0]
     assert client.post("/people/999999/role", {"role": "write"}).status_code == 404
-    assert not AuditEntry.objects.exists()
+    assert not AuditEntry.objects.filter(outcome="ok").exists()  # nothing changed
+    # The refused role changes are on record (tests below); nothing else.
+    assert set(AuditEntry.objects.values_list("action", "outcome")) == {("account.role", "refused")}
+
+
+def test_a_refused_self_demotion_is_recorded_with_its_reason() -> None:
+    ada = make_account("admin", username="ada")
+    make_account("admin", username="bea")  # so that only the self-demotion rule refuses
+    signed_in(ada).post(f"/people/{ada.pk}/role", {"role": "read"})
+    assert role_of(fresh(ada)) == Role.ADMIN
+    entry = AuditEntry.objects.get(action="account.role")
+    assert (entry.actor, entry.target, entry.outcome) == ("ada", "ada", "refused")
+    assert entry.details == {
+        "from": "admin",
+        "to": "read",
+        "error": "own_role",
+        "message": "you cannot lower your own role; another administrator can",
+        "via": "people page",
+    }
 
 
 def test_visibility_groups_are_created_and_people_added_and_removed() -> None:

@@ -112,7 +112,20 @@ def test_role_refuses_clearly_and_changes_nothing(args: list[str], message: str)
     root.save()
     with pytest.raises(CommandError, match=message):
         run(*args)
-    assert not AuditEntry.objects.filter(action="account.role").exists()
+    assert not AuditEntry.objects.filter(action="account.role", outcome="ok").exists()
+    assert role_of(User.objects.get(username="ada")) == Role.ADMIN
+
+
+def test_a_refused_role_change_is_recorded_with_its_reason() -> None:
+    make_account("admin", username="ada")
+    with pytest.raises(CommandError, match="ada is the last active administrator"):
+        run("role", "revoke", "ada")
+    entry = AuditEntry.objects.get(action="account.role")
+    assert (entry.actor, entry.target, entry.outcome) == ("", "ada", "refused")
+    assert entry.details["from"] == "admin" and entry.details["to"] == "read"
+    assert entry.details["error"] == "last_admin"
+    assert entry.details["message"].startswith("ada is the last active administrator")
+    assert entry.details["via"] == "manage.py role revoke"
     assert role_of(User.objects.get(username="ada")) == Role.ADMIN
 
 
