@@ -7,7 +7,7 @@ superuser makes another. A user's form shows their reposearch role and sets it t
 list holds visibility groups only. Django's per-user "user permissions" are hidden: reposearch decides what an account may
 do from its role, never from Django's model permissions. Role groups cannot be renamed or
 deleted here, nor can a group that restricts repositories (deleting it would open them to
-every account).
+every account); trying to says which, and what to do instead (``kept_because``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.forms import UserChangeForm
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 
 from accounts.actors import Actor
 from accounts.admin_access import AdministratorsManage
@@ -43,6 +45,7 @@ from accounts.services.roles import (
     set_role,
 )
 from accounts.tokens import revoke_token
+from reposearch.views import error_response
 
 ROLE_HELP = (
     "read: search and ask (every active account). write: also add, re-index and delete "
@@ -157,6 +160,33 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         keep_staff_in_step(user, was_admin=False)  # an administrator keeps 'Staff status'
 
 
+RESTRICTED_NAMES_SHOWN = 5
+
+
+def kept_because(group: Group) -> str | None:
+    """Why ``group`` cannot be deleted, and what to do instead; ``None`` when it can be."""
+    if is_role_group(group.name):
+        return (
+            f"{group.name} grants the {ROLE_GROUPS[group.name].label} role, so it cannot be "
+            "deleted or renamed. To take the role from someone, give them another role on the "
+            f"People page ({reverse('frontend:people')}), in their user form here, or with "
+            "'manage.py role revoke USER'."
+        )
+    names = list(group.visible_repositories.order_by("name").values_list("name", flat=True))
+    if not names:
+        return None
+    shown = ", ".join(names[:RESTRICTED_NAMES_SHOWN])
+    if len(names) > RESTRICTED_NAMES_SHOWN:
+        shown += f" and {len(names) - RESTRICTED_NAMES_SHOWN} more"
+    count = f"{len(names)} repositor{'y' if len(names) == 1 else 'ies'}"
+    return (
+        f"{group.name} restricts {count} ({shown}): deleting it would let every account see "
+        f"them. Take {group.name} off their visibility groups first, in each repository's form "
+        f"here ({reverse('admin:indexing_repository_changelist')}) or with "
+        "PATCH /api/repos/{id} and visibility_groups, then delete it."
+    )
+
+
 @admin.register(Group)
 class AuditedGroupAdmin(AdministratorsManage, AuditedAdmin, GroupAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -168,6 +198,16 @@ class AuditedGroupAdmin(AdministratorsManage, AuditedAdmin, GroupAdmin):
         if obj is not None and (is_role_group(obj.name) or obj.visible_repositories.exists()):
             return False  # a role, or repositories that would open to every account
         return super().has_delete_permission(request, obj)
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        """Refused with the reason to someone who may delete groups (a bare 403 otherwise)."""
+        group = self.get_object(request, unquote(object_id))
+        reason = kept_because(group) if group is not None else None
+        if reason and self.has_delete_permission(request):
+            return error_response(request, 403, "permission_denied", reason)
+        return super().delete_view(request, object_id, extra_context)
 
     def get_actions(self, request: HttpRequest) -> Any:
         actions = super().get_actions(request)

@@ -5,6 +5,7 @@ only administrators change a repository's visibility there, and the change is au
 
 from __future__ import annotations
 
+import html
 from datetime import datetime
 from typing import Any
 
@@ -139,8 +140,16 @@ def test_role_groups_and_groups_restricting_repositories_cannot_be_deleted() -> 
     spare = Group.objects.create(name="spare")
     vault = Repository.objects.create(url="https://example.org/acme/vault.git", name="acme/vault")
     vault.visible_to_groups.set([team])
-    assert client.get(f"/admin/auth/group/{writers.pk}/delete/").status_code == 403
-    assert client.post(f"/admin/auth/group/{team.pk}/delete/", {"post": "yes"}).status_code == 403
+    role_refused = client.get(f"/admin/auth/group/{writers.pk}/delete/")
+    assert role_refused.status_code == 403
+    said = html.unescape(role_refused.content.decode())
+    assert "reposearch-write grants the write role, so it cannot be deleted or renamed" in said
+    assert "People page (/people/)" in said and "'manage.py role revoke USER'" in said
+    team_refused = client.post(f"/admin/auth/group/{team.pk}/delete/", {"post": "yes"})
+    assert team_refused.status_code == 403
+    said = html.unescape(team_refused.content.decode())
+    assert "team-a restricts 1 repository (acme/vault): deleting it would let every" in said
+    assert "(/admin/indexing/repository/)" in said and "PATCH /api/repos/{id}" in said
     assert Group.objects.filter(pk__in=[writers.pk, team.pk]).count() == 2
     assert client.post(f"/admin/auth/group/{spare.pk}/delete/", {"post": "yes"}).status_code == 302
     assert not Group.objects.filter(pk=spare.pk).exists()
