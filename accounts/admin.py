@@ -1,163 +1,37 @@
-"""Admin pages of accounts: users and groups (audited), API tokens (revocable, never shown) and
-the audit log (read-only: nobody adds, changes or deletes an entry here).
+"""Admin pages of accounts: users (``accounts.admin_users``) and groups, audited; API tokens
+(revocable, never shown) and the audit log (read-only: nobody adds, changes or deletes an entry
+here).
 
 Administrators (the ``admin`` role) use every page here (``accounts.admin_access``); only a
-superuser makes another. A user's form shows their reposearch role and sets it through
-``accounts.services.roles`` (the same rules as the People page and ``manage.py role``); its group
-list holds visibility groups only. Django's per-user "user permissions" are hidden: reposearch decides what an account may
-do from its role, never from Django's model permissions. Role groups cannot be renamed or
-deleted here, nor can a group that restricts repositories (deleting it would open them to
-every account); trying to says which, and what to do instead (``kept_because``).
+superuser makes another. Role groups cannot be renamed or deleted here, nor can a group that
+restricts repositories (deleting it would open them to every account); trying to says which,
+and what to do instead (``kept_because``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.contrib.auth.admin import GroupAdmin, UserAdmin
-from django.contrib.auth.forms import UserChangeForm
+from django.contrib.auth.admin import GroupAdmin
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
-from accounts.actors import Actor
 from accounts.admin_access import AdministratorsManage
 from accounts.admin_audit import AuditedAdmin
+from accounts.admin_users import AuditedUserAdmin
 from accounts.audit import client_address, record
-from accounts.errors import PeopleRefused
 from accounts.models import ApiToken, AuditEntry
-from accounts.roles import (
-    ROLE_GROUPS,
-    ROLE_NAMES,
-    Role,
-    is_role_group,
-    keep_staff_in_step,
-    role_from_group_names,
-)
-from accounts.services.roles import (
-    check_role_change,
-    held_role,
-    record_refused_role_change,
-    set_role,
-)
+from accounts.roles import ROLE_GROUPS, is_role_group
 from accounts.tokens import revoke_token
 from reposearch.views import error_response
 
-ROLE_HELP = (
-    "read: search and ask (every active account). write: also add, re-index and delete "
-    "repositories. admin: also models, people, tokens and who sees which repository. "
-    "A superuser is an administrator whatever this says."
-)
-
 admin.site.unregister(User)
 admin.site.unregister(Group)
-
-
-class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
-    """Django's user form with the reposearch role, and groups narrowed to visibility groups."""
-
-    role = forms.ChoiceField(choices=[(name, name) for name in ROLE_NAMES], help_text=ROLE_HELP)
-    actor: Actor | None = None  # set per request by ``AuditedUserAdmin.get_form``
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        user = self.instance
-        if "groups" in self.fields:
-            field = self.fields["groups"]
-            field.queryset = field.queryset.exclude(name__in=list(ROLE_GROUPS))  # type: ignore[attr-defined]
-            field.help_text = (
-                "Visibility groups: a repository restricted to groups is visible to their "
-                "members only (and to administrators). The role is set above, not here."
-            )
-        if "role" in self.fields and user.pk is not None:
-            role = self.fields["role"]  # this form's own copy: changing it changes no other
-            role.initial = held_role(user).label
-            if user.is_superuser:
-                role.disabled = True
-                role.help_text = (
-                    "A superuser is always an administrator: clear 'Superuser status' to give "
-                    "a smaller role."
-                )
-            elif self.actor is None or self.actor.role != Role.ADMIN:
-                role.disabled = True
-                role.help_text = "Only administrators give roles. " + ROLE_HELP
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        role = data.get("role")
-        if role and self.actor is not None and "role" in self.changed_data:
-            try:
-                check_role_change(self.actor, self.instance, Role.parse(role))
-            except PeopleRefused as error:
-                record_refused_role_change(self.actor, self.instance, role, error)
-                self.add_error("role", error.message)
-        return data
-
-
-@admin.register(User)
-class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
-    form = RoleUserChangeForm
-    fieldsets = (
-        (None, {"fields": ("username", "password")}),
-        ("Personal info", {"fields": ("first_name", "last_name", "email")}),
-        (
-            "Role and access",
-            {
-                "fields": ("is_active", "role", "groups", "is_staff", "is_superuser"),
-                "description": (
-                    "What this account may do in reposearch comes from its role; which "
-                    "restricted repositories it sees, from its visibility groups. Django's "
-                    "per-model permissions are not used by reposearch and are not shown. "
-                    "'Staff status' opens this admin site: giving the admin role sets it and "
-                    "taking the role away clears it; administrators use every page here. Only "
-                    "a superuser makes another superuser."
-                ),
-            },
-        ),
-        ("Important dates", {"fields": ("last_login", "date_joined")}),
-    )
-    list_display = ("username", "role", "is_active", "is_staff", "is_superuser", "last_login")
-    list_filter = ("is_active", "is_superuser", "groups")
-
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        form = super().get_form(request, obj, change=change, **kwargs)
-        if obj is None:
-            return form  # the add form: user name and password; the role is set after
-        actor = Actor(user=request.user, address=client_address(request), via="admin")
-        return type(form.__name__, (form,), {"actor": actor})
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
-        return super().get_queryset(request).prefetch_related("groups")
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        fields = tuple(super().get_readonly_fields(request, obj))
-        if not getattr(request.user, "is_superuser", False):
-            fields += ("is_superuser",)  # an administrator cannot make anyone a superuser
-        return fields
-
-    @admin.display(description="role")
-    def role(self, user: User) -> str:
-        names = {group.name for group in user.groups.all()}
-        return role_from_group_names(names, is_superuser=user.is_superuser).label
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        user = form.instance
-        role_groups = list(user.groups.filter(name__in=list(ROLE_GROUPS)))
-        super().save_related(request, form, formsets, change)
-        # The form's group list leaves the role groups out: saving it took them away.
-        user.groups.add(*role_groups)
-        if hasattr(user, "_reposearch_role"):
-            del user._reposearch_role
-        role = form.cleaned_data.get("role")
-        if change and role and "role" in form.changed_data and not form.fields["role"].disabled:
-            set_role(form.actor, user, Role.parse(role))
-        keep_staff_in_step(user, was_admin=False)  # an administrator keeps 'Staff status'
+admin.site.register(User, AuditedUserAdmin)
 
 
 RESTRICTED_NAMES_SHOWN = 5
