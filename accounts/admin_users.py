@@ -3,7 +3,9 @@
 A user's form shows their reposearch role and sets it through ``accounts.services.roles`` (the
 same rules as the People page and ``manage.py role``); its group list holds visibility groups
 only. Django's per-user "user permissions" are hidden: reposearch decides what an account may do
-from its role, never from Django's model permissions. Registered by ``accounts.admin``.
+from its role, never from Django's model permissions. Only a superuser changes (or sets the
+password of, or deletes) a superuser's or another administrator's account; others see it
+(``accounts.services.protected_accounts``). Registered by ``accounts.admin``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import UserChangeForm
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from accounts.actors import Actor
 from accounts.admin_access import AdministratorsManage
@@ -30,12 +33,17 @@ from accounts.roles import (
     keep_staff_in_step,
     role_from_group_names,
 )
+from accounts.services.protected_accounts import (
+    check_may_change,
+    record_refused_account_change,
+)
 from accounts.services.roles import (
     check_role_change,
     held_role,
     record_refused_role_change,
     set_role,
 )
+from reposearch.views import error_response
 
 ROLE_HELP = (
     "read: search and ask (every active account). write: also add, re-index and delete "
@@ -85,6 +93,10 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
         return data
 
 
+def admin_actor(request: HttpRequest) -> Actor:
+    return Actor(user=request.user, address=client_address(request), via="admin")
+
+
 class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     form = RoleUserChangeForm
     fieldsets = (
@@ -100,7 +112,8 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
                     "per-model permissions are not used by reposearch and are not shown. "
                     "'Staff status' opens this admin site: giving the admin role sets it and "
                     "taking the role away clears it; administrators use every page here. Only "
-                    "a superuser makes another superuser."
+                    "a superuser makes another superuser, and changes a superuser's or another "
+                    "administrator's account."
                 ),
             },
         ),
@@ -115,8 +128,7 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is None:
             return form  # the add form: user name and password; the role is set after
-        actor = Actor(user=request.user, address=client_address(request), via="admin")
-        return type(form.__name__, (form,), {"actor": actor})
+        return type(form.__name__, (form,), {"actor": admin_actor(request)})
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
         return super().get_queryset(request).prefetch_related("groups")
@@ -126,6 +138,68 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         if not getattr(request.user, "is_superuser", False):
             fields += ("is_superuser",)  # an administrator cannot make anyone a superuser
         return fields
+
+    def refusal(self, request: HttpRequest, user: Any, verb: str) -> PeopleRefused | None:
+        """Why the signed-in account may not ``verb`` (change, password, delete) ``user``'s
+        record, though its role or permissions let it change accounts; ``None`` if it may."""
+        try:
+            check_may_change(admin_actor(request), user)
+        except PeopleRefused as error:
+            return error
+        return None
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and self.refusal(request, obj, "change") is not None:
+            return False  # the page shows the record without a form
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and self.refusal(request, obj, "delete") is not None:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def refused_page(self, request: HttpRequest, object_id: str, verb: str) -> HttpResponse | None:
+        """The 403 page saying why ``verb`` is refused on this account (the refusal audited when
+        it was posted), or ``None`` to go on. Someone who may not change (or delete) accounts at
+        all gets Django's plain 403 as before."""
+        user = self.get_object(request, unquote(object_id))
+        allowed = self.has_delete_permission if verb == "delete" else self.has_change_permission
+        if user is None or not allowed(request):
+            return None
+        error = self.refusal(request, user, verb)
+        if error is None:
+            return None
+        if request.method == "POST":
+            record_refused_account_change(admin_actor(request), user, verb, error)
+        return error_response(request, 403, "permission_denied", error.message)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        if object_id is not None and request.method == "POST":
+            refused = self.refused_page(request, object_id, "change")
+            if refused is not None:
+                return refused
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
+        # Django's own view asks has_change_permission only, and answers a bare 403.
+        refused = self.refused_page(request, id, "password")
+        if refused is not None:
+            return refused
+        return super().user_change_password(request, id, form_url)
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        refused = self.refused_page(request, object_id, "delete")
+        if refused is not None:
+            return refused
+        return super().delete_view(request, object_id, extra_context)
 
     @admin.display(description="role")
     def role(self, user: User) -> str:

@@ -1,0 +1,65 @@
+"""Whose account another account may change in the admin: the records roles do not settle.
+
+Administrators use every admin page by their role (``accounts.admin_access``), but an account is
+more than a role: whoever sets its password signs in as it, and from then on the audit log names
+it for what they do. So only a superuser changes a superuser's record (otherwise an administrator
+would set a superuser's password and sign in as one) or another administrator's (one
+administrator would become another). An administrator changes their own record, and another
+administrator's role on the People page or with ``manage.py role`` (audited, never the last
+one); after that the account is an ordinary one. Operators (``manage.py``) are not limited here.
+
+Refusals are ``PeopleRefused`` with a code; ``record_refused_account_change`` writes their audit
+row, as refused role changes have theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from accounts.actors import Actor
+from accounts.errors import PeopleRefused
+from accounts.models import AuditOutcome
+from accounts.roles import Role
+from accounts.services.roles import held_role
+
+MESSAGE_LENGTH = 500  # of a refusal's message in its audit row
+
+
+def acts_as_superuser(actor: Actor) -> bool:
+    return actor.is_operator or bool(getattr(actor.user, "is_superuser", False))
+
+
+def check_may_change(actor: Actor, user: Any) -> None:
+    """Refuse (``PeopleRefused``) ``actor`` changing ``user``'s record at all (any field, its
+    password, deleting it) when it belongs to a superuser or another administrator and the actor
+    is not a superuser. Viewing it is not refused."""
+    if acts_as_superuser(actor):
+        return
+    name = user.get_username()
+    if user.is_superuser:
+        raise PeopleRefused(
+            f"{name} is a superuser: only a superuser changes a superuser's account, sets its "
+            "password, deactivates or deletes it; you may view it",
+            code="superuser",
+        )
+    if actor.user is not None and actor.user.pk != user.pk and held_role(user) == Role.ADMIN:
+        raise PeopleRefused(
+            f"{name} is an administrator: only a superuser changes another administrator's "
+            "account, sets its password, deactivates or deletes it, so that no administrator "
+            f"can sign in as another. To take {name}'s role away, use the People page "
+            f"({reverse('frontend:people')}) or 'manage.py role revoke {name}'",
+            code="administrator",
+        )
+
+
+def record_refused_account_change(actor: Actor, user: Any, verb: str, error: PeopleRefused) -> None:
+    """The audit row of an admin change to ``user`` (``verb``: change, password, delete) refused
+    with ``error``: ``admin.auth.user.<verb>``, outcome refused, the reason's code and message."""
+    actor.record(
+        f"admin.auth.user.{verb}",
+        user.get_username(),
+        {"id": str(user.pk), "error": error.code, "message": error.message[:MESSAGE_LENGTH]},
+        outcome=AuditOutcome.REFUSED,
+    )
