@@ -35,6 +35,7 @@ from accounts.roles import (
 )
 from accounts.services.protected_accounts import (
     check_may_change,
+    check_removal,
     record_refused_account_change,
 )
 from accounts.services.roles import (
@@ -90,6 +91,16 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
             except PeopleRefused as error:
                 record_refused_role_change(self.actor, self.instance, role, error)
                 self.add_error("role", error.message)
+        if (
+            self.actor is not None
+            and "is_active" in self.changed_data
+            and not data.get("is_active", True)
+        ):
+            try:
+                check_removal(self.actor, self.instance, "deactivate")
+            except PeopleRefused as error:
+                record_refused_account_change(self.actor, self.instance, "change", error)
+                self.add_error("is_active", error.message)
         return data
 
 
@@ -143,7 +154,10 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         """Why the signed-in account may not ``verb`` (change, password, delete) ``user``'s
         record, though its role or permissions let it change accounts; ``None`` if it may."""
         try:
-            check_may_change(admin_actor(request), user)
+            if verb == "delete":
+                check_removal(admin_actor(request), user, "delete")
+            else:
+                check_may_change(admin_actor(request), user)
         except PeopleRefused as error:
             return error
         return None
@@ -200,6 +214,11 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         if refused is not None:
             return refused
         return super().delete_view(request, object_id, extra_context)
+
+    def get_actions(self, request: HttpRequest) -> Any:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # one at a time, each checked above
+        return actions
 
     @admin.display(description="role")
     def role(self, user: User) -> str:

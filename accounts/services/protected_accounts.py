@@ -7,6 +7,8 @@ would set a superuser's password and sign in as one) or another administrator's 
 administrator would become another). An administrator changes their own record, and another
 administrator's role on the People page or with ``manage.py role`` (audited, never the last
 one); after that the account is an ordinary one. Operators (``manage.py``) are not limited here.
+Nobody deactivates or deletes their own account, nor the last active administrator's (as nobody
+lowers their role, ``accounts.services.roles``).
 
 Refusals are ``PeopleRefused`` with a code; ``record_refused_account_change`` writes their audit
 row, as refused role changes have theirs.
@@ -22,7 +24,7 @@ from accounts.actors import Actor
 from accounts.errors import PeopleRefused
 from accounts.models import AuditOutcome
 from accounts.roles import Role
-from accounts.services.roles import held_role
+from accounts.services.roles import check_not_last_administrator, held_role
 
 MESSAGE_LENGTH = 500  # of a refusal's message in its audit row
 
@@ -52,6 +54,20 @@ def check_may_change(actor: Actor, user: Any) -> None:
             f"({reverse('frontend:people')}) or 'manage.py role revoke {name}'",
             code="administrator",
         )
+
+
+def check_removal(actor: Actor, user: Any, removal: str) -> None:
+    """Refuse (``PeopleRefused``) ``actor`` deactivating or deleting (``removal``: deactivate,
+    delete) ``user``: their own account, one they may not change (``check_may_change``), the
+    last active administrator."""
+    check_may_change(actor, user)
+    if actor.user is not None and actor.user.pk == user.pk:
+        other = "another" if acts_as_superuser(actor) else "a"
+        raise PeopleRefused(
+            f"you cannot {removal} your own account; {other} superuser can", code="own_account"
+        )
+    if held_role(user) == Role.ADMIN:
+        check_not_last_administrator(user)
 
 
 def record_refused_account_change(actor: Actor, user: Any, verb: str, error: PeopleRefused) -> None:

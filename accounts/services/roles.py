@@ -93,13 +93,20 @@ def check_role_change(actor: Actor, user: Any, wanted: Role) -> RoleChange:
             raise PeopleRefused(
                 "you cannot lower your own role; another administrator can", code="own_role"
             )
-        if user.is_active and not other_active_administrators(user):
-            raise PeopleRefused(
-                f"{name} is the last active administrator; make another account an "
-                "administrator first",
-                code="last_admin",
-            )
+        check_not_last_administrator(user)
     return RoleChange(name, before, wanted)
+
+
+def check_not_last_administrator(user: Any) -> None:
+    """Refuse (``PeopleRefused``, code ``last_admin``) whatever would leave the server without
+    an active administrator, when ``user`` is the only one (their role lowered, the account
+    deactivated or deleted)."""
+    if user.is_active and not other_active_administrators(user):
+        raise PeopleRefused(
+            f"{user.get_username()} is the last active administrator; make another account an "
+            "administrator first",
+            code="last_admin",
+        )
 
 
 def record_refused_role_change(actor: Actor, user: Any, wanted: str, error: PeopleRefused) -> None:

@@ -113,3 +113,57 @@ def test_staff_with_the_change_user_permission_cannot_set_a_superusers_password(
     sock.user_permissions.add(*Permission.objects.filter(codename__in=["change_user", "view_user"]))
     assert set_password(signed_in(sock), root).status_code == 403
     assert not password_was_set(root)
+
+
+def test_nobody_deletes_or_deactivates_their_own_account_in_the_admin() -> None:
+    make_account("admin", username="ada")
+    carol = make_account("admin", username="carol")
+    root = User.objects.create_superuser("root", password="x-very-long-password")
+    for user in (carol, root):
+        client = signed_in(user)
+        refused = client.post(f"/admin/auth/user/{user.pk}/delete/", {"post": "yes"})
+        assert refused.status_code == 403
+        assert "you cannot delete your own account" in said(refused)
+        url = f"/admin/auth/user/{user.pk}/change/"
+        data = form_data(client.get(url))
+        data.pop("is_active")  # unticked
+        page = client.post(url, data)
+        assert page.status_code == 200  # the form again, with the reason
+        assert "you cannot deactivate your own account" in said(page)
+        assert User.objects.get(pk=user.pk).is_active
+    rows = AuditEntry.objects.filter(outcome="refused", details__error="own_account")
+    assert sorted(rows.values_list("actor", "action")) == [
+        ("carol", "admin.auth.user.change"),
+        ("carol", "admin.auth.user.delete"),
+        ("root", "admin.auth.user.change"),
+        ("root", "admin.auth.user.delete"),
+    ]
+
+
+def test_the_user_list_deletes_no_accounts_in_bulk() -> None:
+    root = User.objects.create_superuser("root", password="x-very-long-password")
+    ada = make_account("admin", username="ada")
+    carol = make_account("admin", username="carol")
+    for client in (signed_in(carol), signed_in(root)):
+        listing = client.get("/admin/auth/user/")
+        assert 'value="delete_selected"' not in listing.content.decode()
+        client.post(
+            "/admin/auth/user/",
+            {"action": "delete_selected", "_selected_action": [root.pk, ada.pk, carol.pk],
+             "post": "yes"},
+        )  # fmt: skip
+    assert User.objects.count() == 3
+
+
+def test_an_administrator_still_deactivates_and_deletes_an_ordinary_account() -> None:
+    carol = make_account("admin", username="carol")
+    erin = make_account("read", username="erin")
+    fay = make_account("write", username="fay")
+    client = signed_in(carol)
+    url = f"/admin/auth/user/{erin.pk}/change/"
+    data = form_data(client.get(url))
+    data.pop("is_active")
+    assert client.post(url, data).status_code == 302
+    assert not User.objects.get(pk=erin.pk).is_active
+    assert client.post(f"/admin/auth/user/{fay.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not User.objects.filter(pk=fay.pk).exists()
