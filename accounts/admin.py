@@ -3,7 +3,7 @@
 here).
 
 Administrators (the ``admin`` role) use every page here (``accounts.admin_access``); only a
-superuser makes another. Role groups cannot be renamed or deleted here, nor can a group that
+superuser makes another, and only a superuser sees a group's Django permissions. Role groups cannot be renamed or deleted here, nor can a group that
 restricts repositories (deleting it would open them to every account); trying to says which,
 and what to do instead (``kept_because``).
 """
@@ -63,6 +63,14 @@ def kept_because(group: Group) -> str | None:
 
 @admin.register(Group)
 class AuditedGroupAdmin(AdministratorsManage, AuditedAdmin, GroupAdmin):
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        excluded = list(super().get_exclude(request, obj) or ())
+        if not getattr(request.user, "is_superuser", False):
+            # Django's model permissions would let a member with 'Staff status' change
+            # accounts whatever their role; reposearch gives rights by role only.
+            excluded.append("permissions")
+        return excluded
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None and is_role_group(obj.name):
             return ("name",)  # the name is what grants the role

@@ -147,7 +147,9 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
         if not getattr(request.user, "is_superuser", False):
-            fields += ("is_superuser",)  # an administrator cannot make anyone a superuser
+            # An administrator makes nobody a superuser, and 'Staff status' follows the role:
+            # ticked for someone else, it would open the admin to Django's model permissions.
+            fields += ("is_superuser", "is_staff")
         return fields
 
     def refusal(self, request: HttpRequest, user: Any, verb: str) -> PeopleRefused | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.test import Client
 
@@ -153,3 +153,35 @@ def test_the_migration_makes_existing_administrators_staff() -> None:
     editor = SimpleNamespace(connection=SimpleNamespace(alias="default"))  # what it reads
     migration.administrators_are_staff(apps, editor)
     assert fresh(ada).is_staff and fresh(root).is_staff and not fresh(reader).is_staff
+
+
+def test_an_administrator_cannot_open_the_admin_to_django_permissions() -> None:
+    """A group's Django permissions and a reader's 'Staff status' would let the reader change
+    accounts after the administrator who set them lost the role; neither is theirs to set."""
+    root = User.objects.create_superuser("root", password="x-very-long-password")
+    carol = make_account("admin", username="carol")
+    sock = make_account("read", username="sock")
+    team = Group.objects.create(name="team-x")
+    client = signed_in(carol)
+
+    group_url = f"/admin/auth/group/{team.pk}/change/"
+    page = client.get(group_url)
+    assert page.status_code == 200 and 'name="permissions"' not in page.content.decode()
+    change_user = Permission.objects.filter(codename__in=["change_user", "view_user"])
+    posted = client.post(group_url, {"name": "team-x", "permissions": [p.pk for p in change_user]})
+    assert posted.status_code == 302
+    assert not team.permissions.exists()
+
+    user_url = f"/admin/auth/user/{sock.pk}/change/"
+    page = client.get(user_url)
+    assert 'name="is_staff"' not in page.content.decode()
+    data = form_data(page)
+    data["groups"] = [str(team.pk)]
+    data["is_staff"] = "on"
+    assert client.post(user_url, data).status_code == 302
+    assert not fresh(sock).is_staff and list(fresh(sock).groups.all()) == [team]
+
+    # A superuser still sees a group's permissions and sets 'Staff status'.
+    su = signed_in(root)
+    assert 'name="permissions"' in su.get(group_url).content.decode()
+    assert 'name="is_staff"' in su.get(user_url).content.decode()
