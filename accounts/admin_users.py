@@ -227,6 +227,12 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         names = {group.name for group in user.groups.all()}
         return role_from_group_names(names, is_superuser=user.is_superuser).label
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # What the account was before this save: the form has set the new values on ``obj``.
+        before = User.objects.filter(pk=obj.pk).first() if change else None
+        form.was_admin = before is not None and held_role(before) == Role.ADMIN
+        super().save_model(request, obj, form, change)
+
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         user = form.instance
         role_groups = list(user.groups.filter(name__in=list(ROLE_GROUPS)))
@@ -238,4 +244,6 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         role = form.cleaned_data.get("role")
         if change and role and "role" in form.changed_data and not form.fields["role"].disabled:
             set_role(form.actor, user, Role.parse(role))
-        keep_staff_in_step(user, was_admin=False)  # an administrator keeps 'Staff status'
+        # An administrator keeps 'Staff status'; one who stopped being one (a superuser no
+        # more) loses it.
+        keep_staff_in_step(user, was_admin=getattr(form, "was_admin", False))

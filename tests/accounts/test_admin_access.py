@@ -185,3 +185,28 @@ def test_an_administrator_cannot_open_the_admin_to_django_permissions() -> None:
     su = signed_in(root)
     assert 'name="permissions"' in su.get(group_url).content.decode()
     assert 'name="is_staff"' in su.get(user_url).content.decode()
+
+
+def test_a_superuser_no_more_loses_staff_status_with_it() -> None:
+    root = User.objects.create_superuser("root", password="x-very-long-password")
+    sam = User.objects.create_superuser("sam", password="x-very-long-password")
+    client = signed_in(root)
+    url = f"/admin/auth/user/{sam.pk}/change/"
+    data = form_data(client.get(url))
+    assert data["is_staff"] == "on"  # the form posts it back as it was
+    data.pop("is_superuser")  # unticked
+    assert client.post(url, data).status_code == 302
+    sam = fresh(sam)
+    assert not sam.is_superuser and role_of(sam) == Role.READ
+    assert not sam.is_staff
+    response = signed_in(sam).get("/admin/auth/user/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+    # One who holds the admin role as well stays an administrator, and staff.
+    call_command("role", "grant", "sam", "admin")
+    User.objects.filter(pk=sam.pk).update(is_superuser=True)
+    data = form_data(client.get(url))
+    data["groups"] = []  # what a browser sends: the box offers no role group
+    data.pop("is_superuser")
+    assert client.post(url, data).status_code == 302
+    assert role_of(fresh(sam)) == Role.ADMIN and fresh(sam).is_staff
