@@ -3,9 +3,10 @@
 here).
 
 Administrators (the ``admin`` role) use every page here (``accounts.admin_access``); only a
-superuser makes another, and only a superuser sees a group's Django permissions. Role groups cannot be renamed or deleted here, nor can a group that
-restricts repositories (deleting it would open them to every account); trying to says which,
-and what to do instead (``kept_because``).
+superuser makes another, and only a superuser sees a group's Django permissions. Role groups
+cannot be renamed or deleted here, nor can a group that restricts repositories (deleting it would
+open them to every account); trying to says which (naming the repositories to administrators
+only), and what to do instead (``kept_because``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
-from accounts.admin_access import AdministratorsManage
+from accounts.admin_access import AdministratorsManage, is_administrator
 from accounts.admin_audit import AuditedAdmin
 from accounts.admin_users import AuditedUserAdmin
 from accounts.audit import client_address, record
@@ -37,8 +38,10 @@ admin.site.register(User, AuditedUserAdmin)
 RESTRICTED_NAMES_SHOWN = 5
 
 
-def kept_because(group: Group) -> str | None:
-    """Why ``group`` cannot be deleted, and what to do instead; ``None`` when it can be."""
+def kept_because(group: Group, *, name_repositories: bool) -> str | None:
+    """Why ``group`` cannot be deleted, and what to do instead; ``None`` when it can be. The
+    repositories it restricts are named only when ``name_repositories`` (to administrators, who
+    see every repository); anyone else is told how many."""
     if is_role_group(group.name):
         return (
             f"{group.name} grants the {ROLE_GROUPS[group.name].label} role, so it cannot be "
@@ -49,10 +52,17 @@ def kept_because(group: Group) -> str | None:
     names = list(group.visible_repositories.order_by("name").values_list("name", flat=True))
     if not names:
         return None
+    count = f"{len(names)} repositor{'y' if len(names) == 1 else 'ies'}"
+    if not name_repositories:
+        return (
+            f"{group.name} restricts {count}: deleting it would let every account see "
+            f"{'it' if len(names) == 1 else 'them'}. An administrator takes {group.name} off "
+            "their visibility groups first (in each repository's form here or with "
+            "PATCH /api/repos/{id}), then deletes it."
+        )
     shown = ", ".join(names[:RESTRICTED_NAMES_SHOWN])
     if len(names) > RESTRICTED_NAMES_SHOWN:
         shown += f" and {len(names) - RESTRICTED_NAMES_SHOWN} more"
-    count = f"{len(names)} repositor{'y' if len(names) == 1 else 'ies'}"
     return (
         f"{group.name} restricts {count} ({shown}): deleting it would let every account see "
         f"them. Take {group.name} off their visibility groups first, in each repository's form "
@@ -86,7 +96,8 @@ class AuditedGroupAdmin(AdministratorsManage, AuditedAdmin, GroupAdmin):
     ) -> HttpResponse:
         """Refused with the reason to someone who may delete groups (a bare 403 otherwise)."""
         group = self.get_object(request, unquote(object_id))
-        reason = kept_because(group) if group is not None else None
+        named = is_administrator(request)
+        reason = kept_because(group, name_repositories=named) if group is not None else None
         if reason and self.has_delete_permission(request):
             return error_response(request, 403, "permission_denied", reason)
         return super().delete_view(request, object_id, extra_context)

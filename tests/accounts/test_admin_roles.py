@@ -183,3 +183,22 @@ def test_only_administrators_change_a_repositorys_visibility_in_the_admin() -> N
     assert entry.actor == "root" and entry.target == str(vault.pk)
     assert entry.details["from"] == ["team-a"] and entry.details["to"] == []
     assert entry.details["via"] == "admin"
+
+
+def test_a_refused_group_deletion_names_restricted_repositories_to_administrators_only() -> None:
+    team = Group.objects.create(name="team-secret")
+    vault = Repository.objects.create(url="https://example.org/acme/top.git", name="acme/topsecret")
+    vault.visible_to_groups.set([team])
+    url = f"/admin/auth/group/{team.pk}/delete/"
+
+    staff = staff_client("write", "delete_group", "view_group")
+    refused = staff.get(url)
+    assert refused.status_code == 403
+    said = html.unescape(refused.content.decode())
+    assert "team-secret restricts 1 repository: deleting it would let every account see it" in said
+    assert "acme/topsecret" not in said
+
+    administrator = Client()
+    administrator.force_login(make_account("admin", username="carol"))
+    said = html.unescape(administrator.get(url).content.decode())
+    assert "team-secret restricts 1 repository (acme/topsecret)" in said
