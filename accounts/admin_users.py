@@ -58,6 +58,8 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
 
     role = forms.ChoiceField(choices=[(name, name) for name in ROLE_NAMES], help_text=ROLE_HELP)
     actor: Actor | None = None  # set per request by ``AuditedUserAdmin.get_form``
+    # The role change set_role refused when this form was saved (``RoleRefusedOnSave``).
+    refused_on_save: PeopleRefused | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -85,7 +87,9 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         role = data.get("role")
-        if role and self.actor is not None and "role" in self.changed_data:
+        if self.refused_on_save is not None:
+            self.add_error("role", self.refused_on_save.message)  # recorded when refused
+        elif role and self.actor is not None and "role" in self.changed_data:
             try:
                 check_role_change(self.actor, self.instance, Role.parse(role))
             except PeopleRefused as error:
@@ -102,6 +106,17 @@ class RoleUserChangeForm(UserChangeForm):  # type: ignore[type-arg]
                 record_refused_account_change(self.actor, self.instance, "change", error)
                 self.add_error("is_active", error.message)
         return data
+
+
+class RoleRefusedOnSave(Exception):
+    """The role change the form's check let through and ``set_role`` refused when the form was
+    saved (what it checks changed in between). Raised out of the admin's transaction, which it
+    rolls back whole, together with the refusal's audit row that ``set_role`` wrote in it."""
+
+    def __init__(self, wanted: str, error: PeopleRefused) -> None:
+        super().__init__(error.message)
+        self.wanted = wanted
+        self.error = error
 
 
 def admin_actor(request: HttpRequest) -> Actor:
@@ -139,7 +154,9 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is None:
             return form  # the add form: user name and password; the role is set after
-        return type(form.__name__, (form,), {"actor": admin_actor(request)})
+        refused = getattr(request, "reposearch_role_refused", None)
+        attributes = {"actor": admin_actor(request), "refused_on_save": refused}
+        return type(form.__name__, (form,), attributes)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
         return super().get_queryset(request).prefetch_related("groups")
@@ -200,7 +217,15 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
             refused = self.refused_page(request, object_id, "change")
             if refused is not None:
                 return refused
-        return super().changeform_view(request, object_id, form_url, extra_context)
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except RoleRefusedOnSave as refusal:
+            # The save is rolled back; the refusal's row is written now, outside it, and the
+            # form shown again with the reason (as when the form's own check refuses).
+            user = self.get_object(request, unquote(str(object_id)))
+            record_refused_role_change(admin_actor(request), user, refusal.wanted, refusal.error)
+            request.reposearch_role_refused = refusal.error  # type: ignore[attr-defined]
+            return super().changeform_view(request, object_id, form_url, extra_context)
 
     def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
         # Django's own view asks has_change_permission only, and answers a bare 403.
@@ -243,7 +268,10 @@ class AuditedUserAdmin(AdministratorsManage, AuditedAdmin, UserAdmin):  # type: 
             del user._reposearch_role
         role = form.cleaned_data.get("role")
         if change and role and "role" in form.changed_data and not form.fields["role"].disabled:
-            set_role(form.actor, user, Role.parse(role))
+            try:
+                set_role(form.actor, user, Role.parse(role))
+            except PeopleRefused as error:
+                raise RoleRefusedOnSave(role, error) from error
         # An administrator keeps 'Staff status'; one who stopped being one (a superuser no
         # more) loses it.
         keep_staff_in_step(user, was_admin=getattr(form, "was_admin", False))

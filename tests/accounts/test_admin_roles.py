@@ -202,3 +202,32 @@ def test_a_refused_group_deletion_names_restricted_repositories_to_administrator
     administrator.force_login(make_account("admin", username="carol"))
     said = html.unescape(administrator.get(url).content.decode())
     assert "team-secret restricts 1 repository (acme/topsecret)" in said
+
+
+def test_a_role_change_refused_at_the_save_is_shown_and_recorded(monkeypatch: Any) -> None:
+    """What the form checks can change before the form is saved; set_role checks again, under
+    its lock, in the admin's transaction. Its refusal used to be a 500 whose audit row the
+    transaction's rollback took with it."""
+    import accounts.admin_users
+
+    make_account("admin", username="ada")
+    carol = make_account("admin", username="carol")
+    client = Client()
+    client.force_login(carol)
+    url = f"/admin/auth/user/{carol.pk}/change/"
+    data = form_data(client.get(url))
+    data["groups"] = []
+    data["role"] = "read"
+    data["email"] = "carol@example.org"
+    # As if the form's check ran before the state it checks changed: it lets the change through.
+    monkeypatch.setattr(accounts.admin_users, "check_role_change", lambda *args: None)
+    client.raise_request_exception = False
+    response = client.post(url, data)
+    assert response.status_code == 200  # the form again, with the reason
+    assert "you cannot lower your own role" in html.unescape(response.content.decode())
+    carol = fresh(carol)
+    assert role_of(carol) == Role.ADMIN and carol.email == ""  # nothing of the form was saved
+    entry = AuditEntry.objects.get(action="account.role")
+    assert (entry.actor, entry.target, entry.outcome) == ("carol", "carol", "refused")
+    assert entry.details["error"] == "own_role" and entry.details["to"] == "read"
+    assert not AuditEntry.objects.filter(action="admin.auth.user.change").exists()
