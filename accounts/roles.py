@@ -20,6 +20,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
+SHOWN_VALUE_LENGTH = 20  # of an unknown role's name quoted in the refusal
+
 
 class Role(IntEnum):
     READ = 1
@@ -35,7 +37,10 @@ class Role(IntEnum):
         try:
             return cls[value.upper()]
         except KeyError:
-            raise ValueError(f"unknown role {value!r}: expected read, write or admin") from None
+            # The value comes from whoever asked, at any length; the message goes to pages,
+            # the API and the audit log.
+            shown = value if len(value) <= SHOWN_VALUE_LENGTH else value[:SHOWN_VALUE_LENGTH] + "…"
+            raise ValueError(f"unknown role {shown!r}: expected read, write or admin") from None
 
 
 ROLE_NAMES = ("read", "write", "admin")

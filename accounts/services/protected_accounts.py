@@ -24,9 +24,7 @@ from accounts.actors import Actor
 from accounts.errors import PeopleRefused
 from accounts.models import AuditOutcome
 from accounts.roles import Role
-from accounts.services.roles import check_not_last_administrator, held_role
-
-MESSAGE_LENGTH = 500  # of a refusal's message in its audit row
+from accounts.services.roles import MESSAGE_LENGTH, check_not_last_administrator, held_role
 
 
 def acts_as_superuser(actor: Actor) -> bool:

@@ -20,7 +20,15 @@ from django.db.models import Q
 from accounts.actors import Actor
 from accounts.errors import PeopleRefused, UnknownAccount
 from accounts.models import AuditOutcome
-from accounts.roles import GROUP_OF_ROLE, Role, grant_role, role_from_group_names
+from accounts.roles import (
+    GROUP_OF_ROLE,
+    SHOWN_VALUE_LENGTH,
+    Role,
+    grant_role,
+    role_from_group_names,
+)
+
+MESSAGE_LENGTH = 500  # of a refusal's message in its audit row
 
 
 def find_account(username: str) -> Any:
@@ -110,15 +118,16 @@ def check_not_last_administrator(user: Any) -> None:
 
 
 def record_refused_role_change(actor: Actor, user: Any, wanted: str, error: PeopleRefused) -> None:
-    """The audit row of a role change refused with ``error`` (nothing else is written)."""
+    """The audit row of a role change refused with ``error`` (nothing else is written); the
+    role asked for, as posted, is cut short (``details.to``, and quoted in the message)."""
     actor.record(
         "account.role",
         user.get_username(),
         {
             "from": held_role(user).label,
-            "to": wanted,
+            "to": wanted[:SHOWN_VALUE_LENGTH],
             "error": error.code,
-            "message": error.message,
+            "message": error.message[:MESSAGE_LENGTH],
         },
         outcome=AuditOutcome.REFUSED,
     )
@@ -133,7 +142,7 @@ def set_role(actor: Actor, user: Any, role: Role | str) -> RoleChange:
     except PeopleRefused as error:
         # Outside _set_role's transaction, which the refusal rolled back.
         record_refused_role_change(
-            actor, user, role.label if isinstance(role, Role) else str(role)[:20], error
+            actor, user, role.label if isinstance(role, Role) else str(role), error
         )
         raise
 

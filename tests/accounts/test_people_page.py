@@ -136,6 +136,19 @@ def test_refusals_are_shown_and_change_nothing() -> None:
     assert set(AuditEntry.objects.values_list("action", "outcome")) == {("account.role", "refused")}
 
 
+def test_a_role_posted_at_any_length_is_quoted_short_on_the_page_and_in_the_audit_log() -> None:
+    ada = make_account("admin", username="ada")
+    bob = make_account("read", username="bob")
+    client = signed_in(ada)
+    refused = client.post(f"/people/{bob.pk}/role", {"role": "x" * 200_000}, follow=True)
+    said = shown_messages(refused)[0]
+    assert "unknown role 'xxxxxxxxxxxxxxxxxxxx…': expected read, write or admin" in said
+    assert len(said) < 200
+    entry = AuditEntry.objects.get(action="account.role")
+    assert entry.outcome == "refused" and entry.details["error"] == "invalid_role"
+    assert entry.details["to"] == "x" * 20 and len(entry.details["message"]) < 200
+
+
 def test_a_refused_self_demotion_is_recorded_with_its_reason() -> None:
     ada = make_account("admin", username="ada")
     make_account("admin", username="bea")  # so that only the self-demotion rule refuses
