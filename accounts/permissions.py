@@ -43,7 +43,7 @@ def required_role(view: Any, method: str) -> Role:
 def role_refusal(request: Any, needed: Role, role: Role) -> str:
     """Why a signed-in request acting as ``role`` may not do what needs ``needed``: the token's
     scope when its account holds enough (with where to make a token of the needed scope), else
-    the account's role."""
+    the account's own role (not the token's scope, which may be smaller still)."""
     token = getattr(request, "auth", None)
     if isinstance(token, ApiToken):
         account = role_of(token.user)
@@ -56,6 +56,7 @@ def role_refusal(request: Any, needed: Role, role: Role) -> str:
                 f"on the Tokens page ({reverse('frontend:tokens')}) or with "
                 f"'manage.py createtoken {name} NAME --scope {needed.label}'"
             )
+        role = account or role  # the account falls short too: its role, not the token's scope
     return f"this needs the {needed.label} role; your account's role is {role.label}"
 
 

@@ -226,6 +226,14 @@ def test_a_403_from_the_accounts_role_names_the_role_and_no_token() -> None:
     assert refused.json()["error"]["message"] == (
         "this needs the admin role; your account's role is write"
     )
+    # A read token of a write account, where admin is needed: the account falls short too, and
+    # its role is write (the token's scope, read, is not the account's role).
+    bob = make_account("write", username="bob")
+    refused = token_client(user=bob, scope="read").get("/api/audit")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["message"] == (
+        "this needs the admin role; your account's role is write"
+    )
 
 
 def test_createtokens_help_says_the_default_scope_is_read() -> None:
