@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from accounts.actors import Actor
 from accounts.errors import PeopleRefused, UnknownToken
 from accounts.models import ApiToken
+from accounts.services.protected_accounts import check_may_change
 from accounts.services.roles import held_role, parse_role
 from accounts.tokens import NewToken, TokenRefused, create_token, revoke_token
 
@@ -25,8 +26,11 @@ def create_token_for(
     scope: str = "read",
     expires_in_days: int | None = None,
 ) -> NewToken:
-    """A new token of ``user``; refuses a scope above the owner's role, an inactive owner."""
+    """A new token of ``user``; refuses a scope above the owner's role, an inactive owner, and a
+    superuser's or another administrator's account to an administrator who is not a superuser
+    (a token acts as its owner: ``accounts.services.protected_accounts``)."""
     actor.ensure_admin("making a token for an account")
+    check_may_change(actor, user)
     owner = user.get_username()
     wanted = parse_role(scope)
     held = held_role(user)

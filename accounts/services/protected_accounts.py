@@ -1,8 +1,8 @@
 """Whose account another account may change in the admin: the records roles do not settle.
 
 Administrators use every admin page by their role (``accounts.admin_access``), but an account is
-more than a role: whoever sets its password signs in as it, and from then on the audit log names
-it for what they do. So only a superuser changes a superuser's record (otherwise an administrator
+more than a role: whoever sets its password or makes it a token acts as it, and from then on the
+audit log names it for what they do (``accounts.services.account_tokens`` asks the same). So only a superuser changes a superuser's record (otherwise an administrator
 would set a superuser's password and sign in as one) or another administrator's (one
 administrator would become another). An administrator changes their own record, and another
 administrator's role on the People page or with ``manage.py role`` (audited, never the last
@@ -41,14 +41,14 @@ def check_may_change(actor: Actor, user: Any) -> None:
     if user.is_superuser:
         raise PeopleRefused(
             f"{name} is a superuser: only a superuser changes a superuser's account, sets its "
-            "password, deactivates or deletes it; you may view it",
+            "password, makes its tokens, deactivates or deletes it; you may view it",
             code="superuser",
         )
     if actor.user is not None and actor.user.pk != user.pk and held_role(user) == Role.ADMIN:
         raise PeopleRefused(
             f"{name} is an administrator: only a superuser changes another administrator's "
-            "account, sets its password, deactivates or deletes it, so that no administrator "
-            f"can sign in as another. To take {name}'s role away, use the People page "
+            "account, sets its password, makes its tokens, deactivates or deletes it, so that no "
+            f"administrator can act as another. To take {name}'s role away, use the People page "
             f"({reverse('frontend:people')}) or 'manage.py role revoke {name}'",
             code="administrator",
         )

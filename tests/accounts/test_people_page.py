@@ -227,6 +227,26 @@ def test_a_token_made_for_someone_is_shown_once_works_and_can_be_revoked() -> No
     assert ApiToken.objects.get(pk=theirs.pk).revoked_at is None
 
 
+def test_an_administrator_makes_no_token_for_a_superuser_or_another_administrator() -> None:
+    """A token acts as its owner: one made for root or ben would let ada act under their name,
+    as setting their password would (the admin refuses that too)."""
+    ada = make_account("admin", username="ada")
+    ben = make_account("admin", username="ben")
+    root = User.objects.create_superuser("root", "root@example.com", "x")
+    client = signed_in(ada)
+    for owner, reason in ((root, "root is a superuser"), (ben, "ben is an administrator")):
+        response = client.post(
+            f"/people/{owner.pk}/tokens", {"name": "as", "scope": "read"}, follow=True
+        )
+        (said,) = shown_messages(response)
+        assert reason in said and "only a superuser" in said and "makes its tokens" in said
+        assert not ApiToken.objects.filter(user=owner).exists()
+    made = client.post(f"/people/{ada.pk}/tokens", {"name": "mine", "scope": "admin"})
+    assert made.status_code == 200 and ApiToken.objects.filter(user=ada, name="mine").exists()
+    by_superuser = signed_in(root).post(f"/people/{ben.pk}/tokens", {"name": "ci", "scope": "read"})
+    assert by_superuser.status_code == 200 and ApiToken.objects.filter(user=ben).exists()
+
+
 def test_the_forms_need_the_csrf_token() -> None:
     dana = make_account("read", username="dana")
     client = Client(enforce_csrf_checks=True)
