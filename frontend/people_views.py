@@ -25,11 +25,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.actors import Actor
 from accounts.errors import PeopleRefused
-from accounts.models import ApiToken
+from accounts.models import ApiToken, AuditOutcome
 from accounts.roles import ROLE_NAMES, Role
 from accounts.selectors import people, person, visibility_groups
 from accounts.services.account_tokens import create_token_for, revoke_token_for
-from accounts.services.roles import set_role
+from accounts.services.roles import MESSAGE_LENGTH, set_role
 from accounts.services.visibility_groups import (
     add_to_group,
     create_visibility_group,
@@ -40,6 +40,7 @@ from frontend.access import account_page, may
 from reposearch.views import error_response
 
 VIA = "people page"
+TYPED_LENGTH = 100  # of what a refused form sent (a group or token name), in its audit row
 
 
 def admin_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -71,8 +72,22 @@ def _back(request: HttpRequest, user: Any = None) -> HttpResponseRedirect:
     return HttpResponseRedirect(reverse("frontend:person", args=[user.pk]), status=303)  # type: ignore[return-value]
 
 
-def _refused(request: HttpRequest, error: PeopleRefused) -> None:
+def _refused(
+    request: HttpRequest,
+    error: PeopleRefused,
+    action: str = "",
+    target: str = "",
+    details: dict[str, str] | None = None,
+) -> None:
+    """The refusal shown on the page, and recorded as ``action`` with outcome refused (a role
+    change's row is ``set_role``'s own); what the form sent is cut to a readable length."""
     messages.error(request, error.message)
+    if action:
+        kept = {key: value[:TYPED_LENGTH] for key, value in (details or {}).items()}
+        kept.update(error=error.code, message=error.message[:MESSAGE_LENGTH])
+        Actor.of_request(request, VIA).record(
+            action, target[:TYPED_LENGTH], kept, outcome=AuditOutcome.REFUSED
+        )
 
 
 @require_GET
@@ -151,7 +166,9 @@ def person_groups(request: HttpRequest, user_id: int) -> HttpResponse:
             Actor.of_request(request, VIA), request.POST.get("group", ""), user
         )
     except PeopleRefused as error:
-        _refused(request, error)
+        action = "group.add_member" if adding else "group.remove_member"
+        group = request.POST.get("group", "")
+        _refused(request, error, action, group, {"user": user.get_username()})
     else:
         verb = "added to" if adding else "removed from"
         messages.success(request, f"{change.username} {verb} {change.group}.")
@@ -166,7 +183,7 @@ def create_group(request: HttpRequest) -> HttpResponse:
             Actor.of_request(request, VIA), request.POST.get("name", "")
         )
     except PeopleRefused as error:
-        _refused(request, error)
+        _refused(request, error, "group.create", request.POST.get("name", ""))
     else:
         messages.success(
             request,
@@ -199,7 +216,8 @@ def person_token_create(request: HttpRequest, user_id: int) -> HttpResponse:
             _expiry(request.POST.get("expires_in_days", "")),
         )
     except PeopleRefused as error:
-        _refused(request, error)
+        details = {"owner": user.get_username(), "name": request.POST.get("name", "")}
+        _refused(request, error, "token.create", "", details)
         return _back(request, user)
     context = _person_context(request, user)
     context["new_token"] = made
@@ -216,7 +234,8 @@ def person_token_revoke(request: HttpRequest, user_id: int, token_id: int) -> Ht
     try:
         revoked = revoke_token_for(Actor.of_request(request, VIA), token)
     except PeopleRefused as error:
-        _refused(request, error)
+        details = {"owner": user.get_username(), "name": token.name}
+        _refused(request, error, "token.revoke", str(token.pk), details)
     else:
         if revoked:
             messages.success(request, f"Revoked {token.name} of {user.get_username()}.")

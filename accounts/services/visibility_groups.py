@@ -52,6 +52,11 @@ def visibility_group(name: str) -> Group:
     _refuse_role_group(name)
     group = Group.objects.filter(name=name).first()
     if group is None:
+        if len(name) > MAX_GROUP_NAME_LENGTH:  # no group has it: say so without repeating it
+            raise UnknownGroup(
+                f"a group name has at most {MAX_GROUP_NAME_LENGTH} characters",
+                details={"group": name[:MAX_GROUP_NAME_LENGTH] + "…"},
+            )
         raise UnknownGroup(
             f"no group named {name!r}; create it first (manage.py visibility_group create "
             f"{name!r}, or the People page)",

@@ -132,8 +132,12 @@ def test_refusals_are_shown_and_change_nothing() -> None:
     assert "admin is above dana's role (read)" in shown_messages(above)[0]
     assert client.post("/people/999999/role", {"role": "write"}).status_code == 404
     assert not AuditEntry.objects.filter(outcome="ok").exists()  # nothing changed
-    # The refused role changes are on record (tests below); nothing else.
-    assert set(AuditEntry.objects.values_list("action", "outcome")) == {("account.role", "refused")}
+    # Each refusal is on record (tests below), and nothing else.
+    assert set(AuditEntry.objects.values_list("action", "outcome")) == {
+        ("account.role", "refused"),
+        ("group.add_member", "refused"),
+        ("token.create", "refused"),
+    }
 
 
 def test_a_role_posted_at_any_length_is_quoted_short_on_the_page_and_in_the_audit_log() -> None:
@@ -186,6 +190,36 @@ def test_visibility_groups_are_created_and_people_added_and_removed() -> None:
         ("group.add_member", "ada"),
         ("group.remove_member", "ada"),
     ]
+
+
+def test_refused_group_and_token_changes_are_recorded_as_refused() -> None:
+    """roles.md: refused attempts are recorded too, each with what was asked, cut to a
+    readable length."""
+    admin = make_account("admin", username="ada")
+    dana = make_account("read", username="dana")
+    client = signed_in(admin)
+    posts = [
+        ("/people/groups", {"name": "reposearch-admin"}),
+        (f"/people/{dana.pk}/groups", {"action": "add", "group": "nowhere"}),
+        (f"/people/{dana.pk}/groups", {"action": "add", "group": "g" * 200_000}),
+        (f"/people/{dana.pk}/tokens", {"name": "ci", "scope": "admin"}),
+    ]
+    for url, body in posts:
+        response = client.post(url, body, follow=True)
+        (said,) = shown_messages(response)
+        assert len(said) < 400, said[:200]
+    assert not fresh(dana).groups.exists() and not Group.objects.filter(name="nowhere").exists()
+    assert not ApiToken.objects.exists()
+    rows = AuditEntry.objects.order_by("id")
+    assert [(e.action, e.outcome, e.details["error"]) for e in rows] == [
+        ("group.create", "refused", "role_group"),
+        ("group.add_member", "refused", "unknown_group"),
+        ("group.add_member", "refused", "unknown_group"),
+        ("token.create", "refused", "scope_above_role"),
+    ]
+    assert rows[1].target == "nowhere" and rows[1].details["user"] == "dana"
+    assert len(rows[2].target) == 100 and rows[2].details["via"] == "people page"
+    assert rows[3].details["owner"] == "dana" and rows[3].details["name"] == "ci"
 
 
 def test_a_token_made_for_someone_is_shown_once_works_and_can_be_revoked() -> None:
