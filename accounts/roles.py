@@ -76,11 +76,16 @@ def role_of(user: Any) -> Role | None:
     return role
 
 
+def _holds_admin(user: Any) -> bool:
+    """From the database, not the role cached on ``user`` (``role_of``): a role being changed."""
+    return bool(user.is_superuser or user.groups.filter(name=GROUP_OF_ROLE[Role.ADMIN]).exists())
+
+
 def keep_staff_in_step(user: Any, was_admin: bool) -> None:
     """Set ``is_staff`` (Django's "may open the admin") on an account that is an administrator
     now, clear it on one that just stopped being one; leave it alone otherwise (a superuser may
     open the admin to another account). ``was_admin``: whether it was one before the change."""
-    is_admin = user.is_superuser or user.groups.filter(name=GROUP_OF_ROLE[Role.ADMIN]).exists()
+    is_admin = _holds_admin(user)
     staff = True if is_admin else (False if was_admin else user.is_staff)
     if staff != user.is_staff:
         user.is_staff = staff
@@ -91,7 +96,7 @@ def grant_role(user: Any, role: Role) -> None:
     """Make ``user`` hold exactly ``role`` (through the role groups), ``is_staff`` in step."""
     from django.contrib.auth.models import Group
 
-    was_admin = user.is_superuser or user.groups.filter(name=GROUP_OF_ROLE[Role.ADMIN]).exists()
+    was_admin = _holds_admin(user)
     for name in ROLE_GROUPS:
         user.groups.remove(*Group.objects.filter(name=name))
     if role in GROUP_OF_ROLE:
